@@ -1,0 +1,9 @@
+"""aioproducer: an asyncio-native Apache Kafka producer with the Java producer's semantics."""
+
+from . import errors
+from .batch import RecordMetadata
+from .config import ProducerConfig
+from .producer import Producer
+
+__all__ = ["Producer", "ProducerConfig", "RecordMetadata", "errors", "__version__"]
+__version__ = "0.1.0"

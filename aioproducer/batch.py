@@ -1,0 +1,165 @@
+"""A batch of records for one partition, and what the user gets back for each record.
+
+A :class:`ProducerBatch` is filled by the accumulator, sealed when drained,
+possibly sent several times (retries keep its bytes), and completed exactly
+once: :meth:`complete` or :meth:`fail`, after which further calls are ignored.
+The futures it resolves are the ones ``Producer.enqueue`` handed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, NamedTuple, Sequence
+
+from .protocol.compression import Codec
+from .protocol.records import RecordBatchBuilder
+
+__all__ = ["RecordMetadata", "ProducerBatch"]
+
+
+class RecordMetadata(NamedTuple):
+    """Where a record landed. ``offset`` is -1 when acks=0 (the broker never says)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    serialized_key_size: int
+    serialized_value_size: int
+
+
+class ProducerBatch:
+    __slots__ = (
+        "topic",
+        "partition",
+        "builder",
+        "futures",
+        "sizes",
+        "timestamps",
+        "created",
+        "deadline",
+        "attempts",
+        "retry_at",
+        "reserved",
+        "payload",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "done",
+        "in_flight",
+        "sealed",
+        "batch_size",
+        "_waiters",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        codec: Codec,
+        batch_size: int,
+        now: float,
+        delivery_timeout: float,
+        compression_level: int | None = None,
+        is_transactional: bool = False,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.builder = RecordBatchBuilder(
+            codec=codec,
+            batch_size=batch_size,
+            is_transactional=is_transactional,
+            compression_level=compression_level,
+        )
+        self.batch_size = batch_size
+        self.futures: list[Any] = []
+        # Per record: (serialized key size, value size); timestamps kept beside.
+        self.sizes: list[tuple[int, int]] = []
+        self.timestamps: list[int] = []
+        self.created = now
+        self.deadline = now + delivery_timeout
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.reserved = 0  # bytes of buffer memory this batch holds
+        self.payload: bytes | None = None  # the built batch, kept across retries
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self.done = False
+        self.in_flight = False
+        self.sealed = False
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else "in flight" if self.in_flight else "queued"
+        return (
+            f"<ProducerBatch {self.topic}-{self.partition} records={len(self.futures)} "
+            f"bytes~{self.builder.size_in_bytes} attempts={self.attempts} {state}>"
+        )
+
+    @property
+    def record_count(self) -> int:
+        return len(self.futures)
+
+    def try_append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes]] | None,
+        future: Any,
+    ) -> bool:
+        """Append a record if it fits; the first record of a batch always fits."""
+        if self.sealed or self.builder.append(timestamp_ms, key, value, headers) is None:
+            return False
+        self.futures.append(future)
+        self.sizes.append((-1 if key is None else len(key), -1 if value is None else len(value)))
+        self.timestamps.append(timestamp_ms)
+        return True
+
+    def is_full(self) -> bool:
+        return self.sealed or self.builder.size_in_bytes >= self.batch_size
+
+    def done_waiter(self) -> asyncio.Future[None]:
+        """A future resolved when this batch completes or fails (for flush/close)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.done:
+            fut.set_result(None)
+        else:
+            if self._waiters is None:
+                self._waiters = []
+            self._waiters.append(fut)
+        return fut
+
+    def _wake_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, None
+        for fut in waiters or ():
+            if not fut.done():
+                fut.set_result(None)
+
+    def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
+        """Resolve every record's future with its metadata (once)."""
+        if self.done:
+            return
+        self.done = True
+        topic, partition = self.topic, self.partition
+        sizes, timestamps = self.sizes, self.timestamps
+        for i, fut in enumerate(self.futures):
+            if fut.done():  # the caller cancelled its wait; the record is still written
+                continue
+            ts = timestamps[i] if log_append_time_ms < 0 else log_append_time_ms
+            key_size, value_size = sizes[i]
+            offset = -1 if base_offset < 0 else base_offset + i
+            fut.set_result(RecordMetadata(topic, partition, offset, ts, key_size, value_size))
+        self._wake_waiters()
+
+    def fail(self, exc: BaseException) -> None:
+        """Fail every record's future with ``exc`` (once)."""
+        if self.done:
+            return
+        self.done = True
+        for fut in self.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._wake_waiters()

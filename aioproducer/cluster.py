@@ -1,0 +1,103 @@
+"""A snapshot of cluster metadata: brokers, topics, partitions and their leaders.
+
+Pure data, built from Metadata responses; no I/O and no clock of its own (the
+caller passes ``now``). :class:`~aioproducer.client.KafkaClient` owns the
+current snapshot and replaces it on each refresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "ClusterSnapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int  # -1 while the partition has no leader
+    leader_epoch: int = -1
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    error_code: int
+    partitions: tuple[PartitionInfo, ...]
+    # Partitions with a live leader, for the sticky partitioner (KIP-480).
+    available: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    cluster_id: str | None = None
+    controller_id: int = -1
+    updated_at: float = 0.0  # monotonic seconds; 0 means never
+
+    @classmethod
+    def from_response(cls, response: Any, now: float, previous: ClusterSnapshot | None = None) -> ClusterSnapshot:
+        """Build a snapshot from a decoded Metadata response.
+
+        Topics the response does not mention keep their previous entry, so a
+        refresh for one topic does not forget the others.
+        """
+        brokers = {
+            b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.get("rack")) for b in response.brokers
+        }
+        topics = dict(previous.topics) if previous is not None else {}
+        for t in response.topics:
+            if t.name is None:
+                continue
+            parts = tuple(
+                sorted(
+                    (
+                        PartitionInfo(
+                            t.name, p.partition_index, p.leader_id, p.get("leader_epoch", -1), p.error_code
+                        )
+                        for p in t.partitions
+                    ),
+                    key=lambda p: p.partition,
+                )
+            )
+            available = tuple(p.partition for p in parts if p.leader >= 0 and p.leader in brokers)
+            topics[t.name] = TopicInfo(t.name, t.error_code, parts, available)
+        return cls(
+            brokers=brokers,
+            topics=topics,
+            cluster_id=response.get("cluster_id"),
+            controller_id=response.get("controller_id", -1),
+            updated_at=now,
+        )
+
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        """The leader's node id, or None when unknown or leaderless."""
+        info = self.topics.get(topic)
+        if info is None or partition >= len(info.partitions):
+            return None
+        leader = info.partitions[partition].leader
+        if leader < 0 or leader not in self.brokers:
+            return None
+        return leader
+
+    def partition_count(self, topic: str) -> int | None:
+        info = self.topics.get(topic)
+        if info is None or not info.partitions:
+            return None
+        return len(info.partitions)
+
+    def forget(self, topics: Iterable[str]) -> None:
+        for name in topics:
+            self.topics.pop(name, None)

@@ -1,0 +1,307 @@
+"""One TCP connection to one broker.
+
+A :class:`BrokerConnection` owns a StreamWriter, a single reader task and the
+map of in-flight requests (correlation id -> Future). Every way the connection
+can end (EOF, socket error, undecodable bytes, a request timing out, close())
+goes through :meth:`_fail_all`, so each pending future resolves exactly once.
+OSError and IncompleteReadError are translated into ``ConnectionLostError`` /
+``ConnectionFailedError`` here and nowhere else.
+
+The ApiVersions handshake runs in :func:`open_connection`, beside the class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from . import errors
+from .protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
+from .protocol.messages import API_VERSIONS, APIS_BY_KEY, Api, negotiate_version
+from .protocol.schema import Message
+
+__all__ = ["BrokerConnection", "open_connection"]
+
+log = logging.getLogger("aioproducer.connection")
+
+_READ_CHUNK = 256 * 1024
+# Pending writes above this make writers wait for the socket to drain.
+_WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class _Pending:
+    future: asyncio.Future[Message]
+    api: Api
+    version: int
+    deadline: float
+
+
+class BrokerConnection:
+    """A live connection with negotiated API versions. Create with :func:`open_connection`."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        client_id: str | None,
+        request_timeout_ms: int,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.request_timeout = request_timeout_ms / 1000
+        self.api_versions: dict[int, int] = {}
+        self._reader = reader
+        self._writer = writer
+        self._loop = asyncio.get_running_loop()
+        self._pending: dict[int, _Pending] = {}
+        self._next_correlation_id = 0
+        self._closed_error: BaseException | None = None
+        self._decoder = FrameDecoder()
+        self._drain_lock = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        self.last_used = time.monotonic()
+        self._read_task = self._loop.create_task(self._read_loop())
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{len(self._pending)} in flight"
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {state}>"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_error is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def version_for(self, api: Api) -> int:
+        """The negotiated version of ``api``, or UnsupportedVersionError."""
+        version = self.api_versions.get(api.key)
+        if version is None:
+            raise errors.UnsupportedVersionError(
+                f"broker {self.node_id} at {self.host}:{self.port} supports no version of "
+                f"{api.name} that this client implements (v{api.min_version}-{api.max_version})"
+            )
+        return version
+
+    def _correlation_id(self) -> int:
+        cid = self._next_correlation_id
+        self._next_correlation_id = (cid + 1) & 0x7FFFFFFF
+        return cid
+
+    async def request(
+        self,
+        api: Api,
+        body: Mapping[str, Any],
+        *,
+        version: int | None = None,
+        timeout: float | None = None,
+    ) -> Message:
+        """Send one request and wait for its response (bounded by the request timeout)."""
+        fut = self.send(api, body, version=version, timeout=timeout)
+        await self.drain()
+        return await fut
+
+    def send(
+        self,
+        api: Api,
+        body: Mapping[str, Any],
+        *,
+        version: int | None = None,
+        timeout: float | None = None,
+        expect_response: bool = True,
+    ) -> asyncio.Future[Message]:
+        """Write a request now; return the future of its response.
+
+        With ``expect_response=False`` (Produce with acks=0, which the broker
+        never answers) the future resolves to an empty Message at once.
+        Callers should ``await drain()`` afterwards to respect backpressure.
+        """
+        fut: asyncio.Future[Message] = self._loop.create_future()
+        if self._closed_error is not None:
+            fut.set_exception(self._closed_error)
+            return fut
+        if version is None:
+            version = self.version_for(api)
+        cid = self._correlation_id()
+        frame = encode_request(api, version, cid, self.client_id, body)
+        self._writer.write(frame)
+        self.last_used = time.monotonic()
+        if not expect_response:
+            fut.set_result(Message())
+            return fut
+        deadline = self._loop.time() + (self.request_timeout if timeout is None else timeout)
+        self._pending[cid] = _Pending(fut, api, version, deadline)
+        if self._timer is None:
+            self._timer = self._loop.call_at(deadline, self._check_timeouts)
+        return fut
+
+    async def drain(self) -> None:
+        """Wait while the socket's write buffer is above its high-water mark."""
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() <= _WRITE_HIGH_WATER:
+            return
+        async with self._drain_lock:
+            try:
+                await self._writer.drain()
+            except (OSError, ConnectionError) as exc:
+                self._fail_all(errors.ConnectionLostError(self._describe(f"write failed: {exc}")))
+
+    def _check_timeouts(self) -> None:
+        """Expire requests past their deadline by closing the connection.
+
+        As in the Java client, a request that times out closes the connection:
+        its response may still arrive later, and the correlation ids after it
+        cannot be trusted to line up with what the caller expects.
+        """
+        self._timer = None
+        if not self._pending:
+            return
+        now = self._loop.time()
+        earliest = min(p.deadline for p in self._pending.values())
+        if earliest <= now:
+            self._fail_all(
+                errors.RequestTimedOutError(
+                    self._describe(f"no response within {self.request_timeout * 1000:.0f} ms")
+                )
+            )
+        else:
+            self._timer = self._loop.call_at(earliest, self._check_timeouts)
+
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        try:
+            while True:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    raise errors.ConnectionLostError(self._describe("closed by the broker"))
+                for frame in self._decoder.feed(data):
+                    self._dispatch(frame)
+        except errors.KafkaError as exc:
+            self._fail_all(exc)
+        except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
+            self._fail_all(errors.ConnectionLostError(self._describe(f"read failed: {exc}")))
+        except ValueError as exc:  # a frame size no broker would send
+            self._fail_all(errors.CorruptResponseError(self._describe(str(exc))))
+        except asyncio.CancelledError:
+            self._fail_all(errors.ConnectionLostError(self._describe("connection closed")))
+            raise
+
+    def _dispatch(self, frame: bytes) -> None:
+        cid = read_correlation_id(frame)
+        pending = self._pending.pop(cid, None)
+        if pending is None:
+            # A response to nothing we sent: the stream is out of step.
+            raise errors.CorruptResponseError(self._describe(f"unexpected correlation id {cid}"))
+        self.last_used = time.monotonic()
+        try:
+            message = decode_response(pending.api, pending.version, frame)
+        except ValueError as exc:
+            if not pending.future.done():
+                pending.future.set_exception(
+                    errors.CorruptResponseError(
+                        self._describe(f"undecodable {pending.api.name} v{pending.version}: {exc}")
+                    )
+                )
+            return
+        if not pending.future.done():
+            pending.future.set_result(message)
+
+    def _describe(self, what: str) -> str:
+        return f"broker {self.node_id} at {self.host}:{self.port}: {what}"
+
+    def _fail_all(self, exc: BaseException) -> None:
+        """Close the connection and fail every in-flight request with ``exc``."""
+        if self._closed_error is None:
+            self._closed_error = exc
+            self._writer.close()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if not self._read_task.done() and asyncio.current_task() is not self._read_task:
+                self._read_task.cancel()
+        pending, self._pending = self._pending, {}
+        for item in pending.values():
+            if not item.future.done():
+                item.future.set_exception(exc)
+
+    async def close(self) -> None:
+        """Close the socket; in-flight requests fail with ConnectionLostError."""
+        self._fail_all(errors.ConnectionLostError(self._describe("connection closed")))
+        try:
+            await asyncio.wait_for(self._read_task, 1.0)
+        except BaseException:  # noqa: BLE001 - the task is done either way
+            pass
+        try:
+            await asyncio.wait_for(self._writer.wait_closed(), 1.0)
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+async def open_connection(
+    node_id: int,
+    host: str,
+    port: int,
+    *,
+    client_id: str | None,
+    request_timeout_ms: int,
+    connect_timeout: float,
+    client_software_version: str = "0",
+) -> BrokerConnection:
+    """Connect, set TCP_NODELAY, and negotiate API versions.
+
+    ApiVersions is sent at the highest version we know; a broker that answers
+    UNSUPPORTED_VERSION gets it again at v0 (KIP-511).
+    """
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, limit=_READ_CHUNK), connect_timeout
+        )
+    except asyncio.TimeoutError:
+        raise errors.ConnectionFailedError(
+            f"broker {node_id} at {host}:{port}: no connection within {connect_timeout * 1000:.0f} ms"
+        ) from None
+    except OSError as exc:
+        raise errors.ConnectionFailedError(f"broker {node_id} at {host}:{port}: {exc}") from None
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = BrokerConnection(
+        node_id, host, port, reader, writer, client_id=client_id, request_timeout_ms=request_timeout_ms
+    )
+    try:
+        conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+async def _negotiate(conn: BrokerConnection, software_version: str, timeout: float) -> dict[int, int]:
+    body = {"client_software_name": "aioproducer", "client_software_version": software_version}
+    response = await conn.request(
+        API_VERSIONS, body, version=API_VERSIONS.max_version, timeout=timeout
+    )
+    if response.error_code == errors.UnsupportedVersionError.code:
+        response = await conn.request(API_VERSIONS, body, version=0, timeout=timeout)
+    errors.raise_for_code(response.error_code, f"ApiVersions from broker {conn.node_id}")
+    versions: dict[int, int] = {}
+    for entry in response.api_keys:
+        api = APIS_BY_KEY.get(entry.api_key)
+        if api is None:
+            continue
+        chosen = negotiate_version(api, entry.min_version, entry.max_version)
+        if chosen is not None:
+            versions[api.key] = chosen
+    return versions

@@ -1,0 +1,321 @@
+"""The public producer: a small API over the accumulator, the sender and the client.
+
+``enqueue`` validates and serializes a record, picks its partition, waits (up
+to ``max_block_ms``) for metadata and buffer memory, appends it to a batch and
+returns the record's future; ``send`` also waits for that future. Everything
+after that (batching, retries, expiry) belongs to the sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Mapping, Sequence
+
+from . import errors
+from .accumulator import RecordAccumulator
+from .batch import RecordMetadata
+from .buffer_pool import BufferPool
+from .client import KafkaClient
+from .config import ProducerConfig, config_from_properties
+from .partitioner import StickyPartitioner, partition_for_key
+from .protocol.records import estimate_record_size
+from .sender import Sender
+from .validation import check_headers, check_topic, to_bytes
+
+__all__ = ["Producer"]
+
+log = logging.getLogger("aioproducer.producer")
+Headers = Sequence[tuple[str, bytes]]
+
+
+class Producer:
+    """An asyncio Kafka producer with the Java producer's semantics.
+
+    Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
+    p.close()``. Every keyword argument is a :class:`ProducerConfig` field; see
+    the README for the table. ``Producer.from_config`` takes Java property names.
+    """
+
+    def __init__(self, bootstrap_servers: str | Sequence[str] = "localhost:9092", **kwargs: Any) -> None:
+        if isinstance(bootstrap_servers, (list, tuple)):
+            bootstrap_servers = list(bootstrap_servers)
+        try:
+            config = ProducerConfig(bootstrap_servers=bootstrap_servers, **kwargs)  # type: ignore[arg-type]
+        except TypeError as exc:
+            raise errors.ConfigurationError(f"invalid producer argument: {exc}") from None
+        self._init(config.validate())
+
+    @classmethod
+    def from_config(cls, properties: Mapping[str, Any], **overrides: Any) -> Producer:
+        """Build a producer from Java producer properties (``{"linger.ms": 5, ...}``)."""
+        producer = cls.__new__(cls)
+        producer._init(config_from_properties(properties, **overrides))
+        return producer
+
+    def _init(self, config: ProducerConfig) -> None:
+        self.config = config
+        self._client: KafkaClient | None = None
+        self._sender: Sender | None = None
+        self._pool = BufferPool(config.buffer_memory)
+        self._acc = RecordAccumulator(
+            batch_size=config.batch_size,
+            linger_ms=config.linger_ms,
+            codec=config.codec,
+            delivery_timeout_ms=config.delivery_timeout_ms,
+            compression_level=config.compression_level,
+            is_transactional=config.transactional_id is not None,
+        )
+        self._sticky = StickyPartitioner()
+        self._started = False
+        self._closed = False
+        self._close_lock: asyncio.Lock | None = None
+        self._max_block = config.max_block_ms / 1000
+        self._key_serializer = config.key_serializer
+        self._value_serializer = config.value_serializer
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "started" if self._started else "new"
+        return (
+            f"<Producer {state} bootstrap={self.config.bootstrap_servers!r} "
+            f"acks={self.config.acks} idempotent={self.config.idempotent} {self._acc!r}>"
+        )
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the cluster (bounded by ``max_block_ms``) and start sending."""
+        if self._closed:
+            raise errors.ProducerClosedError("the producer is closed; create a new one")
+        if self._started:
+            return
+        cfg = self.config
+        client = KafkaClient(
+            cfg.bootstrap_servers,
+            client_id=cfg.client_id,
+            request_timeout_ms=cfg.request_timeout_ms,
+            metadata_max_age_ms=cfg.metadata_max_age_ms,
+            reconnect_backoff_ms=cfg.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
+            connections_max_idle_ms=cfg.connections_max_idle_ms,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            allow_auto_create_topics=cfg.allow_auto_create_topics,
+        )
+        try:
+            await client.bootstrap(self._max_block)
+        except BaseException:
+            await client.close()
+            raise
+        self._client = client
+        self._sender = Sender(cfg, client, self._acc, self._pool)
+        self._sender.start()
+        self._started = True
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Deliver what is pending (up to ``timeout`` seconds), then shut down.
+
+        Records still pending when ``timeout`` runs out fail with
+        KafkaTimeoutError. With ``timeout=None`` close waits for every record,
+        which each batch's ``delivery_timeout_ms`` bounds. Calling it twice is safe.
+        """
+        if self._close_lock is None:
+            self._close_lock = asyncio.Lock()
+        async with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
+            if self._sender is None or self._client is None:
+                return
+            self._acc.closing = True
+            self._sender.wakeup()
+            done = await self._wait_batches(list(self._acc.incomplete), timeout)
+            if not done:
+                self._sender.abort(
+                    errors.KafkaTimeoutError(
+                        f"the producer was closed with a timeout of {timeout} s before "
+                        f"this record was delivered"
+                    )
+                )
+            await self._sender.stop()
+            # Anything left (a request cancelled by stop) still resolves.
+            self._sender.abort(errors.ProducerClosedError("the producer was closed"))
+            await self._client.close()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until it is acknowledged or failed.
+
+        Raises KafkaTimeoutError if ``timeout`` seconds pass first (the records
+        stay pending). Failures are reported through each record's future.
+        """
+        self._check_open()
+        if self._sender is None:
+            return
+        self._acc.flushing += 1
+        try:
+            self._sender.wakeup()
+            if not await self._wait_batches(list(self._acc.incomplete), timeout):
+                raise errors.KafkaTimeoutError(f"flush did not complete within {timeout} s")
+        finally:
+            self._acc.flushing -= 1
+
+    async def _wait_batches(self, batches: list[Any], timeout: float | None) -> bool:
+        waiters = [b.done_waiter() for b in batches if not b.done]
+        if not waiters:
+            return True
+        _done, pending = await asyncio.wait(waiters, timeout=timeout)
+        for fut in pending:
+            fut.cancel()
+        return not pending
+
+    # -- producing ---------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: Any,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> RecordMetadata:
+        """Produce one record and wait for the broker's acknowledgement."""
+        fut = await self.enqueue(
+            topic, value, key=key, partition=partition, timestamp_ms=timestamp_ms, headers=headers
+        )
+        return await fut
+
+    async def enqueue(
+        self,
+        topic: str,
+        value: Any,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Buffer one record; return a future resolved when the broker acknowledges it.
+
+        Waits only for metadata and buffer space, together bounded by
+        ``max_block_ms`` (then KafkaTimeoutError). Invalid input raises at once
+        and buffers nothing.
+        """
+        if self._closed:
+            raise errors.ProducerClosedError("cannot send: the producer is closed")
+        if not self._started:
+            raise errors.IllegalStateError("call 'await producer.start()' before sending")
+        check_topic(topic)
+        key_bytes = to_bytes(key, "key", self._key_serializer, topic)
+        value_bytes = to_bytes(value, "value", self._value_serializer, topic)
+        if headers is not None:
+            headers = check_headers(headers)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
+            raise ValueError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        size = estimate_record_size(
+            0 if key_bytes is None else len(key_bytes),
+            0 if value_bytes is None else len(value_bytes),
+            headers,
+        )
+        self._check_size(size)
+
+        deadline = time.monotonic() + self._max_block
+        client = self._client
+        assert client is not None
+        num_partitions = client.snapshot.partition_count(topic)
+        if num_partitions is None:
+            num_partitions = await client.partitions_for(topic, self._max_block)
+        tp = (topic, self._choose_partition(topic, partition, key_bytes, value_bytes, headers, num_partitions))
+
+        if not self._pool.try_reserve(size):
+            await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
+            if self._closed:
+                self._pool.release(size)
+                raise errors.ProducerClosedError("cannot send: the producer is closed")
+        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        batch, new_batch = self._acc.append(
+            tp, timestamp_ms, key_bytes, value_bytes, headers, fut, time.monotonic()
+        )
+        batch.reserved += size
+        if new_batch or batch.is_full():
+            assert self._sender is not None
+            self._sender.wakeup()
+        return fut
+
+    def _check_size(self, size: int) -> None:
+        if size > self.config.max_request_size:
+            raise errors.RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than "
+                f"max_request_size ({self.config.max_request_size})"
+            )
+        if size > self.config.buffer_memory:
+            raise errors.RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than "
+                f"buffer_memory ({self.config.buffer_memory})"
+            )
+
+    def _choose_partition(
+        self,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+        num_partitions: int,
+    ) -> int:
+        if partition is not None:
+            if isinstance(partition, bool) or not isinstance(partition, int):
+                raise TypeError(f"partition must be an int, got {type(partition).__name__}")
+            if not 0 <= partition < num_partitions:
+                raise errors.InvalidPartitionError(
+                    f"partition {partition} is not in the range [0...{num_partitions}) "
+                    f"of topic {topic!r}"
+                )
+            return partition
+        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+        available = info.available if info is not None else ()
+        custom = self.config.partitioner
+        if custom is not None:
+            chosen = custom(topic, key, num_partitions, available)
+            if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
+                raise errors.InvalidPartitionError(
+                    f"the partitioner returned {chosen!r} for topic {topic!r} with "
+                    f"{num_partitions} partitions"
+                )
+            return chosen
+        if key is not None:
+            return partition_for_key(key, num_partitions)
+        chosen = self._sticky.partition(topic, num_partitions, available)
+        # KIP-480: when this record would open a new batch, move on first, so the
+        # batch being filled is on the next partition rather than a lone record.
+        if self._sticky.used(topic) and not self._acc.fits_open_batch(
+            (topic, chosen), key, value, headers
+        ):
+            chosen = self._sticky.next_partition(topic, num_partitions, available)
+        self._sticky.mark_used(topic)
+        return chosen
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""
+        self._check_open()
+        check_topic(topic)
+        assert self._client is not None
+        count = await self._client.partitions_for(topic, self._max_block)
+        return list(range(count))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise errors.ProducerClosedError("the producer is closed")
+        if not self._started:
+            raise errors.IllegalStateError("call 'await producer.start()' first")

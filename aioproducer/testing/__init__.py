@@ -1,0 +1,1 @@
+"""Test helpers: a local broker launcher; a mock cluster comes later."""
