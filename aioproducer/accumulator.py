@@ -76,8 +76,13 @@ class RecordAccumulator:
         headers: Sequence[tuple[str, bytes]] | None,
         future: Any,
         now: float,
-    ) -> tuple[ProducerBatch, bool]:
-        """Append a record; return (its batch, whether a new batch was started)."""
+        abort_on_new_batch: bool = False,
+    ) -> tuple[ProducerBatch, bool] | None:
+        """Append a record; return (its batch, whether a new batch was started).
+
+        With ``abort_on_new_batch``, return None instead of starting a batch:
+        the sticky partitioner then picks another partition (KIP-480).
+        """
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
@@ -85,6 +90,8 @@ class RecordAccumulator:
             last = dq[-1]
             if last.try_append(timestamp_ms, key, value, headers, future):
                 return last, False
+        if abort_on_new_batch:
+            return None
         batch = ProducerBatch(
             tp[0],
             tp[1],
@@ -99,22 +106,6 @@ class RecordAccumulator:
         dq.append(batch)
         self.incomplete.add(batch)
         return batch, True
-
-    def fits_open_batch(
-        self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: Any
-    ) -> bool:
-        """Would this record go into the partition's open batch (no new batch)?"""
-        dq = self._deques.get(tp)
-        if not dq:
-            return False
-        last = dq[-1]
-        if last.sealed:
-            return False
-        return bool(
-            last.builder.has_room_for(
-                0 if key is None else len(key), 0 if value is None else len(value), headers
-            )
-        )
 
     # -- deciding ----------------------------------------------------------
 

@@ -20,7 +20,7 @@ from .buffer_pool import BufferPool
 from .client import KafkaClient
 from .config import ProducerConfig, config_from_properties
 from .partitioner import StickyPartitioner, partition_for_key
-from .protocol.records import estimate_record_size
+from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .sender import Sender
 from .validation import check_headers, check_topic, to_bytes
 
@@ -74,6 +74,9 @@ class Producer:
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
+        self._max_record = min(config.max_request_size, config.buffer_memory)
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
+        self._last_batch: Any = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -108,6 +111,7 @@ class Producer:
             await client.close()
             raise
         self._client = client
+        self._loop = asyncio.get_running_loop()
         self._sender = Sender(cfg, client, self._acc, self._pool)
         self._sender.start()
         self._started = True
@@ -212,45 +216,94 @@ class Producer:
         """
         if self._closed:
             raise errors.ProducerClosedError("cannot send: the producer is closed")
-        if not self._started:
+        if self._sender is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
         check_topic(topic)
-        key_bytes = to_bytes(key, "key", self._key_serializer, topic)
-        value_bytes = to_bytes(value, "value", self._value_serializer, topic)
+        # Fast paths for the common case: bytes in, no serializer.
+        if type(value) is not bytes or self._value_serializer is not None:
+            value = to_bytes(value, "value", self._value_serializer, topic)
+        if key is not None or self._key_serializer is not None:
+            if type(key) is not bytes or self._key_serializer is not None:
+                key = to_bytes(key, "key", self._key_serializer, topic)
         if headers is not None:
             headers = check_headers(headers)
+            header_size = headers_size(headers)
+        else:
+            header_size = 1
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
         elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
             raise ValueError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
-        size = estimate_record_size(
-            0 if key_bytes is None else len(key_bytes),
-            0 if value_bytes is None else len(value_bytes),
-            headers,
+        # Upper bound of the record's encoded size: lengths as 5-byte varints.
+        size = (
+            MAX_RECORD_OVERHEAD
+            + header_size
+            + (1 if key is None else len(key) + 5)
+            + (1 if value is None else len(value) + 5)
         )
-        self._check_size(size)
+        if size + RECORD_BATCH_OVERHEAD > self._max_record:
+            self._check_size(size + RECORD_BATCH_OVERHEAD)
 
-        deadline = time.monotonic() + self._max_block
         client = self._client
-        assert client is not None
-        num_partitions = client.snapshot.partition_count(topic)
+        num_partitions = client.snapshot.partition_count(topic)  # type: ignore[union-attr]
         if num_partitions is None:
-            num_partitions = await client.partitions_for(topic, self._max_block)
-        tp = (topic, self._choose_partition(topic, partition, key_bytes, value_bytes, headers, num_partitions))
-
+            deadline = time.monotonic() + self._max_block
+            num_partitions = await client.partitions_for(topic, self._max_block)  # type: ignore[union-attr]
+        else:
+            deadline = 0.0
         if not self._pool.try_reserve(size):
+            if not deadline:
+                deadline = time.monotonic() + self._max_block
             await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
             if self._closed:
                 self._pool.release(size)
                 raise errors.ProducerClosedError("cannot send: the producer is closed")
-        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        batch, new_batch = self._acc.append(
-            tp, timestamp_ms, key_bytes, value_bytes, headers, fut, time.monotonic()
-        )
-        batch.reserved += size
+        try:
+            fut = self._append(topic, partition, key, value, headers, timestamp_ms, num_partitions)
+        except BaseException:
+            self._pool.release(size)
+            raise
+        fut_batch = self._last_batch
+        fut_batch.reserved += size
+        return fut
+
+    def _append(
+        self,
+        topic: str,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+        timestamp_ms: int,
+        num_partitions: int,
+    ) -> asyncio.Future[RecordMetadata]:
+        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
+        now = time.monotonic()
+        sticky = partition is None and key is None and self.config.partitioner is None
+        if sticky:
+            info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+            available = info.available if info is not None else ()
+            chosen = self._sticky.partition(topic, num_partitions, available)
+            # KIP-480: a record that would open a new batch first moves the topic
+            # on to another partition, so batches fill one partition at a time.
+            result = self._acc.append(
+                (topic, chosen), timestamp_ms, key, value, headers, fut, now,
+                abort_on_new_batch=self._sticky.used(topic),
+            )
+            if result is None:
+                chosen = self._sticky.next_partition(topic, num_partitions, available)
+                result = self._acc.append(
+                    (topic, chosen), timestamp_ms, key, value, headers, fut, now
+                )
+            self._sticky.mark_used(topic)
+        else:
+            chosen = self._choose_partition(topic, partition, key, num_partitions)
+            result = self._acc.append((topic, chosen), timestamp_ms, key, value, headers, fut, now)
+        assert result is not None
+        batch, new_batch = result
+        self._last_batch = batch
         if new_batch or batch.is_full():
-            assert self._sender is not None
-            self._sender.wakeup()
+            self._sender.wakeup()  # type: ignore[union-attr]
         return fut
 
     def _check_size(self, size: int) -> None:
@@ -266,13 +319,7 @@ class Producer:
             )
 
     def _choose_partition(
-        self,
-        topic: str,
-        partition: int | None,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers | None,
-        num_partitions: int,
+        self, topic: str, partition: int | None, key: bytes | None, num_partitions: int
     ) -> int:
         if partition is not None:
             if isinstance(partition, bool) or not isinstance(partition, int):
@@ -283,10 +330,10 @@ class Producer:
                     f"of topic {topic!r}"
                 )
             return partition
-        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
-        available = info.available if info is not None else ()
         custom = self.config.partitioner
         if custom is not None:
+            info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+            available = info.available if info is not None else ()
             chosen = custom(topic, key, num_partitions, available)
             if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
                 raise errors.InvalidPartitionError(
@@ -294,17 +341,8 @@ class Producer:
                     f"{num_partitions} partitions"
                 )
             return chosen
-        if key is not None:
-            return partition_for_key(key, num_partitions)
-        chosen = self._sticky.partition(topic, num_partitions, available)
-        # KIP-480: when this record would open a new batch, move on first, so the
-        # batch being filled is on the next partition rather than a lone record.
-        if self._sticky.used(topic) and not self._acc.fits_open_batch(
-            (topic, chosen), key, value, headers
-        ):
-            chosen = self._sticky.next_partition(topic, num_partitions, available)
-        self._sticky.mark_used(topic)
-        return chosen
+        assert key is not None
+        return partition_for_key(key, num_partitions)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""

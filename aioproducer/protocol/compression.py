@@ -29,7 +29,7 @@ import threading
 import zlib
 
 import cramjam
-import lz4.frame
+import lz4.frame  # type: ignore[import-untyped]
 import zstandard
 
 __all__ = ["Codec", "codec_from_name", "compress", "decompress"]
@@ -79,7 +79,7 @@ def _snappy_compress(data: bytes | bytearray) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(data: bytes | memoryview) -> bytes:
+def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
     if bytes(data[: len(_XERIAL_MAGIC)]) != _XERIAL_MAGIC:
         return bytes(cramjam.snappy.decompress_raw(data))
     view = memoryview(data)
@@ -121,7 +121,7 @@ def _zstd_decompressor() -> zstandard.ZstdDecompressor:
     return dctx
 
 
-def _zstd_decompress(data: bytes | memoryview) -> bytes:
+def _zstd_decompress(data: bytes | bytearray | memoryview) -> bytes:
     dctx = _zstd_decompressor()
     if zstandard.frame_content_size(data) >= 0:
         # One-shot: the output size is known, so a single allocation.

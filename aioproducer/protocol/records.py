@@ -38,13 +38,14 @@ from .compression import Codec, compress, decompress
 from .varint import _SMALL_UVARINT, decode_varint, size_of_varint
 
 __all__ = [
-    "RECORD_BATCH_OVERHEAD",
     "MAX_RECORD_OVERHEAD",
-    "RecordBatchBuilder",
+    "RECORD_BATCH_OVERHEAD",
+    "CorruptBatchError",
     "Record",
     "RecordBatch",
-    "CorruptBatchError",
+    "RecordBatchBuilder",
     "estimate_record_size",
+    "headers_size",
     "parse_record_batches",
     "restamp_producer_state",
 ]
@@ -121,7 +122,8 @@ def _varint_bytes(value: int) -> bytes:
     return _UVARINT[zz] if zz < _TABLE_LIMIT else _uvarint(zz)
 
 
-def _headers_size(headers: Sequence[tuple[str, bytes | None]] | None) -> int:
+def headers_size(headers: Sequence[tuple[str, bytes | None]] | None) -> int:
+    """Encoded size of a record's header section (count included)."""
     if not headers:
         return 1
     size = size_of_varint(len(headers))
@@ -143,7 +145,7 @@ def estimate_record_size(
     reject a record larger than ``max.request.size`` before it is buffered.
     A length of ``None`` or -1 means a null key/value.
     """
-    size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + _headers_size(headers)
+    size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + headers_size(headers)
     for length in (key_len, value_len):
         if length is None or length < 0:
             size += 1
@@ -163,16 +165,16 @@ class RecordBatchBuilder:
     """
 
     __slots__ = (
-        "codec",
-        "batch_size",
-        "is_transactional",
-        "compression_level",
-        "record_count",
-        "base_timestamp",
-        "max_timestamp",
         "_buf",
-        "_sealed",
         "_payload",
+        "_sealed",
+        "base_timestamp",
+        "batch_size",
+        "codec",
+        "compression_level",
+        "is_transactional",
+        "max_timestamp",
+        "record_count",
     )
 
     def __init__(
@@ -257,14 +259,13 @@ class RecordBatchBuilder:
         buf += off
         buf += kpre
         if klen > 0:
-            buf += key  # type: ignore[operator]
+            buf += key  # type: ignore[arg-type]
         buf += vpre
         if vlen > 0:
-            buf += value  # type: ignore[operator]
+            buf += value  # type: ignore[arg-type]
         buf += hdr
         if count:
-            if timestamp_ms > self.max_timestamp:
-                self.max_timestamp = timestamp_ms
+            self.max_timestamp = max(self.max_timestamp, timestamp_ms)
         else:
             self.base_timestamp = self.max_timestamp = timestamp_ms
         self.record_count = count + 1
@@ -290,7 +291,7 @@ class RecordBatchBuilder:
             ts_size = 10
         else:
             ts_size = size_of_varint(timestamp_ms - self.base_timestamp)
-        size = 1 + ts_size + size_of_varint(self.record_count) + _headers_size(headers)
+        size = 1 + ts_size + size_of_varint(self.record_count) + headers_size(headers)
         for length in (key_len, value_len):
             if length is None or length < 0:
                 size += 1

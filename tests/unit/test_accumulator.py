@@ -1,0 +1,133 @@
+"""The accumulator's decisions, driven with an explicit clock and no event loop."""
+
+from __future__ import annotations
+
+from aioproducer.accumulator import RecordAccumulator
+from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.records import parse_record_batches
+
+
+class Fut:
+    """Stands in for an asyncio.Future: the accumulator only stores it."""
+
+
+def make(batch_size: int = 1000, linger_ms: float = 10, delivery_timeout_ms: int = 5000) -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=batch_size,
+        linger_ms=linger_ms,
+        codec=Codec.NONE,
+        delivery_timeout_ms=delivery_timeout_ms,
+    )
+
+
+def leaders(topic: str, partition: int) -> int | None:
+    return {0: 1, 1: 2, 2: 1}.get(partition)
+
+
+def fill(acc: RecordAccumulator, tp: tuple[str, int], n: int, now: float, size: int = 100) -> None:
+    for _ in range(n):
+        acc.append(tp, 1000, None, b"x" * size, None, Fut(), now)
+
+
+def test_not_ready_before_linger_then_ready() -> None:
+    acc = make()
+    fill(acc, ("t", 0), 1, now=0.0)
+    r = acc.ready(0.005, leaders)
+    assert r.nodes == set() and abs(r.next_check - 0.005) < 1e-9
+    r = acc.ready(0.010, leaders)
+    assert r.nodes == {1}
+
+
+def test_full_batch_is_ready_at_once() -> None:
+    acc = make(batch_size=500)
+    fill(acc, ("t", 0), 6, now=0.0)  # overflows into a second batch
+    assert acc.queued_batches() == 2
+    assert acc.ready(0.0, leaders).nodes == {1}
+
+
+def test_flush_and_memory_pressure_make_everything_ready() -> None:
+    acc = make()
+    fill(acc, ("t", 1), 1, now=0.0)
+    assert acc.ready(0.0, leaders).nodes == set()
+    assert acc.ready(0.0, leaders, memory_exhausted=True).nodes == {2}
+    acc.flushing += 1
+    assert acc.ready(0.0, leaders).nodes == {2}
+
+
+def test_unknown_leader_reported() -> None:
+    acc = make()
+    fill(acc, ("t", 7), 1, now=0.0)
+    r = acc.ready(1.0, leaders)
+    assert r.nodes == set() and r.unknown_leader_topics == {"t"}
+
+
+def test_drain_respects_max_request_size_and_rotates() -> None:
+    acc = make(batch_size=300)
+    for p in (0, 2):
+        fill(acc, ("t", p), 2, now=0.0)  # one ~250-byte batch per partition
+    ready = acc.ready(1.0, leaders)
+    first = acc.drain(1.0, ready, max_request_size=300)
+    assert [b.partition for b in first[1]] == [0]
+    fill(acc, ("t", 0), 2, now=1.0)
+    ready = acc.ready(2.0, leaders)
+    second = acc.drain(2.0, ready, max_request_size=300)
+    # The partition left out last time goes first now.
+    assert [b.partition for b in second[1]] == [2]
+
+
+def test_first_batch_always_drains_even_if_larger_than_request() -> None:
+    acc = make(batch_size=100)
+    fill(acc, ("t", 0), 1, now=0.0, size=5000)
+    drained = acc.drain(1.0, acc.ready(1.0, leaders), max_request_size=100)
+    assert len(drained[1]) == 1 and drained[1][0].sealed
+
+
+def test_retried_batch_goes_to_front_and_backs_off() -> None:
+    acc = make(batch_size=200)
+    fill(acc, ("t", 0), 1, now=0.0)
+    (batch,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    fill(acc, ("t", 0), 1, now=1.0)
+    acc.reenqueue(batch, now=1.0, backoff=0.1)
+    r = acc.ready(1.05, leaders)
+    assert r.nodes == set() and abs(r.next_check - 0.05) < 1e-9
+    drained = acc.drain(1.2, acc.ready(1.2, leaders), 10**6)[1]
+    assert drained[0] is batch and batch.attempts == 1
+
+
+def test_muted_partition_is_skipped() -> None:
+    acc = make()
+    fill(acc, ("t", 0), 1, now=0.0)
+    fill(acc, ("t", 2), 1, now=0.0)
+    drained = acc.drain(1.0, acc.ready(1.0, leaders), 10**6, muted={("t", 0)})
+    assert [b.partition for b in drained[1]] == [2]
+
+
+def test_expired_removes_only_past_deadline() -> None:
+    acc = make(batch_size=150, delivery_timeout_ms=1000)
+    fill(acc, ("t", 0), 1, now=0.0)
+    fill(acc, ("t", 0), 1, now=0.5)
+    assert acc.expired(0.9) == []
+    gone = acc.expired(1.2)
+    assert len(gone) == 1 and gone[0].created == 0.0
+    assert acc.queued_batches() == 1
+    assert acc.next_expiry() == 1.5
+
+
+def test_abort_on_new_batch() -> None:
+    acc = make(batch_size=150)
+    assert acc.append(("t", 0), 1, None, b"x", None, Fut(), 0.0, abort_on_new_batch=True) is None
+    acc.append(("t", 0), 1, None, b"x" * 50, None, Fut(), 0.0)
+    assert acc.append(("t", 0), 1, None, b"y", None, Fut(), 0.0, abort_on_new_batch=True) is not None
+    assert acc.append(("t", 0), 1, None, b"z" * 120, None, Fut(), 0.0, abort_on_new_batch=True) is None
+
+
+def test_batches_hold_what_was_appended() -> None:
+    acc = make(batch_size=10_000)
+    for i in range(5):
+        acc.append(("t", 0), 1000 + i, b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)], Fut(), 0.0)
+    (batch,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    (parsed,) = parse_record_batches(batch.builder.build())
+    assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in parsed.records] == [
+        (b"k%d" % i, b"v%d" % i, 1000 + i, [("h", b"%d" % i)]) for i in range(5)
+    ]
+    assert batch.sizes == [(2, 2)] * 5

@@ -1,0 +1,79 @@
+"""Configuration: defaults, combination checks and the Java property names."""
+
+from __future__ import annotations
+
+import pytest
+
+from aioproducer import Producer, ProducerConfig
+from aioproducer.config import config_from_properties
+from aioproducer.errors import ConfigurationError
+from aioproducer.protocol.compression import Codec
+
+
+def test_defaults_match_the_java_producer() -> None:
+    cfg = ProducerConfig().validate()
+    assert cfg.acks_value == -1 and cfg.idempotent is True
+    assert (cfg.batch_size, cfg.linger_ms, cfg.buffer_memory) == (16384, 5, 32 << 20)
+    assert (cfg.delivery_timeout_ms, cfg.request_timeout_ms, cfg.max_block_ms) == (120000, 30000, 60000)
+
+
+def test_from_config_maps_java_names_and_string_values() -> None:
+    p = Producer.from_config(
+        {
+            "bootstrap.servers": "a:1,b:2",
+            "linger.ms": "10",
+            "batch.size": 1000,
+            "acks": "1",
+            "compression.type": "zstd",
+            "enable.idempotence": "false",
+            "compression.zstd.level": "3",
+            "security.protocol": "PLAINTEXT",
+        }
+    )
+    cfg = p.config
+    assert cfg.linger_ms == 10 and cfg.batch_size == 1000 and cfg.acks_value == 1
+    assert cfg.codec is Codec.ZSTD and cfg.compression_level == 3 and cfg.idempotent is False
+
+
+def test_unknown_property_is_named_with_a_suggestion() -> None:
+    with pytest.raises(ConfigurationError, match=r"'linger\.msec'.*did you mean 'linger\.ms'"):
+        Producer.from_config({"bootstrap.servers": "a:1", "linger.msec": 5})
+
+
+def test_bad_values_are_named() -> None:
+    with pytest.raises(ConfigurationError, match="linger.ms must be an integer"):
+        config_from_properties({"linger.ms": "soon"})
+    with pytest.raises(ConfigurationError, match="acks"):
+        Producer("a:1", acks=2)
+    with pytest.raises(ConfigurationError, match="compression"):
+        Producer("a:1", compression="brotli")
+    with pytest.raises(ConfigurationError, match="batch_size"):
+        Producer("a:1", batch_size=0)
+    with pytest.raises(ConfigurationError, match="delivery_timeout_ms"):
+        Producer("a:1", delivery_timeout_ms=1000, request_timeout_ms=30000)
+    with pytest.raises(ConfigurationError, match="no_such_option"):
+        Producer("a:1", no_such_option=1)  # type: ignore[call-arg]
+    with pytest.raises(ConfigurationError, match="security.protocol"):
+        Producer.from_config({"security.protocol": "SSL"})
+
+
+def test_idempotence_default_yields_to_conflicts_but_explicit_true_does_not() -> None:
+    assert Producer("a:1", acks=1).config.idempotent is False
+    assert Producer("a:1", max_in_flight_requests_per_connection=6).config.idempotent is False
+    with pytest.raises(ConfigurationError, match='acks="all"'):
+        Producer("a:1", acks=0, enable_idempotence=True)
+    with pytest.raises(ConfigurationError, match="at most 5"):
+        Producer("a:1", enable_idempotence=True, max_in_flight_requests_per_connection=6)
+    with pytest.raises(ConfigurationError, match="transactional_id"):
+        Producer("a:1", transactional_id="t", enable_idempotence=False)
+
+
+def test_bootstrap_forms() -> None:
+    from aioproducer.client import parse_bootstrap
+
+    assert parse_bootstrap("a:1, b:2") == [("a", 1), ("b", 2)]
+    assert parse_bootstrap(["[::1]:9092"]) == [("::1", 9092)]
+    with pytest.raises(ConfigurationError, match="host:port"):
+        parse_bootstrap("nohost")
+    with pytest.raises(ConfigurationError):
+        parse_bootstrap("")

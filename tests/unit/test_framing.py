@@ -1,0 +1,182 @@
+"""Frames, headers and the schema interpreter, without a socket or a loop."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aioproducer.protocol.framing import (
+    FrameDecoder,
+    FrameTooLargeError,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    read_correlation_id,
+)
+from aioproducer.protocol.messages import (
+    API_VERSIONS,
+    APIS_BY_KEY,
+    INIT_PRODUCER_ID,
+    METADATA,
+    PRODUCE,
+    negotiate_version,
+)
+from aioproducer.protocol.schema import SchemaError
+
+
+def test_decoder_one_byte_at_a_time() -> None:
+    frames = [b"", b"a", b"hello world" * 50]
+    stream = b"".join(struct.pack(">i", len(f)) + f for f in frames)
+    dec = FrameDecoder()
+    out: list[bytes] = []
+    for i in range(len(stream)):
+        out.extend(dec.feed(stream[i : i + 1]))
+    assert out == frames
+    assert dec.buffered == 0
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.data())
+def test_decoder_any_split(frames: list[bytes], data: st.DataObject) -> None:
+    stream = b"".join(struct.pack(">i", len(f)) + f for f in frames)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+    dec = FrameDecoder()
+    out: list[bytes] = []
+    prev = 0
+    for cut in cuts + [len(stream)]:
+        out.extend(dec.feed(stream[prev:cut]))
+        prev = cut
+    assert out == frames
+
+
+def test_decoder_rejects_absurd_size() -> None:
+    dec = FrameDecoder(max_frame_size=1000)
+    with pytest.raises(FrameTooLargeError):
+        dec.feed(struct.pack(">i", 1001))
+    with pytest.raises(FrameTooLargeError):
+        FrameDecoder().feed(struct.pack(">i", -5))
+
+
+def test_request_header_v1_layout() -> None:
+    frame = encode_request(METADATA, 1, 7, "cid", {"topics": [{"name": "t"}]})
+    size, key, version, corr = struct.unpack_from(">ihhi", frame)
+    assert (size, key, version, corr) == (len(frame) - 4, 3, 1, 7)
+    assert frame[12:17] == b"\x00\x03cid"
+    # topics array: int32 count 1, int16 name length 1, "t"
+    assert frame[17:] == b"\x00\x00\x00\x01\x00\x01t"
+
+
+def test_request_header_v2_flexible_layout() -> None:
+    frame = encode_request(METADATA, 12, 1, None, {"topics": None})
+    # client id stays a classic nullable string (-1), then empty header tags.
+    assert frame[12:14] == b"\xff\xff"
+    assert frame[14] == 0
+    # topics null in compact form is 0; allow_auto_create=1; include_topic_ops=0; tags=0
+    assert frame[15:] == b"\x00\x01\x00\x00"
+
+
+@pytest.mark.parametrize("api", [API_VERSIONS, METADATA, PRODUCE, INIT_PRODUCER_ID])
+def test_every_version_round_trips_requests(api) -> None:  # type: ignore[no-untyped-def]
+    samples = {
+        18: {"client_software_name": "aioproducer", "client_software_version": "1.0"},
+        3: {"topics": [{"name": "orders", "topic_id": None}], "allow_auto_topic_creation": False},
+        0: {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 30000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 2, "records": b"xyz"}]}],
+        },
+        22: {"transactional_id": "tx", "transaction_timeout_ms": 1000},
+    }
+    body = samples[api.key]
+    for version in range(api.min_version, api.max_version + 1):
+        frame = encode_request(api, version, 42, "me", body)
+        got_api, got_version, cid, client_id, decoded = decode_request(frame[4:], APIS_BY_KEY)
+        assert (got_api, got_version, cid, client_id) == (api, version, 42, "me")
+        # decode(encode(x)) re-encodes to the very same bytes
+        assert encode_request(api, version, 42, "me", decoded) == frame
+        for name, value in body.items():
+            if name in decoded and name != "topics":
+                assert decoded[name] == value, (version, name)
+
+
+def test_metadata_response_round_trip_all_versions() -> None:
+    body = {
+        "brokers": [{"node_id": 1, "host": "h", "port": 9092, "rack": None}],
+        "cluster_id": "c",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": 0,
+                "name": "t",
+                "topic_id": None,
+                "is_internal": False,
+                "partitions": [
+                    {
+                        "error_code": 0,
+                        "partition_index": 0,
+                        "leader_id": 1,
+                        "leader_epoch": 3,
+                        "replica_nodes": [1],
+                        "isr_nodes": [1],
+                        "offline_replicas": [],
+                    }
+                ],
+            }
+        ],
+    }
+    for version in range(METADATA.min_version, METADATA.max_version + 1):
+        frame = encode_response(METADATA, version, 9, body)
+        assert read_correlation_id(frame[4:]) == 9
+        msg = decode_response(METADATA, version, frame[4:])
+        part = msg.topics[0].partitions[0]
+        assert (msg.brokers[0].host, part.leader_id, part.partition_index) == ("h", 1, 0)
+        assert part.get("leader_epoch", 3) == (3 if version >= 7 else 3)
+
+
+def test_api_versions_fallback_decodes_v0_error_body() -> None:
+    # A broker that does not know v3 answers in v0 form with UNSUPPORTED_VERSION.
+    body = b"\x00\x23" + b"\x00\x00\x00\x01" + b"\x00\x12\x00\x00\x00\x02"
+    frame = struct.pack(">i", 5) + body
+    msg = decode_response(API_VERSIONS, 3, frame)
+    assert msg.error_code == 35
+    assert msg.api_keys[0] == {"api_key": 18, "min_version": 0, "max_version": 2}
+
+
+def test_trailing_bytes_are_an_error() -> None:
+    frame = encode_response(INIT_PRODUCER_ID, 0, 1, {"producer_id": 5, "producer_epoch": 0})
+    with pytest.raises(SchemaError):
+        decode_response(INIT_PRODUCER_ID, 0, frame[4:] + b"\x00")
+
+
+def test_truncated_response_is_an_error() -> None:
+    frame = encode_response(INIT_PRODUCER_ID, 0, 1, {"producer_id": 5})
+    with pytest.raises(SchemaError):
+        decode_response(INIT_PRODUCER_ID, 0, frame[4:-3])
+
+
+def test_non_nullable_null_is_rejected() -> None:
+    with pytest.raises(SchemaError, match="name"):
+        encode_request(METADATA, 1, 1, None, {"topics": [{"name": None}]})
+
+
+def test_unknown_tagged_fields_are_skipped() -> None:
+    # InitProducerId v2 (flexible) response with one unknown tag (tag 5, 3 bytes).
+    body = struct.pack(">ihqh", 0, 0, 77, 1) + b"\x01\x05\x03abc"
+    frame = struct.pack(">i", 9) + b"\x00" + body  # header v1: cid + empty tags
+    msg = decode_response(INIT_PRODUCER_ID, 2, frame)
+    assert (msg.producer_id, msg.producer_epoch) == (77, 1)
+
+
+@pytest.mark.parametrize(
+    ("ours", "broker", "expected"),
+    [((3, 11), (0, 9), 9), ((3, 11), (0, 12), 11), ((3, 11), (0, 2), None), ((3, 11), (5, 7), 7)],
+)
+def test_negotiate_version(ours, broker, expected) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    api = replace(PRODUCE, min_version=ours[0], max_version=ours[1])
+    assert negotiate_version(api, *broker) == expected

@@ -1,0 +1,49 @@
+"""The retry policy as a table: (error, attempts, time left) -> action."""
+
+from __future__ import annotations
+
+import pytest
+
+from aioproducer import errors
+from aioproducer.retry import Action, RetryConfig, classify, retry_backoff
+
+CFG = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+
+
+@pytest.mark.parametrize(
+    ("error", "attempts", "deadline", "action", "refresh", "error_type"),
+    [
+        (None, 0, 10.0, Action.COMPLETE, False, None),
+        (errors.NotLeaderOrFollowerError("x"), 0, 10.0, Action.RETRY, True, None),
+        (errors.UnknownTopicOrPartitionError("x"), 2, 10.0, Action.RETRY, True, None),
+        (errors.RequestTimedOutError("x"), 0, 10.0, Action.RETRY, False, None),
+        (errors.ConnectionLostError("x"), 0, 10.0, Action.RETRY, True, None),
+        (errors.NotEnoughReplicasError("x"), 4, 10.0, Action.RETRY, False, None),
+        # retries used up: fail with the cause itself
+        (errors.NotEnoughReplicasError("x"), 5, 10.0, Action.FAIL, False, errors.NotEnoughReplicasError),
+        # no time for another attempt before the delivery deadline
+        (errors.NotLeaderOrFollowerError("x"), 0, 0.05, Action.FAIL, True, errors.KafkaTimeoutError),
+        (errors.RecordTooLargeError("x"), 0, 10.0, Action.FAIL, False, errors.RecordTooLargeError),
+        (errors.TopicAuthorizationFailedError("x"), 0, 10.0, Action.FAIL, False, None),
+        (errors.InvalidTopicError("x"), 0, 10.0, Action.FAIL, False, errors.InvalidTopicError),
+        (errors.CorruptResponseError("x"), 0, 10.0, Action.FAIL, False, None),
+    ],
+)
+def test_classify(error, attempts, deadline, action, refresh, error_type) -> None:  # type: ignore[no-untyped-def]
+    out = classify(error, attempts=attempts, deadline=deadline, now=0.0, config=CFG, rand=0.5)
+    assert out.action is action
+    assert out.refresh_metadata is refresh
+    if error_type is not None:
+        assert isinstance(out.error, error_type)
+    if action is Action.RETRY:
+        assert 0 < out.backoff <= 1.0
+
+
+def test_backoff_grows_to_the_max_with_bounded_jitter() -> None:
+    mids = [retry_backoff(a, 100, 1000, 0.5) for a in range(8)]
+    assert mids[:4] == [0.1, 0.2, 0.4, 0.8]
+    assert mids[4:] == [1.0] * 4
+    assert retry_backoff(0, 100, 1000, 0.0) == pytest.approx(0.08)
+    assert retry_backoff(0, 100, 1000, 0.999) == pytest.approx(0.12, abs=1e-3)
+    assert all(retry_backoff(a, 100, 1000, 0.999) <= 1.0 for a in range(40))
+    assert retry_backoff(3, 200, 100, 0.5) == 0.2  # max below base: constant
