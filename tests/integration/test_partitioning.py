@@ -1,0 +1,93 @@
+"""Partition choice agrees with the Java client (keyed) and is sticky (unkeyed)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from aioproducer import Producer, RecordMetadata
+from aioproducer.partitioner import murmur2, partition_for_key
+from tests.support.aio import gather_within, read_back, runs
+from tests.support.verify import produce_with_librdkafka
+
+def test_murmur2_java_vector() -> None:
+    # Kafka's UtilsTest: murmur2("21".getBytes()) == -973932308.
+    assert murmur2(b"21") == -973932308
+
+
+def _keys() -> list[bytes]:
+    rand = random.Random(20240601)
+    keys = [f"user-{i}".encode() for i in range(300)]
+    keys += [str(i).encode() for i in range(100)]
+    # Every tail length (len % 4) and bytes with the high bit set (signedness bugs).
+    keys += [bytes(rand.randrange(256) for _ in range(rand.randrange(1, 40))) for _ in range(200)]
+    keys += ["ключ-ü-名".encode(), b"\xff" * 7, b"\x80", b"a", b"ab", b"abc", b"abcd"]
+    return list(dict.fromkeys(keys))
+
+
+@pytest.mark.asyncio
+async def test_keyed_partitioning_matches_librdkafka_murmur2(
+    kafka_bootstrap: str, topic_factory
+) -> None:
+    partitions = 7
+    ours = topic_factory(partitions)
+    theirs = topic_factory(partitions)
+    keys = _keys()
+
+    async with Producer(kafka_bootstrap, linger_ms=5) as p:
+        futs = [await p.enqueue(ours, b"x", key=k) for k in keys]
+        results = await gather_within(futs, 30, "sends")
+    assert all(isinstance(r, RecordMetadata) for r in results)
+    ours_by_key = {k: md.partition for k, md in zip(keys, results)}
+
+    # murmur2_random is librdkafka's Java-compatible partitioner.
+    delivered = await asyncio.to_thread(
+        produce_with_librdkafka,
+        kafka_bootstrap,
+        theirs,
+        [{"key": k, "value": b"x"} for k in keys],
+        config={"partitioner": "murmur2_random"},
+    )
+    theirs_by_key = {d.key: d.partition for d in delivered}
+    assert len(theirs_by_key) == len(keys)
+
+    mismatches = [k for k in keys if ours_by_key[k] != theirs_by_key[k]]
+    assert not mismatches, mismatches[:5]
+    assert len(set(ours_by_key.values())) == partitions
+    # The broker holds our records where the metadata said.
+    got = await read_back(kafka_bootstrap, ours, expected=len(keys))
+    assert {r.key: r.partition for r in got} == ours_by_key
+    assert all(partition_for_key(k, partitions) == ours_by_key[k] for k in keys)
+
+
+@pytest.mark.asyncio
+async def test_unkeyed_records_stick_to_a_partition_per_batch(
+    kafka_bootstrap: str, topic_factory
+) -> None:
+    topic = topic_factory(8)
+    n = 400
+    value = b"v" * 100
+    # ~8 records fill a 1 KiB batch; the long linger means only full batches move
+    # the sticky partition on.
+    async with Producer(kafka_bootstrap, batch_size=1024, linger_ms=1000) as p:
+        futs = [await p.enqueue(topic, value + str(i).encode()) for i in range(n)]
+        await p.flush(timeout=30)
+        results = await gather_within(futs, 30, "sends")
+    assert all(isinstance(r, RecordMetadata) for r in results)
+
+    groups = runs(results)
+    assert len({md.partition for md in results}) >= 3, "unkeyed records should spread"
+    # Every run but the last is one full batch: several records, consecutive offsets.
+    for group in groups[:-1]:
+        assert len(group) >= 4, [len(g) for g in groups]
+    for group in groups:
+        first = group[0].offset
+        assert [md.offset for md in group] == list(range(first, first + len(group)))
+    # Without stickiness there would be about one run per record.
+    assert len(groups) <= n // 4
+
+    got = await read_back(kafka_bootstrap, topic, expected=n)
+    assert len(got) == n
+    assert {(r.partition, r.offset) for r in got} == {(md.partition, md.offset) for md in results}

@@ -1,0 +1,1 @@
+"""Shared test support: the independent librdkafka-based verifier."""
