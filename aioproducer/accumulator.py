@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from .batch import ProducerBatch
+from .batch import ProducerBatch, pack_sizes
 from .protocol.compression import Codec
 
 __all__ = ["RecordAccumulator", "ReadyResult", "TopicPartition"]
@@ -77,19 +77,24 @@ class RecordAccumulator:
         future: Any,
         now: float,
         abort_on_new_batch: bool = False,
-    ) -> tuple[ProducerBatch, bool] | None:
-        """Append a record; return (its batch, whether a new batch was started).
+        sizes: int | None = None,
+    ) -> ProducerBatch | None:
+        """Append a record; return its batch (a new batch holds just this record).
 
         With ``abort_on_new_batch``, return None instead of starting a batch:
         the sticky partitioner then picks another partition (KIP-480).
+        ``sizes`` is :func:`~aioproducer.batch.pack_sizes` of key and value,
+        computed here when not given.
         """
+        if sizes is None:
+            sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
         elif dq:
             last = dq[-1]
-            if last.try_append(timestamp_ms, key, value, headers, future):
-                return last, False
+            if last.try_append(timestamp_ms, key, value, headers, future, sizes):
+                return last
         if abort_on_new_batch:
             return None
         batch = ProducerBatch(
@@ -102,10 +107,10 @@ class RecordAccumulator:
             compression_level=self.compression_level,
             is_transactional=self.is_transactional,
         )
-        batch.try_append(timestamp_ms, key, value, headers, future)
+        batch.try_append(timestamp_ms, key, value, headers, future, sizes)
         dq.append(batch)
         self.incomplete.add(batch)
-        return batch, True
+        return batch
 
     # -- deciding ----------------------------------------------------------
 

@@ -14,7 +14,12 @@ from typing import Any, NamedTuple, Sequence
 from .protocol.compression import Codec
 from .protocol.records import RecordBatchBuilder
 
-__all__ = ["RecordMetadata", "ProducerBatch"]
+__all__ = ["RecordMetadata", "ProducerBatch", "pack_sizes"]
+
+
+def pack_sizes(key_size: int, value_size: int) -> int:
+    """Pack serialized key/value sizes (-1 for null) into one int."""
+    return ((key_size + 1) << 32) | (value_size + 1)
 
 
 class RecordMetadata(NamedTuple):
@@ -74,8 +79,9 @@ class ProducerBatch:
         )
         self.batch_size = batch_size
         self.futures: list[Any] = []
-        # Per record: (serialized key size, value size); timestamps kept beside.
-        self.sizes: list[tuple[int, int]] = []
+        # Per record: serialized key and value sizes packed into one int (see
+        # pack_sizes; an int is cheaper to keep than a tuple), and the timestamp.
+        self.sizes: list[int] = []
         self.timestamps: list[int] = []
         self.created = now
         self.deadline = now + delivery_timeout
@@ -109,12 +115,16 @@ class ProducerBatch:
         value: bytes | None,
         headers: Sequence[tuple[str, bytes]] | None,
         future: Any,
+        sizes: int,
     ) -> bool:
-        """Append a record if it fits; the first record of a batch always fits."""
+        """Append a record if it fits; the first record of a batch always fits.
+
+        ``sizes`` is :func:`pack_sizes` of the record's key and value.
+        """
         if self.sealed or self.builder.append(timestamp_ms, key, value, headers) is None:
             return False
         self.futures.append(future)
-        self.sizes.append((-1 if key is None else len(key), -1 if value is None else len(value)))
+        self.sizes.append(sizes)
         self.timestamps.append(timestamp_ms)
         return True
 
@@ -145,13 +155,19 @@ class ProducerBatch:
         self.done = True
         topic, partition = self.topic, self.partition
         sizes, timestamps = self.sizes, self.timestamps
+        new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
         for i, fut in enumerate(self.futures):
             if fut.done():  # the caller cancelled its wait; the record is still written
                 continue
             ts = timestamps[i] if log_append_time_ms < 0 else log_append_time_ms
-            key_size, value_size = sizes[i]
+            packed = sizes[i]
             offset = -1 if base_offset < 0 else base_offset + i
-            fut.set_result(RecordMetadata(topic, partition, offset, ts, key_size, value_size))
+            fut.set_result(
+                new(
+                    RecordMetadata,
+                    (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),
+                )
+            )
         self._wake_waiters()
 
     def fail(self, exc: BaseException) -> None:

@@ -37,6 +37,8 @@ class TopicInfo:
     partitions: tuple[PartitionInfo, ...]
     # Partitions with a live leader, for the sticky partitioner (KIP-480).
     available: tuple[int, ...] = ()
+    # (topic, partition) keys, made once: the producer uses them for every record.
+    tps: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(slots=True)
@@ -73,7 +75,8 @@ class ClusterSnapshot:
                 )
             )
             available = tuple(p.partition for p in parts if p.leader >= 0 and p.leader in brokers)
-            topics[t.name] = TopicInfo(t.name, t.error_code, parts, available)
+            tps = tuple((t.name, p.partition) for p in parts)
+            topics[t.name] = TopicInfo(t.name, t.error_code, parts, available, tps)
         return cls(
             brokers=brokers,
             topics=topics,

@@ -57,19 +57,19 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class StickyPartitioner:
     """The partition each topic's unkeyed records currently stick to (KIP-480)."""
 
-    __slots__ = ("_current", "_used", "_rand")
+    __slots__ = ("_current", "used_topics", "_rand")
 
     def __init__(self, rand: random.Random | None = None) -> None:
         self._current: dict[str, int] = {}
         # Topics whose current partition has received a record since it was chosen.
-        self._used: set[str] = set()
+        self.used_topics: set[str] = set()
         self._rand = rand or random.Random()
 
     def used(self, topic: str) -> bool:
-        return topic in self._used
+        return topic in self.used_topics
 
     def mark_used(self, topic: str) -> None:
-        self._used.add(topic)
+        self.used_topics.add(topic)
 
     def partition(self, topic: str, num_partitions: int, available: Sequence[int]) -> int:
         current = self._current.get(topic)
@@ -82,7 +82,7 @@ class StickyPartitioner:
         """Move on from the current partition (its batch is full or was sent)."""
         current = self._pick(num_partitions, available, self._current.get(topic))
         self._current[topic] = current
-        self._used.discard(topic)
+        self.used_topics.discard(topic)
         return current
 
     def _pick(self, num_partitions: int, available: Sequence[int], avoid: int | None) -> int:

@@ -18,6 +18,7 @@ from .accumulator import RecordAccumulator
 from .batch import RecordMetadata
 from .buffer_pool import BufferPool
 from .client import KafkaClient
+from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .partitioner import StickyPartitioner, partition_for_key
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
@@ -75,8 +76,10 @@ class Producer:
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
         self._max_record = min(config.max_request_size, config.buffer_memory)
-        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]
-        self._last_batch: Any = None
+        self._custom_partitioner = config.partitioner
+        # Topics already validated and known to the metadata: skips checks per record.
+        self._topics_seen: set[str] = set()
+        self._create_future: Any = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -111,7 +114,7 @@ class Producer:
             await client.close()
             raise
         self._client = client
-        self._loop = asyncio.get_running_loop()
+        self._create_future = asyncio.get_running_loop().create_future
         self._sender = Sender(cfg, client, self._acc, self._pool)
         self._sender.start()
         self._started = True
@@ -218,7 +221,10 @@ class Producer:
             raise errors.ProducerClosedError("cannot send: the producer is closed")
         if self._sender is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
-        check_topic(topic)
+        if topic not in self._topics_seen:
+            check_topic(topic)
+            if len(self._topics_seen) < 10000:
+                self._topics_seen.add(topic)
         # Fast paths for the common case: bytes in, no serializer.
         if type(value) is not bytes or self._value_serializer is not None:
             value = to_bytes(value, "value", self._value_serializer, topic)
@@ -234,23 +240,20 @@ class Producer:
             timestamp_ms = int(time.time() * 1000)
         elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
             raise ValueError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
         # Upper bound of the record's encoded size: lengths as 5-byte varints.
-        size = (
-            MAX_RECORD_OVERHEAD
-            + header_size
-            + (1 if key is None else len(key) + 5)
-            + (1 if value is None else len(value) + 5)
-        )
+        size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
             self._check_size(size + RECORD_BATCH_OVERHEAD)
 
         client = self._client
-        num_partitions = client.snapshot.partition_count(topic)  # type: ignore[union-attr]
-        if num_partitions is None:
+        info = client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+        deadline = 0.0
+        if info is None or not info.partitions:
             deadline = time.monotonic() + self._max_block
-            num_partitions = await client.partitions_for(topic, self._max_block)  # type: ignore[union-attr]
-        else:
-            deadline = 0.0
+            await client.partitions_for(topic, self._max_block)  # type: ignore[union-attr]
+            info = client.snapshot.topics[topic]  # type: ignore[union-attr]
         if not self._pool.try_reserve(size):
             if not deadline:
                 deadline = time.monotonic() + self._max_block
@@ -258,51 +261,39 @@ class Producer:
             if self._closed:
                 self._pool.release(size)
                 raise errors.ProducerClosedError("cannot send: the producer is closed")
+            info = client.snapshot.topics[topic]  # type: ignore[union-attr]
+
+        fut: asyncio.Future[RecordMetadata] = self._create_future()
+        now = time.monotonic()
+        sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
+        acc = self._acc
         try:
-            fut = self._append(topic, partition, key, value, headers, timestamp_ms, num_partitions)
+            if partition is None and key is None and self._custom_partitioner is None:
+                sticky = self._sticky
+                chosen = sticky.partition(topic, len(info.partitions), info.available)
+                # KIP-480: a record that would open a new batch first moves the
+                # topic to another partition, so batches fill one at a time.
+                batch = acc.append(
+                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now,
+                    topic in sticky.used_topics, sizes,
+                )
+                if batch is None:
+                    chosen = sticky.next_partition(topic, len(info.partitions), info.available)
+                    batch = acc.append(
+                        info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
+                    )
+                sticky.used_topics.add(topic)
+            else:
+                chosen = self._choose_partition(topic, partition, key, info)
+                batch = acc.append(
+                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
+                )
         except BaseException:
             self._pool.release(size)
             raise
-        fut_batch = self._last_batch
-        fut_batch.reserved += size
-        return fut
-
-    def _append(
-        self,
-        topic: str,
-        partition: int | None,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers | None,
-        timestamp_ms: int,
-        num_partitions: int,
-    ) -> asyncio.Future[RecordMetadata]:
-        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
-        now = time.monotonic()
-        sticky = partition is None and key is None and self.config.partitioner is None
-        if sticky:
-            info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
-            available = info.available if info is not None else ()
-            chosen = self._sticky.partition(topic, num_partitions, available)
-            # KIP-480: a record that would open a new batch first moves the topic
-            # on to another partition, so batches fill one partition at a time.
-            result = self._acc.append(
-                (topic, chosen), timestamp_ms, key, value, headers, fut, now,
-                abort_on_new_batch=self._sticky.used(topic),
-            )
-            if result is None:
-                chosen = self._sticky.next_partition(topic, num_partitions, available)
-                result = self._acc.append(
-                    (topic, chosen), timestamp_ms, key, value, headers, fut, now
-                )
-            self._sticky.mark_used(topic)
-        else:
-            chosen = self._choose_partition(topic, partition, key, num_partitions)
-            result = self._acc.append((topic, chosen), timestamp_ms, key, value, headers, fut, now)
-        assert result is not None
-        batch, new_batch = result
-        self._last_batch = batch
-        if new_batch or batch.is_full():
+        assert batch is not None
+        batch.reserved += size
+        if len(batch.futures) == 1:  # a new batch: the sender starts its linger clock
             self._sender.wakeup()  # type: ignore[union-attr]
         return fut
 
@@ -319,8 +310,9 @@ class Producer:
             )
 
     def _choose_partition(
-        self, topic: str, partition: int | None, key: bytes | None, num_partitions: int
+        self, topic: str, partition: int | None, key: bytes | None, info: TopicInfo
     ) -> int:
+        num_partitions = len(info.partitions)
         if partition is not None:
             if isinstance(partition, bool) or not isinstance(partition, int):
                 raise TypeError(f"partition must be an int, got {type(partition).__name__}")
@@ -330,11 +322,9 @@ class Producer:
                     f"of topic {topic!r}"
                 )
             return partition
-        custom = self.config.partitioner
+        custom = self._custom_partitioner
         if custom is not None:
-            info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
-            available = info.available if info is not None else ()
-            chosen = custom(topic, key, num_partitions, available)
+            chosen = custom(topic, key, num_partitions, info.available)
             if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
                 raise errors.InvalidPartitionError(
                     f"the partitioner returned {chosen!r} for topic {topic!r} with "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aioproducer.accumulator import RecordAccumulator
+from aioproducer.batch import pack_sizes
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import parse_record_batches
 
@@ -130,4 +131,4 @@ def test_batches_hold_what_was_appended() -> None:
     assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in parsed.records] == [
         (b"k%d" % i, b"v%d" % i, 1000 + i, [("h", b"%d" % i)]) for i in range(5)
     ]
-    assert batch.sizes == [(2, 2)] * 5
+    assert batch.sizes == [pack_sizes(2, 2)] * 5
