@@ -154,20 +154,20 @@ class ProducerBatch:
             return
         self.done = True
         topic, partition = self.topic, self.partition
-        sizes, timestamps = self.sizes, self.timestamps
         new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
-        for i, fut in enumerate(self.futures):
-            if fut.done():  # the caller cancelled its wait; the record is still written
-                continue
-            ts = timestamps[i] if log_append_time_ms < 0 else log_append_time_ms
-            packed = sizes[i]
-            offset = -1 if base_offset < 0 else base_offset + i
-            fut.set_result(
-                new(
-                    RecordMetadata,
-                    (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),
+        offset = base_offset
+        for fut, ts, packed in zip(self.futures, self.timestamps, self.sizes):
+            if not fut.done():  # done: the caller cancelled its wait; the record is written
+                if log_append_time_ms >= 0:
+                    ts = log_append_time_ms
+                fut.set_result(
+                    new(
+                        RecordMetadata,
+                        (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),
+                    )
                 )
-            )
+            if offset >= 0:
+                offset += 1
         self._wake_waiters()
 
     def fail(self, exc: BaseException) -> None:

@@ -293,8 +293,12 @@ class Producer:
             raise
         assert batch is not None
         batch.reserved += size
-        if len(batch.futures) == 1:  # a new batch: the sender starts its linger clock
+        if len(batch.futures) == 1:
+            # A new batch: the sender starts its linger clock. Yield once so it
+            # can ship full batches while the caller keeps producing; a loop
+            # of enqueue() calls otherwise never lets the sender run.
             self._sender.wakeup()  # type: ignore[union-attr]
+            await asyncio.sleep(0)
         return fut
 
     def _check_size(self, size: int) -> None:

@@ -265,7 +265,8 @@ class RecordBatchBuilder:
             buf += value  # type: ignore[arg-type]
         buf += hdr
         if count:
-            self.max_timestamp = max(self.max_timestamp, timestamp_ms)
+            if timestamp_ms > self.max_timestamp:
+                self.max_timestamp = timestamp_ms
         else:
             self.base_timestamp = self.max_timestamp = timestamp_ms
         self.record_count = count + 1
