@@ -37,6 +37,10 @@ class ReadyResult:
     unknown_leader_topics: set[str] = field(default_factory=set)
 
 
+def _send_order(batch: ProducerBatch) -> tuple[int, float]:
+    return (batch.base_sequence, batch.created)
+
+
 class RecordAccumulator:
     def __init__(
         self,
@@ -192,7 +196,12 @@ class RecordAccumulator:
         return out
 
     def reenqueue(self, batch: ProducerBatch, now: float, backoff: float) -> None:
-        """Put a batch that failed retriably back at the front of its partition."""
+        """Put a batch that failed retriably back at the front of its partition.
+
+        Retried batches queue ahead of new ones, among themselves in the order
+        they were first sent (base sequence when idempotent, else creation), so
+        that a partition's records keep their order.
+        """
         batch.attempts += 1
         batch.retry_at = now + backoff
         batch.in_flight = False
@@ -200,7 +209,17 @@ class RecordAccumulator:
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
-        dq.appendleft(batch)
+        key = _send_order(batch)
+        index = 0
+        for queued in dq:
+            if not queued.attempts or _send_order(queued) > key:
+                break
+            index += 1
+        dq.insert(index, batch)
+
+    def retried_heads(self) -> list[TopicPartition]:
+        """Partitions whose next batch is a retry."""
+        return [tp for tp, dq in self._deques.items() if dq and dq[0].attempts]
 
     def expired(self, now: float) -> list[ProducerBatch]:
         """Remove and return queued batches past their delivery timeout."""

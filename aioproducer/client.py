@@ -181,6 +181,13 @@ class KafkaClient:
             raise errors.ProducerClosedError("the client is closed")
         return await asyncio.wait_for(asyncio.shield(task), timeout)
 
+    def any_node(self) -> int:
+        """A node to send a cluster-wide request to: connected first, else any known."""
+        for node_id in self._metadata_candidates():
+            if not self.is_backing_off(node_id) or node_id in self._conns:
+                return node_id
+        return self._metadata_candidates()[0]
+
     # -- metadata ----------------------------------------------------------
 
     def add_topic(self, topic: str) -> None:

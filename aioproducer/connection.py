@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import errors
+from .protocol.apis import APIS_BY_KEY
 from .protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
-from .protocol.messages import API_VERSIONS, APIS_BY_KEY, Api, negotiate_version
+from .protocol.messages import API_VERSIONS, Api, negotiate_version
 from .protocol.schema import Message
 
 __all__ = ["BrokerConnection", "open_connection"]

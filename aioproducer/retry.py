@@ -35,6 +35,8 @@ class Outcome:
     error: BaseException | None = None
     refresh_metadata: bool = False
     backoff: float = 0.0  # seconds, for RETRY
+    # The sequence state can no longer be trusted: get a new epoch first (KIP-360).
+    bump_epoch: bool = False
 
 
 def retry_backoff(attempts: int, base_ms: int, max_ms: int, rand: float) -> float:
@@ -57,6 +59,8 @@ def classify(
     now: float,
     config: RetryConfig,
     rand: float,
+    idempotent: bool = False,
+    first_pending: bool = True,
 ) -> Outcome:
     """Decide what to do with a batch after an attempt ended with ``error``.
 
@@ -68,14 +72,35 @@ def classify(
     if error is None:
         return Outcome(Action.COMPLETE)
     refresh = bool(getattr(error, "invalid_metadata", False))
-    if not getattr(error, "retriable", False):
+    bump = False
+    if idempotent:
+        code = getattr(error, "code", None)
+        if code == errors.DuplicateSequenceNumberError.code:
+            # The broker already has this batch: a retry of a write that landed.
+            return Outcome(Action.COMPLETE)
+        if code == errors.OutOfOrderSequenceNumberError.code:
+            # Behind an earlier batch that failed: resend after it, same sequence.
+            # As the first pending batch, the broker lost track of us: new epoch.
+            bump = first_pending
+        elif code in _RESET_PRODUCER_CODES:
+            bump = True
+        elif not getattr(error, "retriable", False):
+            return Outcome(Action.FAIL, error, refresh)
+    elif not getattr(error, "retriable", False):
         return Outcome(Action.FAIL, error, refresh)
     backoff = retry_backoff(attempts, config.retry_backoff_ms, config.retry_backoff_max_ms, rand)
     if attempts >= config.retries:
-        return Outcome(Action.FAIL, error, refresh)
+        return Outcome(Action.FAIL, error, refresh, bump_epoch=bump)
     if now + backoff >= deadline:
-        return Outcome(Action.FAIL, _expired(error, deadline, now), refresh)
-    return Outcome(Action.RETRY, error, refresh, backoff)
+        return Outcome(Action.FAIL, _expired(error, deadline, now), refresh, bump_epoch=bump)
+    return Outcome(Action.RETRY, error, refresh, backoff, bump)
+
+
+# The broker no longer knows this producer id or epoch (its state expired, or the
+# epoch is stale): an idempotent producer recovers with a new epoch (KIP-360).
+_RESET_PRODUCER_CODES = frozenset(
+    {errors.UnknownProducerIdError.code, errors.InvalidProducerEpochError.code}
+)
 
 
 def _expired(error: BaseException, deadline: float, now: float) -> errors.KafkaTimeoutError:

@@ -31,7 +31,8 @@ from .client import KafkaClient
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .protocol.compression import Codec
-from .protocol.messages import PRODUCE
+from .idempotence import SequenceState
+from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, classify
 
 __all__ = ["Sender"]
@@ -71,6 +72,11 @@ class Sender:
         self._running = True
         self._task: asyncio.Task[None] | None = None
         self._rand = random.Random()
+        # Idempotence (KIP-98): producer id, epoch and sequences; None when off.
+        self._seq = SequenceState() if config.idempotent else None
+        self._pid_task: asyncio.Task[None] | None = None
+        self._pid_error: BaseException | None = None
+        self._in_flight_by_tp: dict[TopicPartition, int] = {}
 
     def __repr__(self) -> str:
         return f"<Sender in_flight_batches={len(self._in_flight)} requests={len(self._requests)}>"
@@ -109,6 +115,13 @@ class Sender:
                 self._client.add_topic(topic)
             self._client.request_update()
         delay = ready.next_check
+        seq = self._seq
+        if seq is not None and not seq.ready:
+            # No producer id yet, or a new epoch is due: send nothing until the
+            # requests out have finished and InitProducerId has answered.
+            if not self._requests and (self._pid_task is None or self._pid_task.done()):
+                self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
+            ready.nodes.clear()
         conns: dict[int, BrokerConnection] = {}
         for node in list(ready.nodes):
             conn = self._client.ready_connection(node)
@@ -118,7 +131,11 @@ class Sender:
             else:
                 conns[node] = conn
         if conns:
-            muted = self._muted if self._max_in_flight == 1 else ()
+            muted: set[TopicPartition] = set(self._muted) if self._max_in_flight == 1 else set()
+            if seq is not None:
+                # A retried batch is written before any later batch of its
+                # partition: hold it back until that partition has nothing in flight.
+                muted.update(tp for tp in self._acc.retried_heads() if self._in_flight_by_tp.get(tp))
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
@@ -134,13 +151,18 @@ class Sender:
         expired.extend(b for b in self._in_flight if b.deadline <= now)
         for batch in expired:
             where = "in flight" if batch.in_flight else "in the accumulator"
+            if self._seq is not None and (batch.in_flight or batch.attempts):
+                # It may have been written: the broker's sequence for this
+                # partition is unknown now, so continue on a new epoch (KIP-360).
+                self._seq.request_bump(f"{batch.topic}-{batch.partition} expired after it was sent")
+            cause = f"; last producer id error: {self._pid_error}" if self._pid_error else ""
             self._finish(
                 batch,
                 errors.KafkaTimeoutError(
                     f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
                     f"{(now - batch.created) * 1000:.0f} ms have passed since batch creation "
                     f"(delivery_timeout_ms={self._config.delivery_timeout_ms}; the batch was "
-                    f"{where})"
+                    f"{where}){cause}"
                 ),
             )
 
@@ -150,8 +172,12 @@ class Sender:
         for batch in batches:
             batch.in_flight = True
             self._in_flight.add(batch)
+            tp = (batch.topic, batch.partition)
+            self._in_flight_by_tp[tp] = self._in_flight_by_tp.get(tp, 0) + 1
+            if self._seq is not None:
+                self._seq.stamp(batch)
             if self._max_in_flight == 1:
-                self._muted.add((batch.topic, batch.partition))
+                self._muted.add(tp)
         task = asyncio.get_running_loop().create_task(self._produce(conn, batches))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
@@ -256,11 +282,16 @@ class Sender:
         now: float,
     ) -> None:
         """Make one batch's outcome take effect. The only place outcomes apply."""
+        tp = (batch.topic, batch.partition)
         self._in_flight.discard(batch)
-        self._muted.discard((batch.topic, batch.partition))
+        self._muted.discard(tp)
+        self._in_flight_by_tp[tp] -= 1
+        if not self._in_flight_by_tp[tp]:
+            del self._in_flight_by_tp[tp]
         batch.in_flight = False
         if batch.done:  # expired while in flight; its futures already failed
             return
+        seq = self._seq
         outcome = classify(
             error,
             attempts=batch.attempts,
@@ -268,9 +299,13 @@ class Sender:
             now=now,
             config=self._retry,
             rand=self._rand.random(),
+            idempotent=seq is not None,
+            first_pending=seq is None or seq.is_first_pending(batch),
         )
         if outcome.refresh_metadata:
             self._client.request_update()
+        if outcome.bump_epoch and seq is not None:
+            seq.request_bump(f"{tp[0]}-{tp[1]}: {error}")
         if outcome.action is Action.COMPLETE:
             batch.complete(base_offset, log_append_time)
             self._finish(batch, None)
@@ -285,9 +320,60 @@ class Sender:
             batch.fail(error)
         self._in_flight.discard(batch)
         self._acc.finished(batch)
+        if self._seq is not None:
+            self._seq.finished(batch)
         if batch.reserved:
             self._pool.release(batch.reserved)
             batch.reserved = 0
+
+    # -- producer id ---------------------------------------------------------
+
+    async def _init_producer_id(self) -> None:
+        """Get a producer id, or a new epoch for the current one (KIP-360).
+
+        The version is the highest both sides speak; v3+ carries the current id
+        and epoch so that the broker can bump the epoch. A broker that cannot
+        bump (it answers with an error) is asked for a fresh id instead, which
+        equally fences off the old sequence state.
+        """
+        seq = self._seq
+        assert seq is not None
+        timeout = self._config.request_timeout_ms / 1000
+        try:
+            node = self._client.any_node()
+            conn = await self._client.connection(node, timeout)
+            version = conn.version_for(INIT_PRODUCER_ID)
+            body: dict[str, Any] = {
+                "transactional_id": None,
+                "transaction_timeout_ms": self._config.transaction_timeout_ms,
+            }
+            response = None
+            if seq.producer_id >= 0 and version >= 3:
+                bump = dict(body, producer_id=seq.producer_id, producer_epoch=seq.epoch)
+                response = await conn.request(INIT_PRODUCER_ID, bump, version=version)
+                if response.error_code:
+                    log.info("epoch bump refused (%s); asking for a new producer id",
+                             errors.error_for_code(response.error_code).__name__)
+                    response = None
+            if response is None:
+                response = await conn.request(INIT_PRODUCER_ID, body, version=version)
+            errors.raise_for_code(response.error_code, f"InitProducerId from broker {node}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
+            self._pid_error = exc
+            log.warning("could not get a producer id: %s", exc)
+            await asyncio.sleep(self._config.retry_backoff_ms / 1000)
+        else:
+            self._pid_error = None
+            reason = seq.bump_reason
+            renumbered = seq.reset(response.producer_id, response.producer_epoch)
+            log.info(
+                "producer id %s epoch %s%s", seq.producer_id, seq.epoch,
+                f" ({len(renumbered)} pending batches renumbered after: {reason})" if reason else "",
+            )
+        finally:
+            self.wakeup()
 
     # -- shutdown ----------------------------------------------------------
 
@@ -304,6 +390,8 @@ class Sender:
         if self._task is not None:
             await self._task
         requests = list(self._requests)
+        if self._pid_task is not None:
+            requests.append(self._pid_task)
         for task in requests:
             task.cancel()
         await asyncio.gather(*requests, return_exceptions=True)

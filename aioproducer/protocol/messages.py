@@ -10,6 +10,7 @@ broker from its ApiVersions answer (:func:`negotiate_version`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .schema import BOOL, INT16, INT32, INT64, RECORDS, STRING, UUID, Array, Field, Struct
 
@@ -19,7 +20,6 @@ __all__ = [
     "METADATA",
     "PRODUCE",
     "INIT_PRODUCER_ID",
-    "APIS_BY_KEY",
     "negotiate_version",
 ]
 
@@ -222,10 +222,6 @@ INIT_PRODUCER_ID = Api(
     ),
 )
 
-APIS_BY_KEY: dict[int, Api] = {
-    api.key: api for api in (API_VERSIONS, METADATA, PRODUCE, INIT_PRODUCER_ID)
-}
-
 
 def negotiate_version(api: Api, broker_min: int, broker_max: int) -> int | None:
     """The highest version both sides implement, or None when the ranges miss."""
@@ -233,3 +229,13 @@ def negotiate_version(api: Api, broker_min: int, broker_max: int) -> int | None:
     if high < max(api.min_version, broker_min):
         return None
     return high
+
+
+def __getattr__(name: str) -> Any:
+    # ``APIS_BY_KEY`` lives in ``apis.py`` (it includes ``txn_messages``, which
+    # imports this module); importing it from here keeps working (PEP 562).
+    if name == "APIS_BY_KEY":
+        from .apis import APIS_BY_KEY
+
+        return APIS_BY_KEY
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,3 +47,29 @@ def test_backoff_grows_to_the_max_with_bounded_jitter() -> None:
     assert retry_backoff(0, 100, 1000, 0.999) == pytest.approx(0.12, abs=1e-3)
     assert all(retry_backoff(a, 100, 1000, 0.999) <= 1.0 for a in range(40))
     assert retry_backoff(3, 200, 100, 0.5) == 0.2  # max below base: constant
+
+
+@pytest.mark.parametrize(
+    ("error", "first", "action", "bump"),
+    [
+        (errors.DuplicateSequenceNumberError("x"), True, Action.COMPLETE, False),
+        (errors.OutOfOrderSequenceNumberError("x"), False, Action.RETRY, False),
+        (errors.OutOfOrderSequenceNumberError("x"), True, Action.RETRY, True),
+        (errors.UnknownProducerIdError("x"), True, Action.RETRY, True),
+        (errors.InvalidProducerEpochError("x"), False, Action.RETRY, True),
+        (errors.NotLeaderOrFollowerError("x"), True, Action.RETRY, False),
+        (errors.RecordTooLargeError("x"), True, Action.FAIL, False),
+    ],
+)
+def test_classify_idempotent(error, first, action, bump) -> None:  # type: ignore[no-untyped-def]
+    out = classify(
+        error, attempts=0, deadline=10.0, now=0.0, config=CFG, rand=0.5,
+        idempotent=True, first_pending=first,
+    )
+    assert (out.action, out.bump_epoch) == (action, bump)
+
+
+def test_sequence_errors_are_final_without_idempotence() -> None:
+    for error in (errors.DuplicateSequenceNumberError("x"), errors.OutOfOrderSequenceNumberError("x")):
+        out = classify(error, attempts=0, deadline=10.0, now=0.0, config=CFG, rand=0.5)
+        assert out.action is Action.FAIL
