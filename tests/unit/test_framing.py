@@ -17,9 +17,9 @@ from aioproducer.protocol.framing import (
     encode_response,
     read_correlation_id,
 )
+from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.messages import (
     API_VERSIONS,
-    APIS_BY_KEY,
     INIT_PRODUCER_ID,
     METADATA,
     PRODUCE,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aioproducer.protocol.framing import decode_request, decode_response, encode_request
-from aioproducer.protocol.messages import APIS_BY_KEY
+from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.records import parse_record_batches
 from tests.tools.capture_proxy import REQUEST, Frame, load_frames
 
