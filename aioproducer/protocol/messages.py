@@ -4,7 +4,8 @@ Each :class:`Api` names its key, the version range this client implements, the
 first flexible version (KIP-482) and the request/response schemas. Field
 version ranges follow the JSON message definitions of Apache Kafka
 (``clients/src/main/resources/common/message``). Versions are negotiated per
-broker from its ApiVersions answer (:func:`negotiate_version`).
+broker from its ApiVersions answer (:func:`negotiate_version`). The transaction
+APIs are in ``txn_messages.py``; ``apis.py`` registers every API by key.
 """
 
 from __future__ import annotations
@@ -141,13 +142,14 @@ METADATA = Api(
 )
 
 # Produce v3 is the first version carrying record batch v2 (magic 2, KIP-98).
-# v10-v11 add only tagged fields (KIP-951 leader hints), which we skip; v12
-# changes transaction semantics (KIP-890 part 2), which this client does not use.
+# v10 adds only tagged fields (KIP-951 leader hints), which we skip. v11 tells
+# the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1) and v12
+# changes transaction semantics (part 2); neither is claimed until handled.
 PRODUCE = Api(
     key=0,
     name="Produce",
     min_version=3,
-    max_version=11,
+    max_version=10,
     flexible_from=9,
     request=Struct(
         F("transactional_id", STRING, "3+", nullable="3+", default=None),

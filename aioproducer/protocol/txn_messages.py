@@ -30,14 +30,14 @@ from .messages import Api
 from .schema import BOOL, INT8, INT16, INT32, INT64, STRING, Array, Field, Struct
 
 __all__ = [
+    "ADD_OFFSETS_TO_TXN",
+    "ADD_PARTITIONS_TO_TXN",
     "COORDINATOR_KEY_GROUP",
     "COORDINATOR_KEY_TRANSACTION",
-    "FIND_COORDINATOR",
-    "ADD_PARTITIONS_TO_TXN",
-    "ADD_OFFSETS_TO_TXN",
     "END_TXN",
-    "TXN_OFFSET_COMMIT",
+    "FIND_COORDINATOR",
     "TXN_APIS",
+    "TXN_OFFSET_COMMIT",
 ]
 
 F = Field

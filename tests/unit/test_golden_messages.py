@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from aioproducer.protocol.framing import decode_request, decode_response, encode_request
 from aioproducer.protocol.apis import APIS_BY_KEY
+from aioproducer.protocol.framing import decode_request, decode_response, encode_request
 from aioproducer.protocol.records import parse_record_batches
+from aioproducer.protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR
 from tests.tools.capture_proxy import REQUEST, Frame, load_frames
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -59,15 +60,27 @@ def test_broker_response_decodes_completely(name: str, frame: Frame) -> None:
         assert {0, 3, 18, 22} <= keys
     elif api.name == "Metadata":
         assert msg.brokers and msg.brokers[0].port > 0
-        assert any(t.name == "golden" for t in msg.topics)
+        assert any(t.name.startswith("golden") for t in msg.topics)
     elif api.name == "InitProducerId":
         assert msg.error_code == 0 and msg.producer_id >= 0 and msg.producer_epoch >= 0
     elif api.name == "Produce":
-        (topic,) = msg.responses
-        (part,) = topic.partition_responses
-        assert (topic.name, part.index, part.error_code) == ("golden", 0, 0)
-        assert part.base_offset >= 0
-
+        assert msg.responses and all(t.name.startswith("golden") for t in msg.responses)
+        for topic in msg.responses:
+            for part in topic.partition_responses:
+                assert part.error_code == 0 and part.base_offset >= 0, part
+    elif api.name == "FindCoordinator":
+        found = msg.coordinators if frame.api_version >= 4 else [msg]
+        assert found and all(c.error_code == 0 and c.node_id >= 0 and c.port > 0 for c in found)
+    elif api.name == "AddPartitionsToTxn":
+        results = [p for t in msg.results_by_topic for p in t.results_by_partition]
+        assert results and all(p.partition_error_code == 0 for p in results)
+    elif api.name in ("AddOffsetsToTxn", "EndTxn"):
+        assert msg.error_code == 0
+    elif api.name == "TxnOffsetCommit":
+        results = [p for t in msg.topics for p in t.partitions]
+        assert results and all(p.error_code == 0 for p in results)
+    else:
+        raise AssertionError(f"no checks for {api.name} responses")
 
 def test_produce_request_records_parse_with_the_producer_id_from_init() -> None:
     for path in CAPTURES:
@@ -81,3 +94,62 @@ def test_produce_request_records_parse_with_the_producer_id_from_init() -> None:
         (batch,) = parse_record_batches(records)
         assert batch.producer_id == pid and batch.base_sequence == 0
         assert len(batch.records) >= 1
+
+
+TRANSACTIONAL = [path for path in CAPTURES if "transactional" in path.stem]
+
+
+@pytest.mark.parametrize("path", TRANSACTIONAL, ids=lambda p: p.stem)
+def test_transactional_session_follows_the_protocol(path: Path) -> None:
+    """Each partition is added to the transaction before its records are produced."""
+    frames = [f for f in load_frames(path) if f.direction == REQUEST]
+    bodies = [
+        (frame.api_key, decode_request(frame.payload, APIS_BY_KEY)[4])
+        for frame in frames
+        if frame.api_key in (0, 10, 22, 24, 25, 26, 28)
+    ]
+    (txn_id,) = {b.transactional_id for key, b in bodies if key == 22}
+    lookups = {
+        (b.key_type, k)
+        for key, b in bodies
+        if key == 10
+        for k in ([b.key] if "key" in b else b.coordinator_keys)
+    }
+    assert (COORDINATOR_KEY_TRANSACTION, txn_id) in lookups
+    added: set[tuple[str, int]] = set()
+    ends = []
+    for key, body in bodies:
+        if key in (24, 25, 26, 28):
+            assert body.transactional_id == txn_id
+        if key == 24:
+            added |= {(t.name, p) for t in body.topics for p in t.partitions}
+        elif key == 26:
+            ends.append(body.committed)
+            added.clear()
+        elif key == 0:
+            assert body.transactional_id == txn_id
+            for topic in body.topic_data:
+                for part in topic.partition_data:
+                    assert (topic.name, part.index) in added
+                    (batch,) = parse_record_batches(part.records)
+                    assert batch.is_transactional
+    assert ends == [True, False]  # one committed transaction, then one aborted
+
+
+def test_find_coordinator_batched_shape_above_our_max() -> None:
+    """kafka-python sends FindCoordinator v6: the v4 batched shape (KIP-699).
+
+    v5 only adds the TRANSACTION_ABORTABLE error (KIP-890) and v6 the share
+    group key type (KIP-932), so the schema's "4+" fields must read them too.
+    """
+    frames = [f for path in CAPTURES for f in load_frames(path) if f.api_key == 10]
+    assert {f.api_version for f in frames if f.api_version >= 4}, "no batched capture"
+    for frame in frames:
+        if frame.direction == REQUEST:
+            _, version, cid, client_id, body = decode_request(frame.payload, APIS_BY_KEY)
+            assert ("key" in body) == (version < 4)
+            again = encode_request(FIND_COORDINATOR, version, cid, client_id, body)
+            assert again[4:] == frame.payload
+        else:
+            msg = decode_response(FIND_COORDINATOR, frame.api_version, frame.payload)
+            assert ("coordinators" in msg) == (frame.api_version >= 4)
