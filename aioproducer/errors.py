@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 __all__ = [
+    "TransactionAbortedError",
     "ERROR_CODES",
     "ERROR_TABLE",
     "BrokerResponseError",
@@ -162,6 +163,12 @@ class CorruptResponseError(KafkaError):
     """Bytes received from a broker could not be decoded."""
 
     description = "Undecodable response from the broker"
+
+
+class TransactionAbortedError(KafkaError):
+    """The record's transaction was aborted before the record was sent."""
+
+    description = "Transaction aborted"
 
 
 # The protocol error table.

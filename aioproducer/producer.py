@@ -9,9 +9,10 @@ after that (batching, retries, expiry) belongs to the sender.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence
 
 from . import errors
 from .accumulator import RecordAccumulator
@@ -22,7 +23,9 @@ from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .partitioner import StickyPartitioner, partition_for_key
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from .idempotence import SequenceState
 from .sender import Sender
+from .transactions import TransactionManager
 from .validation import check_headers, check_topic, to_bytes
 
 __all__ = ["Producer"]
@@ -77,6 +80,7 @@ class Producer:
         self._value_serializer = config.value_serializer
         self._max_record = min(config.max_request_size, config.buffer_memory)
         self._custom_partitioner = config.partitioner
+        self._txn: TransactionManager | None = None
         # Topics already validated and known to the metadata: skips checks per record.
         self._topics_seen: set[str] = set()
         self._create_future: Any = None
@@ -115,7 +119,18 @@ class Producer:
             raise
         self._client = client
         self._create_future = asyncio.get_running_loop().create_future
-        self._sender = Sender(cfg, client, self._acc, self._pool)
+        seq = SequenceState() if cfg.idempotent else None
+        if cfg.transactional_id is not None:
+            assert seq is not None  # validate() makes transactional producers idempotent
+            self._txn = TransactionManager(
+                client,
+                seq,
+                transactional_id=cfg.transactional_id,
+                transaction_timeout_ms=cfg.transaction_timeout_ms,
+                max_block_ms=cfg.max_block_ms,
+                retry_backoff_ms=cfg.retry_backoff_ms,
+            )
+        self._sender = Sender(cfg, client, self._acc, self._pool, seq, self._txn)
         self._sender.start()
         self._started = True
 
@@ -221,6 +236,8 @@ class Producer:
             raise errors.ProducerClosedError("cannot send: the producer is closed")
         if self._sender is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
+        if self._txn is not None:
+            self._txn.check_can_send()
         if topic not in self._topics_seen:
             check_topic(topic)
             if len(self._topics_seen) < 10000:
@@ -293,6 +310,8 @@ class Producer:
             raise
         assert batch is not None
         batch.reserved += size
+        if self._txn is not None:
+            self._txn.add_partition((topic, chosen))
         if len(batch.futures) == 1:
             # A new batch: the sender starts its linger clock. Yield once so it
             # can ship full batches while the caller keeps producing; a loop
@@ -337,6 +356,86 @@ class Producer:
             return chosen
         assert key is not None
         return partition_for_key(key, num_partitions)
+
+    # -- transactions --------------------------------------------------------
+
+    def _transactions(self) -> TransactionManager:
+        self._check_open()
+        if self._txn is None:
+            raise errors.IllegalStateError(
+                "transactions need a transactional_id in the producer configuration"
+            )
+        return self._txn
+
+    async def init_transactions(self) -> None:
+        """Get the producer id for ``transactional_id``, fencing older producers.
+
+        Bounded by ``max_block_ms``. Call once, after start() and before the
+        first begin_transaction().
+        """
+        await self._transactions().init()
+        self._sender.wakeup()  # type: ignore[union-attr]
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction; records sent until commit or abort belong to it."""
+        self._transactions().begin()
+
+    async def commit_transaction(self) -> None:
+        """Flush, then commit. If a record failed, raises; abort_transaction() then."""
+        txn = self._transactions()
+        txn.start_commit()
+        self._acc.flushing += 1
+        try:
+            self._sender.wakeup()  # type: ignore[union-attr]
+            await self._wait_batches(list(self._acc.incomplete), None)
+        finally:
+            self._acc.flushing -= 1
+        if txn.state is not txn.state.COMMITTING:
+            txn.start_commit()  # raises the failure that made the transaction abortable
+        await txn.end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
+        txn = self._transactions()
+        txn.start_abort()
+        assert self._sender is not None
+        self._sender.abort_queued(
+            errors.TransactionAbortedError("the transaction was aborted before this record was sent")
+        )
+        await self._wait_batches(list(self._acc.incomplete), None)
+        await txn.end(commit=False)
+
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[tuple[str, int], int], group_id: str
+    ) -> None:
+        """Commit consumer offsets ``{(topic, partition): next_offset}`` with the transaction."""
+        await self._transactions().send_offsets(offsets, group_id)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """``async with producer.transaction():`` commits on exit, aborts on an exception."""
+        await self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            await self._abort_quietly()
+            raise
+        try:
+            await self.commit_transaction()
+        except errors.ProducerFencedError:
+            raise
+        except errors.KafkaError:
+            await self._abort_quietly()
+            raise
+
+    async def _abort_quietly(self) -> None:
+        txn = self._txn
+        if txn is None or txn.state in (txn.state.FATAL_ERROR, txn.state.READY):
+            return
+        try:
+            await self.abort_transaction()
+        except errors.KafkaError as exc:
+            log.warning("aborting the transaction failed: %s", exc)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""

@@ -32,6 +32,7 @@ from .config import ProducerConfig
 from .connection import BrokerConnection
 from .protocol.compression import Codec
 from .idempotence import SequenceState
+from .transactions import TransactionManager
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, classify
 
@@ -53,6 +54,8 @@ class Sender:
         client: KafkaClient,
         accumulator: RecordAccumulator,
         pool: BufferPool,
+        seq: SequenceState | None = None,
+        txn: TransactionManager | None = None,
     ) -> None:
         self._config = config
         self._client = client
@@ -73,7 +76,13 @@ class Sender:
         self._task: asyncio.Task[None] | None = None
         self._rand = random.Random()
         # Idempotence (KIP-98): producer id, epoch and sequences; None when off.
-        self._seq = SequenceState() if config.idempotent else None
+        self._seq = seq
+        # Transactions (KIP-98): partitions join the transaction before their
+        # first batch, and a failure makes the transaction abortable instead of
+        # bumping the epoch.
+        self._txn = txn
+        if txn is not None:
+            txn._wakeup = self.wakeup
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_error: BaseException | None = None
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
@@ -108,6 +117,18 @@ class Sender:
     def _run_once(self, now: float) -> float:
         """One pass: expire, drain, send. Returns seconds until the next pass."""
         self._expire(now)
+        txn = self._txn
+        if txn is not None and txn.error is not None and self._acc.queued_batches():
+            # The transaction can only be aborted now (or the producer is
+            # fenced): nothing queued may still go out (Java's abortUndrainedBatches).
+            if isinstance(txn.error, errors.ProducerFencedError):
+                self.abort_queued(txn.error)
+            else:
+                self.abort_queued(
+                    errors.TransactionAbortedError(
+                        f"the transaction failed before this record was sent: {txn.error}"
+                    )
+                )
         snapshot = self._client.snapshot
         ready = self._acc.ready(now, snapshot.leader_for, memory_exhausted=self._pool.exhausted)
         if ready.unknown_leader_topics:
@@ -119,7 +140,11 @@ class Sender:
         if seq is not None and not seq.ready:
             # No producer id yet, or a new epoch is due: send nothing until the
             # requests out have finished and InitProducerId has answered.
-            if not self._requests and (self._pid_task is None or self._pid_task.done()):
+            if (
+                self._txn is None
+                and not self._requests
+                and (self._pid_task is None or self._pid_task.done())
+            ):
                 self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
             ready.nodes.clear()
         conns: dict[int, BrokerConnection] = {}
@@ -136,6 +161,13 @@ class Sender:
                 # A retried batch is written before any later batch of its
                 # partition: hold it back until that partition has nothing in flight.
                 muted.update(tp for tp in self._acc.retried_heads() if self._in_flight_by_tp.get(tp))
+            if self._txn is not None:
+                muted.update(
+                    tp
+                    for tps in ready.partitions.values()
+                    for tp in tps
+                    if not self._txn.partition_added(tp)
+                )
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
@@ -151,7 +183,7 @@ class Sender:
         expired.extend(b for b in self._in_flight if b.deadline <= now)
         for batch in expired:
             where = "in flight" if batch.in_flight else "in the accumulator"
-            if self._seq is not None and (batch.in_flight or batch.attempts):
+            if self._txn is None and self._seq is not None and (batch.in_flight or batch.attempts):
                 # It may have been written: the broker's sequence for this
                 # partition is unknown now, so continue on a new epoch (KIP-360).
                 self._seq.request_bump(f"{batch.topic}-{batch.partition} expired after it was sent")
@@ -304,6 +336,11 @@ class Sender:
         )
         if outcome.refresh_metadata:
             self._client.request_update()
+        if outcome.bump_epoch and self._txn is not None:
+            # A transactional producer does not renumber on its own: the
+            # transaction fails and the user aborts it.
+            self._finish(batch, error)
+            return
         if outcome.bump_epoch and seq is not None:
             seq.request_bump(f"{tp[0]}-{tp[1]}: {error}")
         if outcome.action is Action.COMPLETE:
@@ -317,6 +354,8 @@ class Sender:
 
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
         if error is not None:
+            if self._txn is not None and not batch.done:
+                self._txn.batch_failed(error)
             batch.fail(error)
         self._in_flight.discard(batch)
         self._acc.finished(batch)
@@ -376,6 +415,11 @@ class Sender:
             self.wakeup()
 
     # -- shutdown ----------------------------------------------------------
+
+    def abort_queued(self, exc: BaseException) -> None:
+        """Fail the batches not yet sent (a transaction is being aborted)."""
+        for batch in self._acc.take_all():
+            self._finish(batch, exc)
 
     def abort(self, exc: BaseException) -> None:
         """Fail everything queued or in flight with ``exc`` (forced close)."""

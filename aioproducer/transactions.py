@@ -1,0 +1,359 @@
+"""Kafka transactions (KIP-98): the state machine and the coordinator round trips.
+
+A transactional producer finds its transaction coordinator (FindCoordinator
+with key type 1), gets a producer id and epoch for its ``transactional_id``
+(InitProducerId, which also fences any older producer with the same id), and
+then, per transaction: registers each partition before its first batch
+(AddPartitionsToTxn), optionally the consumer group's offsets
+(AddOffsetsToTxn + TxnOffsetCommit), and ends with EndTxn commit or abort.
+
+States and who moves between them::
+
+    UNINITIALIZED --init()--> READY --begin()--> IN_TRANSACTION
+    IN_TRANSACTION --commit()--> READY          (flushes first)
+    IN_TRANSACTION | ABORTABLE_ERROR --abort()--> READY
+    any --fenced / fatal error--> FATAL_ERROR   (the producer must be closed)
+
+A batch that fails inside a transaction makes it ABORTABLE_ERROR: commit then
+raises and the user aborts and carries on. Every wait on the coordinator is
+bounded by ``max_block_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from typing import Any, Mapping
+
+from . import errors
+from .client import KafkaClient
+from .idempotence import SequenceState
+from .protocol.messages import INIT_PRODUCER_ID, Api
+from .protocol.schema import Message
+from .protocol.txn_messages import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    COORDINATOR_KEY_GROUP,
+    COORDINATOR_KEY_TRANSACTION,
+    END_TXN,
+    FIND_COORDINATOR,
+    TXN_OFFSET_COMMIT,
+)
+
+__all__ = ["TxnState", "TransactionManager"]
+
+log = logging.getLogger("aioproducer.transactions")
+TopicPartition = tuple[str, int]
+
+
+class TxnState(enum.Enum):
+    UNINITIALIZED = "uninitialized"
+    READY = "ready"
+    IN_TRANSACTION = "in transaction"
+    COMMITTING = "committing"
+    ABORTING = "aborting"
+    ABORTABLE_ERROR = "abortable error"
+    FATAL_ERROR = "fatal error"
+
+
+# Answers that mean "ask again", possibly after finding the coordinator anew.
+_RETRY_CODES = {
+    errors.CoordinatorNotAvailableError.code,
+    errors.NotCoordinatorError.code,
+    errors.CoordinatorLoadInProgressError.code,
+    errors.ConcurrentTransactionsError.code,
+}
+_REFIND_CODES = {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code}
+# This producer has been replaced by a newer one with the same transactional id.
+_FENCED_CODES = {errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code}
+
+
+class TransactionManager:
+    def __init__(
+        self,
+        client: KafkaClient,
+        seq: SequenceState,
+        *,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        max_block_ms: int,
+        retry_backoff_ms: int,
+    ) -> None:
+        self._client = client
+        self._seq = seq
+        self.transactional_id = transactional_id
+        self._timeout_ms = transaction_timeout_ms
+        self._max_block = max_block_ms / 1000
+        self._backoff = retry_backoff_ms / 1000
+        self.state = TxnState.UNINITIALIZED
+        self.error: BaseException | None = None
+        self._coordinator: int | None = None
+        self._added: set[TopicPartition] = set()
+        self._pending: set[TopicPartition] = set()
+        self._add_task: asyncio.Task[None] | None = None
+        self._offsets_added = False
+        self._wakeup: Any = None  # set by the sender: called when partitions are added
+
+    def __repr__(self) -> str:
+        return f"<TransactionManager {self.transactional_id!r} {self.state.value} partitions={len(self._added)}>"
+
+    # -- checks used on the send path (pure) -------------------------------
+
+    def check_can_send(self) -> None:
+        if self.state is TxnState.IN_TRANSACTION:
+            return
+        if self.state is TxnState.FATAL_ERROR:
+            raise self._fatal()
+        if self.state is TxnState.ABORTABLE_ERROR:
+            raise errors.IllegalStateError(
+                f"the transaction failed ({self.error}); call abort_transaction() before sending"
+            )
+        raise errors.IllegalStateError(
+            f"cannot send outside a transaction (state: {self.state.value}); "
+            "call begin_transaction() first"
+        )
+
+    def partition_added(self, tp: TopicPartition) -> bool:
+        return tp in self._added
+
+    def add_partition(self, tp: TopicPartition) -> None:
+        """Register ``tp`` in the current transaction before its first batch goes out."""
+        if tp in self._added or tp in self._pending:
+            return
+        self._pending.add(tp)
+        if self._add_task is None or self._add_task.done():
+            self._add_task = asyncio.get_running_loop().create_task(self._add_partitions())
+
+    def unadded(self) -> set[TopicPartition]:
+        return self._pending
+
+    def batch_failed(self, exc: BaseException) -> None:
+        """A batch of this transaction failed: the transaction can only be aborted."""
+        if isinstance(exc, errors.KafkaError) and exc.code in _FENCED_CODES:
+            detail = exc.message or ""
+            self._to_fatal(
+                errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
+            )
+        elif self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            self.state = TxnState.ABORTABLE_ERROR
+            self.error = exc
+
+    def _to_fatal(self, exc: BaseException) -> None:
+        self.state = TxnState.FATAL_ERROR
+        self.error = exc
+
+    def _fatal(self) -> BaseException:
+        exc = self.error
+        if isinstance(exc, errors.ProducerFencedError):
+            return errors.ProducerFencedError(str(exc))
+        return errors.IllegalStateError(f"the producer hit a fatal error and must be closed: {exc}")
+
+    # -- user operations -----------------------------------------------------
+
+    async def init(self) -> None:
+        if self.state is not TxnState.UNINITIALIZED:
+            raise errors.IllegalStateError(f"init_transactions() already called (state: {self.state.value})")
+        deadline = time.monotonic() + self._max_block
+        body = {"transactional_id": self.transactional_id, "transaction_timeout_ms": self._timeout_ms}
+        response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
+        self._seq.reset(response.producer_id, response.producer_epoch)
+        self.state = TxnState.READY
+        log.info(
+            "transactional id %r: producer id %s epoch %s",
+            self.transactional_id, response.producer_id, response.producer_epoch,
+        )
+
+    def begin(self) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            raise self._fatal()
+        if self.state is not TxnState.READY:
+            hint = " call init_transactions() first" if self.state is TxnState.UNINITIALIZED else ""
+            raise errors.IllegalStateError(
+                f"cannot begin a transaction in state {self.state.value}.{hint}"
+            )
+        self.state = TxnState.IN_TRANSACTION
+
+    async def end(self, commit: bool) -> None:
+        """EndTxn for the current transaction; the caller has flushed or aborted batches."""
+        deadline = time.monotonic() + self._max_block
+        if self._add_task is not None and not self._add_task.done():
+            await asyncio.wait_for(asyncio.shield(self._add_task), max(0.0, deadline - time.monotonic()))
+        if self._added or self._offsets_added:
+            body = {
+                "transactional_id": self.transactional_id,
+                "producer_id": self._seq.producer_id,
+                "producer_epoch": self._seq.epoch,
+                "committed": commit,
+            }
+            await self._coordinator_request(END_TXN, body, deadline)
+        self._added.clear()
+        self._pending.clear()
+        self._offsets_added = False
+        self.error = None
+        self.state = TxnState.READY
+
+    def start_commit(self) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            raise self._fatal()
+        if self.state is TxnState.ABORTABLE_ERROR:
+            raise errors.IllegalStateError(
+                f"cannot commit: the transaction failed ({self.error}); call abort_transaction()"
+            )
+        if self.state is not TxnState.IN_TRANSACTION:
+            raise errors.IllegalStateError(
+                f"cannot commit in state {self.state.value}: no transaction was begun"
+            )
+        self.state = TxnState.COMMITTING
+
+    def start_abort(self) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            raise self._fatal()
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.COMMITTING):
+            raise errors.IllegalStateError(
+                f"cannot abort in state {self.state.value}: no transaction was begun"
+            )
+        self.state = TxnState.ABORTING
+
+    async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+        """Add consumer offsets to the transaction (consume-transform-produce)."""
+        self.check_can_send()
+        deadline = time.monotonic() + self._max_block
+        base = {
+            "transactional_id": self.transactional_id,
+            "producer_id": self._seq.producer_id,
+            "producer_epoch": self._seq.epoch,
+        }
+        await self._coordinator_request(ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline)
+        self._offsets_added = True
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            topics.setdefault(topic, []).append(
+                {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
+            )
+        body = dict(
+            base,
+            group_id=group_id,
+            topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+        )
+        response = await self._request_to_coordinator_of(
+            TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
+        )
+        for topic in response.topics:
+            for part in topic.partitions:
+                if part.error_code:
+                    exc = errors.error_for_code(part.error_code)(
+                        f"TxnOffsetCommit {topic.name}-{part.partition_index} for group {group_id!r}"
+                    )
+                    self.batch_failed(exc)
+                    raise exc
+
+    # -- background: AddPartitionsToTxn -------------------------------------
+
+    async def _add_partitions(self) -> None:
+        deadline = time.monotonic() + self._max_block
+        try:
+            while self._pending and self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+                batch = sorted(self._pending)
+                topics: dict[str, list[int]] = {}
+                for topic, partition in batch:
+                    topics.setdefault(topic, []).append(partition)
+                body = {
+                    "transactional_id": self.transactional_id,
+                    "producer_id": self._seq.producer_id,
+                    "producer_epoch": self._seq.epoch,
+                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+                }
+                response = await self._coordinator_request(ADD_PARTITIONS_TO_TXN, body, deadline)
+                retry = False
+                for result in response.results_by_topic:
+                    for part in result.results_by_partition:
+                        tp = (result.name, part.partition_index)
+                        code = part.partition_error_code
+                        if code == 0:
+                            self._pending.discard(tp)
+                            self._added.add(tp)
+                        elif code in _RETRY_CODES:
+                            retry = True
+                        else:
+                            errors.raise_for_code(code, f"AddPartitionsToTxn {tp[0]}-{tp[1]}")
+                if retry:
+                    await self._sleep_before(deadline)
+        except Exception as exc:  # noqa: BLE001 - recorded on the transaction
+            log.warning("adding partitions to the transaction failed: %s", exc)
+            self.batch_failed(exc)
+        finally:
+            if self._wakeup is not None:
+                self._wakeup()
+
+    # -- coordinator plumbing -------------------------------------------------
+
+    async def _sleep_before(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise errors.KafkaTimeoutError(
+                f"the transaction coordinator did not answer within {self._max_block * 1000:.0f} ms"
+            )
+        await asyncio.sleep(min(self._backoff, left))
+
+    async def _find_coordinator(self, key: str, key_type: int, deadline: float) -> int:
+        while True:
+            node = self._client.any_node()
+            try:
+                conn = await self._client.connection(node, max(0.0, deadline - time.monotonic()))
+                version = conn.version_for(FIND_COORDINATOR)
+                body = {"key": key, "key_type": key_type, "coordinator_keys": [key]}
+                response = await conn.request(FIND_COORDINATOR, body, version=version)
+            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
+                log.debug("FindCoordinator via node %s failed: %s", node, exc)
+                await self._sleep_before(deadline)
+                continue
+            entry = response.coordinators[0] if version >= 4 else response
+            if entry.error_code in _RETRY_CODES:
+                await self._sleep_before(deadline)
+                continue
+            errors.raise_for_code(entry.error_code, f"FindCoordinator for {key!r}")
+            if entry.node_id not in self._client.snapshot.brokers:
+                self._client.request_update()
+                await self._client.wait_for_update(max(0.0, deadline - time.monotonic()))
+            return int(entry.node_id)
+
+    async def _coordinator_request(self, api: Api, body: Mapping[str, Any], deadline: float) -> Message:
+        return await self._request_to_coordinator_of(
+            api, body, self.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline
+        )
+
+    async def _request_to_coordinator_of(
+        self, api: Api, body: Mapping[str, Any], key: str, key_type: int, deadline: float
+    ) -> Message:
+        """Send to the coordinator of ``key``, finding it again and retrying as needed."""
+        txn = key_type == COORDINATOR_KEY_TRANSACTION
+        coordinator = self._coordinator if txn else None
+        while True:
+            if coordinator is None:
+                coordinator = await self._find_coordinator(key, key_type, deadline)
+                if txn:
+                    self._coordinator = coordinator
+            try:
+                conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
+                response = await conn.request(api, body)
+            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
+                log.debug("%s to coordinator %s failed: %s", api.name, coordinator, exc)
+                coordinator = None
+                await self._sleep_before(deadline)
+                continue
+            code = response.get("error_code", 0)
+            if code in _REFIND_CODES:
+                coordinator = None
+            if code in _RETRY_CODES:
+                await self._sleep_before(deadline)
+                continue
+            if code in _FENCED_CODES:
+                self._to_fatal(errors.ProducerFencedError(
+                    f"transactional id {self.transactional_id!r} is used by a newer producer"
+                ))
+                raise self._fatal()
+            if code:
+                errors.raise_for_code(code, f"{api.name} for transactional id {self.transactional_id!r}")
+            return response
