@@ -1,0 +1,80 @@
+"""The transaction state machine's rules, without a broker or a loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from aioproducer import errors
+from aioproducer.idempotence import SequenceState
+from aioproducer.transactions import TransactionManager, TxnState
+
+
+def manager(state: TxnState) -> TransactionManager:
+    txn = TransactionManager(
+        client=None,  # type: ignore[arg-type]  # no I/O in these tests
+        seq=SequenceState(),
+        transactional_id="t",
+        transaction_timeout_ms=1000,
+        max_block_ms=1000,
+        retry_backoff_ms=10,
+    )
+    txn.state = state
+    return txn
+
+
+@pytest.mark.parametrize(
+    ("state", "allowed"),
+    [
+        (TxnState.UNINITIALIZED, False),
+        (TxnState.READY, False),
+        (TxnState.IN_TRANSACTION, True),
+        (TxnState.ABORTABLE_ERROR, False),
+    ],
+)
+def test_send_only_inside_a_transaction(state: TxnState, allowed: bool) -> None:
+    txn = manager(state)
+    if allowed:
+        txn.check_can_send()
+    else:
+        with pytest.raises(errors.IllegalStateError):
+            txn.check_can_send()
+
+
+def test_begin_commit_abort_transitions() -> None:
+    txn = manager(TxnState.READY)
+    txn.begin()
+    assert txn.state is TxnState.IN_TRANSACTION
+    with pytest.raises(errors.IllegalStateError, match="cannot begin"):
+        txn.begin()
+    txn.start_commit()
+    assert txn.state is TxnState.COMMITTING
+    txn = manager(TxnState.READY)
+    with pytest.raises(errors.IllegalStateError, match="no transaction"):
+        txn.start_commit()
+    with pytest.raises(errors.IllegalStateError, match="no transaction"):
+        txn.start_abort()
+    with pytest.raises(errors.IllegalStateError, match="init_transactions"):
+        manager(TxnState.UNINITIALIZED).begin()
+
+
+def test_a_failed_batch_makes_the_transaction_abortable_only() -> None:
+    txn = manager(TxnState.IN_TRANSACTION)
+    txn.batch_failed(errors.RecordTooLargeError("x"))
+    assert txn.state is TxnState.ABORTABLE_ERROR
+    with pytest.raises(errors.IllegalStateError, match="abort_transaction"):
+        txn.start_commit()
+    txn.start_abort()
+    assert txn.state is TxnState.ABORTING
+
+
+@pytest.mark.parametrize("fenced", [errors.ProducerFencedError("x"), errors.InvalidProducerEpochError("x")])
+def test_fencing_is_fatal_and_sticky(fenced: errors.KafkaError) -> None:
+    txn = manager(TxnState.IN_TRANSACTION)
+    txn.batch_failed(fenced)
+    assert txn.state is TxnState.FATAL_ERROR
+    for call in (txn.check_can_send, txn.begin, txn.start_commit, txn.start_abort):
+        with pytest.raises(errors.ProducerFencedError):
+            call()
+    # a later, ordinary failure does not turn a fenced producer abortable again
+    txn.batch_failed(errors.RecordTooLargeError("x"))
+    assert txn.state is TxnState.FATAL_ERROR
