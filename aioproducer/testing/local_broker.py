@@ -317,10 +317,36 @@ class LocalBroker:
         self._reap()
 
     def pause(self) -> None:
-        """SIGSTOP: connections stay open but nothing is answered (a stalled broker)."""
+        """SIGSTOP: connections stay open but nothing is answered (a stalled broker).
+
+        Returns once every thread of the broker has stopped: the signal reaches
+        each thread asynchronously, and a busy broker can otherwise answer for
+        another millisecond or so after ``kill()`` returns.
+        """
         self._require_running()
         self._signal(signal.SIGSTOP)
         self._paused = True
+        self._wait_stopped(5.0)
+
+    def _wait_stopped(self, timeout: float) -> None:
+        assert self._proc is not None
+        task_dir = f"/proc/{self._proc.pid}/task"
+        if not os.path.isdir(task_dir):  # not Linux: nothing to look at
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = []
+            for tid in os.listdir(task_dir):
+                try:
+                    with open(f"{task_dir}/{tid}/stat") as f:
+                        stat = f.read()
+                except FileNotFoundError:  # the thread exited meanwhile
+                    continue
+                states.append(stat[stat.rindex(")") + 2])
+            if states and all(state in "Tt" for state in states):
+                return
+            time.sleep(0.002)
+        raise BrokerStartError(f"broker pid {self._proc.pid} did not stop within {timeout} s of SIGSTOP")
 
     def resume(self) -> None:
         """SIGCONT: undo :meth:`pause`."""

@@ -10,6 +10,7 @@ import pytest
 from aioproducer import Producer, RecordMetadata, errors
 from aioproducer.testing.local_broker import LocalBroker
 from tests.support.aio import gather_within, read_back, within
+from tests.support.verify import create_topic
 
 pytestmark = pytest.mark.asyncio
 
@@ -68,6 +69,7 @@ async def test_stalled_broker_applies_backpressure_then_delivers(
         # Connections and metadata exist before the stall.
         await within(p.send(topic, b"warm-up"), 15, "warm-up send")
         private_broker.pause()
+        assert private_broker.pid is not None
         stalled_at = time.monotonic()
         futs, values, blocked = await _fill_until_blocked(
             p, topic, max_block_ms, limit=2 * buffer_memory // RECORD
@@ -162,8 +164,6 @@ async def test_restarted_broker_reconnects_and_nothing_hangs(
     private_broker: LocalBroker, topic_factory
 ) -> None:
     bs = private_broker.bootstrap_servers
-    # Tansu auto-creates unknown topics with 4 partitions, so the topic comes
-    # back with the same shape after the restart wipes it.
     topic = topic_factory(4, bootstrap=bs)
     delivery_timeout_ms = 20_000
     p = Producer(
@@ -192,12 +192,38 @@ async def test_restarted_broker_reconnects_and_nothing_hangs(
         await asyncio.sleep(0.2)
         await within(asyncio.to_thread(private_broker.restart), 60, "broker restart")
         await asyncio.sleep(0.2)
+        # Tansu quirk: a restarted (memory) broker acknowledges Produce requests for
+        # a topic it no longer has, then drops them; the topic only reappears when
+        # a Metadata request auto-creates it. Recreate it as an operator would, so
+        # that what is acknowledged from here on can be verified.
+        await within(
+            asyncio.to_thread(create_topic, bs, topic, 4), 60, "recreate the topic"
+        )
         stop.set()
         await within(sender, 10, "background sender")
 
-        after = await within(p.send(topic, b"after-restart", key=b"k"), 30, "send after restart")
+        # Second Tansu quirk: each write it took for the missing topic later makes
+        # one Produce to that partition fail with UNKNOWN_SERVER_ERROR (librdkafka
+        # sees the same; not retriable, as in Java). Send until each partition
+        # accepts again, within a bound.
+        settled: dict[int, RecordMetadata] = {}
+        give_up = time.monotonic() + 30
+        for part in range(4):
+            while part not in settled and time.monotonic() < give_up:
+                try:
+                    settled[part] = await within(
+                        p.send(topic, b"after-restart", partition=part), 30, "send after restart"
+                    )
+                except errors.UnknownServerError:
+                    continue
+        assert sorted(settled) == [0, 1, 2, 3], "sends never succeeded after the restart"
+        # Tansu's log for the old topic may now hold duplicate offsets (a third
+        # effect of those dropped writes), so exact delivery after the reconnect is
+        # checked on a topic created after the restart.
+        fresh = await asyncio.to_thread(topic_factory, 4, bootstrap=bs)
+        later_values = [f"later-{i}".encode() for i in range(100)]
         more = await gather_within(
-            [await p.enqueue(topic, f"later-{i}".encode()) for i in range(100)], 30, "later"
+            [await p.enqueue(fresh, v, key=v) for v in later_values], 30, "later"
         )
         assert all(isinstance(r, RecordMetadata) for r in more), more[:3]
 
@@ -211,12 +237,15 @@ async def test_restarted_broker_reconnects_and_nothing_hangs(
     finally:
         stop.set()
         await within(p.close(), 30, "close")
+        # Retrieve every outcome, also when an assertion above failed first.
+        await gather_within(during, 5, "records sent during the restart")
 
-    # The restarted broker starts empty: it holds only what was written after it came back.
-    got = await read_back(bs, topic, expected=101, timeout=30)
-    by_position = {(r.partition, r.offset): r.value for r in got}
-    assert by_position[(after.partition, after.offset)] == b"after-restart"
-    later = {v for v in by_position.values() if v.startswith(b"later-")}
-    assert later == {f"later-{i}".encode() for i in range(100)}
-    for md, value in zip(more, (f"later-{i}".encode() for i in range(100))):
+    got = await read_back(bs, topic, expected=4, timeout=30)
+    held = {(r.partition, r.offset, r.value) for r in got}
+    for md in settled.values():
+        assert (md.partition, md.offset, b"after-restart") in held
+    fresh_got = await read_back(bs, fresh, expected=len(later_values), timeout=30)
+    assert sorted(r.value for r in fresh_got) == sorted(later_values)
+    by_position = {(r.partition, r.offset): r.value for r in fresh_got}
+    for md, value in zip(more, later_values):
         assert by_position[(md.partition, md.offset)] == value

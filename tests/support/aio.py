@@ -7,7 +7,9 @@ loop, and with it the producer under test, alive while records are read back.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import time
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
