@@ -118,6 +118,11 @@ class KafkaClient:
         conn = self._conns.get(node_id)
         if conn is not None and not conn.closed:
             return conn
+        if conn is not None:
+            # A connection that dropped, even an idle one, may mean the broker
+            # restarted or left: refresh metadata as the Java client does.
+            del self._conns[node_id]
+            self.request_update()
         self._start_connect(node_id)
         return None
 

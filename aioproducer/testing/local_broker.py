@@ -239,6 +239,10 @@ class LocalBroker:
         return self
 
     def _launch(self, binary: str) -> None:
+        if _port_accepts(self._port):
+            # Someone already listens there: their answers would pass our
+            # readiness probe while our broker dies on "address in use".
+            raise BrokerStartError(f"port {self._port} is already in use")
         url = f"tcp://{_HOST}:{self._port}"
         cmd = [
             binary,
@@ -283,7 +287,10 @@ class LocalBroker:
             # Re-check liveness: a broker that failed to bind may exit just after
             # someone else's listener on the same port answered the probe.
             if _kafka_ready(self._port, timeout=1.0) and self._proc.poll() is None:
-                return
+                time.sleep(0.05)
+                if self._proc.poll() is None:
+                    return
+                continue
             if time.monotonic() > deadline:
                 self._force_kill()
                 self._reap()
