@@ -5,5 +5,5 @@ from .batch import RecordMetadata
 from .config import ProducerConfig
 from .producer import Producer
 
-__all__ = ["Producer", "ProducerConfig", "RecordMetadata", "errors", "__version__"]
+__all__ = ["Producer", "ProducerConfig", "RecordMetadata", "__version__", "errors"]
 __version__ = "0.1.0"

@@ -13,13 +13,14 @@ Invariants this module keeps:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from .batch import ProducerBatch, pack_sizes
 from .protocol.compression import Codec
 
-__all__ = ["RecordAccumulator", "ReadyResult", "TopicPartition"]
+__all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
 
 TopicPartition = tuple[str, int]
 LeaderLookup = Callable[[str, int], "int | None"]

@@ -9,12 +9,13 @@ The futures it resolves are the ones ``Producer.enqueue`` handed out.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from .protocol.compression import Codec
 from .protocol.records import RecordBatchBuilder
 
-__all__ = ["RecordMetadata", "ProducerBatch", "pack_sizes"]
+__all__ = ["ProducerBatch", "RecordMetadata", "pack_sizes"]
 
 
 def pack_sizes(key_size: int, value_size: int) -> int:
@@ -35,26 +36,26 @@ class RecordMetadata(NamedTuple):
 
 class ProducerBatch:
     __slots__ = (
-        "topic",
-        "partition",
+        "_waiters",
+        "attempts",
+        "base_sequence",
+        "batch_size",
         "builder",
-        "futures",
-        "sizes",
-        "timestamps",
         "created",
         "deadline",
-        "attempts",
-        "retry_at",
-        "reserved",
-        "payload",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
         "done",
+        "futures",
         "in_flight",
+        "partition",
+        "payload",
+        "producer_epoch",
+        "producer_id",
+        "reserved",
+        "retry_at",
         "sealed",
-        "batch_size",
-        "_waiters",
+        "sizes",
+        "timestamps",
+        "topic",
     )
 
     def __init__(

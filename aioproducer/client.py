@@ -14,7 +14,7 @@ import asyncio
 import logging
 import random
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from . import errors
 from .cluster import ClusterSnapshot
@@ -224,7 +224,7 @@ class KafkaClient:
                 continue
             try:
                 conn = await self.connection(node_id, self._request_timeout_ms / 1000)
-                version = conn.version_for(METADATA)
+                conn.version_for(METADATA)  # fails early if no common version
                 topics = [{"name": t, "topic_id": None} for t in sorted(self._topics)]
                 body = {"topics": topics, "allow_auto_topic_creation": self._auto_create}
                 response = await conn.request(METADATA, body)

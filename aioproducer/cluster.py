@@ -7,10 +7,11 @@ current snapshot and replaces it on each refresh.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-__all__ = ["BrokerInfo", "PartitionInfo", "TopicInfo", "ClusterSnapshot"]
+__all__ = ["BrokerInfo", "ClusterSnapshot", "PartitionInfo", "TopicInfo"]
 
 
 @dataclass(frozen=True, slots=True)

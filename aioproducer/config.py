@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .errors import ConfigurationError
 from .partitioner import PartitionerFn
 from .protocol.compression import Codec, codec_from_name
 
-__all__ = ["ProducerConfig", "config_from_properties", "JAVA_PROPERTY_NAMES"]
+__all__ = ["JAVA_PROPERTY_NAMES", "ProducerConfig", "config_from_properties"]
 
 Serializer = Callable[[Any], "bytes | None"]
 _INT32_MAX = 2**31 - 1

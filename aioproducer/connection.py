@@ -16,8 +16,9 @@ import asyncio
 import logging
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from . import errors
 from .protocol.apis import APIS_BY_KEY

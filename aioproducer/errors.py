@@ -24,7 +24,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 __all__ = [
-    "TransactionAbortedError",
     "ERROR_CODES",
     "ERROR_TABLE",
     "BrokerResponseError",
@@ -41,6 +40,7 @@ __all__ = [
     "NoBrokersAvailableError",
     "ProducerClosedError",
     "SerializationError",
+    "TransactionAbortedError",
     "error_for_code",
     "raise_for_code",
 ]  # the generated broker error classes are appended below

@@ -17,12 +17,12 @@ epoch, :meth:`SequenceState.reset` renumbers every pending batch from 0.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .batch import ProducerBatch
 from .protocol.records import restamp_producer_state
 
-__all__ = ["SequenceState", "MAX_SEQUENCE"]
+__all__ = ["MAX_SEQUENCE", "SequenceState"]
 
 TopicPartition = tuple[str, int]
 MAX_SEQUENCE = (1 << 31) - 1  # sequences wrap to 0 after Int32.MAX_VALUE

@@ -14,9 +14,9 @@
 from __future__ import annotations
 
 import random
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-__all__ = ["murmur2", "partition_for_key", "StickyPartitioner", "PartitionerFn"]
+__all__ = ["PartitionerFn", "StickyPartitioner", "murmur2", "partition_for_key"]
 
 PartitionerFn = Callable[[str, "bytes | None", int, Sequence[int]], int]
 
@@ -57,7 +57,7 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class StickyPartitioner:
     """The partition each topic's unkeyed records currently stick to (KIP-480)."""
 
-    __slots__ = ("_current", "used_topics", "_rand")
+    __slots__ = ("_current", "_rand", "used_topics")
 
     def __init__(self, rand: random.Random | None = None) -> None:
         self._current: dict[str, int] = {}

@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator
@@ -21,9 +22,9 @@ from .buffer_pool import BufferPool
 from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
+from .idempotence import SequenceState
 from .partitioner import StickyPartitioner, partition_for_key
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
-from .idempotence import SequenceState
 from .sender import Sender
 from .transactions import TransactionManager
 from .validation import check_headers, check_topic, to_bytes

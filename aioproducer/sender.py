@@ -18,10 +18,12 @@ its partition to retry, or fail it; then release its buffer memory.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator, TopicPartition
@@ -30,11 +32,11 @@ from .buffer_pool import BufferPool
 from .client import KafkaClient
 from .config import ProducerConfig
 from .connection import BrokerConnection
-from .protocol.compression import Codec
 from .idempotence import SequenceState
-from .transactions import TransactionManager
+from .protocol.compression import Codec
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, classify
+from .transactions import TransactionManager
 
 __all__ = ["Sender"]
 
@@ -102,7 +104,7 @@ class Sender:
         while self._running:
             try:
                 delay = self._run_once(time.monotonic())
-            except Exception:  # noqa: BLE001 - the loop must survive any one bug
+            except Exception:
                 log.exception("unexpected error in the sender loop")
                 delay = 0.1
             if delay > 0:
@@ -235,7 +237,7 @@ class Sender:
             response = await fut
         except errors.KafkaError as exc:
             self._apply_all(batches, exc)
-        except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
+        except Exception as exc:
             log.exception("produce request to %r failed", conn)
             self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
         else:
@@ -263,7 +265,7 @@ class Sender:
                 batch.builder.codec != Codec.NONE
                 and batch.builder.size_in_bytes >= OFFLOAD_COMPRESSION_BYTES
             ):
-                batch.payload = await loop.run_in_executor(None, lambda: build(**kwargs))
+                batch.payload = await loop.run_in_executor(None, functools.partial(build, **kwargs))
             else:
                 batch.payload = build(**kwargs)
 

@@ -25,7 +25,8 @@ import asyncio
 import enum
 import logging
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import errors
 from .client import KafkaClient
@@ -42,7 +43,7 @@ from .protocol.txn_messages import (
     TXN_OFFSET_COMMIT,
 )
 
-__all__ = ["TxnState", "TransactionManager"]
+__all__ = ["TransactionManager", "TxnState"]
 
 log = logging.getLogger("aioproducer.transactions")
 TopicPartition = tuple[str, int]

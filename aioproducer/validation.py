@@ -7,11 +7,12 @@ record never occupies buffer memory or a place in a batch.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import errors
 
-__all__ = ["check_topic", "check_headers", "to_bytes", "MAX_TOPIC_LENGTH"]
+__all__ = ["MAX_TOPIC_LENGTH", "check_headers", "check_topic", "to_bytes"]
 
 # Kafka's Topic.validate: at most 249 characters of [a-zA-Z0-9._-], not "." or "..".
 MAX_TOPIC_LENGTH = 249

@@ -14,25 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import statistics
 import time
-from typing import Iterator
 
 from aioproducer import Producer
 from aioproducer import sender as sender_module
-
-
-@contextlib.contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    from aioproducer.testing.local_broker import LocalBroker
-
-    with LocalBroker() as local:
-        yield local.bootstrap_servers
+from aioproducer.testing.local_broker import bootstrap_or_local
 
 
 async def measure(bootstrap: str, codec: str, batch_size: int, records: int, threshold: int) -> list[float]:
@@ -78,7 +66,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=60_000)
     args = parser.parse_args()
     default = sender_module.OFFLOAD_COMPRESSION_BYTES
-    with broker(args.bootstrap) as bootstrap:
+    with bootstrap_or_local(args.bootstrap) as bootstrap:
         for name, threshold in (("offloaded", default), ("inline", 1 << 62)):
             lags = asyncio.run(measure(bootstrap, args.codec, args.batch_size, args.records, threshold))
             print(f"{args.codec:6s} batch {args.batch_size:>8d} B  {name:9s}  {summary(lags)}")

@@ -13,24 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import sys
 import time
-from typing import Iterator
 
 from aioproducer import Producer, errors
-
-
-@contextlib.contextmanager
-def broker(bootstrap: str | None) -> Iterator[str]:
-    if bootstrap:
-        yield bootstrap
-        return
-    from aioproducer.testing.local_broker import LocalBroker
-
-    with LocalBroker() as local:
-        print(f"started a local broker at {local.bootstrap_servers}")
-        yield local.bootstrap_servers
+from aioproducer.testing.local_broker import bootstrap_or_local
 
 
 async def produce(bootstrap: str, topic: str, records: int, size: int, compression: str) -> int:
@@ -70,7 +57,8 @@ def main() -> int:
     parser.add_argument("--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"])
     args = parser.parse_args()
     try:
-        with broker(args.bootstrap) as bootstrap:
+        announce = lambda addr: print(f"started a local broker at {addr}")
+        with bootstrap_or_local(args.bootstrap, announce=announce) as bootstrap:
             failed = asyncio.run(produce(bootstrap, args.topic, args.records, args.size, args.compression))
     except errors.KafkaError as exc:
         print(f"error: {exc}", file=sys.stderr)

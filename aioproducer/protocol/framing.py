@@ -10,7 +10,8 @@ layer can hand it whatever a socket read returned.
 from __future__ import annotations
 
 import struct
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .messages import API_VERSIONS, Api
 from .schema import Message, SchemaError, skip_tagged_fields
@@ -18,11 +19,11 @@ from .schema import Message, SchemaError, skip_tagged_fields
 __all__ = [
     "FrameDecoder",
     "FrameTooLargeError",
-    "encode_request",
-    "read_correlation_id",
-    "decode_response",
     "decode_request",
+    "decode_response",
+    "encode_request",
     "encode_response",
+    "read_correlation_id",
 ]
 
 _SIZE = struct.Struct(">i")

@@ -16,11 +16,11 @@ from typing import Any
 from .schema import BOOL, INT16, INT32, INT64, RECORDS, STRING, UUID, Array, Field, Struct
 
 __all__ = [
-    "Api",
     "API_VERSIONS",
+    "INIT_PRODUCER_ID",
     "METADATA",
     "PRODUCE",
-    "INIT_PRODUCER_ID",
+    "Api",
     "negotiate_version",
 ]
 

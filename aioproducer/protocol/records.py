@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from crc32c import crc32c
 
 from .compression import Codec, compress, decompress
-from .varint import _SMALL_UVARINT, decode_varint, size_of_varint
+from .varint import _SMALL_UVARINT, decode_varint, encode_uvarint, size_of_varint
 
 __all__ = [
     "MAX_RECORD_OVERHEAD",
@@ -88,14 +88,7 @@ _ZERO = _UVARINT[0]
 
 def _uvarint(value: int) -> bytes:
     """Unsigned varint of a non-negative value (the slow path)."""
-    if value < _TABLE_LIMIT:
-        return _UVARINT[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return _UVARINT[value] if value < _TABLE_LIMIT else encode_uvarint(value)
 
 
 def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
@@ -265,8 +258,7 @@ class RecordBatchBuilder:
             buf += value  # type: ignore[arg-type]
         buf += hdr
         if count:
-            if timestamp_ms > self.max_timestamp:
-                self.max_timestamp = timestamp_ms
+            self.max_timestamp = max(self.max_timestamp, timestamp_ms)
         else:
             self.base_timestamp = self.max_timestamp = timestamp_ms
         self.record_count = count + 1

@@ -20,25 +20,26 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .varint import decode_uvarint, encode_uvarint
 
 __all__ = [
-    "Message",
-    "Field",
-    "Struct",
-    "Array",
+    "BOOL",
+    "BYTES",
     "INT8",
     "INT16",
     "INT32",
     "INT64",
-    "BOOL",
-    "UUID",
-    "STRING",
-    "BYTES",
     "RECORDS",
+    "STRING",
+    "UUID",
+    "Array",
+    "Field",
+    "Message",
     "SchemaError",
+    "Struct",
     "parse_versions",
 ]
 
@@ -227,7 +228,7 @@ RECORDS = _Bytes()
 class Field:
     """One named field of a struct, present in ``versions``, nullable in ``nullable``."""
 
-    __slots__ = ("name", "type", "low", "high", "null_low", "null_high", "default")
+    __slots__ = ("default", "high", "low", "name", "null_high", "null_low", "type")
 
     def __init__(
         self,

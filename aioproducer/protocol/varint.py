@@ -15,14 +15,14 @@ bit set on every byte but the last. Decoders take ``(buf, pos)`` and return
 from __future__ import annotations
 
 __all__ = [
-    "encode_uvarint",
     "decode_uvarint",
-    "encode_varint",
     "decode_varint",
-    "size_of_varint",
+    "encode_uvarint",
+    "encode_varint",
     "size_of_uvarint",
-    "zigzag",
+    "size_of_varint",
     "unzigzag",
+    "zigzag",
 ]
 
 # The encodings of small values are looked up instead of computed: record

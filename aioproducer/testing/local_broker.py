@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
@@ -23,10 +24,17 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["BrokerBinaryUnavailable", "BrokerStartError", "LocalBroker", "find_broker_binary"]
+__all__ = [
+    "BrokerBinaryUnavailable",
+    "BrokerStartError",
+    "LocalBroker",
+    "bootstrap_or_local",
+    "find_broker_binary",
+]
 
 _HOST = "127.0.0.1"
 
@@ -435,3 +443,20 @@ def _kill_leftovers() -> None:
             broker.kill()
         except Exception:  # noqa: BLE001, S110 - interpreter exit: kill the others regardless
             pass
+
+
+@contextlib.contextmanager
+def bootstrap_or_local(
+    bootstrap: str | None, *, announce: Callable[[str], None] | None = None
+) -> Iterator[str]:
+    """Yield ``bootstrap`` if given; else run a :class:`LocalBroker` for the block.
+
+    ``announce`` is called with the local broker's address when one is started.
+    """
+    if bootstrap:
+        yield bootstrap
+        return
+    with LocalBroker() as local:
+        if announce is not None:
+            announce(local.bootstrap_servers)
+        yield local.bootstrap_servers

@@ -12,6 +12,7 @@ from aioproducer.partitioner import murmur2, partition_for_key
 from tests.support.aio import gather_within, read_back, runs
 from tests.support.verify import produce_with_librdkafka
 
+
 def test_murmur2_java_vector() -> None:
     # Kafka's UtilsTest: murmur2("21".getBytes()) == -973932308.
     assert murmur2(b"21") == -973932308

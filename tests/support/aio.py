@@ -7,16 +7,14 @@ loop, and with it the producer under test, alive while records are read back.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import time
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
 from aioproducer import RecordMetadata
 from tests.support.verify import ConsumedRecord, count_records, read_records
 
-__all__ = ["within", "read_back", "count_back", "gather_within", "closed_port", "runs"]
+__all__ = ["closed_port", "count_back", "gather_within", "read_back", "runs", "within"]
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-import aioproducer.protocol as protocol
+from aioproducer import protocol
 
 FORBIDDEN = {"asyncio", "socket", "ssl", "time", "selectors"}
 
