@@ -98,7 +98,11 @@ class RecordAccumulator:
             dq = self._deques[tp] = deque()
         elif dq:
             last = dq[-1]
-            if last.try_append(timestamp_ms, key, value, headers, future, sizes):
+            # ProducerBatch.try_append, inlined: this runs for every record.
+            if not last.sealed and last.builder.append(timestamp_ms, key, value, headers) is not None:
+                last.futures.append(future)
+                last.sizes.append(sizes)
+                last.timestamps.append(timestamp_ms)
                 return last
         if abort_on_new_batch:
             return None

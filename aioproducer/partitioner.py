@@ -57,10 +57,10 @@ def partition_for_key(key: bytes, num_partitions: int) -> int:
 class StickyPartitioner:
     """The partition each topic's unkeyed records currently stick to (KIP-480)."""
 
-    __slots__ = ("_current", "_rand", "used_topics")
+    __slots__ = ("current", "_rand", "used_topics")
 
     def __init__(self, rand: random.Random | None = None) -> None:
-        self._current: dict[str, int] = {}
+        self.current: dict[str, int] = {}
         # Topics whose current partition has received a record since it was chosen.
         self.used_topics: set[str] = set()
         self._rand = rand or random.Random()
@@ -72,16 +72,16 @@ class StickyPartitioner:
         self.used_topics.add(topic)
 
     def partition(self, topic: str, num_partitions: int, available: Sequence[int]) -> int:
-        current = self._current.get(topic)
+        current = self.current.get(topic)
         if current is None or current >= num_partitions:
             current = self._pick(num_partitions, available, None)
-            self._current[topic] = current
+            self.current[topic] = current
         return current
 
     def next_partition(self, topic: str, num_partitions: int, available: Sequence[int]) -> int:
         """Move on from the current partition (its batch is full or was sent)."""
-        current = self._pick(num_partitions, available, self._current.get(topic))
-        self._current[topic] = current
+        current = self._pick(num_partitions, available, self.current.get(topic))
+        self.current[topic] = current
         self.used_topics.discard(topic)
         return current
 

@@ -272,7 +272,10 @@ class Producer:
             deadline = time.monotonic() + self._max_block
             await client.partitions_for(topic, self._max_block)  # type: ignore[union-attr]
             info = client.snapshot.topics[topic]  # type: ignore[union-attr]
-        if not self._pool.try_reserve(size):
+        pool = self._pool
+        if pool.available >= size and not pool.exhausted:  # BufferPool.try_reserve, inlined
+            pool.available -= size
+        elif not pool.try_reserve(size):
             if not deadline:
                 deadline = time.monotonic() + self._max_block
             await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
@@ -288,7 +291,9 @@ class Producer:
         try:
             if partition is None and key is None and self._custom_partitioner is None:
                 sticky = self._sticky
-                chosen = sticky.partition(topic, len(info.partitions), info.available)
+                chosen = sticky.current.get(topic)
+                if chosen is None or chosen >= len(info.partitions):
+                    chosen = sticky.partition(topic, len(info.partitions), info.available)
                 # KIP-480: a record that would open a new batch first moves the
                 # topic to another partition, so batches fill one at a time.
                 batch = acc.append(

@@ -132,3 +132,34 @@ def test_batches_hold_what_was_appended() -> None:
         (b"k%d" % i, b"v%d" % i, 1000 + i, [("h", b"%d" % i)]) for i in range(5)
     ]
     assert batch.sizes == [pack_sizes(2, 2)] * 5
+
+
+def test_retries_requeue_in_sequence_order_ahead_of_new_batches() -> None:
+    """Idempotence: batches failing out of order still go back in sequence order."""
+    acc = make(batch_size=150)
+    for _ in range(3):
+        fill(acc, ("t", 0), 1, now=0.0)
+    sent = []
+    for step in range(3):
+        (b,) = acc.drain(1.0 + step, acc.ready(1.0 + step, leaders), 10**6)[1]
+        b.base_sequence = step * 10
+        sent.append(b)
+    fill(acc, ("t", 0), 1, now=2.0)  # a new batch behind them
+    # Responses arrive in reverse order; each is re-enqueued.
+    for b in reversed(sent):
+        acc.reenqueue(b, now=3.0, backoff=0.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b.base_sequence)
+    assert order == [0, 10, 20, -1]
+
+
+def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
+    acc = make()
+    fill(acc, ("t", 0), 1, now=0.0)
+    fill(acc, ("t", 2), 1, now=0.0)
+    (first, _) = sorted(acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1], key=lambda b: b.partition)
+    fill(acc, ("t", 2), 1, now=1.0)
+    acc.reenqueue(first, now=1.0, backoff=0.0)
+    assert acc.retried_heads() == [("t", 0)]
