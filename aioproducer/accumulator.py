@@ -245,6 +245,10 @@ class RecordAccumulator:
         """Forget a batch that has been completed or failed."""
         self.incomplete.discard(batch)
 
+    def is_queued(self, batch: ProducerBatch) -> bool:
+        dq = self._deques.get((batch.topic, batch.partition))
+        return dq is not None and batch in dq
+
     def queued_batches(self) -> int:
         return sum(len(dq) for dq in self._deques.values())
 

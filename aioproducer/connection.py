@@ -156,7 +156,13 @@ class BrokerConnection:
             return
         async with self._drain_lock:
             try:
-                await self._writer.drain()
+                await asyncio.wait_for(self._writer.drain(), self.request_timeout)
+            except asyncio.TimeoutError:
+                self._fail_all(
+                    errors.RequestTimedOutError(
+                        self._describe(f"socket not writable for {self.request_timeout * 1000:.0f} ms")
+                    )
+                )
             except (OSError, ConnectionError) as exc:
                 self._fail_all(errors.ConnectionLostError(self._describe(f"write failed: {exc}")))
 
@@ -227,7 +233,9 @@ class BrokerConnection:
         """Close the connection and fail every in-flight request with ``exc``."""
         if self._closed_error is None:
             self._closed_error = exc
-            self._writer.close()
+            # abort(), not close(): a graceful close waits for buffered data to
+            # drain, which never happens when the broker stopped reading.
+            self._writer.transport.abort()
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None

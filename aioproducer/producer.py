@@ -158,6 +158,13 @@ class Producer:
             self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
             if self._sender is None or self._client is None:
                 return
+            # Shielded: a close() that is itself cancelled still stops the
+            # sender and the connections instead of leaving them running.
+            await asyncio.shield(self._shutdown(timeout))
+
+    async def _shutdown(self, timeout: float | None) -> None:
+        assert self._sender is not None and self._client is not None
+        try:
             self._acc.closing = True
             self._sender.wakeup()
             done = await self._wait_batches(list(self._acc.incomplete), timeout)
@@ -168,6 +175,7 @@ class Producer:
                         f"this record was delivered"
                     )
                 )
+        finally:
             await self._sender.stop()
             # Anything left (a request cancelled by stop) still resolves.
             self._sender.abort(errors.ProducerClosedError("the producer was closed"))
@@ -279,11 +287,17 @@ class Producer:
             if not deadline:
                 deadline = time.monotonic() + self._max_block
             await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
-            if self._closed:
-                self._pool.release(size)
-                raise errors.ProducerClosedError("cannot send: the producer is closed")
             info = client.snapshot.topics[topic]  # type: ignore[union-attr]
 
+        if deadline:  # we waited: the producer or the transaction may have moved on
+            try:
+                if self._closed:
+                    raise errors.ProducerClosedError("cannot send: the producer is closed")
+                if self._txn is not None:
+                    self._txn.check_can_send()
+            except BaseException:
+                pool.release(size)
+                raise
         fut: asyncio.Future[RecordMetadata] = self._create_future()
         now = time.monotonic()
         sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
@@ -393,7 +407,11 @@ class Producer:
         self._acc.flushing += 1
         try:
             self._sender.wakeup()  # type: ignore[union-attr]
-            await self._wait_batches(list(self._acc.incomplete), None)
+            if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
+                raise errors.KafkaTimeoutError(
+                    f"commit could not flush the transaction's records within "
+                    f"{self.config.max_block_ms} ms; call commit_transaction() again or abort"
+                )
         finally:
             self._acc.flushing -= 1
         if txn.state is not txn.state.COMMITTING:
@@ -408,7 +426,11 @@ class Producer:
         self._sender.abort_queued(
             errors.TransactionAbortedError("the transaction was aborted before this record was sent")
         )
-        await self._wait_batches(list(self._acc.incomplete), None)
+        if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
+            raise errors.KafkaTimeoutError(
+                f"records of the aborted transaction still in flight after "
+                f"{self.config.max_block_ms} ms; call abort_transaction() again"
+            )
         await txn.end(commit=False)
 
     async def send_offsets_to_transaction(

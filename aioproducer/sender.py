@@ -88,6 +88,13 @@ class Sender:
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_error: BaseException | None = None
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
+        # Produce requests started per node, counted from the moment they are
+        # started (a batch may still be compressing in a worker thread) ...
+        self._node_requests: dict[int, int] = {}
+        # ... and written in the order they were started, whatever order their
+        # compression finishes in, so sequences reach the broker in order.
+        self._write_locks: dict[int, asyncio.Lock] = {}
+        self._next_stranded_check = 0.0
 
     def __repr__(self) -> str:
         return f"<Sender in_flight_batches={len(self._in_flight)} requests={len(self._requests)}>"
@@ -152,7 +159,7 @@ class Sender:
         conns: dict[int, BrokerConnection] = {}
         for node in list(ready.nodes):
             conn = self._client.ready_connection(node)
-            if conn is None or conn.in_flight >= self._max_in_flight:
+            if conn is None or self._node_requests.get(node, 0) >= self._max_in_flight:
                 ready.nodes.discard(node)
                 delay = min(delay, _BLOCKED_POLL)
             else:
@@ -183,12 +190,17 @@ class Sender:
         """Fail batches past delivery_timeout_ms, queued or in flight (KIP-91)."""
         expired = self._acc.expired(now)
         expired.extend(b for b in self._in_flight if b.deadline <= now)
+        if self._acc.incomplete and now >= self._next_stranded_check:
+            # Belt and braces: a batch neither queued nor in flight (only a bug
+            # could strand one) still fails at its deadline instead of hanging flush().
+            self._next_stranded_check = now + 1.0
+            expired.extend(
+                b for b in list(self._acc.incomplete)
+                if b.deadline <= now and not b.done and not b.in_flight and b not in expired
+                and not self._acc.is_queued(b)
+            )
         for batch in expired:
             where = "in flight" if batch.in_flight else "in the accumulator"
-            if self._txn is None and self._seq is not None and (batch.in_flight or batch.attempts):
-                # It may have been written: the broker's sequence for this
-                # partition is unknown now, so continue on a new epoch (KIP-360).
-                self._seq.request_bump(f"{batch.topic}-{batch.partition} expired after it was sent")
             cause = f"; last producer id error: {self._pid_error}" if self._pid_error else ""
             self._finish(
                 batch,
@@ -212,43 +224,64 @@ class Sender:
                 self._seq.stamp(batch)
             if self._max_in_flight == 1:
                 self._muted.add(tp)
-        task = asyncio.get_running_loop().create_task(self._produce(conn, batches))
+        node = conn.node_id
+        self._node_requests[node] = self._node_requests.get(node, 0) + 1
+        lock = self._write_locks.get(node)
+        if lock is None:
+            lock = self._write_locks[node] = asyncio.Lock()
+        task = asyncio.get_running_loop().create_task(self._produce(conn, batches, lock))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
-    async def _produce(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> None:
+    async def _produce(
+        self, conn: BrokerConnection, batches: list[ProducerBatch], write_lock: asyncio.Lock
+    ) -> None:
         try:
-            await self._build_payloads(batches)
-            topic_data: dict[str, list[dict[str, Any]]] = {}
-            for batch in batches:
-                topic_data.setdefault(batch.topic, []).append(
-                    {"index": batch.partition, "records": batch.payload}
-                )
-            body = {
-                "transactional_id": self._config.transactional_id,
-                "acks": self._acks,
-                "timeout_ms": self._config.request_timeout_ms,
-                "topic_data": [
-                    {"name": topic, "partition_data": parts} for topic, parts in topic_data.items()
-                ],
-            }
-            fut = conn.send(PRODUCE, body, expect_response=self._acks != 0)
-            await conn.drain()
+            async with write_lock:
+                fut = await self._write_request(conn, batches)
             response = await fut
         except errors.KafkaError as exc:
             self._apply_all(batches, exc)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
             log.exception("produce request to %r failed", conn)
             self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
         else:
-            if self._acks == 0:
-                now = time.monotonic()
-                for batch in batches:
-                    self._apply(batch, None, -1, -1, now)
-            else:
-                self._apply_response(batches, response)
+            try:
+                if self._acks == 0:
+                    now = time.monotonic()
+                    for batch in batches:
+                        self._apply(batch, None, -1, -1, now)
+                else:
+                    self._apply_response(batches, response)
+            except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
+                log.exception("handling the produce response from %r failed", conn)
+                self._apply_all(
+                    [b for b in batches if b.in_flight],
+                    errors.CorruptResponseError(f"produce response handling failed: {exc!r}"),
+                )
         finally:
+            self._node_requests[conn.node_id] -= 1
             self.wakeup()
+
+    async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
+        """Build the batches (compressing if need be) and write the request."""
+        await self._build_payloads(batches)
+        topic_data: dict[str, list[dict[str, Any]]] = {}
+        for batch in batches:
+            topic_data.setdefault(batch.topic, []).append(
+                {"index": batch.partition, "records": batch.payload}
+            )
+        body = {
+            "transactional_id": self._config.transactional_id,
+            "acks": self._acks,
+            "timeout_ms": self._config.request_timeout_ms,
+            "topic_data": [
+                {"name": topic, "partition_data": parts} for topic, parts in topic_data.items()
+            ],
+        }
+        fut = conn.send(PRODUCE, body, expect_response=self._acks != 0)
+        await conn.drain()
+        return fut
 
     async def _build_payloads(self, batches: list[ProducerBatch]) -> None:
         loop = asyncio.get_running_loop()
@@ -355,9 +388,19 @@ class Sender:
             self._finish(batch, outcome.error)
 
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
-        if error is not None:
-            if self._txn is not None and not batch.done:
+        if error is not None and not batch.done:
+            if self._txn is not None:
                 self._txn.batch_failed(error)
+            if self._seq is not None and batch.base_sequence >= 0:
+                # Its sequence numbers will never be acknowledged: the next batch
+                # of the partition would leave a gap, and the batch may even have
+                # been written. Continue on a new epoch (KIP-360); a transactional
+                # producer renumbers when the transaction is aborted.
+                reason = f"{batch.topic}-{batch.partition} failed after it was sent: {error}"
+                if self._txn is not None:
+                    self._txn.epoch_bump_needed = True
+                else:
+                    self._seq.request_bump(reason)
             batch.fail(error)
         self._in_flight.discard(batch)
         self._acc.finished(batch)

@@ -95,6 +95,8 @@ class TransactionManager:
         self._pending: set[TopicPartition] = set()
         self._add_task: asyncio.Task[None] | None = None
         self._offsets_added = False
+        # A batch with sequence numbers failed: renumber on a new epoch at abort.
+        self.epoch_bump_needed = False
         self._wakeup: Any = None  # set by the sender: called when partitions are added
 
     def __repr__(self) -> str:
@@ -181,6 +183,8 @@ class TransactionManager:
         deadline = time.monotonic() + self._max_block
         if self._add_task is not None and not self._add_task.done():
             await asyncio.wait_for(asyncio.shield(self._add_task), max(0.0, deadline - time.monotonic()))
+        if self.state is TxnState.FATAL_ERROR:  # fenced while partitions were being added
+            raise self._fatal()
         if self._added or self._offsets_added:
             body = {
                 "transactional_id": self.transactional_id,
@@ -189,6 +193,18 @@ class TransactionManager:
                 "committed": commit,
             }
             await self._coordinator_request(END_TXN, body, deadline)
+        if not commit and self.epoch_bump_needed:
+            # Sequences of a failed batch were never acknowledged: continue on a
+            # new epoch with every partition's sequence back at 0 (KIP-360).
+            body = {
+                "transactional_id": self.transactional_id,
+                "transaction_timeout_ms": self._timeout_ms,
+                "producer_id": self._seq.producer_id,
+                "producer_epoch": self._seq.epoch,
+            }
+            response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
+            self._seq.reset(response.producer_id, response.producer_epoch)
+            self.epoch_bump_needed = False
         self._added.clear()
         self._pending.clear()
         self._offsets_added = False
@@ -202,16 +218,22 @@ class TransactionManager:
             raise errors.IllegalStateError(
                 f"cannot commit: the transaction failed ({self.error}); call abort_transaction()"
             )
-        if self.state is not TxnState.IN_TRANSACTION:
+        if self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             raise errors.IllegalStateError(
                 f"cannot commit in state {self.state.value}: no transaction was begun"
             )
+        # COMMITTING again: a commit that timed out is being retried.
         self.state = TxnState.COMMITTING
 
     def start_abort(self) -> None:
         if self.state is TxnState.FATAL_ERROR:
             raise self._fatal()
-        if self.state not in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.COMMITTING):
+        if self.state not in (
+            TxnState.IN_TRANSACTION,
+            TxnState.ABORTABLE_ERROR,
+            TxnState.COMMITTING,
+            TxnState.ABORTING,  # an abort that timed out is being retried
+        ):
             raise errors.IllegalStateError(
                 f"cannot abort in state {self.state.value}: no transaction was begun"
             )

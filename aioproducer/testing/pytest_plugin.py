@@ -1,0 +1,139 @@
+"""pytest fixtures for testing code that produces with aioproducer, against a mock cluster.
+
+Installed with aioproducer and loaded by pytest through the ``pytest11`` entry
+point, so no ``conftest.py`` is needed:
+
+* ``kafka_cluster``: a started :class:`~aioproducer.testing.MockCluster`, one
+  per test, stopped afterwards. Configure it with the marker
+  ``@pytest.mark.kafka_cluster(brokers=3, default_partitions=4, ...)``; every
+  keyword is passed to ``MockCluster``.
+* ``producer``: a factory, ``await producer(**config) -> Producer``, returning a
+  started producer bound to ``kafka_cluster``; every producer it made is closed
+  at teardown.
+
+Both fixtures are async and need pytest-asyncio (strict or auto mode). In
+strict mode, mark the tests ``@pytest.mark.asyncio``.
+
+pytest imports this module in every run of any project that has aioproducer
+installed, so it imports nothing heavy at module level: the mock cluster and the
+producer are imported inside the fixtures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+if TYPE_CHECKING:
+    from aioproducer import Producer
+    from aioproducer.testing import MockCluster
+
+__all__ = ["ProducerFactory", "kafka_cluster", "producer"]
+
+MARKER = "kafka_cluster"
+# Bound on closing each producer at teardown, so that a test that leaves records
+# pending against a stalled broker fails them instead of hanging the session.
+CLOSE_TIMEOUT = 10.0
+
+_MISSING_PYTEST_ASYNCIO = (
+    "the aioproducer fixtures 'kafka_cluster' and 'producer' are async and need "
+    "pytest-asyncio: pip install pytest-asyncio  (or: pip install 'aioproducer[test]')"
+)
+
+try:
+    import pytest_asyncio
+except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
+    pytest_asyncio = None
+
+
+class ProducerFactory(Protocol):
+    """The ``producer`` fixture: ``await producer(linger_ms=0, ...)``."""
+
+    async def __call__(self, **config: Any) -> Producer: ...
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(**options): options of the MockCluster behind the 'kafka_cluster' fixture "
+        "(brokers=, default_partitions=, auto_create_topics=, ...)",
+    )
+
+
+def _cluster_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is None:
+        return {}
+    if marker.args:
+        raise pytest.UsageError(
+            f"@pytest.mark.{MARKER} takes keyword arguments only "
+            f"(brokers=..., default_partitions=...), got positional {marker.args!r}"
+        )
+    return dict(marker.kwargs)
+
+
+if pytest_asyncio is not None:
+
+    @pytest_asyncio.fixture
+    async def kafka_cluster(request: pytest.FixtureRequest) -> AsyncIterator[MockCluster]:
+        """A started in-process mock Kafka cluster, stopped after the test.
+
+        Options come from ``@pytest.mark.kafka_cluster(...)`` (the closest one:
+        a test's marker overrides its class's or module's).
+        """
+        # Imported here: the mock is only loaded by tests that use it.
+        from aioproducer.testing import MockCluster
+
+        cluster = MockCluster(**_cluster_options(request))
+        await cluster.start()
+        try:
+            yield cluster
+        finally:
+            await cluster.stop()
+
+    @pytest_asyncio.fixture
+    async def producer(kafka_cluster: MockCluster) -> AsyncIterator[ProducerFactory]:
+        """Factory of started producers bound to ``kafka_cluster``; all closed at teardown.
+
+        ``await producer(**config)`` takes :class:`~aioproducer.ProducerConfig`
+        keywords; ``bootstrap_servers`` defaults to the cluster's.
+        """
+        from aioproducer import Producer
+
+        made: list[Producer] = []
+
+        async def make(**config: Any) -> Producer:
+            servers = config.pop("bootstrap_servers", kafka_cluster.bootstrap_servers)
+            instance = Producer(servers, **config)
+            await instance.start()
+            made.append(instance)
+            return instance
+
+        try:
+            yield make
+        finally:
+            # Newest first, and each one bounded: records still pending fail
+            # with KafkaTimeoutError rather than blocking the teardown. One
+            # failing close must not leave the others open.
+            failure: BaseException | None = None
+            for instance in reversed(made):
+                try:
+                    await instance.close(timeout=CLOSE_TIMEOUT)
+                except Exception as exc:  # noqa: BLE001 - re-raised after the rest close
+                    failure = failure or exc
+            if failure is not None:
+                raise failure
+
+else:  # pragma: no cover - exercised only without pytest-asyncio
+
+    @pytest.fixture
+    def kafka_cluster() -> None:
+        """Unavailable: needs pytest-asyncio."""
+        pytest.fail(_MISSING_PYTEST_ASYNCIO, pytrace=False)
+
+    @pytest.fixture
+    def producer() -> None:
+        """Unavailable: needs pytest-asyncio."""
+        pytest.fail(_MISSING_PYTEST_ASYNCIO, pytrace=False)
