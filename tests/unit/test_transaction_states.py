@@ -78,3 +78,15 @@ def test_fencing_is_fatal_and_sticky(fenced: errors.KafkaError) -> None:
     # a later, ordinary failure does not turn a fenced producer abortable again
     txn.batch_failed(errors.RecordTooLargeError("x"))
     assert txn.state is TxnState.FATAL_ERROR
+
+
+def test_commit_and_abort_can_be_retried_after_a_timeout() -> None:
+    txn = manager(TxnState.IN_TRANSACTION)
+    txn.start_commit()
+    txn.start_commit()  # the first attempt timed out; the user calls again
+    assert txn.state is TxnState.COMMITTING
+    txn.start_abort()
+    txn.start_abort()
+    assert txn.state is TxnState.ABORTING
+    with pytest.raises(errors.IllegalStateError):
+        txn.begin()  # not before the abort has gone through
