@@ -94,3 +94,24 @@ async def test_unkeyed_records_stick_to_a_partition_per_batch(
     got = await read_back(kafka_bootstrap, topic, expected=n)
     assert len(got) == n
     assert {(r.partition, r.offset) for r in got} == {(md.partition, md.offset) for md in results}
+
+
+@pytest.mark.asyncio
+async def test_custom_partitioner_and_explicit_partition(kafka_bootstrap: str, topic_factory) -> None:
+    """A custom callable decides unless the record names its partition."""
+    topic = topic_factory(5)
+    calls: list[tuple[str, bytes | None, int, tuple[int, ...]]] = []
+
+    def last_byte(topic_: str, key: bytes | None, num_partitions: int, available) -> int:  # type: ignore[no-untyped-def]
+        calls.append((topic_, key, num_partitions, tuple(available)))
+        return (key[-1] if key else 0) % num_partitions
+
+    async with Producer(kafka_bootstrap, partitioner=last_byte) as p:
+        mds = await gather_within([p.send(topic, b"v", key=bytes([i])) for i in range(10)], 30)
+        explicit = await p.send(topic, b"pinned", key=b"\x01", partition=4)
+    assert [md.partition for md in mds] == [i % 5 for i in range(10)]
+    assert explicit.partition == 4
+    assert len(calls) == 10 and all(c[0] == topic and c[2] == 5 for c in calls)
+    back = await read_back(kafka_bootstrap, topic, 11)
+    by_value = {(r.key, r.partition) for r in back if r.value == b"v"}
+    assert by_value == {(bytes([i]), i % 5) for i in range(10)}
