@@ -1,0 +1,342 @@
+"""MockCluster: an in-process Kafka cluster on loopback sockets, with scripted faults.
+
+Example::
+
+    async with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("orders", partitions=6)
+        async with Producer(cluster.bootstrap_servers) as producer:
+            await producer.send("orders", b"v", key=b"k")
+        assert [r.value for r in cluster.records("orders")] == [b"v"]
+
+Every broker is an ``asyncio.start_server`` speaking the real protocol through
+``aioproducer.protocol``'s codecs, so any client (librdkafka, aiokafka, the
+Java client) can be pointed at it. State is kept in memory and shared by all
+brokers; there is no replication, so ``move_leader`` takes effect at once.
+The cluster must be used from the event loop that started it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import uuid
+import zlib
+from collections.abc import Iterable
+from types import TracebackType
+
+from .faults import FaultPlan, InterceptHandler
+from .handlers import valid_topic_name
+from .log import MockRecord, PartitionLog
+from .server import BrokerServer
+from .txn import TransactionCoordinator
+
+__all__ = ["MockCluster", "PartitionState", "TopicState"]
+
+# Replicas listed in metadata per partition (the leader first); nothing is
+# replicated, but clients expect a plausible replica set.
+_REPLICATION = 3
+
+
+@dataclasses.dataclass
+class PartitionState:
+    """One partition: its leader, the leader's epoch (KIP-101) and its log."""
+
+    index: int
+    leader: int
+    replicas: list[int]
+    log: PartitionLog
+    leader_epoch: int = 0
+
+
+@dataclasses.dataclass
+class TopicState:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionState]
+
+    def __repr__(self) -> str:
+        return f"TopicState({self.name!r}, partitions={len(self.partitions)})"
+
+
+class MockCluster:
+    """An in-memory Kafka cluster of ``brokers`` brokers on ``host``.
+
+    ``base_port`` 0 picks free ports; otherwise broker ``i`` listens on
+    ``base_port + i``.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        default_partitions: int = 4,
+        auto_create_topics: bool = True,
+        host: str = "127.0.0.1",
+        *,
+        base_port: int = 0,
+    ) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        if default_partitions < 1:
+            raise ValueError("default_partitions must be at least 1")
+        self.host = host
+        self.default_partitions = default_partitions
+        self.auto_create_topics = auto_create_topics
+        self.cluster_id = f"mock-{uuid.uuid4().hex[:16]}"
+        self.servers: dict[int, BrokerServer] = {}
+        self._brokers = brokers
+        self._base_port = base_port
+        self.topic_states: dict[str, TopicState] = {}
+        self._topic_ids: dict[uuid.UUID, TopicState] = {}
+        self._next_leader = 0
+        self.coordinator = TransactionCoordinator(self._write_markers)
+        self.faults = FaultPlan()
+        self._requests: collections.Counter[tuple[int, int]] = collections.Counter()
+        #: Error code answered for a retried batch already written: 0 (NONE,
+        #: what Kafka does) or DUPLICATE_SEQUENCE_NUMBER (46, older brokers).
+        self.duplicate_error_code = 0
+        #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
+        self.handler_errors: list[BaseException] = []
+        self._started = False
+
+    def __repr__(self) -> str:
+        state = "running" if self._started else "stopped"
+        return (
+            f"MockCluster({state}, brokers={self._brokers}, topics={len(self.topic_states)}, "
+            f"bootstrap={self.bootstrap_servers if self._started else None!r})"
+        )
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> MockCluster:
+        """Start listening on every broker."""
+        if self._started:
+            return self
+        try:
+            for node in range(self._brokers):
+                port = self._base_port + node if self._base_port else 0
+                server = BrokerServer(self, node, self.host, port)
+                await server.start()
+                self.servers[node] = server
+        except BaseException:
+            await self.stop()
+            raise
+        self._started = True
+        return self
+
+    async def stop(self) -> None:
+        """Close every listener and connection."""
+        for server in self.servers.values():
+            server.resume()
+            await server.stop()
+        self._started = False
+
+    async def __aenter__(self) -> MockCluster:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        if not self.servers:
+            raise RuntimeError("the cluster is not started")
+        return ",".join(f"{self.host}:{s.port}" for _, s in sorted(self.servers.items()))
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(self._brokers))
+
+    # -- topics ----------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int | None = None) -> None:
+        """Create ``name``; partition leaders go round-robin over the brokers."""
+        if not valid_topic_name(name):
+            raise ValueError(f"invalid topic name {name!r}")
+        if name in self.topic_states:
+            raise ValueError(f"topic {name!r} already exists")
+        count = self.default_partitions if partitions is None else partitions
+        if count < 1:
+            raise ValueError("a topic needs at least one partition")
+        parts = []
+        for index in range(count):
+            leader = self._next_leader % self._brokers
+            self._next_leader += 1
+            replicas = [
+                (leader + i) % self._brokers for i in range(min(_REPLICATION, self._brokers))
+            ]
+            parts.append(PartitionState(index, leader, replicas, PartitionLog(name, index)))
+        topic = TopicState(name, uuid.uuid4(), parts)
+        self.topic_states[name] = topic
+        self._topic_ids[topic.topic_id] = topic
+
+    def ensure_topic(self, name: str) -> TopicState:
+        """The topic ``name``, auto-created with the default partition count if missing."""
+        if name not in self.topic_states:
+            self.create_topic(name)
+        return self.topic_states[name]
+
+    def topic_by_id(self, topic_id: uuid.UUID | None) -> TopicState | None:
+        return self._topic_ids.get(topic_id) if topic_id is not None else None
+
+    def has_partition(self, topic: str, partition: int) -> bool:
+        state = self.topic_states.get(topic)
+        return state is not None and 0 <= partition < len(state.partitions)
+
+    def _partition(self, topic: str, partition: int) -> PartitionState:
+        state = self.topic_states.get(topic)
+        if state is None:
+            raise KeyError(f"unknown topic {topic!r}")
+        if not 0 <= partition < len(state.partitions):
+            raise KeyError(f"topic {topic!r} has no partition {partition}")
+        return state.partitions[partition]
+
+    def partitions(self, topic: str) -> list[int]:
+        if topic not in self.topic_states:
+            raise KeyError(f"unknown topic {topic!r}")
+        return [p.index for p in self.topic_states[topic].partitions]
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self._partition(topic, partition).leader
+
+    def records(self, topic: str, *, include_uncommitted: bool = False) -> list[MockRecord]:
+        """Records of ``topic`` ordered by (partition, offset).
+
+        By default: every non-transactional record and the committed
+        transactional ones; ``include_uncommitted`` adds open and aborted ones.
+        Raises KeyError for a topic that does not exist.
+        """
+        if topic not in self.topic_states:
+            raise KeyError(f"unknown topic {topic!r}")
+        out: list[MockRecord] = []
+        for part in self.topic_states[topic].partitions:
+            out.extend(part.log.records(include_uncommitted=include_uncommitted))
+        return out
+
+    def coordinator_for(self, key: str) -> int:
+        """The broker that coordinates a group or transactional id (stable per key)."""
+        return zlib.crc32(key.encode("utf-8")) % self._brokers
+
+    def _write_markers(
+        self, producer_id: int, partitions: Iterable[tuple[str, int]], commit: bool
+    ) -> None:
+        for topic, index in partitions:
+            if self.has_partition(topic, index):
+                self.topic_states[topic].partitions[index].log.write_marker(producer_id, commit)
+
+    # -- request accounting ----------------------------------------------------
+
+    def _count_request(self, broker: int, api_key: int) -> None:
+        self._requests[(broker, api_key)] += 1
+
+    def request_count(self, api_key: int | None = None, broker: int | None = None) -> int:
+        """Requests received so far, optionally only of one API key and/or broker."""
+        return sum(
+            n
+            for (node, key), n in self._requests.items()
+            if (api_key is None or key == api_key) and (broker is None or node == broker)
+        )
+
+    # -- fault injection ---------------------------------------------------------
+
+    def _targets(self, broker: int | None) -> list[BrokerServer]:
+        if broker is None:
+            return [s for _, s in sorted(self.servers.items())]
+        if broker not in self.servers:
+            raise KeyError(f"no broker {broker}")
+        return [self.servers[broker]]
+
+    def fail_produce(self, topic: str, partition: int, error_code: int, count: int = 1) -> None:
+        """The next ``count`` Produce requests touching the partition answer ``error_code`` for it.
+
+        Nothing is written for that partition; other partitions of the same
+        request are handled normally.
+        """
+        self.faults.add_produce_failure(topic, partition, error_code, count)
+
+    def move_leader(self, topic: str, partition: int, to_broker: int | None = None) -> int:
+        """Move the partition's leadership (to the next broker if None); returns the new leader.
+
+        The old leader answers NOT_LEADER_OR_FOLLOWER for it from now on and
+        metadata shows the new leader with a bumped leader epoch.
+        """
+        part = self._partition(topic, partition)
+        target = (part.leader + 1) % self._brokers if to_broker is None else to_broker
+        if target not in self.broker_ids:
+            raise KeyError(f"no broker {target}")
+        part.leader = target
+        part.leader_epoch += 1
+        part.replicas = [target] + [b for b in part.replicas if b != target]
+        return target
+
+    def drop_connections(
+        self, broker: int | None = None, *, after_requests: int = 0, mid_response: bool = False
+    ) -> None:
+        """Break client connections of one broker (None: every broker).
+
+        * ``after_requests=0``: close every open connection now;
+        * ``after_requests=N``: each connection open now is closed when it
+          receives its Nth further request, which is not answered;
+        * ``mid_response=True``: instead, the broker's next response (its Nth
+          when ``after_requests=N``) is cut after half its bytes and that
+          connection closed.
+        """
+        for server in self._targets(broker):
+            if mid_response:
+                self.faults.cut_after[server.node_id] = max(after_requests - 1, 0)
+            else:
+                server.drop(after_requests)
+
+    def delay_responses(
+        self,
+        seconds: float,
+        *,
+        broker: int | None = None,
+        api_key: int | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Delay matching responses by ``seconds`` (``count`` None: until cleared)."""
+        self.faults.add_delay(seconds, broker, api_key, count)
+
+    def stall_broker(self, broker: int) -> None:
+        """The broker keeps accepting connections but reads and answers nothing."""
+        self._targets(broker)[0].stall()
+
+    def resume_broker(self, broker: int) -> None:
+        self._targets(broker)[0].resume()
+
+    def throttle(self, broker: int, ms: int) -> None:
+        """Responses of ``broker`` carry ``throttle_time_ms=ms`` and are delayed by it (0 clears)."""
+        self._targets(broker)
+        if ms > 0:
+            self.faults.throttle_ms[broker] = ms
+        else:
+            self.faults.throttle_ms.pop(broker, None)
+
+    def fail_api(
+        self, api_key: int, error_code: int, count: int = 1, *, broker: int | None = None
+    ) -> None:
+        """The next ``count`` requests of ``api_key`` answer ``error_code``, unprocessed."""
+        self.faults.add_api_failure(api_key, error_code, count, broker)
+
+    def intercept(self, api_key: int, handler: InterceptHandler | None) -> None:
+        """Answer ``api_key`` requests with ``handler(body, ctx)`` (None result: default).
+
+        The handler may be a coroutine function. Passing None removes it.
+        """
+        if handler is None:
+            self.faults.intercepts.pop(api_key, None)
+        else:
+            self.faults.intercepts[api_key] = handler
+
+    def clear_faults(self) -> None:
+        """Remove every scripted fault and resume stalled brokers."""
+        self.faults.clear()
+        for server in self.servers.values():
+            server.resume()
+            for conn in server.connections:
+                conn.drop_after = None

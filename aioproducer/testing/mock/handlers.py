@@ -1,0 +1,454 @@
+"""One handler per API key: a decoded request body in, a response body out.
+
+Handlers run on the broker that received the request (``ctx.broker_id``) and
+read or change the shared cluster state. A handler returns the response body
+as a dict, encoded by the server at the request's version (fields a version
+lacks are simply not written), or None for a request that gets no answer
+(Produce with acks=0).
+
+:data:`SUPPORTED_VERSIONS` is what ApiVersions advertises; every range lies
+within the schema's declared versions, so a client that negotiates never
+sends a version the codecs cannot read.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import struct
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from ... import errors
+from ...protocol.records import CorruptBatchError, parse_record_batches
+from ...protocol.schema import Message
+from .faults import RequestContext
+from .log import code_of
+
+if TYPE_CHECKING:
+    from .cluster import MockCluster, TopicState
+
+__all__ = [
+    "ADVERTISED_ONLY",
+    "SUPPORTED_VERSIONS",
+    "api_versions_body",
+    "error_response",
+    "respond",
+    "valid_topic_name",
+]
+
+Body = dict[str, Any]
+
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    0: (3, 10),  # Produce: v3 is the first with record batch v2 (magic 2)
+    3: (1, 12),  # Metadata
+    10: (0, 4),  # FindCoordinator (v0: group coordinators only)
+    18: (0, 3),  # ApiVersions
+    22: (0, 4),  # InitProducerId
+    24: (0, 3),  # AddPartitionsToTxn: v4+ is broker to broker (KIP-890)
+    25: (0, 3),  # AddOffsetsToTxn
+    26: (0, 3),  # EndTxn
+    28: (0, 3),  # TxnOffsetCommit
+}
+
+# Advertised but not served. librdkafka enables a feature only when every API
+# it depends on is advertised: record batch v2 needs Produce v3 *and* Fetch v4,
+# zstd needs Produce v7 *and* Fetch v10 (rdkafka_feature.c). Without Fetch it
+# falls back to magic 0/1 message sets. A producer never fetches; a Fetch
+# request closes the connection.
+ADVERTISED_ONLY: dict[int, tuple[int, int]] = {1: (4, 10)}
+
+NONE = 0
+CORRUPT = code_of(errors.CorruptRecordError)
+UNKNOWN_TOPIC = code_of(errors.UnknownTopicOrPartitionError)
+NOT_LEADER = code_of(errors.NotLeaderOrFollowerError)
+INVALID_TOPIC = code_of(errors.InvalidTopicError)
+INVALID_ACKS = code_of(errors.InvalidRequiredAcksError)
+INVALID_REQUEST = code_of(errors.InvalidRequestError)
+INVALID_RECORD = code_of(errors.InvalidRecordError)
+INVALID_EPOCH = code_of(errors.InvalidProducerEpochError)
+INVALID_TXN_STATE = code_of(errors.InvalidTxnStateError)
+UNKNOWN_TOPIC_ID = code_of(errors.UnknownTopicIdError)
+NOT_ATTEMPTED = code_of(errors.OperationNotAttemptedError)
+
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_BATCH_LENGTH = struct.Struct(">i")
+
+
+def valid_topic_name(name: str | None) -> bool:
+    """Kafka's Topic.validate: 1-249 of [a-zA-Z0-9._-], and not "." or ".."."""
+    return name is not None and name not in (".", "..") and _LEGAL_TOPIC.fullmatch(name) is not None
+
+
+async def respond(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body | None:
+    """The response to one request, after scripted failures and intercepts."""
+    no_answer = ctx.api_key == 0 and body.get("acks") == 0
+    code = cluster.faults.take_api_failure(ctx.api_key, ctx.broker_id)
+    if code is not None:
+        return None if no_answer else error_response(cluster, ctx, body, code)
+    intercept = cluster.faults.intercepts.get(ctx.api_key)
+    if intercept is not None:
+        result = intercept(body, ctx)
+        if inspect.isawaitable(result):
+            result = await cast("Awaitable[Message | Body | None]", result)
+        if result is not None:
+            return None if no_answer else dict(result)
+    return _HANDLERS[ctx.api_key](cluster, ctx, body)
+
+
+# -- ApiVersions, Metadata, FindCoordinator ---------------------------------
+
+
+def api_versions_body(error_code: int = NONE) -> Body:
+    keys = [
+        {"api_key": key, "min_version": low, "max_version": high}
+        for key, (low, high) in sorted({**SUPPORTED_VERSIONS, **ADVERTISED_ONLY}.items())
+    ]
+    return {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+
+
+def _api_versions(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    return api_versions_body()
+
+
+def _brokers(cluster: MockCluster) -> list[Body]:
+    return [
+        {"node_id": node, "host": cluster.host, "port": server.port, "rack": None}
+        for node, server in sorted(cluster.servers.items())
+    ]
+
+
+def _topic_body(topic: TopicState) -> Body:
+    return {
+        "error_code": NONE,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": False,
+        "partitions": [
+            {
+                "error_code": NONE,
+                "partition_index": p.index,
+                "leader_id": p.leader,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": p.replicas,
+                "isr_nodes": p.replicas,
+                "offline_replicas": [],
+            }
+            for p in topic.partitions
+        ],
+    }
+
+
+def _metadata(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    requested = body.get("topics")
+    # allow_auto_topic_creation exists from v4; older requests always allow it.
+    allow = cluster.auto_create_topics and body.get("allow_auto_topic_creation", True)
+    topics: list[Body] = []
+    if requested is None:
+        topics = [_topic_body(t) for _, t in sorted(cluster.topic_states.items())]
+    for entry in requested or ():
+        name = entry.get("name")
+        if name is None:
+            # v10+: a topic may be named by id alone.
+            found = cluster.topic_by_id(entry.get("topic_id"))
+            if found is None:
+                topics.append(
+                    {
+                        "error_code": UNKNOWN_TOPIC_ID,
+                        "name": None,
+                        "topic_id": entry.get("topic_id"),
+                    }
+                )
+            else:
+                topics.append(_topic_body(found))
+            continue
+        topic = cluster.topic_states.get(name)
+        if topic is None:
+            if not valid_topic_name(name):
+                topics.append({"error_code": INVALID_TOPIC, "name": name})
+                continue
+            if not allow:
+                topics.append({"error_code": UNKNOWN_TOPIC, "name": name})
+                continue
+            topic = cluster.ensure_topic(name)
+        topics.append(_topic_body(topic))
+    return {
+        "throttle_time_ms": 0,
+        "brokers": _brokers(cluster),
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.broker_ids[0],
+        "topics": topics,
+    }
+
+
+def _coordinator(cluster: MockCluster, key: str) -> Body:
+    node = cluster.coordinator_for(key)
+    return {
+        "node_id": node,
+        "host": cluster.host,
+        "port": cluster.servers[node].port,
+        "error_code": NONE,
+        "error_message": None,
+    }
+
+
+def _find_coordinator(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    key_type = body.get("key_type", 0)
+    if key_type not in (0, 1):
+        return error_response(cluster, ctx, body, INVALID_REQUEST)
+    if ctx.api_version >= 4:  # KIP-699: a batch of keys
+        entries = [{"key": key, **_coordinator(cluster, key)} for key in body.coordinator_keys]
+        return {"throttle_time_ms": 0, "coordinators": entries}
+    return {"throttle_time_ms": 0, **_coordinator(cluster, body.key)}
+
+
+# -- Produce -----------------------------------------------------------------
+
+
+def _whole_batches(data: bytes) -> bool:
+    """Whether ``data`` is a sequence of complete batches (the parser drops a partial tail)."""
+    pos, end = 0, len(data)
+    while end - pos >= 12:
+        (length,) = _BATCH_LENGTH.unpack_from(data, pos + 8)
+        if length < 0:
+            return False
+        pos += 12 + length
+    return pos == end
+
+
+def _produce_partition(
+    cluster: MockCluster, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+) -> tuple[int, int]:
+    """(error code, base offset) for one partition of a Produce request."""
+    if body.acks not in (-1, 0, 1):
+        return INVALID_ACKS, -1
+    injected = cluster.faults.take_produce_failure(topic, index)
+    if injected is not None:
+        return injected, -1
+    state = cluster.topic_states.get(topic)
+    if state is None or not 0 <= index < len(state.partitions):
+        return UNKNOWN_TOPIC, -1
+    partition = state.partitions[index]
+    if partition.leader != ctx.broker_id:
+        return NOT_LEADER, -1
+    if not data or not _whole_batches(data):
+        return CORRUPT, -1
+    try:
+        batches = parse_record_batches(data, verify_crc=True)
+    except CorruptBatchError:
+        return CORRUPT, -1
+    # From Produce v3 a partition's data is exactly one batch (Kafka's
+    # LogValidator.validateOneBatchRecords), and clients never send control batches.
+    if len(batches) != 1 or batches[0].is_control:
+        return INVALID_RECORD, -1
+    batch = batches[0]
+    coordinator = cluster.coordinator
+    issued = coordinator.epochs.get(batch.producer_id) if batch.producer_id >= 0 else None
+    if issued is not None and batch.producer_epoch < issued:
+        return INVALID_EPOCH, -1
+    if batch.is_transactional:
+        # Kafka 3.6+ verifies that the partition was added to the transaction
+        # (KIP-890 part 1) and answers INVALID_TXN_STATE when it was not.
+        txn = coordinator.transaction_of(batch.producer_id)
+        if (
+            txn is None
+            or txn.transactional_id != body.get("transactional_id")
+            or (topic, index) not in txn.partitions
+        ):
+            return INVALID_TXN_STATE, -1
+    code, duplicate_of = partition.log.check(batch, issued)
+    if code != NONE:
+        return code, -1
+    if duplicate_of >= 0:
+        return cluster.duplicate_error_code, duplicate_of
+    return NONE, partition.log.append(batch, transactional_open=batch.is_transactional)
+
+
+def _produce(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body | None:
+    responses = []
+    for topic_data in body.topic_data:
+        parts = []
+        for pdata in topic_data.partition_data:
+            code, base = _produce_partition(
+                cluster, ctx, body, topic_data.name, pdata.index, pdata.records
+            )
+            parts.append(
+                {
+                    "index": pdata.index,
+                    "error_code": code,
+                    "base_offset": base,
+                    "log_append_time_ms": -1,
+                    "log_start_offset": 0 if code == NONE else -1,
+                }
+            )
+        responses.append({"name": topic_data.name, "partition_responses": parts})
+    if body.acks == 0:
+        return None  # acks=0: written, never answered
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+# -- producer ids and transactions --------------------------------------------
+
+
+def _init_producer_id(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    code, pid, epoch = cluster.coordinator.init_producer_id(
+        body.transactional_id,
+        body.transaction_timeout_ms,
+        body.get("producer_id", -1),
+        body.get("producer_epoch", -1),
+        ctx.api_version,
+    )
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+def _partition_results(topics: list[Message], codes: Callable[[str, int], int]) -> list[Body]:
+    return [
+        {
+            "name": t.name,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": codes(t.name, p)}
+                for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
+
+
+def _add_partitions_to_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    code, txn = cluster.coordinator.check(
+        24, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
+    )
+    if txn is None:
+        return {
+            "throttle_time_ms": 0,
+            "results_by_topic": _partition_results(body.topics, lambda _t, _p: code),
+        }
+    unknown = {
+        (t.name, p)
+        for t in body.topics
+        for p in t.partitions
+        if not cluster.has_partition(t.name, p)
+    }
+    if unknown:
+        # All or nothing, as Kafka: the known partitions are not added.
+        results = _partition_results(
+            body.topics, lambda t, p: UNKNOWN_TOPIC if (t, p) in unknown else NOT_ATTEMPTED
+        )
+        return {"throttle_time_ms": 0, "results_by_topic": results}
+    cluster.coordinator.add_partitions(
+        txn, [(t.name, p) for t in body.topics for p in t.partitions]
+    )
+    return {
+        "throttle_time_ms": 0,
+        "results_by_topic": _partition_results(body.topics, lambda _t, _p: NONE),
+    }
+
+
+def _add_offsets_to_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    code, txn = cluster.coordinator.check(
+        25, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
+    )
+    if txn is not None:
+        cluster.coordinator.add_offsets(txn, body.group_id)
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+def _txn_offset_commit(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    code, txn = cluster.coordinator.check(
+        28, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
+    )
+    if txn is not None:
+        offsets = {
+            (t.name, p.partition_index): p.committed_offset
+            for t in body.topics
+            for p in t.partitions
+        }
+        code = cluster.coordinator.txn_offset_commit(txn, body.group_id, offsets)
+    return _txn_offset_commit_body(body, code)
+
+
+def _txn_offset_commit_body(body: Message, code: int) -> Body:
+    topics = [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
+            ],
+        }
+        for t in body.topics
+    ]
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _end_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+    code, txn = cluster.coordinator.check(
+        26, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
+    )
+    if txn is not None:
+        code = cluster.coordinator.end_txn(txn, body.committed)
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+_HANDLERS: dict[int, Callable[[MockCluster, RequestContext, Message], Body | None]] = {
+    0: _produce,
+    3: _metadata,
+    10: _find_coordinator,
+    18: _api_versions,
+    22: _init_producer_id,
+    24: _add_partitions_to_txn,
+    25: _add_offsets_to_txn,
+    26: _end_txn,
+    28: _txn_offset_commit,
+}
+
+
+def error_response(cluster: MockCluster, ctx: RequestContext, body: Message, code: int) -> Body:
+    """A response that answers ``code`` wherever the API has an error field."""
+    key, version = ctx.api_key, ctx.api_version
+    if key == 0:
+        return {
+            "throttle_time_ms": 0,
+            "responses": [
+                {
+                    "name": t.name,
+                    "partition_responses": [
+                        {
+                            "index": p.index,
+                            "error_code": code,
+                            "base_offset": -1,
+                            "log_start_offset": -1,
+                        }
+                        for p in t.partition_data
+                    ],
+                }
+                for t in body.topic_data
+            ],
+        }
+    if key == 3:
+        topics = [
+            {"error_code": code, "name": t.get("name"), "topic_id": t.get("topic_id")}
+            for t in body.get("topics") or ()
+        ]
+        return {
+            "throttle_time_ms": 0,
+            "brokers": _brokers(cluster),
+            "cluster_id": cluster.cluster_id,
+            "controller_id": cluster.broker_ids[0],
+            "topics": topics,
+        }
+    if key == 18:
+        return api_versions_body(code)
+    if key == 10 and version >= 4:
+        return {
+            "throttle_time_ms": 0,
+            "coordinators": [{"key": k, "error_code": code} for k in body.coordinator_keys],
+        }
+    if key == 24:
+        return {
+            "throttle_time_ms": 0,
+            "results_by_topic": _partition_results(body.topics, lambda _t, _p: code),
+        }
+    if key == 28:
+        return _txn_offset_commit_body(body, code)
+    # InitProducerId, FindCoordinator v1-3, AddOffsetsToTxn, EndTxn: one error_code.
+    return {"throttle_time_ms": 0, "error_code": code}
