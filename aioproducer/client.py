@@ -15,6 +15,7 @@ import logging
 import random
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from . import errors
 from .cluster import ClusterSnapshot
@@ -310,7 +311,9 @@ class KafkaClient:
 
     async def close(self) -> None:
         self._closed = True
-        tasks = [t for t in (self._refresh_task, self._maintenance) if t is not None]
+        tasks: list[asyncio.Task[Any]] = [
+            t for t in (self._refresh_task, self._maintenance) if t is not None
+        ]
         tasks += list(self._connecting.values())
         for task in tasks:
             task.cancel()
