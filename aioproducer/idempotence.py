@@ -40,6 +40,11 @@ class SequenceState:
         # Stamped batches not yet completed or failed, per partition, in sequence order.
         self._pending: dict[TopicPartition, list[ProducerBatch]] = {}
         self.bump_reason: str | None = None
+        # Partitions whose sequences restart at the next reset; None: all of them.
+        self._rewrite: set[TopicPartition] | None = None
+        # Partitions still holding batches sent before the last reset, under the
+        # old id/epoch: new batches there wait until those are done.
+        self.stale: set[TopicPartition] = set()
 
     def __repr__(self) -> str:
         pending = sum(len(v) for v in self._pending.values())
@@ -51,10 +56,18 @@ class SequenceState:
         """True when batches may be stamped and sent."""
         return self.producer_id >= 0 and self.bump_reason is None
 
-    def request_bump(self, reason: str) -> None:
-        """Ask for a new epoch before anything more is sent (KIP-360)."""
+    def request_bump(self, reason: str, tp: TopicPartition | None = None) -> None:
+        """Ask for a new epoch before anything more is sent (KIP-360).
+
+        ``tp`` is the partition whose sequence state broke; only such
+        partitions are renumbered at the reset (None: every partition).
+        """
         if self.bump_reason is None:
             self.bump_reason = reason
+        if tp is None:
+            self._rewrite = None
+        elif self._rewrite is not None:
+            self._rewrite.add(tp)
 
     def stamp(self, batch: ProducerBatch) -> None:
         """Give a batch its producer id, epoch and base sequence, once.
@@ -62,7 +75,7 @@ class SequenceState:
         A batch keeps its sequence across retries; only :meth:`reset` gives a
         pending batch a new one. The built payload, if any, is re-stamped.
         """
-        if batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
+        if batch.base_sequence >= 0:
             return
         tp = (batch.topic, batch.partition)
         sequence = self._next.get(tp, 0)
@@ -95,19 +108,37 @@ class SequenceState:
                 pending.remove(batch)
             except ValueError:
                 pass
+        if not pending:
+            self.stale.discard((batch.topic, batch.partition))
 
     def reset(self, producer_id: int, epoch: int) -> list[ProducerBatch]:
         """Adopt a new producer id/epoch; renumber pending batches from 0.
 
+        Only the partitions named by :meth:`request_bump` are renumbered (all
+        of them after a reset nobody asked for, or a bump without a
+        partition). Elsewhere a pending batch may already be written under the
+        old epoch, its response lost: renumbered, it would be written again.
+        Those keep their old id, epoch and sequence (the broker still
+        deduplicates them), and the partition is :attr:`stale` until they are
+        done; then its new batches start the new epoch at 0 (as Java's
+        producer does, KIP-360).
+
         Returns the batches that were renumbered. The caller guarantees none of
         them is in flight, so no sequence the broker saw is reused.
         """
+        rewrite = None if self.bump_reason is None else self._rewrite
         self.producer_id = producer_id
         self.epoch = epoch
         self.bump_reason = None
+        self._rewrite = set()
         renumbered: list[ProducerBatch] = []
         self._next = {}
         for tp, batches in self._pending.items():
+            if rewrite is not None and tp not in rewrite:
+                if batches:
+                    self.stale.add(tp)
+                continue
+            self.stale.discard(tp)
             batches.sort(key=lambda b: b.base_sequence)
             sequence = 0
             for batch in batches:

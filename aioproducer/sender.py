@@ -169,7 +169,13 @@ class Sender:
             if seq is not None:
                 # A retried batch is written before any later batch of its
                 # partition: hold it back until that partition has nothing in flight.
-                muted.update(tp for tp in self._acc.retried_heads() if self._in_flight_by_tp.get(tp))
+                retried = self._acc.retried_heads()
+                muted.update(tp for tp in retried if self._in_flight_by_tp.get(tp))
+                if seq.stale:
+                    # Batches sent before an epoch bump are still pending there,
+                    # under the old epoch: new batches (which would start the new
+                    # epoch at sequence 0) wait until those are done.
+                    muted.update(seq.stale.difference(retried))
             if self._txn is not None:
                 muted.update(
                     tp
@@ -377,7 +383,7 @@ class Sender:
             self._finish(batch, error)
             return
         if outcome.bump_epoch and seq is not None:
-            seq.request_bump(f"{tp[0]}-{tp[1]}: {error}")
+            seq.request_bump(f"{tp[0]}-{tp[1]}: {error}", tp)
         if outcome.action is Action.COMPLETE:
             batch.complete(base_offset, log_append_time)
             self._finish(batch, None)
@@ -400,7 +406,7 @@ class Sender:
                 if self._txn is not None:
                     self._txn.epoch_bump_needed = True
                 else:
-                    self._seq.request_bump(reason)
+                    self._seq.request_bump(reason, (batch.topic, batch.partition))
             batch.fail(error)
         self._in_flight.discard(batch)
         self._acc.finished(batch)

@@ -45,7 +45,7 @@ _MISSING_PYTEST_ASYNCIO = (
 try:
     import pytest_asyncio
 except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
-    pytest_asyncio = None
+    pytest_asyncio = None  # type: ignore[assignment]
 
 
 class ProducerFactory(Protocol):
@@ -84,7 +84,14 @@ if pytest_asyncio is not None:
         a test's marker overrides its class's or module's).
         """
         # Imported here: the mock is only loaded by tests that use it.
-        from aioproducer.testing import MockCluster
+        try:
+            from aioproducer.testing import MockCluster
+        except ImportError as exc:
+            pytest.fail(
+                f"the kafka_cluster fixture needs aioproducer.testing.mock, which cannot be "
+                f"imported: {exc}",
+                pytrace=False,
+            )
 
         cluster = MockCluster(**_cluster_options(request))
         await cluster.start()

@@ -85,3 +85,21 @@ def test_sequence_wraps_after_int32_max() -> None:
     s.stamp(b)
     # MAX-1, MAX, 0 are taken by a: b starts at 1
     assert (a.base_sequence, b.base_sequence) == (MAX_SEQUENCE - 1, 1)
+
+
+def test_bump_renumbers_only_the_partition_that_broke() -> None:
+    """Elsewhere a pending batch may be written already: it keeps its old stamp (KIP-360)."""
+    s = ready_state(pid=7, epoch=0)
+    broken, elsewhere = batch(0, 2), batch(1, 3)
+    s.stamp(broken)
+    s.stamp(elsewhere)
+    s.request_bump("out of order", ("t", 0))
+    renumbered = s.reset(7, 1)
+    assert renumbered == [broken] and (broken.producer_epoch, broken.base_sequence) == (1, 0)
+    assert (elsewhere.producer_epoch, elsewhere.base_sequence) == (0, 0)
+    assert s.stale == {("t", 1)}  # new batches there wait for the old-epoch one
+    s.finished(elsewhere)
+    assert s.stale == set()
+    new = batch(1, 1)
+    s.stamp(new)
+    assert (new.producer_epoch, new.base_sequence) == (1, 0)

@@ -244,7 +244,12 @@ def _produce_partition(
     batch = batches[0]
     coordinator = cluster.coordinator
     issued = coordinator.epochs.get(batch.producer_id) if batch.producer_id >= 0 else None
-    if issued is not None and batch.producer_epoch < issued:
+    if issued is not None and batch.producer_epoch < issued and batch.is_transactional:
+        # The coordinator fenced this epoch and told every partition of the
+        # transaction. An idempotent producer's bump (KIP-360) is only learnt
+        # by a partition from the batches it receives, so there the check is
+        # per partition, in PartitionLog.check: old-epoch retries elsewhere
+        # still deduplicate against the old epoch, as in Kafka.
         return INVALID_EPOCH, -1
     if batch.is_transactional:
         # Kafka 3.6+ verifies that the partition was added to the transaction

@@ -158,7 +158,7 @@ class PartitionLog:
         first = batch.base_sequence
         last = _add_seq(first, batch.last_offset_delta)
         entry = self._producers.get(pid)
-        if issued_epoch is not None and epoch < issued_epoch:
+        if issued_epoch is not None and epoch < issued_epoch and batch.is_transactional:
             return INVALID_EPOCH, -1
         if entry is None:
             if first == 0:
