@@ -1,0 +1,61 @@
+"""aioproducer's transactions on the mock cluster, whose transaction handling
+librdkafka vouches for (test_mock_fidelity): aborted records stay invisible."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from aioproducer import Producer, errors
+from aioproducer.testing import MockCluster
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_commit_visible_abort_hidden_and_context_manager() -> None:
+    async with MockCluster(brokers=2, default_partitions=3) as cluster:
+        cluster.create_topic("tx", partitions=3)
+        async with Producer(cluster.bootstrap_servers, transactional_id="writer") as p:
+            await asyncio.wait_for(p.init_transactions(), 10)
+            async with p.transaction():
+                for i in range(30):
+                    await p.enqueue("tx", b"committed-%d" % i, key=b"%d" % i)
+            await p.begin_transaction()
+            for i in range(30):
+                await p.enqueue("tx", b"aborted-%d" % i, key=b"%d" % i)
+            await p.flush()  # on the broker, inside the open transaction
+            await p.abort_transaction()
+            with pytest.raises(ValueError):
+                async with p.transaction():
+                    await p.send("tx", b"aborted-by-exception", partition=0)
+                    raise ValueError("handler failed")
+        visible = sorted(r.value for r in cluster.records("tx"))
+        everything = [r.value for r in cluster.records("tx", include_uncommitted=True)]
+    assert visible == sorted(b"committed-%d" % i for i in range(30))
+    assert sum(v.startswith(b"aborted") for v in everything) == 31  # written, then aborted
+
+
+async def test_send_offsets_reach_the_group_coordinator() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        async with Producer(cluster.bootstrap_servers, transactional_id="ctp") as p:
+            await p.init_transactions()
+            async with p.transaction():
+                await p.send("out", b"derived")
+                await p.send_offsets_to_transaction({("in", 0): 42, ("in", 1): 7}, "grp")
+        committed = cluster.coordinator.committed_offsets
+    assert committed == {"grp": {("in", 0): 42, ("in", 1): 7}}
+
+
+async def test_injected_fencing_is_final() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        async with Producer(cluster.bootstrap_servers, transactional_id="fenced") as first:
+            await first.init_transactions()
+            async with Producer(cluster.bootstrap_servers, transactional_id="fenced") as second:
+                await second.init_transactions()
+                await first.begin_transaction()
+                with pytest.raises(errors.ProducerFencedError):
+                    await asyncio.wait_for(first.send("t", b"zombie"), 10)
+                with pytest.raises(errors.ProducerFencedError):
+                    await first.begin_transaction()
+        assert [r.value for r in cluster.records("t", include_uncommitted=True)] == []
