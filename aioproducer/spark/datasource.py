@@ -1,9 +1,22 @@
-"""Options of the ``aioproducer`` Spark sink, parsed and checked on the driver.
+"""The ``aioproducer`` Python Data Source: Kafka as a Spark batch and streaming sink.
+
+::
+
+    from aioproducer.spark import register
+    register(spark)
+    (df.write.format("aioproducer")
+       .option("kafka.bootstrap.servers", "host:9092")
+       .option("topic", "events")
+       .mode("append").save())
+
+Spark calls :meth:`AioproducerDataSource.writer` (or ``streamWriter``) while it
+plans the query, on the driver, with the DataFrame's schema. Options and
+columns are checked there, so a mistake fails ``save()`` / ``start()`` before
+any task runs; the returned writer is pickled and shipped to the tasks.
 
 The option names mirror Spark's own Kafka sink: ``kafka.bootstrap.servers``
 (required), ``topic`` and any ``kafka.<Java producer property>``, plus the
-opt-in ``transactional`` mode. Everything here is plain Python so that a bad
-option is reported while the query is analysed, before a single task runs.
+opt-in ``transactional`` mode.
 """
 
 from __future__ import annotations
@@ -12,16 +25,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import config_from_properties
-from ..errors import ConfigurationError, KafkaError
-from ..validation import check_topic
+from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.types import StructType
 
-__all__ = [
-    "SinkOptions",
-    "SinkSchemaError",
-    "SinkWriteError",
-    "parse_options",
-]
+from ..config import config_from_properties
+from ..errors import ConfigurationError
+from ..validation import check_topic
+from .columns import ColumnPlan, plan_columns
+from .writer import KafkaBatchWriter, stream_writer_class
+
+__all__ = ["AioproducerDataSource", "SinkOptions", "parse_options"]
 
 KAFKA_PREFIX = "kafka."
 
@@ -40,16 +53,6 @@ _RESERVED = {
 # Options Spark itself passes to every data source (or that belong to the
 # streaming engine); they are not ours to reject.
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
-
-
-class SinkSchemaError(ValueError):
-    """The DataFrame does not match the sink's column contract."""
-
-
-class SinkWriteError(KafkaError):
-    """A write task could not deliver its records."""
-
-    description = "aioproducer Kafka sink task failed"
 
 
 @dataclass(frozen=True)
@@ -143,3 +146,30 @@ def parse_options(options: Mapping[str, Any]) -> SinkOptions:
     # query at analysis time instead of failing every task.
     config_from_properties(opts.task_properties(0))
     return opts
+
+
+class AioproducerDataSource(DataSource):
+    """Writes DataFrames to Kafka with aioproducer; see the README's Spark section."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "aioproducer"
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        options, plan = self._prepare(schema, overwrite)
+        return KafkaBatchWriter(options, plan)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        options, plan = self._prepare(schema, overwrite)
+        return stream_writer_class()(options, plan)
+
+    def _prepare(self, schema: StructType, overwrite: bool) -> tuple[SinkOptions, ColumnPlan]:
+        if overwrite:
+            # Kafka topics are append-only logs; pretending otherwise would lose
+            # nothing but surprise everyone.
+            raise ConfigurationError(
+                "the aioproducer sink only appends: Kafka cannot overwrite a topic; "
+                "use mode('append') (or outputMode('append') for streams)"
+            )
+        options = parse_options(self.options)
+        return options, plan_columns(schema, options.topic)

@@ -1,0 +1,306 @@
+"""The column contract of the sink and the conversion of Spark data into records.
+
+The contract is Spark's Kafka sink's: ``value`` (string or binary, required),
+``key`` (string or binary), ``topic`` (string), ``partition`` (int),
+``headers`` (array<struct<key: string, value: binary>>) and ``timestamp``
+(timestamp). Other columns are ignored. :func:`plan_columns` checks a schema on
+the driver; :func:`arrow_chunks` and :func:`row_chunks` turn a task's input
+into chunks of ``(topic, value, key, partition, timestamp_ms, headers)`` tuples
+ready for ``Producer.enqueue``. Schema mistakes raise :class:`SinkSchemaError`
+on the driver; rows the sink cannot write raise :class:`SinkWriteError` in the task.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    StringType,
+    StructType,
+    TimestampType,
+)
+
+from ..errors import KafkaError
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+__all__ = [
+    "Chunk",
+    "ColumnPlan",
+    "SinkSchemaError",
+    "SinkWriteError",
+    "arrow_chunks",
+    "plan_columns",
+    "row_chunks",
+]
+
+# (topic, value, key, partition, timestamp_ms, headers)
+Record = tuple[str, bytes | None, bytes | None, int | None, int | None, list | None]
+
+# Rows converted per chunk: large enough to amortise the hand-over to the event
+# loop, small enough that a chunk of big values stays a small multiple of them.
+CHUNK_ROWS = 2048
+
+_HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+
+
+class SinkSchemaError(ValueError):
+    """The DataFrame does not match the sink's column contract."""
+
+
+class SinkWriteError(KafkaError):
+    """A write task could not deliver its records."""
+
+    description = "aioproducer Kafka sink task failed"
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """Where each contract column sits in the input (None: absent)."""
+
+    value: int
+    key: int | None = None
+    topic: int | None = None
+    partition: int | None = None
+    headers: int | None = None
+    timestamp: int | None = None
+    # The ``topic`` option; it wins over a topic column, as in Spark's Kafka sink.
+    fixed_topic: str | None = None
+
+
+@dataclass
+class Chunk:
+    """Records ready to enqueue plus what they add to the task's counters."""
+
+    records: list[Record]
+    nbytes: int
+    topics: Counter[str]
+
+
+def _headers_ok(dt: DataType) -> bool:
+    if not isinstance(dt, ArrayType) or not isinstance(dt.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in dt.elementType.fields}
+    return (
+        len(fields) == 2
+        and isinstance(fields.get("key"), StringType)
+        and isinstance(fields.get("value"), BinaryType)
+    )
+
+
+_EXPECTED: dict[str, tuple[str, Any]] = {
+    "key": ("string or binary", lambda dt: isinstance(dt, (StringType, BinaryType))),
+    "value": ("string or binary", lambda dt: isinstance(dt, (StringType, BinaryType))),
+    "topic": ("string", lambda dt: isinstance(dt, StringType)),
+    "partition": ("int", lambda dt: isinstance(dt, IntegerType)),
+    "headers": (_HEADERS_TYPE, _headers_ok),
+    "timestamp": ("timestamp", lambda dt: isinstance(dt, TimestampType)),
+}
+
+
+def plan_columns(schema: StructType, fixed_topic: str | None) -> ColumnPlan:
+    """Check ``schema`` against the contract; raise SinkSchemaError naming the column."""
+    # Spark resolves column names case-insensitively by default; so do we.
+    positions: dict[str, int] = {}
+    for index, f in enumerate(schema.fields):
+        name = f.name.lower()
+        if name not in _EXPECTED:
+            continue
+        if name in positions:
+            raise SinkSchemaError(
+                f"the aioproducer sink found two columns named {name!r} "
+                f"({schema.fields[positions[name]].name!r} and {f.name!r}); keep one"
+            )
+        expected, accepts = _EXPECTED[name]
+        if not accepts(f.dataType):
+            raise SinkSchemaError(
+                f"column {f.name!r} must be of type {expected} for the aioproducer sink, "
+                f"but it is {f.dataType.simpleString()}"
+            )
+        positions[name] = index
+    columns = ", ".join(schema.fieldNames()) or "none"
+    if "value" not in positions:
+        raise SinkSchemaError(
+            f"the aioproducer sink needs a 'value' column (string or binary); "
+            f"the DataFrame has columns: {columns}"
+        )
+    if fixed_topic is None and "topic" not in positions:
+        raise SinkSchemaError(
+            "no topic: give the aioproducer sink option('topic', ...) or a 'topic' "
+            f"column (string); the DataFrame has columns: {columns}"
+        )
+    return ColumnPlan(
+        value=positions["value"],
+        key=positions.get("key"),
+        topic=None if fixed_topic is not None else positions.get("topic"),
+        partition=positions.get("partition"),
+        headers=positions.get("headers"),
+        timestamp=positions.get("timestamp"),
+        fixed_topic=fixed_topic,
+    )
+
+
+def _null_topic_error(row_number: int) -> SinkWriteError:
+    return SinkWriteError(
+        f"row {row_number} of this task has a null 'topic' and no option('topic', ...) "
+        "is set: every row needs a topic"
+    )
+
+
+# -- Arrow input (the fast path) -----------------------------------------------------
+
+
+def _bytes_column(column: pa.Array) -> list[bytes | None]:
+    import pyarrow as pa
+
+    # Strings go out as their UTF-8 bytes: a cast to binary reuses the buffers.
+    if pa.types.is_string(column.type):
+        column = column.cast(pa.binary())
+    elif pa.types.is_large_string(column.type):
+        column = column.cast(pa.large_binary())
+    return column.to_pylist()
+
+
+def _byte_count(column: pa.Array) -> int:
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    total = pc.sum(pc.binary_length(column)).as_py()
+    return int(total or 0)
+
+
+def _millis_column(column: pa.Array) -> list[int | None]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unit = column.type.unit
+    scale = {"s": 1000, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
+    raw = column.cast(pa.int64())
+    if unit == "s":
+        return pc.multiply(raw, scale).to_pylist()
+    if scale == 1:
+        return raw.to_pylist()
+    # Integer division truncates; the producer rejects the negative (pre-1970)
+    # timestamps where that would differ from flooring.
+    return pc.divide(raw, scale).to_pylist()
+
+
+def _headers_column(column: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
+    return [
+        None if items is None else [(h["key"], h["value"]) for h in items]
+        for items in column.to_pylist()
+    ]
+
+
+def arrow_chunks(batches: Iterable[pa.RecordBatch], plan: ColumnPlan) -> Iterator[Chunk]:
+    """Slice Arrow record batches into chunks of records, column by column."""
+    seen = 0
+    for batch in batches:
+        for offset in range(0, batch.num_rows, CHUNK_ROWS):
+            part = batch.slice(offset, CHUNK_ROWS)  # zero-copy
+            n = part.num_rows
+            value_col = part.column(plan.value)
+            values = _bytes_column(value_col)
+            nbytes = _byte_count(value_col)
+            if plan.key is not None:
+                keys: Iterable[Any] = _bytes_column(part.column(plan.key))
+                nbytes += _byte_count(part.column(plan.key))
+            else:
+                keys = itertools.repeat(None, n)
+            if plan.fixed_topic is not None:
+                topics: Iterable[Any] = itertools.repeat(plan.fixed_topic, n)
+                counts = Counter({plan.fixed_topic: n})
+            else:
+                assert plan.topic is not None
+                topic_col = part.column(plan.topic)
+                if topic_col.null_count:
+                    first_null = topic_col.is_null().to_pylist().index(True)
+                    raise _null_topic_error(seen + first_null + 1)
+                topics = topic_col.to_pylist()
+                counts = Counter(topics)
+            partitions = (
+                part.column(plan.partition).to_pylist()
+                if plan.partition is not None
+                else itertools.repeat(None, n)
+            )
+            stamps = (
+                _millis_column(part.column(plan.timestamp))
+                if plan.timestamp is not None
+                else itertools.repeat(None, n)
+            )
+            headers = (
+                _headers_column(part.column(plan.headers))
+                if plan.headers is not None
+                else itertools.repeat(None, n)
+            )
+            records = list(zip(topics, values, keys, partitions, stamps, headers))
+            seen += n
+            yield Chunk(records, nbytes, counts)
+
+
+# -- Row input (streaming on Spark 4.0, which has no Arrow stream writer) -------------
+
+
+def _to_bytes(value: Any) -> bytes | None:
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _to_millis(value: datetime | None) -> int | None:
+    if value is None:
+        return None
+    # Spark hands naive local-time datetimes to Python; timestamp() reads them
+    # as local time, which gives back the instant Spark meant.
+    return int(value.timestamp() * 1000)
+
+
+def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
+    """Group Spark Rows into chunks of records."""
+    seen = 0
+    it = iter(rows)
+    while True:
+        block = list(itertools.islice(it, CHUNK_ROWS))
+        if not block:
+            return
+        records: list[Record] = []
+        nbytes = 0
+        counts: Counter[str] = Counter()
+        for row in block:
+            seen += 1
+            value = _to_bytes(row[plan.value])
+            key = _to_bytes(row[plan.key]) if plan.key is not None else None
+            if plan.fixed_topic is not None:
+                topic = plan.fixed_topic
+            else:
+                topic = row[plan.topic]  # type: ignore[index]
+                if topic is None:
+                    raise _null_topic_error(seen)
+            raw_headers = row[plan.headers] if plan.headers is not None else None
+            headers = (
+                None
+                if raw_headers is None
+                else [(h["key"], _to_bytes(h["value"])) for h in raw_headers]
+            )
+            records.append((
+                topic,
+                value,
+                key,
+                row[plan.partition] if plan.partition is not None else None,
+                _to_millis(row[plan.timestamp]) if plan.timestamp is not None else None,
+                headers,
+            ))
+            nbytes += (0 if value is None else len(value)) + (0 if key is None else len(key))
+            counts[topic] += 1
+        yield Chunk(records, nbytes, counts)

@@ -1,0 +1,321 @@
+"""Write tasks of the Spark sink: one producer per task, on the task's own event loop.
+
+Each Spark task runs :func:`write_partition`: ``asyncio.run`` starts a producer,
+feeds it the task's rows through ``enqueue`` (whose buffer-memory backpressure
+bounds what is held in memory), flushes and reports a
+:class:`KafkaCommitMessage`. The first failed delivery fails the task with that
+error's message. In transactional mode the task's records form one Kafka
+transaction whose id is stable across attempts, so a retried attempt fences the
+failed one and its partial output is never committed.
+
+Rows are pulled from Spark on a helper thread, one chunk ahead of the producer:
+reading the input can block (on the JVM or an upstream computation), and the
+event loop must keep serving acknowledgements and linger timers meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import time
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamWriter,
+    WriterCommitMessage,
+)
+
+from .. import errors
+from ..producer import Producer
+from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
+
+if TYPE_CHECKING:  # the data source module imports this one
+    from .datasource import SinkOptions
+
+try:  # Spark 4.1+: Arrow batches for streaming writes too.
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter
+except ImportError:  # pragma: no cover - Spark 4.0
+    DataSourceStreamArrowWriter = None  # type: ignore[assignment,misc]
+
+__all__ = [
+    "KafkaBatchWriter",
+    "KafkaCommitMessage",
+    "KafkaStreamWriter",
+    "stream_writer_class",
+    "summarize",
+    "write_partition",
+]
+
+log = logging.getLogger("aioproducer.spark")
+
+# How long a failing task waits for records still in flight before closing.
+_CLOSE_ON_ERROR_S = 5.0
+
+
+@dataclass
+class KafkaCommitMessage(WriterCommitMessage):
+    """What one task delivered; sent back to the driver's commit()."""
+
+    partition_id: int
+    attempt: int
+    records: int
+    bytes: int  # key + value bytes
+    topics: dict[str, int] = field(default_factory=dict)
+    started: float = 0.0  # epoch seconds, for the job's wall time
+    finished: float = 0.0
+    transactional_id: str | None = None
+
+
+def _task_identity() -> tuple[int, int]:
+    ctx = TaskContext.get()
+    if ctx is None:  # called outside a Spark task (tests, local experiments)
+        return 0, 0
+    return ctx.partitionId(), ctx.attemptNumber()
+
+
+class _Outstanding:
+    """Record futures not yet checked, in enqueue order, one list per chunk.
+
+    Polling them once per chunk is several times cheaper than a done-callback
+    per record (each of which costs the event loop a scheduled call).
+    """
+
+    __slots__ = ("_chunks", "_pos")
+
+    def __init__(self) -> None:
+        self._chunks: deque[list[asyncio.Future[Any]]] = deque()
+        self._pos = 0
+
+    def add(self, futures: list[asyncio.Future[Any]]) -> None:
+        self._chunks.append(futures)
+
+    def first_error(self) -> BaseException | None:
+        """Check the futures resolved so far; return the first failure, if any."""
+        chunks = self._chunks
+        while chunks:
+            futures = chunks[0]
+            for i in range(self._pos, len(futures)):
+                fut = futures[i]
+                if not fut.done():
+                    self._pos = i
+                    return None
+                if not fut.cancelled():
+                    exc = fut.exception()
+                    if exc is not None:
+                        return exc
+            chunks.popleft()
+            self._pos = 0
+        return None
+
+    def discard(self) -> None:
+        """Mark every failure as seen, so asyncio does not log each one at exit."""
+        for futures in self._chunks:
+            for fut in futures:
+                if fut.done() and not fut.cancelled():
+                    fut.exception()
+        self._chunks.clear()
+
+
+async def _produce(
+    chunks: Iterator[Chunk],
+    options: SinkOptions,
+    partition_id: int,
+    attempt: int,
+) -> KafkaCommitMessage:
+    started = time.time()
+    records = 0
+    nbytes = 0
+    topics: Counter[str] = Counter()
+    props = options.task_properties(partition_id)
+    producer = Producer.from_config(props)
+    loop = asyncio.get_running_loop()
+    # One thread, so the Spark input iterator is only ever read from one place.
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aioproducer-spark-input")
+    pending: asyncio.Future[Chunk | None] | None = None
+    outstanding = _Outstanding()
+    ok = in_transaction = False
+    try:
+        await producer.start()
+        if options.transactional:
+            # Fences an earlier attempt of this task and aborts what it left open.
+            await producer.init_transactions()
+            await producer.begin_transaction()
+            in_transaction = True
+        enqueue = producer.enqueue
+        pending = loop.run_in_executor(pool, next, chunks, None)
+        while True:
+            chunk = await pending
+            pending = None
+            if chunk is None:
+                break
+            pending = loop.run_in_executor(pool, next, chunks, None)
+            futures: list[asyncio.Future[Any]] = []
+            outstanding.add(futures)  # before enqueueing: a failure below still sees them
+            append = futures.append
+            for topic, value, key, partition, timestamp_ms, headers in chunk.records:
+                append(await enqueue(
+                    topic, value, key=key, partition=partition,
+                    timestamp_ms=timestamp_ms, headers=headers,
+                ))
+            error = outstanding.first_error()
+            if error is not None:
+                raise error
+            records += len(chunk.records)
+            nbytes += chunk.nbytes
+            topics.update(chunk.topics)
+        await producer.flush()
+        error = outstanding.first_error()
+        if error is not None:
+            raise error
+        if options.transactional:
+            await producer.commit_transaction()
+        ok = True
+    except SinkWriteError:
+        raise
+    except errors.KafkaError as exc:
+        raise SinkWriteError(
+            f"partition {partition_id} (attempt {attempt}) failed after {records} records "
+            f"were handed to the producer: {type(exc).__name__}: {exc}"
+        ) from exc
+    except (TypeError, ValueError) as exc:
+        # Bad row content the producer refused (e.g. a negative timestamp).
+        raise SinkWriteError(
+            f"partition {partition_id} (attempt {attempt}) has a record the producer "
+            f"rejected: {type(exc).__name__}: {exc}"
+        ) from exc
+    finally:
+        if pending is not None:
+            # Let a read in progress finish: the thread cannot be interrupted.
+            await asyncio.gather(pending, return_exceptions=True)
+        pool.shutdown(wait=False)
+        if not ok and in_transaction:
+            await _abort_quietly(producer)
+        await producer.close(None if ok else _CLOSE_ON_ERROR_S)
+        outstanding.discard()
+    return KafkaCommitMessage(
+        partition_id=partition_id,
+        attempt=attempt,
+        records=records,
+        bytes=nbytes,
+        topics=dict(topics),
+        started=started,
+        finished=time.time(),
+        transactional_id=props.get("transactional.id"),
+    )
+
+
+async def _abort_quietly(producer: Producer) -> None:
+    # Best effort: if this fails, the next attempt's init_transactions() (or the
+    # broker's transaction timeout) aborts the transaction instead.
+    try:
+        await producer.abort_transaction()
+    except errors.KafkaError as exc:
+        log.warning("aborting the task's transaction failed: %s", exc)
+
+
+def write_partition(chunks: Iterator[Chunk], options: SinkOptions) -> KafkaCommitMessage:
+    """Deliver one task's records; raise SinkWriteError on the first failure."""
+    partition_id, attempt = _task_identity()
+    return asyncio.run(_produce(chunks, options, partition_id, attempt))
+
+
+def _report(level: int, line: str) -> None:
+    """Log ``line``; in Spark's unconfigured commit worker, to its stderr.
+
+    Spark runs commit() and abort() in a Python worker process on the driver
+    host. Nothing configures logging there, so an INFO line would be dropped;
+    Spark copies that process's stderr into the driver's console and log.
+    """
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    log.log(level, line)
+
+
+def summarize(
+    messages: Iterable[WriterCommitMessage | None], what: str = "write"
+) -> tuple[str, int, int]:
+    """One human-readable line for a finished write; also (records, bytes)."""
+    done = [m for m in messages if isinstance(m, KafkaCommitMessage)]
+    records = sum(m.records for m in done)
+    nbytes = sum(m.bytes for m in done)
+    topics: Counter[str] = Counter()
+    for m in done:
+        topics.update(m.topics)
+    if done:
+        seconds = max(m.finished for m in done) - min(m.started for m in done)
+    else:
+        seconds = 0.0
+    rate = f", {records / seconds:,.0f} records/s" if seconds > 0 else ""
+    topic_text = ", ".join(f"{t}={n:,}" for t, n in sorted(topics.items())) or "none"
+    line = (
+        f"aioproducer sink {what}: {records:,} records, {nbytes:,} bytes from {len(done)} "
+        f"tasks in {seconds:.2f} s{rate}; topics: {topic_text}"
+    )
+    return line, records, nbytes
+
+
+class KafkaBatchWriter(DataSourceArrowWriter):
+    """Batch writes; Arrow input avoids building a Row object per record."""
+
+    def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
+        self.options = options
+        self.plan = plan
+
+    def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+        return write_partition(arrow_chunks(iterator, self.plan), self.options)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        _report(logging.INFO, summarize(messages, "write committed")[0])
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # Without transactions the successful tasks' records stay in Kafka.
+        line = summarize(messages, "write failed")[0]
+        if not self.options.transactional:
+            line += " (already delivered records stay in Kafka: at-least-once)"
+        _report(logging.WARNING, line)
+
+
+class KafkaStreamWriter(DataSourceStreamWriter):
+    """Micro-batch writes from Spark Rows (the only input Spark 4.0 offers)."""
+
+    def __init__(self, options: SinkOptions, plan: ColumnPlan) -> None:
+        self.options = options
+        self.plan = plan
+
+    def _chunks(self, iterator: Iterator[Any]) -> Iterator[Chunk]:
+        return row_chunks(iterator, self.plan)
+
+    def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+        return write_partition(self._chunks(iterator), self.options)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        _report(logging.INFO, summarize(messages, f"micro-batch {batchId} committed")[0])
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        _report(logging.WARNING, summarize(messages, f"micro-batch {batchId} failed")[0])
+
+
+if DataSourceStreamArrowWriter is not None:
+
+    class KafkaStreamArrowWriter(KafkaStreamWriter, DataSourceStreamArrowWriter):
+        """Micro-batch writes from Arrow batches (Spark 4.1+)."""
+
+        def _chunks(self, iterator: Iterator[Any]) -> Iterator[Chunk]:
+            return arrow_chunks(iterator, self.plan)
+
+
+def stream_writer_class() -> type[KafkaStreamWriter]:
+    """The fastest streaming writer this Spark version supports."""
+    if DataSourceStreamArrowWriter is not None:
+        return KafkaStreamArrowWriter
+    return KafkaStreamWriter
