@@ -110,20 +110,10 @@ def timed_write(name: str, df: Any, rows: int, bootstrap: str, partitions: int) 
 
 
 def run(bootstrap: str, rows: int, size: int, repeat: int, partitions: int) -> dict[str, float]:
-    from pyspark.sql import SparkSession
 
-    from aioproducer.spark import register
+    from aioproducer.spark import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("aioproducer-spark-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session("aioproducer-spark-bench")
     try:
         def frame(n: int) -> Any:
             return spark.range(n, numPartitions=2).selectExpr(

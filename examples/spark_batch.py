@@ -66,21 +66,10 @@ def generate_orders(spark, directory: Path, orders: int, fmt: str) -> str:  # ty
 
 
 def run(bootstrap: str, orders: int, fmt: str, topic: str) -> int:
-    from pyspark.sql import SparkSession
 
-    from aioproducer.spark import register
+    from aioproducer.spark import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("aioproducer-spark-batch")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session("aioproducer-spark-batch")
     try:
         with tempfile.TemporaryDirectory(prefix="aioproducer-spark-") as tmp:
             path = generate_orders(spark, Path(tmp), orders, fmt)

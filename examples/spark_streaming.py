@@ -29,21 +29,10 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 def run(bootstrap: str, topic: str, batches: int, rows_per_second: int, transactional: bool) -> int:
-    from pyspark.sql import SparkSession
 
-    from aioproducer.spark import register
+    from aioproducer.spark import local_session
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("aioproducer-spark-streaming")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session("aioproducer-spark-streaming")
     readings = (
         spark.readStream.format("rate")
         .option("rowsPerSecond", rows_per_second)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["AioproducerDataSource", "KafkaCommitMessage", "register"]
+__all__ = ["AioproducerDataSource", "KafkaCommitMessage", "local_session", "register"]
 
 _INSTALL_HINT = "pip install 'aioproducer[spark]'"
 
@@ -42,6 +42,32 @@ def register(spark: SparkSession) -> None:
     from .datasource import AioproducerDataSource
 
     spark.dataSource.register(AioproducerDataSource)
+
+
+def local_session(app_name: str, master: str = "local[2]", **conf: str) -> SparkSession:
+    """A quiet local Spark session with the data source registered.
+
+    For examples, benchmarks and tests on one machine: no UI, no progress
+    bars, two shuffle partitions, UTC session time. ``conf`` adds or
+    overrides Spark settings by their real names: ``**{"spark.x": "y"}``.
+    """
+    _require_pyspark()
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    return session
 
 
 _LAZY = {

@@ -24,7 +24,7 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 
 from pyspark.sql import SparkSession
 
-from aioproducer.spark import register
+from aioproducer.spark import local_session
 
 # Spark's Python workers must run in this interpreter, which has aioproducer.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -35,20 +35,16 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """A ``local[2,2]`` Spark session with the ``aioproducer`` data source registered."""
     warehouse: Path = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("aioproducer-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    session = local_session(
+        "aioproducer-tests",
+        master="local[2,2]",  # two attempts per task: the transactional tests fail the first
+        **{
+            "spark.default.parallelism": "2",
+            "spark.sql.warehouse.dir": str(warehouse),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+        },
     )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
     try:
         yield session
     finally:
