@@ -73,3 +73,13 @@ def test_sequence_errors_are_final_without_idempotence() -> None:
     for error in (errors.DuplicateSequenceNumberError("x"), errors.OutOfOrderSequenceNumberError("x")):
         out = classify(error, attempts=0, deadline=10.0, now=0.0, config=CFG, rand=0.5)
         assert out.action is Action.FAIL
+
+
+def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> None:
+    from aioproducer.client import reconnect_delay
+
+    assert reconnect_delay(0, 50, 1000, 0.5) == 0.0
+    mids = [reconnect_delay(n, 50, 1000, 0.5) for n in range(1, 8)]
+    assert mids == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    assert reconnect_delay(3, 50, 1000, 0.0) == pytest.approx(0.16)
+    assert reconnect_delay(3, 50, 1000, 0.999) == pytest.approx(0.24, abs=1e-3)
