@@ -157,18 +157,21 @@ class ProducerBatch:
         topic, partition = self.topic, self.partition
         new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
         offset = base_offset
+        step = 1 if base_offset >= 0 else 0  # acks=0: every offset is -1
+        append_time = log_append_time_ms >= 0
         for fut, ts, packed in zip(self.futures, self.timestamps, self.sizes):
-            if not fut.done():  # done: the caller cancelled its wait; the record is written
-                if log_append_time_ms >= 0:
-                    ts = log_append_time_ms
+            if append_time:
+                ts = log_append_time_ms
+            try:
                 fut.set_result(
                     new(
                         RecordMetadata,
                         (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),
                     )
                 )
-            if offset >= 0:
-                offset += 1
+            except asyncio.InvalidStateError:
+                pass  # the caller cancelled its wait; the record is written all the same
+            offset += step
         self._wake_waiters()
 
     def fail(self, exc: BaseException) -> None:
