@@ -46,6 +46,7 @@ class ProducerBatch:
         "done",
         "futures",
         "in_flight",
+        "maybe_written",
         "partition",
         "payload",
         "producer_epoch",
@@ -97,6 +98,9 @@ class ProducerBatch:
         self.in_flight = False
         self.sealed = False
         self._waiters: list[asyncio.Future[None]] | None = None
+        # An attempt ended without a clear answer: the broker may hold the batch
+        # under its current producer id, epoch and sequence.
+        self.maybe_written = False
 
     def __repr__(self) -> str:
         state = "done" if self.done else "in flight" if self.in_flight else "queued"

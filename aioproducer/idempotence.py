@@ -116,8 +116,10 @@ class SequenceState:
 
         Only the partitions named by :meth:`request_bump` are renumbered (all
         of them after a reset nobody asked for, or a bump without a
-        partition). Elsewhere a pending batch may already be written under the
-        old epoch, its response lost: renumbered, it would be written again.
+        partition), and only if none of their pending batches is
+        ``maybe_written``. Elsewhere a pending batch may already be written
+        under the old epoch, its response lost: renumbered, it would be
+        written again.
         Those keep their old id, epoch and sequence (the broker still
         deduplicates them), and the partition is :attr:`stale` until they are
         done; then its new batches start the new epoch at 0 (as Java's
@@ -134,7 +136,12 @@ class SequenceState:
         renumbered: list[ProducerBatch] = []
         self._next = {}
         for tp, batches in self._pending.items():
-            if rewrite is not None and tp not in rewrite:
+            if (rewrite is not None and tp not in rewrite) or any(
+                b.maybe_written for b in batches
+            ):
+                # Renumbered, a batch the broker may already hold would be
+                # written again: keep the old stamps; the broker deduplicates
+                # them, or answers OUT_OF_ORDER, which proves them unwritten.
                 if batches:
                     self.stale.add(tp)
                 continue

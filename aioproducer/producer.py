@@ -287,7 +287,6 @@ class Producer:
             if not deadline:
                 deadline = time.monotonic() + self._max_block
             await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
-            info = client.snapshot.topics[topic]  # type: ignore[union-attr]
 
         if deadline:  # we waited: the producer or the transaction may have moved on
             try:
@@ -452,7 +451,7 @@ class Producer:
             await self.commit_transaction()
         except errors.ProducerFencedError:
             raise
-        except errors.KafkaError:
+        except (errors.KafkaError, asyncio.TimeoutError):
             await self._abort_quietly()
             raise
 
@@ -462,7 +461,7 @@ class Producer:
             return
         try:
             await self.abort_transaction()
-        except errors.KafkaError as exc:
+        except (errors.KafkaError, asyncio.TimeoutError) as exc:
             log.warning("aborting the transaction failed: %s", exc)
 
     async def partitions_for(self, topic: str) -> list[int]:

@@ -45,6 +45,15 @@ log = logging.getLogger("aioproducer.sender")
 # Compressing a batch at least this large runs in a worker thread: the codecs
 # release the GIL, and the event loop keeps serving other tasks meanwhile.
 OFFLOAD_COMPRESSION_BYTES = 64 * 1024
+# Broker answers after which the batch may be in the log anyway: the leader wrote
+# it but replication timed out, or the broker lost the connection to a follower.
+_MAYBE_WRITTEN_CODES = frozenset(
+    {errors.RequestTimedOutError.code, errors.NetworkExceptionError.code}
+)
+# Sequence errors: the broker compared this batch's sequence with what it holds.
+_NOT_WRITTEN_SEQUENCE_CODES = frozenset(
+    {errors.OutOfOrderSequenceNumberError.code, errors.UnknownProducerIdError.code}
+)
 # Poll interval while a ready node waits for its connection or in-flight room.
 _BLOCKED_POLL = 0.005
 
@@ -151,7 +160,7 @@ class Sender:
             # requests out have finished and InitProducerId has answered.
             if (
                 self._txn is None
-                and not self._requests
+                and all(t.done() for t in self._requests)
                 and (self._pid_task is None or self._pid_task.done())
             ):
                 self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
@@ -339,11 +348,20 @@ class Sender:
                 error = errors.error_for_code(part.error_code)(
                     f"{batch.topic}-{batch.partition}: {detail.strip()}".rstrip(": ")
                 )
+                if part.error_code in _MAYBE_WRITTEN_CODES:
+                    batch.maybe_written = True
+                elif part.error_code in _NOT_WRITTEN_SEQUENCE_CODES:
+                    # The broker checked this very sequence against its state and
+                    # refused it: this stamping holds nothing written (KIP-360).
+                    batch.maybe_written = False
             self._apply(batch, error, part.base_offset, part.log_append_time_ms, now)
 
     def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
+        """The request failed as a whole (connection lost, timed out, undecodable):
+        the broker may or may not have written each batch."""
         now = time.monotonic()
         for batch in batches:
+            batch.maybe_written = True
             self._apply(batch, exc, -1, -1, now)
 
     def _apply(
@@ -419,12 +437,14 @@ class Sender:
     # -- producer id ---------------------------------------------------------
 
     async def _init_producer_id(self) -> None:
-        """Get a producer id, or a new epoch for the current one (KIP-360).
+        """Get a producer id: at start, and as the way out of a broken sequence state.
 
-        The version is the highest both sides speak; v3+ carries the current id
-        and epoch so that the broker can bump the epoch. A broker that cannot
-        bump (it answers with an error) is asked for a fresh id instead, which
-        equally fences off the old sequence state.
+        The version is the highest both sides speak. Brokers hand an idempotent
+        (non-transactional) producer a fresh id whatever id and epoch it sends
+        (Kafka's coordinator ignores them; Tansu refuses v0-v2 and refuses to
+        bump), so the request carries none: a new id restarts every partition
+        the producer renumbers at 0, while batches kept on the old id are still
+        deduplicated against it (KIP-360).
         """
         seq = self._seq
         assert seq is not None
@@ -432,21 +452,11 @@ class Sender:
         try:
             node = self._client.any_node()
             conn = await self._client.connection(node, timeout)
-            version = conn.version_for(INIT_PRODUCER_ID)
             body: dict[str, Any] = {
                 "transactional_id": None,
                 "transaction_timeout_ms": self._config.transaction_timeout_ms,
             }
-            response = None
-            if seq.producer_id >= 0 and version >= 3:
-                bump = dict(body, producer_id=seq.producer_id, producer_epoch=seq.epoch)
-                response = await conn.request(INIT_PRODUCER_ID, bump, version=version)
-                if response.error_code:
-                    log.info("epoch bump refused (%s); asking for a new producer id",
-                             errors.error_for_code(response.error_code).__name__)
-                    response = None
-            if response is None:
-                response = await conn.request(INIT_PRODUCER_ID, body, version=version)
+            response = await conn.request(INIT_PRODUCER_ID, body)
             errors.raise_for_code(response.error_code, f"InitProducerId from broker {node}")
         except asyncio.CancelledError:
             raise

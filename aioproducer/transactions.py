@@ -182,7 +182,15 @@ class TransactionManager:
         """EndTxn for the current transaction; the caller has flushed or aborted batches."""
         deadline = time.monotonic() + self._max_block
         if self._add_task is not None and not self._add_task.done():
-            await asyncio.wait_for(asyncio.shield(self._add_task), max(0.0, deadline - time.monotonic()))
+            try:
+                await asyncio.wait_for(
+                    asyncio.shield(self._add_task), max(0.0, deadline - time.monotonic())
+                )
+            except asyncio.TimeoutError:
+                raise errors.KafkaTimeoutError(
+                    f"partitions were still being added to the transaction after "
+                    f"{self._max_block * 1000:.0f} ms"
+                ) from None
         if self.state is TxnState.FATAL_ERROR:  # fenced while partitions were being added
             raise self._fatal()
         if self._added or self._offsets_added:

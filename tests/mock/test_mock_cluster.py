@@ -239,8 +239,9 @@ async def test_idempotent_dedup_and_sequence_checks() -> None:
         assert (await client.produce("t", 0, batch(8))).error_code == NONE  # still in the window
         assert len(cluster.records("t")) == 10
 
-        # KIP-360 epoch bump: the old epoch is fenced, the new one restarts at 0.
-        bumped = await client.request(
+        # An idempotent producer asking again, even with its id and epoch (v3+),
+        # gets a fresh id, as from Kafka's coordinator.
+        fresh = await client.request(
             22,
             4,
             {
@@ -250,12 +251,15 @@ async def test_idempotent_dedup_and_sequence_checks() -> None:
                 "producer_epoch": epoch,
             },
         )
-        assert (bumped.producer_id, bumped.producer_epoch) == (pid, epoch + 1)
-        assert (await client.produce("t", 0, batch(9, ep=epoch + 1))).error_code == OUT_OF_ORDER
+        assert fresh.producer_id != pid and fresh.producer_epoch == 0
+        assert (await client.produce("t", 0, batch(0, producer=fresh.producer_id, ep=0))).error_code == NONE
+        # The old id still deduplicates its own retries after that.
+        assert (await client.produce("t", 0, batch(9))).base_offset >= 0
+        # A partition learns a bumped epoch from the batches it receives (an
+        # idempotent producer's bump has no markers): the older one is fenced there.
+        assert (await client.produce("t", 0, batch(10, ep=epoch + 1))).error_code == OUT_OF_ORDER
         assert (await client.produce("t", 0, batch(0, ep=epoch + 1))).error_code == NONE
-        # A partition learns the bumped epoch from the batches it receives (an
-        # idempotent bump has no markers): from then on the old epoch is fenced there.
-        assert (await client.produce("t", 0, batch(9))).error_code == INVALID_EPOCH
+        assert (await client.produce("t", 0, batch(10))).error_code == INVALID_EPOCH
         await client.close()
 
 

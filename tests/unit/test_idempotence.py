@@ -103,3 +103,22 @@ def test_bump_renumbers_only_the_partition_that_broke() -> None:
     new = batch(1, 1)
     s.stamp(new)
     assert (new.producer_epoch, new.base_sequence) == (1, 0)
+
+
+def test_a_batch_that_may_be_written_is_never_renumbered() -> None:
+    """A timed-out retry keeps its stamp even in the partition that broke."""
+    s = ready_state(pid=7, epoch=0)
+    expired, ambiguous = batch(0, 1), batch(0, 1)
+    s.stamp(expired)
+    s.stamp(ambiguous)
+    ambiguous.maybe_written = True  # its request timed out
+    s.finished(expired)  # failed: its sequence is lost, the partition breaks
+    s.request_bump("expired", ("t", 0))
+    assert s.reset(9, 0) == []
+    assert (ambiguous.producer_id, ambiguous.base_sequence) == (7, 1)
+    assert s.stale == {("t", 0)}
+    # The broker then answers OUT_OF_ORDER for it: proven unwritten, renumbered next time.
+    ambiguous.maybe_written = False
+    s.request_bump("out of order", ("t", 0))
+    assert s.reset(10, 0) == [ambiguous]
+    assert (ambiguous.producer_id, ambiguous.base_sequence) == (10, 0)

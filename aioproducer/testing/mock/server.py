@@ -78,10 +78,12 @@ class BrokerServer:
         )
 
     async def start(self) -> None:
+        self._stopping = False
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
+        self._stopping = True
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -119,6 +121,10 @@ class BrokerServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = _Connection(writer)
+        if getattr(self, "_stopping", False):
+            # Accepted just before stop(): never registered, so close it here.
+            conn.close()
+            return
         conn.task = asyncio.current_task()
         self.connections.add(conn)
         decoder = FrameDecoder()

@@ -113,11 +113,8 @@ class TransactionCoordinator:
     ) -> tuple[int, int, int]:
         """Answer InitProducerId: (error code, producer id, epoch)."""
         if transactional_id is None:
-            if producer_id >= 0 and self.epochs.get(producer_id) == producer_epoch:
-                # KIP-360: a producer that knows its id asks for the next epoch.
-                return self._bump(producer_id)
-            if producer_id >= 0 and producer_id in self.epochs:
-                return fenced_code(22, version), -1, -1
+            # Kafka's coordinator ignores the id/epoch an idempotent producer
+            # sends (v3+, KIP-360) and always hands out a fresh producer id.
             pid = self._new_pid()
             return NONE, pid, 0
         if timeout_ms <= 0 or timeout_ms > MAX_TRANSACTION_TIMEOUT_MS:
