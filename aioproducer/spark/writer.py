@@ -194,10 +194,12 @@ async def _produce(
             # Let a read in progress finish: the thread cannot be interrupted.
             await asyncio.gather(pending, return_exceptions=True)
         pool.shutdown(wait=False)
-        if not ok and in_transaction:
-            await _abort_quietly(producer)
-        await producer.close(None if ok else _CLOSE_ON_ERROR_S)
-        outstanding.discard()
+        try:
+            if not ok and in_transaction:
+                await _abort_quietly(producer)
+        finally:
+            await producer.close(None if ok else _CLOSE_ON_ERROR_S)
+            outstanding.discard()
     return KafkaCommitMessage(
         partition_id=partition_id,
         attempt=attempt,
@@ -215,7 +217,7 @@ async def _abort_quietly(producer: Producer) -> None:
     # broker's transaction timeout) aborts the transaction instead.
     try:
         await producer.abort_transaction()
-    except errors.KafkaError as exc:
+    except (errors.KafkaError, asyncio.TimeoutError) as exc:
         log.warning("aborting the task's transaction failed: %s", exc)
 
 
