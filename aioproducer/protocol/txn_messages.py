@@ -142,6 +142,13 @@ ADD_PARTITIONS_TO_TXN = Api(
     ),
 )
 
+# Who is asking: every transactional request to the coordinator starts so.
+_TXN_IDENTITY = (
+    F("transactional_id", STRING),
+    F("producer_id", INT64),
+    F("producer_epoch", INT16),
+)
+
 # Sent to the transaction coordinator; it adds the group's __consumer_offsets
 # partition to the transaction, so the TxnOffsetCommit that follows commits
 # or aborts with it.
@@ -151,12 +158,7 @@ ADD_OFFSETS_TO_TXN = Api(
     min_version=0,
     max_version=3,
     flexible_from=3,
-    request=Struct(
-        F("transactional_id", STRING),
-        F("producer_id", INT64),
-        F("producer_epoch", INT16),
-        F("group_id", STRING),
-    ),
+    request=Struct(*_TXN_IDENTITY, F("group_id", STRING)),
     response=Struct(F("throttle_time_ms", INT32), F("error_code", INT16)),
 )
 
@@ -166,12 +168,7 @@ END_TXN = Api(
     min_version=0,
     max_version=3,
     flexible_from=3,
-    request=Struct(
-        F("transactional_id", STRING),
-        F("producer_id", INT64),
-        F("producer_epoch", INT16),
-        F("committed", BOOL),
-    ),
+    request=Struct(*_TXN_IDENTITY, F("committed", BOOL)),
     response=Struct(
         F("throttle_time_ms", INT32),
         F("error_code", INT16),

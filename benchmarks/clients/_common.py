@@ -147,3 +147,16 @@ def main(
         }
     )
     return 0
+
+
+def aioproducer_for(cfg: Config) -> Any:
+    """The aioproducer Producer both aioproducer clients measure, from the run's settings."""
+    from aioproducer import Producer
+
+    return Producer(
+        bootstrap_servers=cfg.bootstrap,
+        linger_ms=cfg.linger_ms,
+        acks="all",
+        batch_size=cfg.batch_size,
+        enable_idempotence=cfg.idempotence,
+    )

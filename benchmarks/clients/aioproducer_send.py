@@ -8,20 +8,12 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from benchmarks.clients._common import Config, Span, main
+from benchmarks.clients._common import Config, Span, aioproducer_for, main
 
 
 async def bench(cfg: Config, span: Span) -> None:
-    from aioproducer import Producer
-
     value = cfg.payload()
-    async with Producer(
-        bootstrap_servers=cfg.bootstrap,
-        linger_ms=cfg.linger_ms,
-        acks="all",
-        batch_size=cfg.batch_size,
-        enable_idempotence=cfg.idempotence,
-    ) as producer:
+    async with aioproducer_for(cfg) as producer:
         await producer.send(cfg.topic, value)  # warm-up
         remaining = cfg.records
         send = producer.send
