@@ -172,6 +172,10 @@ def _metadata(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
                 continue
             topic = cluster.ensure_topic(name)
         topics.append(_topic_body(topic))
+    return _metadata_body(cluster, topics)
+
+
+def _metadata_body(cluster: MockCluster, topics: list[Body]) -> Body:
     return {
         "throttle_time_ms": 0,
         "brokers": _brokers(cluster),
@@ -434,13 +438,7 @@ def error_response(cluster: MockCluster, ctx: RequestContext, body: Message, cod
             {"error_code": code, "name": t.get("name"), "topic_id": t.get("topic_id")}
             for t in body.get("topics") or ()
         ]
-        return {
-            "throttle_time_ms": 0,
-            "brokers": _brokers(cluster),
-            "cluster_id": cluster.cluster_id,
-            "controller_id": cluster.broker_ids[0],
-            "topics": topics,
-        }
+        return _metadata_body(cluster, topics)
     if key == 18:
         return api_versions_body(code)
     if key == 10 and version >= 4:
