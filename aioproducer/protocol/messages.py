@@ -232,12 +232,3 @@ def negotiate_version(api: Api, broker_min: int, broker_max: int) -> int | None:
         return None
     return high
 
-
-def __getattr__(name: str) -> Any:
-    # ``APIS_BY_KEY`` lives in ``apis.py`` (it includes ``txn_messages``, which
-    # imports this module); importing it from here keeps working (PEP 562).
-    if name == "APIS_BY_KEY":
-        from .apis import APIS_BY_KEY
-
-        return APIS_BY_KEY
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -212,7 +212,6 @@ def test_registered_with_the_versions_a_producer_sends() -> None:
     for api in TXN_APIS:
         assert APIS_BY_KEY[api.key] is api
     assert {0, 3, 18, 22} <= APIS_BY_KEY.keys()
-    assert messages.APIS_BY_KEY is APIS_BY_KEY  # old import path still works
 
 
 def test_negotiation_against_tansu_advertised_ranges() -> None:
