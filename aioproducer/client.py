@@ -15,12 +15,16 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, open_connection
+from .logs import ClientLogger
 from .protocol.messages import METADATA
+
+if TYPE_CHECKING:
+    from .producer_metrics import ProducerMetrics
 
 __all__ = ["KafkaClient", "parse_bootstrap", "reconnect_delay"]
 
@@ -77,9 +81,15 @@ class KafkaClient:
         connections_max_idle_ms: int = 540000,
         retry_backoff_ms: int = 100,
         allow_auto_create_topics: bool = True,
+        metrics: ProducerMetrics | None = None,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
+        self._log = ClientLogger(log, client_id or "aioproducer")
+        self._metrics = metrics
+        # Nodes whose connection was lost and not yet re-established: a flap
+        # logs one warning when it is lost and one line when it is back.
+        self._lost: set[int] = set()
         self._request_timeout_ms = request_timeout_ms
         self._metadata_max_age = metadata_max_age_ms / 1000
         self._backoff_ms = (reconnect_backoff_ms, reconnect_backoff_max_ms)
@@ -120,12 +130,39 @@ class KafkaClient:
         if conn is not None and not conn.closed:
             return conn
         if conn is not None:
-            # A connection that dropped, even an idle one, may mean the broker
-            # restarted or left: refresh metadata as the Java client does.
-            del self._conns[node_id]
-            self.request_update()
+            self._connection_lost(node_id, conn)
         self._start_connect(node_id)
         return None
+
+    @property
+    def connection_count(self) -> int:
+        """Open broker connections (Java's connection-count)."""
+        return sum(1 for c in self._conns.values() if not c.closed)
+
+    def describe_node(self, node_id: int) -> str:
+        """``broker <id> (<host>:<port>)`` for log lines."""
+        try:
+            host, port = self._address(node_id)
+        except errors.KafkaError:
+            return f"broker {node_id}"
+        return f"broker {node_id} ({host}:{port})"
+
+    def _connection_lost(self, node_id: int, conn: BrokerConnection) -> None:
+        """Forget a connection that ended without us closing it; warn once per loss."""
+        if self._conns.get(node_id) is conn:
+            del self._conns[node_id]
+        # A connection that dropped, even an idle one, may mean the broker
+        # restarted or left: refresh metadata as the Java client does.
+        self.request_update()
+        if self._metrics is not None:
+            self._metrics.connection_closed(time.monotonic())
+        if node_id not in self._lost:
+            self._lost.add(node_id)
+            self._log.warning(
+                "lost the connection to %s: %s; reconnecting",
+                self.describe_node(node_id), conn.closed_error,
+                extra={"broker": node_id},
+            )
 
     def is_backing_off(self, node_id: int) -> bool:
         return self._retry_at.get(node_id, 0.0) > time.monotonic()
@@ -152,13 +189,17 @@ class KafkaClient:
                 client_id=self.client_id,
                 request_timeout_ms=self._request_timeout_ms,
                 connect_timeout=self._request_timeout_ms / 1000,
+                traffic=None if self._metrics is None else self._metrics.node_traffic(node_id),
             )
         except BaseException as exc:
             failures = self._failures.get(node_id, 0) + 1
             self._failures[node_id] = failures
             delay = reconnect_delay(failures, *self._backoff_ms, random.random())
             self._retry_at[node_id] = time.monotonic() + delay
-            log.debug("connect to node %s failed (%s); retry in %.3fs", node_id, exc, delay)
+            self._log.debug(
+                "connecting to %s failed (%s); retry in %.3fs",
+                self.describe_node(node_id), exc, delay, extra={"broker": node_id},
+            )
             if node_id >= 0:
                 self.request_update()
             raise
@@ -166,6 +207,13 @@ class KafkaClient:
             self._connecting.pop(node_id, None)
         self._failures.pop(node_id, None)
         self._retry_at.pop(node_id, None)
+        if self._metrics is not None:
+            self._metrics.connection_created(time.monotonic())
+        if node_id in self._lost:
+            self._lost.discard(node_id)
+            self._log.info(
+                "reconnected to %s", self.describe_node(node_id), extra={"broker": node_id}
+            )
         old = self._conns.get(node_id)
         if old is not None and not old.closed:
             await old.close()
@@ -177,6 +225,8 @@ class KafkaClient:
         conn = self._conns.get(node_id)
         if conn is not None and not conn.closed:
             return conn
+        if conn is not None:
+            self._connection_lost(node_id, conn)
         wait = self._retry_at.get(node_id, 0.0) - time.monotonic()
         if wait > 0:
             if wait >= timeout:
@@ -303,9 +353,12 @@ class KafkaClient:
                 self.request_update()
             for node_id, conn in list(self._conns.items()):
                 if conn.closed:
-                    del self._conns[node_id]
+                    self._connection_lost(node_id, conn)
                 elif conn.in_flight == 0 and now - conn.last_used > self._max_idle:
-                    log.debug("closing idle connection to node %s", node_id)
+                    self._log.debug(
+                        "closing the idle connection to %s", self.describe_node(node_id),
+                        extra={"broker": node_id},
+                    )
                     del self._conns[node_id]
                     await conn.close()
 

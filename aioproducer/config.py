@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,13 @@ class ProducerConfig:
     reconnect_backoff_max_ms: int = 1000
     connections_max_idle_ms: int = 540000
     allow_auto_create_topics: bool = True
+    # Metrics (producer.metrics()): Java's metrics.sample.window.ms and
+    # metrics.num.samples; metrics_enabled=False records no statistics.
+    metrics_enabled: bool = True
+    metrics_sample_window_ms: int = 30000
+    metrics_num_samples: int = 2
+    # ProducerInterceptor-like hooks (on_send, on_acknowledgement), in order.
+    interceptors: Sequence[Any] = ()
 
     # Filled by validate():
     acks_value: int = dataclasses.field(default=-1, init=False, repr=False)
@@ -86,6 +93,8 @@ class ProducerConfig:
             ("reconnect_backoff_ms", 0),
             ("reconnect_backoff_max_ms", 0),
             ("connections_max_idle_ms", 1),
+            ("metrics_sample_window_ms", 1),
+            ("metrics_num_samples", 1),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -96,10 +105,23 @@ class ProducerConfig:
                 f"delivery_timeout_ms ({self.delivery_timeout_ms}) must be at least "
                 f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
             )
+        if not isinstance(self.metrics_enabled, bool):
+            raise ConfigurationError(f"metrics_enabled must be True or False, got {self.metrics_enabled!r}")
         for name in ("partitioner", "key_serializer", "value_serializer"):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ConfigurationError(f"{name} must be callable, got {value!r}")
+        if isinstance(self.interceptors, (str, bytes)) or not isinstance(self.interceptors, Iterable):
+            raise ConfigurationError(
+                f"interceptors must be a list of objects, got {self.interceptors!r}"
+            )
+        self.interceptors = tuple(self.interceptors)
+        for hook in self.interceptors:
+            if not (callable(getattr(hook, "on_send", None))
+                    or callable(getattr(hook, "on_acknowledgement", None))):
+                raise ConfigurationError(
+                    f"interceptor {hook!r} has neither an on_send nor an on_acknowledgement method"
+                )
         self.idempotent = self._resolve_idempotence()
         return self
 
@@ -166,6 +188,8 @@ JAVA_PROPERTY_NAMES: dict[str, str] = {
     "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
     "connections.max.idle.ms": "connections_max_idle_ms",
     "allow.auto.create.topics": "allow_auto_create_topics",
+    "metrics.sample.window.ms": "metrics_sample_window_ms",
+    "metrics.num.samples": "metrics_num_samples",
 }
 # Per-codec levels (KIP-390) all map onto the one compression_level.
 for _codec in ("gzip", "lz4", "zstd"):
@@ -182,7 +206,7 @@ def _coerce(prop: str, field_name: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if field_name == "enable_idempotence" or field_name == "allow_auto_create_topics":
+    if field_name in ("enable_idempotence", "allow_auto_create_topics", "metrics_enabled"):
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise ConfigurationError(f"{prop} must be true or false, got {value!r}")

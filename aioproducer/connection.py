@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from . import errors
 from .protocol.apis import APIS_BY_KEY
@@ -33,6 +33,14 @@ log = logging.getLogger("aioproducer.connection")
 _READ_CHUNK = 256 * 1024
 # Pending writes above this make writers wait for the socket to drain.
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class TrafficRecorder(Protocol):
+    """Where a connection reports its requests and responses (the producer's metrics)."""
+
+    def request_sent(self, size: int, now: float) -> None: ...
+
+    def response_received(self, size: int, now: float) -> None: ...
 
 
 @dataclass(slots=True)
@@ -56,6 +64,7 @@ class BrokerConnection:
         *,
         client_id: str | None,
         request_timeout_ms: int,
+        traffic: TrafficRecorder | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -72,6 +81,7 @@ class BrokerConnection:
         self._decoder = FrameDecoder()
         self._drain_lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
+        self._traffic = traffic
         self.last_used = time.monotonic()
         self._read_task = self._loop.create_task(self._read_loop())
 
@@ -82,6 +92,11 @@ class BrokerConnection:
     @property
     def closed(self) -> bool:
         return self._closed_error is not None
+
+    @property
+    def closed_error(self) -> BaseException | None:
+        """Why the connection ended (None while it is open)."""
+        return self._closed_error
 
     @property
     def in_flight(self) -> int:
@@ -139,7 +154,9 @@ class BrokerConnection:
         cid = self._correlation_id()
         frame = encode_request(api, version, cid, self.client_id, body)
         self._writer.write(frame)
-        self.last_used = time.monotonic()
+        self.last_used = now = time.monotonic()
+        if self._traffic is not None:
+            self._traffic.request_sent(len(frame), now)
         if not expect_response:
             fut.set_result(Message())
             return fut
@@ -212,7 +229,9 @@ class BrokerConnection:
         if pending is None:
             # A response to nothing we sent: the stream is out of step.
             raise errors.CorruptResponseError(self._describe(f"unexpected correlation id {cid}"))
-        self.last_used = time.monotonic()
+        self.last_used = now = time.monotonic()
+        if self._traffic is not None:
+            self._traffic.response_received(len(frame) + 4, now)  # + the size prefix
         try:
             message = decode_response(pending.api, pending.version, frame)
         except ValueError as exc:
@@ -268,6 +287,7 @@ async def open_connection(
     request_timeout_ms: int,
     connect_timeout: float,
     client_software_version: str = "0",
+    traffic: TrafficRecorder | None = None,
 ) -> BrokerConnection:
     """Connect, set TCP_NODELAY, and negotiate API versions.
 
@@ -288,7 +308,8 @@ async def open_connection(
     if sock is not None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn = BrokerConnection(
-        node_id, host, port, reader, writer, client_id=client_id, request_timeout_ms=request_timeout_ms
+        node_id, host, port, reader, writer, client_id=client_id,
+        request_timeout_ms=request_timeout_ms, traffic=traffic,
     )
     try:
         conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -23,7 +25,11 @@ from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
+from .interceptors import InterceptorChain, ProducerRecord
+from .logs import ClientLogger
+from .metrics import MetricConfig, MetricName
 from .partitioner import StickyPartitioner, partition_for_key
+from .producer_metrics import ProducerMetrics
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .sender import Sender
 from .transactions import TransactionManager
@@ -33,6 +39,8 @@ __all__ = ["Producer"]
 
 log = logging.getLogger("aioproducer.producer")
 Headers = Sequence[tuple[str, bytes]]
+# Producers without a client_id are named producer-1, producer-2, ... as in Java.
+_client_numbers = itertools.count(1)
 
 
 class Producer:
@@ -61,6 +69,8 @@ class Producer:
 
     def _init(self, config: ProducerConfig) -> None:
         self.config = config
+        self.client_id = config.client_id or f"producer-{next(_client_numbers)}"
+        self._log = ClientLogger(log, self.client_id)
         self._client: KafkaClient | None = None
         self._sender: Sender | None = None
         self._pool = BufferPool(config.buffer_memory)
@@ -85,6 +95,18 @@ class Producer:
         # Topics already validated and known to the metadata: skips checks per record.
         self._topics_seen: set[str] = set()
         self._create_future: Any = None
+        self._metrics = ProducerMetrics(
+            self.client_id,
+            MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
+            enabled=config.metrics_enabled,
+        )
+        self._add_gauges()
+        self._interceptors: InterceptorChain | None = None
+        if config.interceptors:
+            self._interceptors = InterceptorChain(config.interceptors, self._log)
+            # Only a producer with hooks pays for them: its enqueue runs them
+            # around the plain one (an instance attribute shadows the method).
+            self.enqueue = self._intercepted_enqueue  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -104,7 +126,7 @@ class Producer:
         cfg = self.config
         client = KafkaClient(
             cfg.bootstrap_servers,
-            client_id=cfg.client_id,
+            client_id=self.client_id,
             request_timeout_ms=cfg.request_timeout_ms,
             metadata_max_age_ms=cfg.metadata_max_age_ms,
             reconnect_backoff_ms=cfg.reconnect_backoff_ms,
@@ -112,6 +134,7 @@ class Producer:
             connections_max_idle_ms=cfg.connections_max_idle_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
             allow_auto_create_topics=cfg.allow_auto_create_topics,
+            metrics=self._metrics if cfg.metrics_enabled else None,
         )
         try:
             await client.bootstrap(self._max_block)
@@ -131,7 +154,10 @@ class Producer:
                 max_block_ms=cfg.max_block_ms,
                 retry_backoff_ms=cfg.retry_backoff_ms,
             )
-        self._sender = Sender(cfg, client, self._acc, self._pool, seq, self._txn)
+        self._sender = Sender(
+            cfg, client, self._acc, self._pool, seq, self._txn,
+            self._metrics if cfg.metrics_enabled else None,
+        )
         self._sender.start()
         self._started = True
 
@@ -329,6 +355,8 @@ class Producer:
             raise
         assert batch is not None
         batch.reserved += size
+        if size > batch.max_record_size:
+            batch.max_record_size = size
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
         if len(batch.futures) == 1:
@@ -338,6 +366,72 @@ class Producer:
             self._sender.wakeup()  # type: ignore[union-attr]
             await asyncio.sleep(0)
         return fut
+
+    async def _intercepted_enqueue(
+        self,
+        topic: str,
+        value: Any,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """``enqueue`` with the configured interceptors around it (see interceptors.py)."""
+        chain = self._interceptors
+        assert chain is not None
+        record = chain.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
+        try:
+            fut = await Producer.enqueue(
+                self, record.topic, record.value, key=record.key, partition=record.partition,
+                timestamp_ms=record.timestamp_ms, headers=record.headers,
+            )
+        except Exception as exc:
+            chain.on_acknowledgement(
+                RecordMetadata(record.topic, record.partition if record.partition is not None
+                               else -1, -1, -1, -1, -1),
+                exc,
+            )
+            raise
+        chain.acknowledge_when_done(fut, record)
+        return fut
+
+    # -- metrics -------------------------------------------------------------
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The producer's metrics now, keyed by :class:`~aioproducer.metrics.MetricName`.
+
+        Names, groups (``producer-metrics``, ``producer-topic-metrics``,
+        ``producer-node-metrics``) and tags (``client-id``, ``topic``,
+        ``node-id``) are the Java producer's; see the README for the list.
+        Averages and maxima are NaN until their first event; rates are per
+        second over the sample windows (``metrics_sample_window_ms`` x
+        ``metrics_num_samples``). With ``metrics_enabled=False`` only the
+        gauges (buffer, connections, requests in flight, metadata age) remain.
+        """
+        return self._metrics.measure(time.monotonic())
+
+    def _add_gauges(self) -> None:
+        pool = self._pool
+        gauge = self._metrics.add_gauge
+        gauge("buffer-total-bytes", "buffer_memory, bytes", lambda now: pool.total)
+        gauge("buffer-available-bytes", "free buffer memory, bytes", lambda now: pool.available)
+        gauge("bufferpool-wait-time-total", "time spent waiting for buffer memory, ns",
+              lambda now: pool.wait_time_total * 1e9)
+        gauge("waiting-threads", "tasks waiting for buffer memory", lambda now: pool.waiting)
+        gauge("requests-in-flight", "Produce requests awaiting an answer",
+              lambda now: 0 if self._sender is None else self._sender.requests_in_flight)
+        gauge("connection-count", "open broker connections",
+              lambda now: 0 if self._client is None else self._client.connection_count)
+        gauge("metadata-age", "seconds since the last metadata refresh", self._metadata_age)
+        gauge("interceptor-error-total", "exceptions raised by interceptors",
+              lambda now: 0 if self._interceptors is None else self._interceptors.errors)
+
+    def _metadata_age(self, now: float) -> float:
+        client = self._client
+        if client is None or not client.snapshot.updated_at:
+            return math.nan
+        return now - client.snapshot.updated_at
 
     def _check_size(self, size: int) -> None:
         if size > self.config.max_request_size:
@@ -462,7 +556,7 @@ class Producer:
         try:
             await self.abort_transaction()
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
-            log.warning("aborting the transaction failed: %s", exc)
+            self._log.warning("aborting the transaction failed: %s", exc)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""

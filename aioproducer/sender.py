@@ -23,7 +23,7 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .accumulator import RecordAccumulator, TopicPartition
@@ -33,10 +33,14 @@ from .client import KafkaClient
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .idempotence import SequenceState
+from .logs import ClientLogger
 from .protocol.compression import Codec
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, classify
 from .transactions import TransactionManager
+
+if TYPE_CHECKING:
+    from .producer_metrics import ProducerMetrics
 
 __all__ = ["Sender"]
 
@@ -67,8 +71,11 @@ class Sender:
         pool: BufferPool,
         seq: SequenceState | None = None,
         txn: TransactionManager | None = None,
+        metrics: ProducerMetrics | None = None,
     ) -> None:
         self._config = config
+        self._metrics = metrics
+        self._log = ClientLogger(log, client.client_id or "aioproducer")
         self._client = client
         self._acc = accumulator
         self._pool = pool
@@ -114,6 +121,11 @@ class Sender:
     def wakeup(self) -> None:
         self._wakeup.set()
 
+    @property
+    def requests_in_flight(self) -> int:
+        """Produce requests started and not yet answered (Java's requests-in-flight)."""
+        return sum(self._node_requests.values())
+
     # -- the loop ----------------------------------------------------------
 
     async def _run(self) -> None:
@@ -121,7 +133,7 @@ class Sender:
             try:
                 delay = self._run_once(time.monotonic())
             except Exception:
-                log.exception("unexpected error in the sender loop")
+                self._log.exception("unexpected error in the sender loop")
                 delay = 0.1
             if delay > 0:
                 try:
@@ -254,11 +266,17 @@ class Sender:
         try:
             async with write_lock:
                 fut = await self._write_request(conn, batches)
+            sent_at = time.monotonic()
             response = await fut
+            if self._metrics is not None and self._acks != 0:
+                self._metrics.produce_response(
+                    conn.node_id, (time.monotonic() - sent_at) * 1000,
+                    response.get("throttle_time_ms", 0), time.monotonic(),
+                )
         except errors.KafkaError as exc:
             self._apply_all(batches, exc)
         except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
-            log.exception("produce request to %r failed", conn)
+            self._log.exception("produce request to %r failed", conn, extra={"broker": conn.node_id})
             self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
         else:
             try:
@@ -269,7 +287,9 @@ class Sender:
                 else:
                     self._apply_response(batches, response)
             except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
-                log.exception("handling the produce response from %r failed", conn)
+                self._log.exception(
+                    "handling the produce response from %r failed", conn, extra={"broker": conn.node_id}
+                )
                 self._apply_all(
                     [b for b in batches if b.in_flight],
                     errors.CorruptResponseError(f"produce response handling failed: {exc!r}"),
@@ -281,6 +301,8 @@ class Sender:
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""
         await self._build_payloads(batches)
+        if self._metrics is not None:
+            self._metrics.batches_sent(batches, time.monotonic())
         topic_data: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             topic_data.setdefault(batch.topic, []).append(
@@ -406,7 +428,12 @@ class Sender:
             batch.complete(base_offset, log_append_time)
             self._finish(batch, None)
         elif outcome.action is Action.RETRY:
-            log.debug("retrying %r after %s in %.3fs", batch, error, outcome.backoff)
+            self._log.debug(
+                "retrying %r after %s in %.3fs", batch, error, outcome.backoff,
+                extra={"partition": f"{tp[0]}-{tp[1]}"},
+            )
+            if self._metrics is not None:
+                self._metrics.retried(batch.topic, batch.record_count, now)
             self._acc.reenqueue(batch, now, outcome.backoff)
         else:
             self._finish(batch, outcome.error)
@@ -426,6 +453,8 @@ class Sender:
                 else:
                     self._seq.request_bump(reason, (batch.topic, batch.partition))
             batch.fail(error)
+            if self._metrics is not None:
+                self._metrics.failed(batch.topic, batch.record_count, time.monotonic())
         self._in_flight.discard(batch)
         self._acc.finished(batch)
         if self._seq is not None:
@@ -462,13 +491,13 @@ class Sender:
             raise
         except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
             self._pid_error = exc
-            log.warning("could not get a producer id: %s", exc)
+            self._log.warning("could not get a producer id: %s", exc)
             await asyncio.sleep(self._config.retry_backoff_ms / 1000)
         else:
             self._pid_error = None
             reason = seq.bump_reason
             renumbered = seq.reset(response.producer_id, response.producer_epoch)
-            log.info(
+            self._log.info(
                 "producer id %s epoch %s%s", seq.producer_id, seq.epoch,
                 f" ({len(renumbered)} pending batches renumbered after: {reason})" if reason else "",
             )
