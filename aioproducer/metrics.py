@@ -304,6 +304,9 @@ class Metrics:
     def add_gauge(self, name: MetricName, read: Callable[[float], float]) -> None:
         self.add(name, Gauge(read))
 
+    def names(self) -> list[MetricName]:
+        return list(self._metrics)
+
     def measure(self, now: float) -> dict[MetricName, float]:
         """Every metric's value at ``now``."""
         return {name: stat.measure(now) for name, stat in self._metrics.items()}

@@ -120,6 +120,15 @@ class ProducerMetrics:
             "connections-closed", meter=("connection-close", "connections lost or closed"), count=True
         )
 
+    @classmethod
+    def catalog(cls) -> list[MetricName]:
+        """Every sensor-backed metric a producer can report, one topic and one node
+        standing for all (tag values are placeholders); gauges are not included."""
+        sample = cls("client")
+        sample._topic("topic")
+        sample._node(0)
+        return sample.registry.names()
+
     def __repr__(self) -> str:
         return f"<ProducerMetrics client_id={self.client_id!r} {self.registry!r}>"
 
