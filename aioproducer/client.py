@@ -158,7 +158,10 @@ class KafkaClient:
             self._metrics.connection_closed(time.monotonic())
         if node_id not in self._lost:
             self._lost.add(node_id)
-            self._log.warning(
+            # Bootstrap addresses (negative ids) only stand in until metadata
+            # names the brokers: losing one is no news.
+            self._log.log(
+                logging.WARNING if node_id >= 0 else logging.DEBUG,
                 "lost the connection to %s: %s; reconnecting",
                 self.describe_node(node_id), conn.closed_error,
                 extra={"broker": node_id},

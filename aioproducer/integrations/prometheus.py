@@ -71,14 +71,16 @@ class ProducerCollector(Collector):
         return []
 
     def collect(self) -> Iterator[Metric]:
-        families: dict[str, Metric] = {}
+        families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
         for producer in list(self._producers):
             for metric, value in producer.metrics().items():
                 fam_name = family_name(metric.name, metric.group)
                 family = families.get(fam_name)
                 labels = [k.replace("-", "_") for k, _v in metric.tags]
                 if family is None:
-                    kind = CounterMetricFamily if metric.name.endswith("-total") else GaugeMetricFamily
+                    kind: type[CounterMetricFamily | GaugeMetricFamily] = (
+                        CounterMetricFamily if metric.name.endswith("-total") else GaugeMetricFamily
+                    )
                     family = families[fam_name] = kind(
                         fam_name, metric.description or metric.name, labels=labels
                     )
