@@ -414,17 +414,16 @@ class Producer:
     def _add_gauges(self) -> None:
         pool = self._pool
         gauge = self._metrics.add_gauge
-        gauge("buffer-total-bytes", "buffer_memory, bytes", lambda now: pool.total)
-        gauge("buffer-available-bytes", "free buffer memory, bytes", lambda now: pool.available)
-        gauge("bufferpool-wait-time-total", "time spent waiting for buffer memory, ns",
-              lambda now: pool.wait_time_total * 1e9)
-        gauge("waiting-threads", "tasks waiting for buffer memory", lambda now: pool.waiting)
-        gauge("requests-in-flight", "Produce requests awaiting an answer",
+        gauge("buffer-total-bytes", lambda now: pool.total)
+        gauge("buffer-available-bytes", lambda now: pool.available)
+        gauge("bufferpool-wait-time-total", lambda now: pool.wait_time_total * 1e9)
+        gauge("waiting-threads", lambda now: pool.waiting)
+        gauge("requests-in-flight",
               lambda now: 0 if self._sender is None else self._sender.requests_in_flight)
-        gauge("connection-count", "open broker connections",
+        gauge("connection-count",
               lambda now: 0 if self._client is None else self._client.connection_count)
-        gauge("metadata-age", "seconds since the last metadata refresh", self._metadata_age)
-        gauge("interceptor-error-total", "exceptions raised by interceptors",
+        gauge("metadata-age", self._metadata_age)
+        gauge("interceptor-error-total",
               lambda now: 0 if self._interceptors is None else self._interceptors.errors)
 
     def _metadata_age(self, now: float) -> float:

@@ -38,6 +38,18 @@ PRODUCER_GROUP = "producer-metrics"
 TOPIC_GROUP = "producer-topic-metrics"
 NODE_GROUP = "producer-node-metrics"
 
+# Producer-wide values read when measured (the producer supplies the readers).
+GAUGES = {
+    "buffer-total-bytes": "buffer_memory, bytes",
+    "buffer-available-bytes": "free buffer memory, bytes",
+    "bufferpool-wait-time-total": "time spent waiting for buffer memory, ns",
+    "waiting-threads": "tasks waiting for buffer memory",
+    "requests-in-flight": "Produce requests awaiting an answer",
+    "connection-count": "open broker connections",
+    "metadata-age": "seconds since the last metadata refresh",
+    "interceptor-error-total": "exceptions raised by interceptors",
+}
+
 
 class NodeTraffic:
     """Requests and bytes on one broker connection, fed by the connection itself."""
@@ -122,11 +134,13 @@ class ProducerMetrics:
 
     @classmethod
     def catalog(cls) -> list[MetricName]:
-        """Every sensor-backed metric a producer can report, one topic and one node
-        standing for all (tag values are placeholders); gauges are not included."""
+        """Every metric a producer can report, one topic and one node standing
+        for all (tag values are placeholders)."""
         sample = cls("client")
         sample._topic("topic")
         sample._node(0)
+        for name in GAUGES:
+            sample.add_gauge(name, lambda now: 0.0)
         return sample.registry.names()
 
     def __repr__(self) -> str:
@@ -174,9 +188,9 @@ class ProducerMetrics:
     def _producer_sensor(self, key: str, **kw: Any) -> Sensor:
         return self._sensor(key, PRODUCER_GROUP, {}, **kw)
 
-    def add_gauge(self, name: str, description: str, read: Callable[[float], float]) -> None:
-        """A producer-wide value read when measured (``read(now)``)."""
-        self.registry.add_gauge(self.name(name, PRODUCER_GROUP, description), read)
+    def add_gauge(self, name: str, read: Callable[[float], float]) -> None:
+        """The producer-wide gauge ``name`` (one of GAUGES), read as ``read(now)``."""
+        self.registry.add_gauge(self.name(name, PRODUCER_GROUP, GAUGES[name]), read)
 
     def _topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor, Sensor, Sensor]:
         sensors = self._topics.get(topic)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,7 @@ __all__ = ["ProducerInstruments", "TraceContextInterceptor", "extract_context", 
 _PREFIXES = {TOPIC_GROUP: "kafka.producer.topic.", NODE_GROUP: "kafka.producer.node."}
 # Instruments of one producer are read in one collection: measure once for all.
 _SNAPSHOT_TTL = 0.5
+_Snapshot = dict[tuple[str, str], list[tuple[dict[str, str], float]]]
 
 
 def instrument_name(metric: MetricName) -> str:
@@ -57,14 +59,19 @@ def instrument_name(metric: MetricName) -> str:
 
 
 class ProducerInstruments:
-    """The observable instruments reading one producer's metrics."""
+    """The observable instruments of one Meter, reading the metrics of the producers tracked.
 
-    def __init__(self, producer: Producer, meter: Meter) -> None:
-        self._producer = producer
-        self._snapshot: dict[tuple[str, str], list[tuple[dict[str, str], float]]] = {}
-        self._taken = -math.inf
+    Instruments are created once per meter (the SDK keeps the first of two
+    instruments of one name), so every producer of a MeterProvider shares them.
+    """
+
+    def __init__(self, meter: Meter) -> None:
+        self._producers: weakref.WeakSet[Producer] = weakref.WeakSet()
+        self._snapshots: weakref.WeakKeyDictionary[Producer, tuple[float, _Snapshot]] = (
+            weakref.WeakKeyDictionary()
+        )
         seen: dict[tuple[str, str], MetricName] = {}
-        for metric in list(producer.metrics()) + ProducerMetrics.catalog():
+        for metric in ProducerMetrics.catalog():
             seen.setdefault((metric.group, metric.name), metric)
         self.instruments: list[Any] = []
         for key, metric in seen.items():
@@ -82,33 +89,56 @@ class ProducerInstruments:
             )
 
     def __repr__(self) -> str:
-        return f"<ProducerInstruments instruments={len(self.instruments)}>"
+        return f"<ProducerInstruments instruments={len(self.instruments)} producers={len(self._producers)}>"
+
+    def track(self, producer: Producer) -> None:
+        self._producers.add(producer)
+
+    def untrack(self, producer: Producer) -> None:
+        self._producers.discard(producer)
 
     def _callback(self, key: tuple[str, str]) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(_options: CallbackOptions) -> Iterable[Observation]:
-            return [Observation(v, attrs) for attrs, v in self._values().get(key, ())]
+            return [
+                Observation(v, attrs)
+                for producer in list(self._producers)
+                for attrs, v in self._values(producer).get(key, ())
+            ]
 
         return observe
 
-    def _values(self) -> dict[tuple[str, str], list[tuple[dict[str, str], float]]]:
+    def _values(self, producer: Producer) -> _Snapshot:
         now = time.monotonic()
-        if now - self._taken > _SNAPSHOT_TTL:
-            snapshot: dict[tuple[str, str], list[tuple[dict[str, str], float]]] = {}
-            for metric, value in self._producer.metrics().items():
-                if math.isnan(value):
-                    continue
-                attrs = {k.replace("-", "_"): v for k, v in metric.tags}
-                snapshot.setdefault((metric.group, metric.name), []).append((attrs, value))
-            self._snapshot, self._taken = snapshot, now
-        return self._snapshot
+        taken = self._snapshots.get(producer)
+        if taken is not None and now - taken[0] <= _SNAPSHOT_TTL:
+            return taken[1]
+        snapshot: _Snapshot = {}
+        for metric, value in producer.metrics().items():
+            if math.isnan(value):
+                continue
+            attrs = {k.replace("-", "_"): v for k, v in metric.tags}
+            snapshot.setdefault((metric.group, metric.name), []).append((attrs, value))
+        self._snapshots[producer] = (now, snapshot)
+        return snapshot
+
+
+_INSTRUMENTS: weakref.WeakKeyDictionary[Any, ProducerInstruments] = weakref.WeakKeyDictionary()
 
 
 def instrument(
     producer: Producer, meter_provider: MeterProvider | None = None
 ) -> ProducerInstruments:
-    """Observe ``producer``'s metrics through a Meter of ``meter_provider`` (default: global)."""
+    """Observe ``producer``'s metrics through the ``aioproducer`` Meter of ``meter_provider``.
+
+    The default is the global MeterProvider. Returns the instruments, shared
+    by every producer instrumented with that provider; ``untrack(producer)`` stops.
+    """
     provider = meter_provider or otel_metrics.get_meter_provider()
-    return ProducerInstruments(producer, provider.get_meter("aioproducer"))
+    instruments = _INSTRUMENTS.get(provider)
+    if instruments is None:
+        instruments = _INSTRUMENTS[provider] = ProducerInstruments(provider.get_meter("aioproducer"))
+    instruments.track(producer)
+    return instruments
 
 
 class TraceContextInterceptor:

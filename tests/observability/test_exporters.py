@@ -66,10 +66,16 @@ async def test_opentelemetry_reader_sees_the_producer_metrics() -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     async with MockCluster(brokers=2) as cluster:
-        async with Producer(cluster.bootstrap_servers, client_id="otel") as p:
-            instrument(p, provider)
+        async with Producer(cluster.bootstrap_servers, client_id="otel") as p, Producer(
+            cluster.bootstrap_servers, client_id="other"
+        ) as q:
+            instruments = instrument(p, provider)
+            assert instrument(q, provider) is instruments  # one set of instruments per provider
             await _traffic(cluster, p)
+            await q.send("orders", b"one")
             data = reader.get_metrics_data()
+            instruments.untrack(q)
+            after_untrack = reader.get_metrics_data()
     points: dict[str, list[tuple[dict[str, str], float]]] = {}
     kinds: dict[str, str] = {}
     for resource in data.resource_metrics:
@@ -79,12 +85,15 @@ async def test_opentelemetry_reader_sees_the_producer_metrics() -> None:
                 points[metric.name] = [
                     (dict(pt.attributes or {}), pt.value) for pt in metric.data.data_points
                 ]
-    assert points["kafka.producer.record-send-total"] == [({"client_id": "otel"}, 50)]
+    assert sorted(points["kafka.producer.record-send-total"], key=str) == [
+        ({"client_id": "otel"}, 50), ({"client_id": "other"}, 1)
+    ]
     assert kinds["kafka.producer.record-send-total"] == "Sum"
     assert kinds["kafka.producer.request-latency-avg"] == "Gauge"
-    assert points["kafka.producer.topic.record-send-total"] == [
-        ({"client_id": "otel", "topic": "orders"}, 50)
+    assert ({"client_id": "otel", "topic": "orders"}, 50) in points[
+        "kafka.producer.topic.record-send-total"
     ]
     nodes = {attrs["node_id"] for attrs, _v in points["kafka.producer.node.request-total"]}
     assert {"node-0", "node-1"} <= nodes
-    assert points["kafka.producer.buffer-total-bytes"] == [({"client_id": "otel"}, 32 << 20)]
+    assert ({"client_id": "otel"}, 32 << 20) in points["kafka.producer.buffer-total-bytes"]
+    assert '"other"' not in after_untrack.to_json() and '"otel"' in after_untrack.to_json()
