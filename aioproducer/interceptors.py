@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from .batch import RecordMetadata
 from .logs import ClientLogger, RateLimiter
 
-__all__ = ["InterceptorChain", "ProducerInterceptor", "ProducerRecord"]
+__all__ = ["InterceptorChain", "ProducerInterceptor", "ProducerRecord", "failed_metadata"]
 
 LOG_INTERVAL = 10.0
 

@@ -25,7 +25,7 @@ from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
-from .interceptors import InterceptorChain, ProducerRecord
+from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
 from .logs import ClientLogger
 from .metrics import MetricConfig, MetricName
 from .partitioner import StickyPartitioner, partition_for_key
@@ -387,11 +387,7 @@ class Producer:
                 timestamp_ms=record.timestamp_ms, headers=record.headers,
             )
         except Exception as exc:
-            chain.on_acknowledgement(
-                RecordMetadata(record.topic, record.partition if record.partition is not None
-                               else -1, -1, -1, -1, -1),
-                exc,
-            )
+            chain.on_acknowledgement(failed_metadata(record), exc)
             raise
         chain.acknowledge_when_done(fut, record)
         return fut
