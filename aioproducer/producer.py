@@ -112,6 +112,7 @@ class Producer:
             connections_max_idle_ms=cfg.connections_max_idle_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
             allow_auto_create_topics=cfg.allow_auto_create_topics,
+            security=cfg.security,
         )
         try:
             await client.bootstrap(self._max_block)
