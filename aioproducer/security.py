@@ -22,6 +22,7 @@ from .errors import ConfigurationError
 from .sasl.credentials import MECHANISMS, SaslCredentials
 from .sasl.oauthbearer import TokenProvider
 from .sasl.oidc import ClientCredentialsTokenProvider
+from .sasl.scram import SCRAM_MECHANISMS, require_scramp
 
 if TYPE_CHECKING:
     from .config import ProducerConfig
@@ -147,6 +148,8 @@ def _sasl_credentials(config: ProducerConfig) -> SaslCredentials:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_username")
         if not config.sasl_plain_password:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_password")
+        if mechanism in SCRAM_MECHANISMS:
+            require_scramp()
         return SaslCredentials(mechanism, config.sasl_plain_username, config.sasl_plain_password)
     if config.sasl_plain_username is not None or config.sasl_plain_password is not None:
         raise ConfigurationError(

@@ -1,13 +1,13 @@
 """SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677, KIP-84) on top of ``scramp``.
 
-scramp computes the nonce, salted password and client proof, and checks the
+scramp (the ``scram`` extra) computes the nonce, salted password and client proof, and checks the
 server signature of the server-final message: a server that cannot prove it
 knows the password is refused, as is a server-final ``e=...`` error.
 """
 
 from __future__ import annotations
 
-import scramp
+from typing import Any
 
 from .. import errors
 
@@ -16,11 +16,23 @@ __all__ = ["SCRAM_MECHANISMS", "ScramExchange"]
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
+def require_scramp() -> Any:
+    """The scramp module, or a ConfigurationError saying how to install it."""
+    try:
+        import scramp
+    except ImportError:
+        raise errors.ConfigurationError(
+            "SCRAM authentication needs scramp: pip install 'aioproducer[scram]'"
+        ) from None
+    return scramp
+
+
 class ScramExchange:
     def __init__(self, mechanism: str, username: str, password: str) -> None:
         self.mechanism = mechanism
         self._username = username
-        self._client = scramp.ScramClient([mechanism], username, password)
+        self._scramp = require_scramp()
+        self._client = self._scramp.ScramClient([mechanism], username, password)
         self._stage = 0
 
     def __repr__(self) -> str:
@@ -46,7 +58,7 @@ class ScramExchange:
                 return None
         except UnicodeDecodeError:
             raise self._failure("the server's message is not UTF-8") from None
-        except scramp.ScramException as exc:
+        except self._scramp.ScramException as exc:
             raise self._failure(_describe(exc, self._stage)) from None
         raise self._failure("the server sent a message after the exchange ended")
 
@@ -54,7 +66,7 @@ class ScramExchange:
         return errors.SaslAuthenticationError(f"{self.mechanism} for user {self._username!r}: {why}")
 
 
-def _describe(exc: scramp.ScramException, stage: int) -> str:
+def _describe(exc: Exception, stage: int) -> str:
     if stage == 2:
         return f"the server could not prove it knows the password ({exc.args[0]})"
     return f"bad server-first message ({exc.args[0]})"
