@@ -265,7 +265,10 @@ class KafkaClient:
             self._last_refresh_error = None
             self._wake_waiters()
             return
-        self._last_refresh_error = last or errors.NoBrokersAvailableError("no broker to ask")
+        # Every node backing off: keep the error that put them there.
+        self._last_refresh_error = (
+            last or self._last_refresh_error or errors.NoBrokersAvailableError("no broker to ask")
+        )
         if self._auth_failures:
             # Report the refusal rather than whichever error came last.
             self._last_refresh_error = next(reversed(self._auth_failures.values()))
