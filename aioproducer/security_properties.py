@@ -22,7 +22,13 @@ from typing import Any
 
 from .errors import ConfigurationError
 
-__all__ = ["SECURITY_PROPERTY_NAMES", "parse_jaas_config", "translate_security_property"]
+__all__ = [
+    "SECURITY_PROPERTY_NAMES",
+    "is_secret_property",
+    "parse_jaas_config",
+    "redact_properties",
+    "translate_security_property",
+]
 
 SECURITY_PROPERTY_NAMES: dict[str, str] = {
     "security.protocol": "security_protocol",
@@ -66,6 +72,17 @@ _LOGIN_MODULES = {
         "scope": "sasl_oauthbearer_scope",
     },
 }
+
+
+def is_secret_property(name: str) -> bool:
+    """True for property names whose values are secrets (passwords, client secrets, JAAS)."""
+    lowered = name.lower()
+    return "password" in lowered or "secret" in lowered or lowered.endswith("jaas.config")
+
+
+def redact_properties(props: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``props`` with secret values replaced by ``"***"``, for repr and logs."""
+    return {k: "***" if is_secret_property(str(k)) else v for k, v in props.items()}
 
 
 def parse_jaas_config(text: str) -> dict[str, str]:
