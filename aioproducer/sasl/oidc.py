@@ -16,6 +16,7 @@ import json
 import ssl
 import time
 from typing import Any
+from urllib.parse import quote_plus
 
 from .. import errors
 
@@ -97,7 +98,6 @@ class ClientCredentialsTokenProvider:
         data = {"grant_type": "client_credentials"}
         if self.scope:
             data["scope"] = self.scope
-        auth = aiohttp.BasicAuth(self.client_id, self._client_secret)
         started = time.monotonic()
         try:
             async with aiohttp.ClientSession(
@@ -106,8 +106,7 @@ class ClientCredentialsTokenProvider:
                 async with session.post(
                     self.token_endpoint_url,
                     data=data,
-                    auth=auth,
-                    headers={"Accept": "application/json"},
+                    headers={"Accept": "application/json", "Authorization": self._basic_auth()},
                     ssl=self._ssl if self._ssl is not None else True,
                 ) as response:
                     body = await response.text()
@@ -132,6 +131,13 @@ class ClientCredentialsTokenProvider:
         self._token = token
         self._refresh_at = started + lifetime * self._window
         self.fetches += 1
+
+
+    def _basic_auth(self) -> str:
+        # RFC 6749 section 2.3.1: form-encode id and secret, then HTTP Basic
+        # (Java's HttpAccessTokenRetriever does the same).
+        pair = f"{quote_plus(self.client_id)}:{quote_plus(self._client_secret)}"
+        return "Basic " + base64.b64encode(pair.encode()).decode()
 
 
 def _lifetime(payload: dict[str, Any], token: str) -> float:
