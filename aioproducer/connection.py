@@ -376,6 +376,18 @@ async def open_connection(
     )
     try:
         conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)
+    except errors.ConnectionLostError as exc:
+        await conn.close()
+        if ssl_context is None:
+            raise
+        # With TLS 1.3 the broker checks the client certificate after the
+        # client's side of the handshake is done; a broker that refuses it
+        # (or its absence) may just hang up instead of sending an alert.
+        raise errors.SslError(
+            f"broker {node_id} at {host}:{port} closed the connection right after the TLS "
+            f"handshake, before answering ApiVersions: it most likely refused the client "
+            f"certificate, or needs one (ssl_certfile/ssl_keyfile) ({exc.message})"
+        ) from None
     except BaseException:
         await conn.close()
         raise
