@@ -71,9 +71,14 @@ class SaslStats:
     def __init__(self) -> None:
         self.completed: collections.Counter[str] = collections.Counter()
         self.failed: collections.Counter[str] = collections.Counter()
+        #: Connections closed because their session had expired (KIP-368).
+        self.expired_sessions = 0
 
     def __repr__(self) -> str:
-        return f"SaslStats(completed={dict(self.completed)}, failed={dict(self.failed)})"
+        return (
+            f"SaslStats(completed={dict(self.completed)}, failed={dict(self.failed)}, "
+            f"expired_sessions={self.expired_sessions})"
+        )
 
 
 class _State(enum.Enum):
@@ -128,8 +133,10 @@ class SaslSession:
             return self._decoded(frame, now_ms)
         if api_key == API_VERSIONS.key and state is not _State.AUTHENTICATING:
             return None
-        if state is _State.AUTHENTICATED and not self.expired(now_ms):
-            return None
+        if state is _State.AUTHENTICATED:
+            if not self.expired(now_ms):
+                return None
+            self.stats.expired_sessions += 1
         # Kafka closes the channel: a request before (or during) authentication,
         # or after the session expired (KIP-368).
         return _REFUSE
