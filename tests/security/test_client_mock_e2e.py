@@ -8,16 +8,13 @@ producer's records must arrive, in order, once, through every security setting.
 from __future__ import annotations
 
 import asyncio
-import base64
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
-from aiohttp import web
 
 from aioproducer import Producer, RecordMetadata
 from aioproducer.testing import MockCluster
-from tests.security.client_matrix import CASES, Case, unsecured_jwt
+from tests.security.client_matrix import CASES, Case
+from tests.security.token_endpoint import token_endpoint  # noqa: F401 - fixture
 from tests.support.aio import gather_within, within
 from tests.support.certs import Pki
 
@@ -57,42 +54,6 @@ async def test_matrix(case: Case, pki: Pki) -> None:
             assert cluster.sasl_authentications >= 3
             assert cluster.sasl_authentications_by_mechanism().keys() == {case.mechanism}
             assert cluster.sasl_failures == 0
-
-
-@pytest_asyncio.fixture
-async def token_endpoint() -> AsyncIterator[dict]:
-    """A small OAuth 2 token endpoint (client credentials) on loopback."""
-    state: dict = {"requests": [], "lifetime": 3600}
-
-    async def token(request: web.Request) -> web.Response:
-        form = await request.post()
-        state["requests"].append((request.headers.get("Authorization"), dict(form)))
-        scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
-        login = base64.b64decode(encoded).decode() if scheme == "Basic" else ""
-        if login != "orders-service:client-Secret-9":
-            return web.json_response({"error": "invalid_client"}, status=401)
-        if form.get("grant_type") != "client_credentials":
-            return web.json_response({"error": "unsupported_grant_type"}, status=400)
-        return web.json_response(
-            {
-                "access_token": unsecured_jwt(sub="orders-service"),
-                "token_type": "Bearer",
-                "expires_in": state["lifetime"],
-            }
-        )
-
-    app = web.Application()
-    app.router.add_post("/oauth2/token", token)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    state["url"] = f"http://127.0.0.1:{port}/oauth2/token"
-    try:
-        yield state
-    finally:
-        await runner.cleanup()
 
 
 @pytest.mark.parametrize("tls", [False, True], ids=["SASL_PLAINTEXT", "SASL_SSL"])
