@@ -294,6 +294,10 @@ def error_for_code(code: int) -> type[BrokerResponseError]:
     return cls if cls is not None else _unknown_error_class(code)
 
 
+# UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED.
+_AUTHENTICATION_CODES = frozenset({33, 34, 58})
+
+
 def is_authentication_failure(exc: BaseException) -> bool:
     """True for the errors that end a connection attempt for good (Java's
     ``AuthenticationException``): a TLS or SASL failure, an unsupported mechanism.
@@ -301,7 +305,7 @@ def is_authentication_failure(exc: BaseException) -> bool:
     Retrying with the same settings meets the same refusal, so the client
     reports them at once instead of backing off until a timeout.
     """
-    return isinstance(exc, SslError) or getattr(exc, "code", None) in (33, 34, 58)
+    return isinstance(exc, SslError) or getattr(exc, "code", None) in _AUTHENTICATION_CODES
 
 
 def raise_for_code(code: int, message: str | None = None) -> None:

@@ -102,15 +102,14 @@ class ClientCredentialsTokenProvider:
         try:
             async with aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self._timeout)
-            ) as session:
-                async with session.post(
-                    self.token_endpoint_url,
-                    data=data,
-                    headers={"Accept": "application/json", "Authorization": self._basic_auth()},
-                    ssl=self._ssl if self._ssl is not None else True,
-                ) as response:
-                    body = await response.text()
-                    status = response.status
+            ) as session, session.post(
+                self.token_endpoint_url,
+                data=data,
+                headers={"Accept": "application/json", "Authorization": self._basic_auth()},
+                ssl=self._ssl if self._ssl is not None else True,
+            ) as response:
+                body = await response.text()
+                status = response.status
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise errors.SaslAuthenticationError(
                 f"OAUTHBEARER: token endpoint {self.token_endpoint_url} failed: {exc!r}"

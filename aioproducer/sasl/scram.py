@@ -19,7 +19,7 @@ SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 def require_scramp() -> Any:
     """The scramp module, or a ConfigurationError saying how to install it."""
     try:
-        import scramp
+        import scramp  # type: ignore[import-untyped]
     except ImportError:
         raise errors.ConfigurationError(
             "SCRAM authentication needs scramp: pip install 'aioproducer[scram]'"

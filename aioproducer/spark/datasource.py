@@ -29,8 +29,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from ..config import config_from_properties
-from ..security_properties import redact_properties
 from ..errors import ConfigurationError
+from ..security_properties import redact_properties
 from ..validation import check_topic
 from .columns import ColumnPlan, plan_columns
 from .writer import KafkaBatchWriter, stream_writer_class

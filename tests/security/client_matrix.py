@@ -2,7 +2,8 @@
 
 One :class:`Case` per row of the matrix (SSL, mTLS, SASL_PLAINTEXT and
 SASL_SSL with each mechanism); ``server_kwargs`` go to ``MockCluster`` or
-``SecureFront``, ``client_kwargs`` to ``Producer``.
+``SecureFront``, ``client_kwargs`` to ``Producer``. Also the shared checks:
+:func:`produce_and_check` (against a mock) and :func:`upstream`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from aioproducer import Producer, RecordMetadata
+from aioproducer.testing import MockCluster
+from tests.support.aio import gather_within
 from tests.support.certs import Pki
 
 USERS = {"alice": "alice-Secret-1", "bob": "bob-Secret-2"}
@@ -93,3 +97,30 @@ CASES = [
     *(Case(f"SASL_PLAINTEXT-{m}", tls=False, mutual=False, mechanism=m) for m in MECHANISMS),
     *(Case(f"SASL_SSL-{m}", tls=True, mutual=False, mechanism=m) for m in MECHANISMS),
 ]
+
+
+MOCK_RECORDS = 200
+
+
+async def produce_and_check(cluster: MockCluster, producer: Producer, topic: str) -> None:
+    """Send keyed records; all must be acknowledged and stored once, in order per key."""
+    futures = [
+        await producer.enqueue(topic, f"v-{i}".encode(), key=f"k-{i % 7}".encode())
+        for i in range(MOCK_RECORDS)
+    ]
+    await producer.flush(10)
+    results = await gather_within(futures, 10, "delivery")
+    assert all(isinstance(r, RecordMetadata) for r in results), results[:3]
+    stored = cluster.records(topic)
+    assert sorted(r.value for r in stored) == sorted(f"v-{i}".encode() for i in range(MOCK_RECORDS))
+    # Per key (so per partition) the order of sending is kept.
+    for key in {f"k-{i % 7}".encode() for i in range(MOCK_RECORDS)}:
+        sent = [f"v-{i}".encode() for i in range(MOCK_RECORDS) if f"k-{i % 7}".encode() == key]
+        got = [r.value for r in sorted(stored, key=lambda r: r.offset) if r.key == key]
+        assert got == sent
+
+
+def upstream(bootstrap: str) -> tuple[str, int]:
+    """``(host, port)`` of the first server of a bootstrap string, for SecureFront."""
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    return host, int(port)

@@ -13,7 +13,7 @@ from aioproducer.sasl.handshake import reauthentication_delay
 from aioproducer.sasl.oauthbearer import client_first_message
 
 
-def run(coro):  # noqa: ANN001, ANN201 - tiny sync driver for the async first()
+def run(coro):
     return asyncio.run(coro)
 
 

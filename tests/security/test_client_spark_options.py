@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from aioproducer import errors  # noqa: E402
-from aioproducer.config import config_from_properties  # noqa: E402
-from aioproducer.spark.datasource import parse_options  # noqa: E402
+from aioproducer import errors
+from aioproducer.config import config_from_properties
+from aioproducer.spark.datasource import parse_options
 
 SECRET = "spark-Secret-77"
 

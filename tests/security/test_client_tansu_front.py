@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import Producer, RecordMetadata
-from tests.security.client_matrix import CASES, Case
-from tests.security.token_endpoint import CLIENT_ID, CLIENT_SECRET, token_endpoint  # noqa: F401
+from tests.security.client_matrix import CASES, Case, upstream
 from tests.support.aio import gather_within, read_back, within
 from tests.support.certs import Pki
 from tests.support.secure_front import SecureFront
@@ -22,15 +21,10 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.integration]
 RECORDS = 120
 
 
-def _upstream(bootstrap: str) -> tuple[str, int]:
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    return host, int(port)
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 async def test_matrix_through_the_front(case: Case, pki: Pki, kafka_bootstrap: str, topic_factory) -> None:
     topic = topic_factory(3)
-    async with SecureFront(_upstream(kafka_bootstrap), **case.server_kwargs(pki)) as front:
+    async with SecureFront(upstream(kafka_bootstrap), **case.server_kwargs(pki)) as front:
         producer = Producer(front.bootstrap_servers, linger_ms=5, **case.client_kwargs(pki))
         await within(producer.start(), 15, "start")
         try:
@@ -55,33 +49,3 @@ async def test_matrix_through_the_front(case: Case, pki: Pki, kafka_bootstrap: s
     stored = {(r.partition, r.offset): r.value for r in records}
     for i, meta in enumerate(results):
         assert stored[(meta.partition, meta.offset)] == f"{case.name}-{i}".encode()
-
-
-async def test_oidc_provider_through_the_front(
-    pki: Pki, kafka_bootstrap: str, topic_factory, token_endpoint: dict
-) -> None:
-    topic = topic_factory(2)
-    front = SecureFront(
-        _upstream(kafka_bootstrap), ssl_context=pki.server_context(), sasl_mechanisms=["OAUTHBEARER"]
-    )
-    async with front:
-        producer = Producer.from_config(
-            {
-                "bootstrap.servers": front.bootstrap_servers,
-                "security.protocol": "SASL_SSL",
-                "ssl.ca.location": pki.ca_file,
-                "sasl.mechanism": "OAUTHBEARER",
-                "sasl.oauthbearer.method": "oidc",
-                "sasl.oauthbearer.token.endpoint.url": token_endpoint["url"],
-                "sasl.oauthbearer.client.id": CLIENT_ID,
-                "sasl.oauthbearer.client.secret": CLIENT_SECRET,
-            }
-        )
-        async with producer:
-            futures = [await producer.enqueue(topic, f"oidc-{i}".encode()) for i in range(40)]
-            results = await gather_within(futures, 30, "delivery")
-        assert front.sasl_authentications >= 2
-    assert all(isinstance(r, RecordMetadata) for r in results), results[:3]
-    records = await read_back(kafka_bootstrap, topic, 40)
-    assert sorted(r.value for r in records) == sorted(f"oidc-{i}".encode() for i in range(40))
-    assert len(token_endpoint["requests"]) == 1  # one token, cached for every connection
