@@ -33,18 +33,22 @@ def auth_broker(tansu_binary: str) -> Iterator[LocalBroker]:
         broker.stop()
 
 
-@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
-async def test_scram_unknown_user_is_an_authentication_error(
-    auth_broker: LocalBroker, mechanism: str
-) -> None:
-    p = Producer(
-        auth_broker.bootstrap_servers,
+def sasl_producer(broker: LocalBroker, mechanism: str) -> Producer:
+    return Producer(
+        broker.bootstrap_servers,
         security_protocol="SASL_PLAINTEXT",
         sasl_mechanism=mechanism,
         sasl_plain_username="alice",
         sasl_plain_password=PASSWORD,
         max_block_ms=MAX_BLOCK_MS,
     )
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_scram_unknown_user_is_an_authentication_error(
+    auth_broker: LocalBroker, mechanism: str
+) -> None:
+    p = sasl_producer(auth_broker, mechanism)
     started = time.monotonic()
     with pytest.raises(errors.SaslAuthenticationError) as info:
         await within(p.start(), MAX_BLOCK_MS / 1000 + 2, "start")
@@ -59,14 +63,7 @@ async def test_scram_unknown_user_is_an_authentication_error(
 
 
 async def test_plain_refused_by_tansu_names_the_handshake(auth_broker: LocalBroker) -> None:
-    p = Producer(
-        auth_broker.bootstrap_servers,
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="PLAIN",
-        sasl_plain_username="alice",
-        sasl_plain_password=PASSWORD,
-        max_block_ms=MAX_BLOCK_MS,
-    )
+    p = sasl_producer(auth_broker, "PLAIN")
     started = time.monotonic()
     # Tansu hangs up instead of answering UNSUPPORTED_SASL_MECHANISM, which a
     # client cannot tell from a network drop: it retries until max_block_ms.
