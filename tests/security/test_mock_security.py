@@ -72,9 +72,7 @@ def _produce(
 
 
 async def _produce_ok(cluster: MockCluster, topic: str, n: int, conf: Mapping[str, Any]) -> None:
-    left, failures, _ = await asyncio.to_thread(
-        _produce, cluster.bootstrap_servers, topic, n, conf
-    )
+    left, failures, _ = await asyncio.to_thread(_produce, cluster.bootstrap_servers, topic, n, conf)
     assert left == 0 and not failures, failures
     got = sorted(r.value for r in cluster.records(topic))
     assert got == sorted(b"v%d" % i for i in range(n))
@@ -110,8 +108,9 @@ async def _first_error(
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 async def test_librdkafka_sasl_plaintext(mechanism: str) -> None:
     async with MockCluster(brokers=2, sasl_mechanisms=MECHANISMS, users=USERS) as cluster:
-        await _produce_ok(cluster, "sasl", 20, {"security.protocol": "SASL_PLAINTEXT",
-                                                **_sasl_conf(mechanism)})
+        await _produce_ok(
+            cluster, "sasl", 20, {"security.protocol": "SASL_PLAINTEXT", **_sasl_conf(mechanism)}
+        )
         assert cluster.sasl_authentications_by_mechanism().get(mechanism, 0) >= 1
         assert cluster.sasl_failures == 0
 

@@ -75,7 +75,9 @@ class Pki:
             ctx.load_cert_chain(self.client_cert_file, self.client_key_file)
         return ctx
 
-    def librdkafka_ssl(self, *, with_cert: bool = False, ca_file: str | None = None) -> dict[str, str]:
+    def librdkafka_ssl(
+        self, *, with_cert: bool = False, ca_file: str | None = None
+    ) -> dict[str, str]:
         """confluent-kafka settings trusting the CA (or ``ca_file``), with the client cert if asked."""
         conf = {"ssl.ca.location": ca_file or self.ca_file}
         if with_cert:

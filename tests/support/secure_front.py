@@ -109,12 +109,10 @@ class SecureFront:
 
     @property
     def sasl_authentications(self) -> int:
-        return sum(self.sasl_stats.completed.values())
+        return self.sasl_stats.authentications
 
     async def __aenter__(self) -> SecureFront:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, 0, ssl=self.ssl_context
-        )
+        self._server = await asyncio.start_server(self._serve, self.host, 0, ssl=self.ssl_context)
         self.port = int(self._server.sockets[0].getsockname()[1])
         return self
 
@@ -138,9 +136,7 @@ class SecureFront:
         assert task is not None
         self._tasks.add(task)
         sasl = (
-            SaslSession(self.sasl_config, self.sasl_stats)
-            if self.sasl_config is not None
-            else None
+            SaslSession(self.sasl_config, self.sasl_stats) if self.sasl_config is not None else None
         )
         relay = _Relay(self, reader, writer, sasl)
         try:
@@ -246,18 +242,25 @@ class _Relay:
         if len(frame) < _HEADER.size:
             return False
         api_key, version, correlation_id = _HEADER.unpack_from(frame, 0)
-        if self.up_writer is None:
-            self.up_reader, self.up_writer = await asyncio.wait_for(
-                asyncio.open_connection(*self.front.upstream), _TIMEOUT
-            )
-            self.helpers.append(asyncio.create_task(self._read_upstream()))
+        upstream = await self._upstream()
         if not _acks_zero(api_key, frame):
             answer: asyncio.Future[tuple[bytes, bool]] = loop.create_future()
             self.pending[correlation_id] = (api_key, version, answer)
             await self.order.put(answer)
-        self.up_writer.write(_SIZE.pack(len(frame)) + frame)
-        await self.up_writer.drain()
+        upstream.write(_SIZE.pack(len(frame)) + frame)
+        await upstream.drain()
         return True
+
+    async def _upstream(self) -> asyncio.StreamWriter:
+        """The connection to the broker, opened with the first relayed request."""
+        if self.up_writer is None:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(*self.front.upstream), _TIMEOUT
+            )
+            self.up_reader, self.up_writer = reader, writer
+            self.helpers.append(asyncio.create_task(self._read_upstream()))
+            return writer
+        return self.up_writer
 
     async def _read_upstream(self) -> None:
         assert self.up_reader is not None

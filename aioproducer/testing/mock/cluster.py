@@ -108,8 +108,12 @@ class MockCluster:
 
     def __repr__(self) -> str:
         state = "running" if self._started else "stopped"
+        security = ", tls" if self.ssl_context is not None else ""
+        if self.sasl_config is not None:
+            security += f", sasl={self.sasl_config.mechanisms}"
         return (
-            f"MockCluster({state}, brokers={self._brokers}, topics={len(self.topic_states)}, "
+            f"MockCluster({state}{security}, brokers={self._brokers}, "
+            f"topics={len(self.topic_states)}, "
             f"bootstrap={self.bootstrap_servers if self._started else None!r})"
         )
 
@@ -252,7 +256,7 @@ class MockCluster:
     @property
     def sasl_authentications(self) -> int:
         """SASL authentications completed so far (re-authentications included)."""
-        return sum(self.sasl_stats.completed.values())
+        return self.sasl_stats.authentications
 
     @property
     def sasl_failures(self) -> int:

@@ -29,9 +29,8 @@ import binascii
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
-
-from scramp import ScramException, ScramMechanism
 
 __all__ = [
     "MECHANISMS",
@@ -52,6 +51,17 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 SCRAM_ITERATIONS = 4096
 
 OAuthValidator = Callable[[str], Mapping[str, Any]]
+
+
+def _scramp() -> ModuleType:
+    # Imported on first use: a mock cluster without SCRAM does not need scramp.
+    try:
+        import scramp  # type: ignore[import-untyped]
+    except ImportError:
+        raise ImportError(
+            "the mock cluster's SCRAM mechanisms need the 'scramp' package: pip install scramp"
+        ) from None
+    return scramp
 
 
 class SaslFailure(Exception):
@@ -103,8 +113,10 @@ class SaslServerConfig:
             return None
         key = (mechanism, user)
         if key not in self._scram:
-            self._scram[key] = ScramMechanism(mechanism).make_auth_info(
-                password, iteration_count=SCRAM_ITERATIONS
+            self._scram[key] = (
+                _scramp()
+                .ScramMechanism(mechanism)
+                .make_auth_info(password, iteration_count=SCRAM_ITERATIONS)
             )
         return self._scram[key]
 
@@ -123,9 +135,7 @@ class Authenticator:
         self.credential_expiry_ms: int | None = None
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(complete={self.complete}, principal={self.principal!r})"
-        )
+        return f"{type(self).__name__}(complete={self.complete}, principal={self.principal!r})"
 
     def step(self, token: bytes, now_ms: int) -> bytes:
         """Consume the client's token; return the server's. Raises SaslFailure."""
@@ -162,7 +172,9 @@ class ScramAuthenticator(Authenticator):
     def __init__(self, config: SaslServerConfig, mechanism: str) -> None:
         super().__init__(config)
         self.mechanism = mechanism
-        self._server = ScramMechanism(mechanism).make_server(self._credential)
+        scramp = _scramp()
+        self._errors = (scramp.ScramException, KeyError)
+        self._server = scramp.ScramMechanism(mechanism).make_server(self._credential)
         self._user: str | None = None
         self._unknown_user = False
 
@@ -190,7 +202,7 @@ class ScramAuthenticator(Authenticator):
                 return str(self._server.get_server_first()).encode("utf-8")
             self._server.set_client_final(message)
             final = str(self._server.get_server_final())
-        except (ScramException, KeyError) as exc:
+        except self._errors as exc:
             raise self._failed() from exc
         self.principal = self._user
         self.complete = True
@@ -218,8 +230,7 @@ class OAuthBearerAuthenticator(Authenticator):
                 raise SaslFailure(f"Invalid OAUTHBEARER client first message: auth={header!r}")
             validator = self.config.oauth_validator
             claims = (
-                validator(value) if validator is not None
-                else validate_unsecured_jwt(value, now_ms)
+                validator(value) if validator is not None else validate_unsecured_jwt(value, now_ms)
             )
             principal = claims.get("sub")
             if not isinstance(principal, str) or not principal:
@@ -229,7 +240,7 @@ class OAuthBearerAuthenticator(Authenticator):
                     f"Authentication failed: Client requested an authorization id ({authzid}) "
                     f"that is different from the token's principal name ({principal})"
                 )
-        except Exception as exc:  # the validator may raise anything to refuse
+        except Exception as exc:  # noqa: BLE001 - a validator refuses a token by raising anything
             self._error = json.dumps({"status": "invalid_token", "message": str(exc)})
             return self._error.encode("utf-8")
         exp = claims.get("exp")
@@ -279,13 +290,14 @@ def validate_unsecured_jwt(token: str, now_ms: int | None = None) -> dict[str, A
         header, claims = _b64url_json(parts[0]), _b64url_json(parts[1])
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise ValueError(f"the token is not base64url-encoded JSON: {exc}") from None
+    # ValueError throughout, not TypeError: these are facts about the token's content.
     if not isinstance(header, dict) or header.get("alg") != "none" or parts[2]:
         raise ValueError("an unsecured JWT must have alg 'none' and no signature")
     if not isinstance(claims, dict) or not isinstance(claims.get("sub"), str):
-        raise ValueError("the token has no string 'sub' claim")
+        raise ValueError("the token has no string 'sub' claim")  # noqa: TRY004
     exp = claims.get("exp")
     if not isinstance(exp, (int, float)) or isinstance(exp, bool):
-        raise ValueError("the token has no numeric 'exp' claim")
+        raise ValueError("the token has no numeric 'exp' claim")  # noqa: TRY004
     now = time.time() * 1000 if now_ms is None else now_ms
     if exp * 1000 <= now:
         raise ValueError(f"the token expired at {exp} (now {now / 1000:.3f})")

@@ -45,7 +45,10 @@ SASL_API_VERSIONS: dict[int, tuple[int, int]] = {
     SASL_AUTHENTICATE.key: (SASL_AUTHENTICATE.min_version, SASL_AUTHENTICATE.max_version),
 }
 
-_SASL_APIS: dict[int, Api] = {SASL_HANDSHAKE.key: SASL_HANDSHAKE, SASL_AUTHENTICATE.key: SASL_AUTHENTICATE}
+_SASL_APIS: dict[int, Api] = {
+    SASL_HANDSHAKE.key: SASL_HANDSHAKE,
+    SASL_AUTHENTICATE.key: SASL_AUTHENTICATE,
+}
 _API_KEY = struct.Struct(">h")
 _SIZE = struct.Struct(">i")
 _NONE = 0
@@ -73,6 +76,11 @@ class SaslStats:
         self.failed: collections.Counter[str] = collections.Counter()
         #: Connections closed because their session had expired (KIP-368).
         self.expired_sessions = 0
+
+    @property
+    def authentications(self) -> int:
+        """Authentications completed, every mechanism together."""
+        return sum(self.completed.values())
 
     def __repr__(self) -> str:
         return (
@@ -207,12 +215,11 @@ class SaslSession:
         assert exchange is not None and self.mechanism is not None
         try:
             answer = exchange.step(token, now_ms)
-            if exchange.complete and self.principal is not None:
-                if exchange.principal != self.principal:
-                    raise SaslFailure(
-                        f"Cannot change principals during re-authentication from "
-                        f"{self.principal} to {exchange.principal}"
-                    )
+            if exchange.complete and self.principal not in (None, exchange.principal):
+                raise SaslFailure(
+                    f"Cannot change principals during re-authentication from "
+                    f"{self.principal} to {exchange.principal}"
+                )
         except SaslFailure:
             self._fail(self.mechanism)
             raise

@@ -185,7 +185,7 @@ class BrokerServer:
         if api_key == API_VERSIONS.key and version > supported[1]:
             # KIP-511: answer an ApiVersions too new to parse in v0 form, with
             # UNSUPPORTED_VERSION and the versions this broker speaks.
-            body = api_versions_body(_UNSUPPORTED_VERSION)
+            body = api_versions_body(_UNSUPPORTED_VERSION, sasl=conn.sasl is not None)
             return await self._send(
                 conn, encode_response(API_VERSIONS, 0, correlation_id, body), api_key
             )
