@@ -23,7 +23,7 @@ import random
 from .. import errors
 from ..connection import BrokerConnection
 from ..protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from .credentials import SaslCredentials
+from .credentials import SaslCredentials, SaslExchange
 
 __all__ = ["authenticate", "reauthentication_delay"]
 
@@ -85,7 +85,7 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
         raise errors.UnsupportedVersionError(f"{where} does not support SaslAuthenticate (Kafka < 1.0)")
     exchange = credentials.exchange()
     try:
-        message: bytes | None = await exchange.first()
+        message: bytes | None = await _first_message(exchange, where)
         lifetime = 0
         while message is not None:
             response = await conn.request(SASL_AUTHENTICATE, {"auth_bytes": message}, urgent=urgent)
@@ -102,6 +102,19 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
             raise
         raise errors.SaslAuthenticationError(f"{exc.message} (with {where})") from None
     return lifetime
+
+
+async def _first_message(exchange: SaslExchange, where: str) -> bytes:
+    try:
+        return await exchange.first()
+    except (errors.KafkaError, asyncio.CancelledError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a user's token provider failed
+        # Retriable, like a connection failure: the provider may recover
+        # (the bounds are max_block_ms and the delivery timeout).
+        raise errors.ConnectionFailedError(
+            f"{exchange.mechanism} token provider failed for {where}: {exc!r}"
+        ) from exc
 
 
 async def _keep_authenticated(

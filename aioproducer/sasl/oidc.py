@@ -4,7 +4,9 @@ POSTs ``grant_type=client_credentials`` (and ``scope``) to the token endpoint
 with HTTP Basic client authentication, as Java's
 ``OAuthBearerLoginCallbackHandler`` does, and caches the access token until
 ``refresh_window`` of its lifetime has passed (Java's
-``sasl.login.refresh.window.factor``, 0.8). Needs aiohttp: ``pip install
+``sasl.login.refresh.window.factor``, 0.8). An unreachable endpoint or an
+HTTP 5xx is retried like a broker connection (ConnectionFailedError); an HTTP
+4xx refusal is final (SaslAuthenticationError). Needs aiohttp: ``pip install
 aioproducer[oauth]``.
 """
 
@@ -111,10 +113,16 @@ class ClientCredentialsTokenProvider:
                 body = await response.text()
                 status = response.status
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise errors.SaslAuthenticationError(
+            # Unreachable for now: retried like a broker connection.
+            raise errors.ConnectionFailedError(
                 f"OAUTHBEARER: token endpoint {self.token_endpoint_url} failed: {exc!r}"
             ) from None
+        if status >= 500:
+            raise errors.ConnectionFailedError(
+                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} answered HTTP {status}"
+            )
         if status != 200:
+            # 4xx: the endpoint refused these client credentials.
             raise errors.SaslAuthenticationError(
                 f"OAUTHBEARER: token endpoint {self.token_endpoint_url} answered HTTP {status}: "
                 f"{body[:200]}"

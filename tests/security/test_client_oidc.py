@@ -155,3 +155,31 @@ async def test_oidc_provider_through_the_front(
     records = await read_back(kafka_bootstrap, topic, 40)
     assert sorted(r.value for r in records) == sorted(f"oidc-{i}".encode() for i in range(40))
     assert len(token_endpoint["requests"]) == 1  # one token, cached for every connection
+
+
+async def test_an_unreachable_endpoint_or_failing_provider_is_retried() -> None:
+    from tests.support.aio import closed_port
+
+    provider = ClientCredentialsTokenProvider(
+        f"http://127.0.0.1:{closed_port()}/token", CLIENT_ID, CLIENT_SECRET, timeout_ms=2000
+    )
+    with pytest.raises(errors.ConnectionFailedError) as info:
+        await provider.token()
+    assert info.value.retriable and not errors.is_authentication_failure(info.value)
+
+    class Broken:
+        async def token(self) -> str:
+            raise RuntimeError("no credentials in the environment")
+
+    async with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"]) as cluster:
+        producer = Producer(
+            cluster.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=Broken(),
+            max_block_ms=1500,
+        )
+        # Retried until max_block_ms, then reported with the provider's reason.
+        with pytest.raises(errors.NoBrokersAvailableError, match="no credentials in the environment"):
+            await within(producer.start(), 5, "start")
+        await producer.close()
