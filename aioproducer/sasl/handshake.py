@@ -109,7 +109,7 @@ async def _first_message(exchange: SaslExchange, where: str) -> bytes:
         return await exchange.first()
     except (errors.KafkaError, asyncio.CancelledError):
         raise
-    except Exception as exc:  # noqa: BLE001 - a user's token provider failed
+    except Exception as exc:  # a user's token provider failed
         # Retriable, like a connection failure: the provider may recover
         # (the bounds are max_block_ms and the delivery timeout).
         raise errors.ConnectionFailedError(
