@@ -55,6 +55,7 @@ _TRANSLATED = (
     "ssl.truststore.type",
     "ssl.keystore.type",
     "sasl.oauthbearer.method",
+    "sasl.login.callback.handler.class",
 )
 
 _JAAS = re.compile(
@@ -143,6 +144,15 @@ def translate_security_property(key: str, value: Any) -> dict[str, Any] | None:
                 f"store with keytool -exportcert / openssl pkcs12 -nodes)"
             )
         return {}
+    if key == "sasl.login.callback.handler.class":
+        # Java's KIP-768 set-up names its OIDC login handler; the token
+        # endpoint URL selects the built-in provider here just the same.
+        if text.endswith(".OAuthBearerLoginCallbackHandler"):
+            return {}
+        raise ConfigurationError(
+            f"{key}: only Kafka's OAuthBearerLoginCallbackHandler is understood; for another "
+            f"token source pass sasl_oauth_token_provider"
+        )
     # sasl.oauthbearer.method: librdkafka's "oidc" selects the token endpoint,
     # which the endpoint URL already says; "default" needs nothing either.
     if text.lower() not in ("oidc", "default"):

@@ -238,6 +238,28 @@ def test_file_properties_map_onto_the_ssl_files(pki: dict[str, Path]) -> None:
         config_from_properties({"ssl.endpoint.identification.algorithm": "http"})
 
 
+def test_java_oidc_properties() -> None:
+    cfg = config_from_properties(
+        {
+            "bootstrap.servers": "h:9093",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.login.callback.handler.class": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+            ),
+            "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
+            "sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                f'clientId="svc" clientSecret="{SECRET}" scope="kafka";'
+            ),
+        }
+    )
+    assert (cfg.sasl_oauthbearer_client_id, cfg.sasl_oauthbearer_scope) == ("svc", "kafka")
+    assert cfg.sasl_oauthbearer_client_secret == SECRET
+    with pytest.raises(errors.ConfigurationError, match="sasl_oauth_token_provider"):
+        config_from_properties({"sasl.login.callback.handler.class": "com.example.MyHandler"})
+
+
 def test_oidc_properties() -> None:
     cfg = config_from_properties(
         {
