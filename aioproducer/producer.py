@@ -88,8 +88,11 @@ class Producer:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
+        security = self.config.security
+        sasl = f"/{security.sasl.mechanism}" if security.sasl is not None else ""
         return (
             f"<Producer {state} bootstrap={self.config.bootstrap_servers!r} "
+            f"security={security.protocol}{sasl} "
             f"acks={self.config.acks} idempotent={self.config.idempotent} {self._acc!r}>"
         )
 

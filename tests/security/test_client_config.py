@@ -295,6 +295,7 @@ def test_secrets_never_in_repr_or_logs(caplog: pytest.LogCaptureFixture, pki: di
         for text in (repr(p), repr(p.config), str(p.config), repr(p.config.security)):
             assert SECRET not in text, text
     assert "alice" in repr(producers[0].config)  # the user name is not a secret
+    assert "security=SASL_SSL/PLAIN" in repr(producers[0])
     assert SECRET not in caplog.text
 
 
