@@ -49,6 +49,8 @@ class _Pending:
     api: Api
     version: int
     deadline: float
+    # Re-authentication traffic does not make an idle connection look used.
+    urgent: bool = False
 
 
 class BrokerConnection:
@@ -159,12 +161,13 @@ class BrokerConnection:
             self._held_ids.add(cid)
         else:
             self._writer.write(frame)
-        self.last_used = time.monotonic()
+        if not urgent:
+            self.last_used = time.monotonic()
         if not expect_response:
             fut.set_result(Message())
             return fut
         deadline = self._loop.time() + (self.request_timeout if timeout is None else timeout)
-        self._pending[cid] = _Pending(fut, api, version, deadline)
+        self._pending[cid] = _Pending(fut, api, version, deadline, urgent)
         if self._timer is None:
             self._timer = self._loop.call_at(deadline, self._check_timeouts)
         return fut
@@ -274,7 +277,8 @@ class BrokerConnection:
         if pending is None:
             # A response to nothing we sent: the stream is out of step.
             raise errors.CorruptResponseError(self._describe(f"unexpected correlation id {cid}"))
-        self.last_used = time.monotonic()
+        if not pending.urgent:
+            self.last_used = time.monotonic()
         if self._quiet is not None:
             self._check_quiet()
         try:
