@@ -176,3 +176,31 @@ async def test_refusal_on_reconnect_fails_pending_records_quickly() -> None:
     # Failed by the refusal, not by the 60 s delivery timeout.
     assert elapsed < 15
     assert [r.value for r in cluster.records("reauth-refused")] == [b"before"]
+
+
+async def test_refusal_while_getting_a_producer_id_fails_queued_records() -> None:
+    """No producer id yet, so nothing is drained: the producer id request is
+    what meets the refusal, and the queued records must fail with it."""
+    users = dict(USERS)
+    async with MockCluster(brokers=1, sasl_mechanisms=["PLAIN"], users=users) as cluster:
+        # The broker cannot hand out producer ids for now.
+        cluster.intercept(22, lambda body, ctx: {"error_code": 15, "producer_id": -1, "producer_epoch": -1})
+        producer = Producer(
+            cluster.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password=USERS["alice"],
+            enable_idempotence=True,
+            delivery_timeout_ms=60_000,
+        )
+        await within(producer.start(), 10, "start")
+        try:
+            futures = [await producer.enqueue("no-pid", f"q{i}".encode()) for i in range(10)]
+            cluster.sasl_config.users["alice"] = "rotated-Password"
+            cluster.drop_connections()
+            results = await gather_within(futures, 15, "queued records")
+        finally:
+            await within(producer.close(), 10, "close")
+    assert all(isinstance(r, errors.SaslAuthenticationError) for r in results), results[:3]
+    assert cluster.records("no-pid") == []
