@@ -384,3 +384,35 @@ def test_config_keeps_passwords_out_of_repr() -> None:
     assert "alice-secret" not in repr(config) and "alice" in repr(config)
     with pytest.raises(ValueError, match="GSSAPI"):
         SaslServerConfig(["GSSAPI"])
+
+
+# -- a second independent client: aiokafka -------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_aiokafka_sasl_ssl(pki: Pki, mechanism: str) -> None:
+    import aiokafka
+
+    async with MockCluster(
+        brokers=2, ssl_context=pki.server_context(), sasl_mechanisms=[mechanism], users=USERS
+    ) as cluster:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            security_protocol="SASL_SSL",
+            ssl_context=pki.client_context(),
+            sasl_mechanism=mechanism,
+            sasl_plain_username="alice",
+            sasl_plain_password=USERS["alice"],
+            request_timeout_ms=10_000,
+        )
+        await asyncio.wait_for(producer.start(), TIMEOUT)
+        try:
+            for i in range(10):
+                await asyncio.wait_for(producer.send_and_wait("aio", b"v%d" % i), TIMEOUT)
+        finally:
+            await producer.stop()
+        assert sorted(r.value for r in cluster.records("aio")) == sorted(
+            b"v%d" % i for i in range(10)
+        )
+        assert cluster.sasl_authentications_by_mechanism()[mechanism] >= 1

@@ -11,6 +11,7 @@ authentication counter shows that its SASL was used.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import confluent_kafka
@@ -154,3 +155,41 @@ async def test_wrong_password_at_the_front(kafka_bootstrap: str) -> None:
         reported = await asyncio.to_thread(first_error)
         assert reported and reported[0].code() == confluent_kafka.KafkaError._AUTHENTICATION
         assert "Invalid username or password" in reported[0].str()
+
+
+@pytest.mark.asyncio
+async def test_reauthentication_through_the_front_keeps_records_in_order(
+    pki: Pki, kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    n = 30
+    async with SecureFront(
+        kafka_bootstrap,
+        ssl_context=pki.server_context(),
+        sasl_mechanisms=["SCRAM-SHA-512"],
+        users=USERS,
+        sasl_session_lifetime_ms=1000,
+    ) as front:
+
+        def produce_while_sessions_end() -> int:
+            producer = confluent_kafka.Producer(
+                {
+                    "bootstrap.servers": front.bootstrap_servers,
+                    "security.protocol": "SASL_SSL",
+                    **pki.librdkafka_ssl(),
+                    **_sasl("SCRAM-SHA-512"),
+                    "enable.idempotence": True,
+                    "linger.ms": 20,
+                }
+            )
+            for i in range(n):  # ~3 s of traffic: three session lifetimes
+                producer.produce(topic, b"%d" % i, partition=0)
+                producer.poll(0)
+                time.sleep(0.1)
+            return producer.flush(TIMEOUT)
+
+        assert await asyncio.to_thread(produce_while_sessions_end) == 0
+        assert front.sasl_authentications >= 4  # renewed on the open connections
+        assert front.sasl_stats.expired_sessions == 0  # never cut off for lateness
+    got = await read_back(kafka_bootstrap, topic, n)
+    assert [r.value for r in got] == [b"%d" % i for i in range(n)]
