@@ -8,7 +8,6 @@ encoded request frames with an explicit clock.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -23,18 +22,13 @@ from aioproducer.testing.mock.sasl import (
     SaslFailure,
     SaslServerConfig,
     new_authenticator,
+    validate_unsecured_jwt,
 )
 from aioproducer.testing.mock.sasl_session import SaslSession, SaslStats
+from tests.support.sasl import unsecured_jwt
 
 USERS = {"alice": "alice-secret"}
 NOW = 1_700_000_000_000
-
-
-def _jwt(claims: Mapping[str, Any]) -> str:
-    def part(obj: Mapping[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': 'none'})}.{part(claims)}."
 
 
 def _oauth_message(token: str, authzid: str = "", **extensions: str) -> bytes:
@@ -87,7 +81,7 @@ def test_scram_refuses_bad_credentials(user: str, password: str) -> None:
 
 def test_oauthbearer_default_validator_and_extensions() -> None:
     server = new_authenticator("OAUTHBEARER", SaslServerConfig(["OAUTHBEARER"]))
-    token = _jwt({"sub": "alice", "exp": NOW / 1000 + 30})
+    token = unsecured_jwt({"sub": "alice", "exp": NOW / 1000 + 30})
     assert server.step(_oauth_message(token, "alice", traceId="42"), NOW) == b""
     assert server.complete and server.principal == "alice"
     assert server.credential_expiry_ms == NOW + 30_000
@@ -97,8 +91,11 @@ def test_oauthbearer_default_validator_and_extensions() -> None:
 @pytest.mark.parametrize(
     "message, reason",
     [
-        (_oauth_message(_jwt({"sub": "alice", "exp": NOW / 1000 - 1})), "expired"),
-        (_oauth_message(_jwt({"sub": "alice", "exp": NOW / 1000 + 30}), "bob"), "authorization"),
+        (_oauth_message(unsecured_jwt({"sub": "alice", "exp": NOW / 1000 - 1})), "expired"),
+        (
+            _oauth_message(unsecured_jwt({"sub": "alice", "exp": NOW / 1000 + 30}), "bob"),
+            "authorization",
+        ),
         (b"y,,\x01auth=Bearer x\x01\x01", "GS2"),
     ],
 )
@@ -170,7 +167,7 @@ def test_session_lifetime_ends_with_the_token() -> None:
     config = SaslServerConfig(["OAUTHBEARER"], session_lifetime_ms=60_000)
     session = SaslSession(config, SaslStats())
     session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"}), NOW)
-    token = _jwt({"sub": "alice", "exp": NOW / 1000 + 5})
+    token = unsecured_jwt({"sub": "alice", "exp": NOW / 1000 + 5})
     reply = session.receive(
         _frame(SASL_AUTHENTICATE, 1, {"auth_bytes": _oauth_message(token)}), NOW
     )
@@ -204,3 +201,25 @@ def test_only_sasl_authenticate_after_a_handshake() -> None:
     session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), NOW)
     reply = session.receive(_frame(API_VERSIONS, 3, {}), NOW)
     assert reply is not None and reply.close
+
+
+def test_unsecured_jwt_validator() -> None:
+    now = 1_700_000_000_000
+    good = unsecured_jwt({"sub": "alice", "exp": now / 1000 + 60})
+    assert validate_unsecured_jwt(good, now)["sub"] == "alice"
+    for token, problem in [
+        (unsecured_jwt({"sub": "alice", "exp": now / 1000 - 1}), "expired"),
+        (unsecured_jwt({"exp": now / 1000 + 60}), "sub"),
+        (unsecured_jwt({"sub": "alice"}), "exp"),
+        (unsecured_jwt({"sub": "alice", "exp": now / 1000 + 60}, alg="RS256"), "alg"),
+        ("not-a-jwt", "three"),
+    ]:
+        with pytest.raises(ValueError, match=problem):
+            validate_unsecured_jwt(token, now)
+
+
+def test_config_keeps_passwords_out_of_repr() -> None:
+    config = SaslServerConfig(["PLAIN"], USERS)
+    assert "alice-secret" not in repr(config) and "alice" in repr(config)
+    with pytest.raises(ValueError, match="GSSAPI"):
+        SaslServerConfig(["GSSAPI"])

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import TopicFactory
 from tests.support.aio import read_back
 from tests.support.certs import Pki
+from tests.support.sasl import librdkafka_sasl
 from tests.support.secure_front import SecureFront
 from tests.support.verify import produce_with_librdkafka
 
@@ -30,13 +31,7 @@ TIMEOUT = 30.0
 
 
 def _sasl(mechanism: str) -> dict[str, Any]:
-    if mechanism == "OAUTHBEARER":
-        return {
-            "sasl.mechanism": mechanism,
-            "enable.sasl.oauthbearer.unsecure.jwt": True,
-            "sasl.oauthbearer.config": "principal=alice",
-        }
-    return {"sasl.mechanism": mechanism, "sasl.username": "alice", "sasl.password": "alice-secret"}
+    return librdkafka_sasl(mechanism, "alice", USERS["alice"])
 
 
 async def _relay_round_trip(
