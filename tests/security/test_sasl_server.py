@@ -223,3 +223,32 @@ def test_config_keeps_passwords_out_of_repr() -> None:
     assert "alice-secret" not in repr(config) and "alice" in repr(config)
     with pytest.raises(ValueError, match="GSSAPI"):
         SaslServerConfig(["GSSAPI"])
+
+
+def test_sasl_authenticate_after_authentication_is_illegal_but_harmless() -> None:
+    session = SaslSession(SaslServerConfig(["PLAIN"], USERS), SaslStats())
+    _login(session, NOW)
+    reply = session.receive(_frame(SASL_AUTHENTICATE, 1, {"auth_bytes": b"x"}), NOW)
+    assert reply is not None and not reply.close
+    assert _answer(SASL_AUTHENTICATE, 1, reply.data).error_code == 34
+    assert session.receive(_frame(METADATA, 9, {"topics": None}), NOW) is None
+
+
+def test_failed_reauthentication_says_so() -> None:
+    stats = SaslStats()
+    config = SaslServerConfig(["SCRAM-SHA-256"], USERS, session_lifetime_ms=60_000)
+    session = SaslSession(config, stats)
+    for password, cid in (("alice-secret", 1), ("wrong", 3)):
+        session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}, cid), NOW)
+        client = scramp.ScramClient(["SCRAM-SHA-256"], "alice", password)
+        first = {"auth_bytes": client.get_client_first().encode()}
+        reply = session.receive(_frame(SASL_AUTHENTICATE, 2, first, cid), NOW)
+        assert reply is not None
+        client.set_server_first(_answer(SASL_AUTHENTICATE, 2, reply.data).auth_bytes.decode())
+        final = {"auth_bytes": client.get_client_final().encode()}
+        reply = session.receive(_frame(SASL_AUTHENTICATE, 2, final, cid + 1), NOW)
+        assert reply is not None
+    answer = _answer(SASL_AUTHENTICATE, 2, reply.data)
+    assert reply.close and answer.error_code == 58
+    assert answer.error_message.startswith("Authentication failed during re-authentication")
+    assert stats.authentications == 1 and stats.failed["SCRAM-SHA-256"] == 1

@@ -134,6 +134,8 @@ class Authenticator:
         self.principal: str | None = None
         #: When the credential itself expires (an OAuth token's ``exp``), in ms.
         self.credential_expiry_ms: int | None = None
+        #: Named in Kafka's failure messages: "authentication" or "re-authentication".
+        self.phase = "authentication"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(complete={self.complete}, principal={self.principal!r})"
@@ -191,7 +193,7 @@ class ScramAuthenticator(Authenticator):
         # Kafka answers unknown users and wrong proofs alike (ScramSaslServer
         # raises a SaslException that SaslServerAuthenticator turns into this).
         return SaslFailure(
-            "Authentication failed during authentication due to invalid credentials "
+            f"Authentication failed during {self.phase} due to invalid credentials "
             f"with SASL mechanism {self.mechanism}"
         )
 
