@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-import scramp
+import scramp  # type: ignore[import-untyped]
 
 from aioproducer.protocol.framing import decode_response, encode_request
 from aioproducer.protocol.messages import API_VERSIONS, METADATA
 from aioproducer.protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from aioproducer.testing.mock.sasl import (
+    OAuthBearerAuthenticator,
     SaslFailure,
     SaslServerConfig,
     new_authenticator,
@@ -81,6 +82,7 @@ def test_scram_refuses_bad_credentials(user: str, password: str) -> None:
 
 def test_oauthbearer_default_validator_and_extensions() -> None:
     server = new_authenticator("OAUTHBEARER", SaslServerConfig(["OAUTHBEARER"]))
+    assert isinstance(server, OAuthBearerAuthenticator)
     token = unsecured_jwt({"sub": "alice", "exp": NOW / 1000 + 30})
     assert server.step(_oauth_message(token, "alice", traceId="42"), NOW) == b""
     assert server.complete and server.principal == "alice"
@@ -238,6 +240,7 @@ def test_failed_reauthentication_says_so() -> None:
     stats = SaslStats()
     config = SaslServerConfig(["SCRAM-SHA-256"], USERS, session_lifetime_ms=60_000)
     session = SaslSession(config, stats)
+    reply = None
     for password, cid in (("alice-secret", 1), ("wrong", 3)):
         session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}, cid), NOW)
         client = scramp.ScramClient(["SCRAM-SHA-256"], "alice", password)
@@ -247,7 +250,7 @@ def test_failed_reauthentication_says_so() -> None:
         client.set_server_first(_answer(SASL_AUTHENTICATE, 2, reply.data).auth_bytes.decode())
         final = {"auth_bytes": client.get_client_final().encode()}
         reply = session.receive(_frame(SASL_AUTHENTICATE, 2, final, cid + 1), NOW)
-        assert reply is not None
+    assert reply is not None
     answer = _answer(SASL_AUTHENTICATE, 2, reply.data)
     assert reply.close and answer.error_code == 58
     assert answer.error_message.startswith("Authentication failed during re-authentication")
