@@ -1,4 +1,4 @@
-"""A TLS- and SASL-terminating front for a plaintext broker (the session's Tansu).
+"""A TLS- and SASL-terminating front for a plaintext broker (the test run's shared Tansu).
 
 The embedded Tansu serves plaintext only, so secured clients reach it through
 :class:`SecureFront`: a listener on a free loopback port that speaks TLS when
