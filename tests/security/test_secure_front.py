@@ -2,7 +2,7 @@
 
 confluent-kafka produces through :class:`~tests.support.secure_front.SecureFront`
 (TLS, mutual TLS, SASL_PLAINTEXT and SASL_SSL with each mechanism) into the
-session's Tansu, and a second confluent-kafka client reads the records back
+test run's shared Tansu, and a second confluent-kafka client reads the records back
 from Tansu directly, bypassing the front. Metadata answers must name the
 front, or the producer would have talked to Tansu in plaintext; the front's
 authentication counter shows that its SASL was used.
