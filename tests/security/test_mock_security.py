@@ -11,23 +11,22 @@ driven with raw frames, so each rule is seen on the wire.
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import confluent_kafka
 import pytest
-import scramp
+import scramp  # type: ignore[import-untyped]
 
 from aioproducer.protocol.framing import encode_request
 from aioproducer.protocol.messages import API_VERSIONS, METADATA
 from aioproducer.protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from aioproducer.testing import MockCluster
-from aioproducer.testing.mock.sasl import SaslServerConfig, validate_unsecured_jwt
+from aioproducer.testing.mock.sasl import validate_unsecured_jwt
 from tests.mock import RawClient
 from tests.support.certs import Pki
+from tests.support.sasl import librdkafka_sasl
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
@@ -35,14 +34,7 @@ TIMEOUT = 20.0
 
 
 def _sasl_conf(mechanism: str, password: str = USERS["alice"]) -> dict[str, Any]:
-    if mechanism == "OAUTHBEARER":
-        # librdkafka's built-in unsecured JWT: {"alg":"none"} and sub/iat/exp claims.
-        return {
-            "sasl.mechanism": mechanism,
-            "enable.sasl.oauthbearer.unsecure.jwt": True,
-            "sasl.oauthbearer.config": "principal=alice",
-        }
-    return {"sasl.mechanism": mechanism, "sasl.username": "alice", "sasl.password": password}
+    return librdkafka_sasl(mechanism, "alice", password)
 
 
 def _produce(
@@ -74,7 +66,7 @@ def _produce(
 async def _produce_ok(cluster: MockCluster, topic: str, n: int, conf: Mapping[str, Any]) -> None:
     left, failures, _ = await asyncio.to_thread(_produce, cluster.bootstrap_servers, topic, n, conf)
     assert left == 0 and not failures, failures
-    got = sorted(r.value for r in cluster.records(topic))
+    got = sorted(r.value or b"" for r in cluster.records(topic))
     assert got == sorted(b"v%d" % i for i in range(n))
 
 
@@ -357,30 +349,33 @@ async def test_handshake_v0_with_raw_tokens() -> None:
         await client.close()
 
 
-def _jwt(claims: Mapping[str, Any], alg: str = "none") -> str:
-    def part(obj: Mapping[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': alg})}.{part(claims)}."
+# -- a second independent client: aiokafka -------------------------------------------
 
 
-def test_unsecured_jwt_validator() -> None:
-    now = 1_700_000_000_000
-    good = _jwt({"sub": "alice", "exp": now / 1000 + 60})
-    assert validate_unsecured_jwt(good, now)["sub"] == "alice"
-    for token, problem in [
-        (_jwt({"sub": "alice", "exp": now / 1000 - 1}), "expired"),
-        (_jwt({"exp": now / 1000 + 60}), "sub"),
-        (_jwt({"sub": "alice"}), "exp"),
-        (_jwt({"sub": "alice", "exp": now / 1000 + 60}, alg="RS256"), "alg"),
-        ("not-a-jwt", "three"),
-    ]:
-        with pytest.raises(ValueError, match=problem):
-            validate_unsecured_jwt(token, now)
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+async def test_aiokafka_sasl_ssl(pki: Pki, mechanism: str) -> None:
+    import aiokafka  # type: ignore[import-untyped]
 
-
-def test_config_keeps_passwords_out_of_repr() -> None:
-    config = SaslServerConfig(["PLAIN"], USERS)
-    assert "alice-secret" not in repr(config) and "alice" in repr(config)
-    with pytest.raises(ValueError, match="GSSAPI"):
-        SaslServerConfig(["GSSAPI"])
+    async with MockCluster(
+        brokers=2, ssl_context=pki.server_context(), sasl_mechanisms=[mechanism], users=USERS
+    ) as cluster:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            security_protocol="SASL_SSL",
+            ssl_context=pki.client_context(),
+            sasl_mechanism=mechanism,
+            sasl_plain_username="alice",
+            sasl_plain_password=USERS["alice"],
+            request_timeout_ms=10_000,
+        )
+        await asyncio.wait_for(producer.start(), TIMEOUT)
+        try:
+            for i in range(10):
+                await asyncio.wait_for(producer.send_and_wait("aio", b"v%d" % i), TIMEOUT)
+        finally:
+            await producer.stop()
+        assert sorted(r.value or b"" for r in cluster.records("aio")) == sorted(
+            b"v%d" % i for i in range(10)
+        )
+        assert cluster.sasl_authentications_by_mechanism()[mechanism] >= 1

@@ -2,7 +2,7 @@
 
 confluent-kafka produces through :class:`~tests.support.secure_front.SecureFront`
 (TLS, mutual TLS, SASL_PLAINTEXT and SASL_SSL with each mechanism) into the
-session's Tansu, and a second confluent-kafka client reads the records back
+test run's shared Tansu, and a second confluent-kafka client reads the records back
 from Tansu directly, bypassing the front. Metadata answers must name the
 front, or the producer would have talked to Tansu in plaintext; the front's
 authentication counter shows that its SASL was used.
@@ -11,6 +11,7 @@ authentication counter shows that its SASL was used.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import confluent_kafka
@@ -19,6 +20,7 @@ import pytest
 from tests.conftest import TopicFactory
 from tests.support.aio import read_back
 from tests.support.certs import Pki
+from tests.support.sasl import librdkafka_sasl
 from tests.support.secure_front import SecureFront
 from tests.support.verify import produce_with_librdkafka
 
@@ -29,13 +31,7 @@ TIMEOUT = 30.0
 
 
 def _sasl(mechanism: str) -> dict[str, Any]:
-    if mechanism == "OAUTHBEARER":
-        return {
-            "sasl.mechanism": mechanism,
-            "enable.sasl.oauthbearer.unsecure.jwt": True,
-            "sasl.oauthbearer.config": "principal=alice",
-        }
-    return {"sasl.mechanism": mechanism, "sasl.username": "alice", "sasl.password": "alice-secret"}
+    return librdkafka_sasl(mechanism, "alice", USERS["alice"])
 
 
 async def _relay_round_trip(
@@ -154,3 +150,41 @@ async def test_wrong_password_at_the_front(kafka_bootstrap: str) -> None:
         reported = await asyncio.to_thread(first_error)
         assert reported and reported[0].code() == confluent_kafka.KafkaError._AUTHENTICATION
         assert "Invalid username or password" in reported[0].str()
+
+
+@pytest.mark.asyncio
+async def test_reauthentication_through_the_front_keeps_records_in_order(
+    pki: Pki, kafka_bootstrap: str, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(1)
+    n = 30
+    async with SecureFront(
+        kafka_bootstrap,
+        ssl_context=pki.server_context(),
+        sasl_mechanisms=["SCRAM-SHA-512"],
+        users=USERS,
+        sasl_session_lifetime_ms=1000,
+    ) as front:
+
+        def produce_while_sessions_end() -> int:
+            producer = confluent_kafka.Producer(
+                {
+                    "bootstrap.servers": front.bootstrap_servers,
+                    "security.protocol": "SASL_SSL",
+                    **pki.librdkafka_ssl(),
+                    **_sasl("SCRAM-SHA-512"),
+                    "enable.idempotence": True,
+                    "linger.ms": 20,
+                }
+            )
+            for i in range(n):  # ~3 s of traffic: three session lifetimes
+                producer.produce(topic, b"%d" % i, partition=0)
+                producer.poll(0)
+                time.sleep(0.1)
+            return producer.flush(TIMEOUT)
+
+        assert await asyncio.to_thread(produce_while_sessions_end) == 0
+        assert front.sasl_authentications >= 4  # renewed on the open connections
+        assert front.sasl_stats.expired_sessions == 0  # never cut off for lateness
+    got = await read_back(kafka_bootstrap, topic, n)
+    assert [r.value for r in got] == [b"%d" % i for i in range(n)]

@@ -1,4 +1,4 @@
-"""A TLS- and SASL-terminating front for a plaintext broker (the session's Tansu).
+"""A TLS- and SASL-terminating front for a plaintext broker (the test run's shared Tansu).
 
 The embedded Tansu serves plaintext only, so secured clients reach it through
 :class:`SecureFront`: a listener on a free loopback port that speaks TLS when
@@ -44,7 +44,7 @@ from aioproducer.protocol.framing import (
 from aioproducer.protocol.messages import API_VERSIONS, METADATA, PRODUCE, Api
 from aioproducer.protocol.schema import Message, SchemaError
 from aioproducer.protocol.txn_messages import FIND_COORDINATOR
-from aioproducer.testing.mock.sasl import OAuthValidator, SaslServerConfig
+from aioproducer.testing.mock.sasl import OAuthValidator, sasl_server_config
 from aioproducer.testing.mock.sasl_session import SASL_API_VERSIONS, SaslSession, SaslStats
 
 __all__ = ["SecureFront"]
@@ -86,10 +86,8 @@ class SecureFront:
         self.host = host
         self.port = 0
         self.ssl_context = ssl_context
-        self.sasl_config = (
-            SaslServerConfig(sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms)
-            if sasl_mechanisms is not None
-            else None
+        self.sasl_config = sasl_server_config(
+            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms
         )
         self.sasl_stats = SaslStats()
         self._server: asyncio.Server | None = None

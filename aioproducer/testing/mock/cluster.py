@@ -26,7 +26,7 @@ from types import TracebackType
 
 from .faults import FaultPlan, InterceptHandler
 from .log import MockRecord, PartitionLog
-from .sasl import OAuthValidator, SaslServerConfig
+from .sasl import OAuthValidator, sasl_server_config
 from .sasl_session import SaslStats
 from .server import BrokerServer
 from .state import PartitionState, TopicState, valid_topic_name
@@ -96,12 +96,8 @@ class MockCluster:
         #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
         self.handler_errors: list[BaseException] = []
         self.ssl_context = ssl_context
-        if sasl_mechanisms is None and (users or oauth_validator or sasl_session_lifetime_ms):
-            raise ValueError("users, oauth_validator and sasl_session_lifetime_ms need sasl_mechanisms")
-        self.sasl_config = (
-            SaslServerConfig(sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms)
-            if sasl_mechanisms is not None
-            else None
+        self.sasl_config = sasl_server_config(
+            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms
         )
         self.sasl_stats = SaslStats()
         self._started = False

@@ -42,6 +42,7 @@ __all__ = [
     "SaslServerConfig",
     "ScramAuthenticator",
     "new_authenticator",
+    "sasl_server_config",
     "validate_unsecured_jwt",
 ]
 
@@ -133,6 +134,8 @@ class Authenticator:
         self.principal: str | None = None
         #: When the credential itself expires (an OAuth token's ``exp``), in ms.
         self.credential_expiry_ms: int | None = None
+        #: Named in Kafka's failure messages: "authentication" or "re-authentication".
+        self.phase = "authentication"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(complete={self.complete}, principal={self.principal!r})"
@@ -190,7 +193,7 @@ class ScramAuthenticator(Authenticator):
         # Kafka answers unknown users and wrong proofs alike (ScramSaslServer
         # raises a SaslException that SaslServerAuthenticator turns into this).
         return SaslFailure(
-            "Authentication failed during authentication due to invalid credentials "
+            f"Authentication failed during {self.phase} due to invalid credentials "
             f"with SASL mechanism {self.mechanism}"
         )
 
@@ -302,6 +305,22 @@ def validate_unsecured_jwt(token: str, now_ms: int | None = None) -> dict[str, A
     if exp * 1000 <= now:
         raise ValueError(f"the token expired at {exp} (now {now / 1000:.3f})")
     return claims
+
+
+def sasl_server_config(
+    mechanisms: Sequence[str] | None,
+    users: Mapping[str, str] | None = None,
+    oauth_validator: OAuthValidator | None = None,
+    session_lifetime_ms: int | None = None,
+) -> SaslServerConfig | None:
+    """A listener's SASL settings, or None when it offers no mechanism (no SASL)."""
+    if mechanisms is None:
+        if users or oauth_validator is not None or session_lifetime_ms is not None:
+            raise ValueError(
+                "users, oauth_validator and sasl_session_lifetime_ms need sasl_mechanisms"
+            )
+        return None
+    return SaslServerConfig(mechanisms, users, oauth_validator, session_lifetime_ms)
 
 
 def new_authenticator(mechanism: str, config: SaslServerConfig) -> Authenticator:

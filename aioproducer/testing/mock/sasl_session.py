@@ -142,9 +142,12 @@ class SaslSession:
         if api_key == API_VERSIONS.key and state is not _State.AUTHENTICATING:
             return None
         if state is _State.AUTHENTICATED:
-            if not self.expired(now_ms):
-                return None
-            self.stats.expired_sessions += 1
+            if self.expired(now_ms):
+                self.stats.expired_sessions += 1
+                return _REFUSE
+            if api_key == SASL_AUTHENTICATE.key:
+                return self._decoded(frame, now_ms)
+            return None
         # Kafka closes the channel: a request before (or during) authentication,
         # or after the session expired (KIP-368).
         return _REFUSE
@@ -158,6 +161,18 @@ class SaslSession:
             return _REFUSE
         if api is SASL_HANDSHAKE:
             response, close = self._handshake(version, body.mechanism)
+        elif self.authenticated:
+            # Kafka's KafkaApis answers this; the connection stays usable.
+            response, close = (
+                {
+                    "error_code": _ILLEGAL_SASL_STATE,
+                    "error_message": "SaslAuthenticate request received after successful "
+                    "authentication",
+                    "auth_bytes": b"",
+                    "session_lifetime_ms": 0,
+                },
+                False,
+            )
         else:
             response, close = self._authenticate(version, body.auth_bytes, now_ms)
         return Reply(encode_response(api, version, correlation_id, response), close)
@@ -174,6 +189,8 @@ class SaslSession:
         if self._state is _State.AUTHENTICATED and version == 0:
             return {"error_code": _ILLEGAL_SASL_STATE, "mechanisms": offered}, True
         self._exchange = new_authenticator(mechanism, self.config)
+        if self._state is _State.AUTHENTICATED:
+            self._exchange.phase = "re-authentication"
         self.mechanism = mechanism
         self._state = _State.AUTHENTICATING
         self._raw_tokens = version == 0
