@@ -22,6 +22,18 @@ from tests.support.certs import Pki
 USERS = {"alice": "alice-Secret-1", "bob": "bob-Secret-2"}
 
 
+def plain_producer(cluster: MockCluster, **overrides: Any) -> Producer:
+    """A SASL_PLAINTEXT + PLAIN producer logging in as alice."""
+    return Producer(
+        cluster.bootstrap_servers,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="alice",
+        sasl_plain_password=USERS["alice"],
+        **overrides,
+    )
+
+
 def unsecured_jwt(sub: str = "alice", lifetime_s: float = 3600) -> str:
     """An unsecured JWT (alg none) as Kafka's default OAUTHBEARER validator accepts."""
 

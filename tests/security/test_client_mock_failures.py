@@ -16,7 +16,7 @@ import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
 from aioproducer.testing import MockCluster
-from tests.security.client_matrix import USERS
+from tests.security.client_matrix import USERS, plain_producer
 from tests.support.aio import gather_within, within
 from tests.support.certs import Pki
 
@@ -149,15 +149,7 @@ async def test_missing_client_certificate(pki: Pki) -> None:
 async def test_refusal_on_reconnect_fails_pending_records_quickly() -> None:
     users = dict(USERS)
     async with MockCluster(brokers=1, sasl_mechanisms=["PLAIN"], users=users) as cluster:
-        producer = Producer(
-            cluster.bootstrap_servers,
-            security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="PLAIN",
-            sasl_plain_username="alice",
-            sasl_plain_password=USERS["alice"],
-            linger_ms=50,
-            delivery_timeout_ms=60_000,
-        )
+        producer = plain_producer(cluster, linger_ms=50, delivery_timeout_ms=60_000)
         await within(producer.start(), 10, "start")
         try:
             first = await within(producer.send("reauth-refused", b"before"), 10, "first send")
@@ -185,15 +177,7 @@ async def test_refusal_while_getting_a_producer_id_fails_queued_records() -> Non
     async with MockCluster(brokers=1, sasl_mechanisms=["PLAIN"], users=users) as cluster:
         # The broker cannot hand out producer ids for now.
         cluster.intercept(22, lambda body, ctx: {"error_code": 15, "producer_id": -1, "producer_epoch": -1})
-        producer = Producer(
-            cluster.bootstrap_servers,
-            security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="PLAIN",
-            sasl_plain_username="alice",
-            sasl_plain_password=USERS["alice"],
-            enable_idempotence=True,
-            delivery_timeout_ms=60_000,
-        )
+        producer = plain_producer(cluster, enable_idempotence=True, delivery_timeout_ms=60_000)
         await within(producer.start(), 10, "start")
         try:
             futures = [await producer.enqueue("no-pid", f"q{i}".encode()) for i in range(10)]

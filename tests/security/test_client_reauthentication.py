@@ -15,7 +15,7 @@ import pytest
 
 from aioproducer import Producer, RecordMetadata
 from aioproducer.testing import MockCluster
-from tests.security.client_matrix import USERS, JwtProvider
+from tests.security.client_matrix import USERS, JwtProvider, plain_producer
 from tests.support.aio import gather_within, within
 
 pytestmark = pytest.mark.asyncio
@@ -91,21 +91,14 @@ async def test_reauthentication_does_not_keep_an_idle_connection_open() -> None:
     async with MockCluster(
         brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=400
     ) as cluster:
-        async with Producer(
-            cluster.bootstrap_servers,
-            security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="PLAIN",
-            sasl_plain_username="alice",
-            sasl_plain_password=USERS["alice"],
-            connections_max_idle_ms=1500,
-        ) as producer:
-            await within(producer.send("idle", b"first"), 10, "first send")
+        async with plain_producer(cluster, connections_max_idle_ms=1500) as producer:
+            await within(producer.send("idle", b"first", key=b"k"), 10, "first send")
             opened = cluster.request_count(18)
             logins = cluster.sasl_authentications
             # Idle for longer than connections_max_idle_ms, re-authenticating meanwhile.
             await asyncio.sleep(3.5)
             assert cluster.sasl_authentications > logins
-            await within(producer.send("idle", b"second"), 10, "second send")
+            await within(producer.send("idle", b"second", key=b"k"), 10, "second send")
             # The idle connection was closed: the second record needed a new one.
             assert cluster.request_count(18) > opened
         assert [r.value for r in cluster.records("idle")] == [b"first", b"second"]
