@@ -43,8 +43,7 @@ def _attempt(bootstrap: str, mechanism: str) -> tuple[dict[str, object], list[st
     deadline = time.monotonic() + 5
     while not seen and time.monotonic() < deadline:
         producer.poll(0.1)
-    producer.close() if hasattr(producer, "close") else None
-    del producer
+    producer.close()
     config.pop("error_cb")
     config["sasl.password"] = "<redacted>"
     return config, seen
