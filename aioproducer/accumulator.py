@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .batch import ProducerBatch, pack_sizes
+from .idempotence import sequence_before
 from .protocol.compression import Codec
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
@@ -38,8 +39,16 @@ class ReadyResult:
     unknown_leader_topics: set[str] = field(default_factory=set)
 
 
-def _send_order(batch: ProducerBatch) -> tuple[int, float]:
-    return (batch.base_sequence, batch.created)
+def _sent_before(a: ProducerBatch, b: ProducerBatch) -> bool:
+    """Was ``a`` first sent before ``b`` (same partition)?
+
+    Idempotent batches compare by sequence, across the wrap after 2**31-1: a
+    raw comparison would put a batch at sequence 0 before one at 2**31-2 that
+    precedes it, and the broker would refuse both as out of order.
+    """
+    if a.base_sequence >= 0 and b.base_sequence >= 0 and a.producer_id == b.producer_id:
+        return sequence_before(a.base_sequence, b.base_sequence)
+    return a.created < b.created
 
 
 class RecordAccumulator:
@@ -204,7 +213,7 @@ class RecordAccumulator:
         """Put a batch that failed retriably back at the front of its partition.
 
         Retried batches queue ahead of new ones, among themselves in the order
-        they were first sent (base sequence when idempotent, else creation), so
+        they were first sent (base sequence when idempotent, wrap-aware, else creation), so
         that a partition's records keep their order.
         """
         batch.attempts += 1
@@ -214,10 +223,9 @@ class RecordAccumulator:
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
-        key = _send_order(batch)
         index = 0
         for queued in dq:
-            if not queued.attempts or _send_order(queued) > key:
+            if not queued.attempts or _sent_before(batch, queued):
                 break
             index += 1
         dq.insert(index, batch)

@@ -13,13 +13,82 @@ from dataclasses import dataclass
 
 from . import errors
 
-__all__ = ["Action", "Outcome", "RetryConfig", "classify", "retry_backoff"]
+__all__ = [
+    "Action",
+    "Outcome",
+    "RetryConfig",
+    "Written",
+    "classify",
+    "retry_backoff",
+    "written_after",
+]
 
 
 class Action(enum.Enum):
     COMPLETE = "complete"
     RETRY = "retry"
     FAIL = "fail"
+
+
+class Written(enum.Enum):
+    """What a Produce answer says about whether the leader appended the batch."""
+
+    MAYBE = "maybe"  # the leader may hold it: its sequence may have landed
+    NO = "no"  # refused before the append; an earlier attempt may still have landed
+    REFUSED_SEQUENCE = "refused sequence"  # the broker checked this very stamping: not held
+
+
+# Answers the leader can give *after* appending the batch (Kafka's
+# ReplicaManager.appendRecords, then DelayedProduce for acks=all): the batch may
+# be in the log although the request failed, so its sequence may have landed.
+_MAYBE_WRITTEN: dict[int, str] = {
+    errors.RequestTimedOutError.code: "appended; acks=all timed out waiting for the replicas",
+    errors.NetworkExceptionError.code: "the broker may have handled it before the connection broke",
+    errors.NotEnoughReplicasAfterAppendError.code: "appended; the ISR shrank before it was replicated",
+    errors.NotLeaderOrFollowerError.code: (
+        "appended, then leadership moved before acks=all completed (DelayedProduce)"
+    ),
+    errors.KafkaStorageError.code: "the log directory failed, possibly after the append",
+    errors.UnknownServerError.code: "an unexpected failure anywhere in the append path",
+}
+# Answers given by checks made before anything is appended.
+_NOT_WRITTEN: dict[int, str] = {
+    errors.NotEnoughReplicasError.code: "min.insync.replicas is checked before the append",
+    errors.CorruptRecordError.code: "validated before the append",
+    errors.RecordTooLargeError.code: "validated before the append",
+    errors.RecordListTooLargeError.code: "validated before the append",
+    errors.InvalidRecordError.code: "validated before the append",
+    errors.InvalidTimestampError.code: "validated before the append",
+    errors.InvalidRequiredAcksError.code: "validated before the append",
+    errors.UnknownTopicOrPartitionError.code: "the replica is looked up before the append",
+    errors.InvalidProducerEpochError.code: "the producer state is checked before the append",
+    errors.TopicAuthorizationFailedError.code: "authorization comes first",
+    errors.ClusterAuthorizationFailedError.code: "authorization comes first",
+    errors.TransactionalIdAuthorizationFailedError.code: "authorization comes first",
+    errors.UnsupportedVersionError.code: "the request was not handled",
+    errors.UnsupportedForMessageFormatError.code: "validated before the append",
+    errors.PolicyViolationError.code: "validated before the append",
+    errors.InvalidTxnStateError.code: "the transaction is checked before the append",
+}
+# The broker compared this batch's sequence with its producer state and
+# refused it: nothing written under this stamping (KIP-360).
+_SEQUENCE_REFUSED = frozenset(
+    {errors.OutOfOrderSequenceNumberError.code, errors.UnknownProducerIdError.code}
+)
+
+
+def written_after(code: int | None) -> Written:
+    """Whether the batch may be in the log after an attempt answered ``code``.
+
+    ``None`` stands for no answer at all (connection lost, request timed out on
+    the client): the broker may have appended it. An unlisted code counts as
+    MAYBE, the safe side: an idempotent producer then never renumbers the batch.
+    """
+    if code in _SEQUENCE_REFUSED:
+        return Written.REFUSED_SEQUENCE
+    if code in _NOT_WRITTEN:
+        return Written.NO
+    return Written.MAYBE
 
 
 @dataclass(frozen=True, slots=True)

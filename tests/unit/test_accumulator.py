@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aioproducer.accumulator import RecordAccumulator
 from aioproducer.batch import pack_sizes
+from aioproducer.idempotence import MAX_SEQUENCE
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import parse_record_batches
 
@@ -153,6 +154,26 @@ def test_retries_requeue_in_sequence_order_ahead_of_new_batches() -> None:
         (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
         order.append(b.base_sequence)
     assert order == [0, 10, 20, -1]
+
+
+def test_retries_straddling_the_sequence_wrap_requeue_in_send_order() -> None:
+    """Sequences wrap after 2**31-1: the batch at 0 was sent after the one at MAX-1."""
+    acc = make(batch_size=150)
+    for _ in range(3):
+        fill(acc, ("t", 0), 1, now=0.0)
+    sent = []
+    for step, sequence in enumerate((MAX_SEQUENCE - 1, MAX_SEQUENCE, 0)):
+        (b,) = acc.drain(1.0 + step, acc.ready(1.0 + step, leaders), 10**6)[1]
+        b.base_sequence = sequence
+        b.producer_id = 7
+        sent.append(b)
+    for b in (sent[2], sent[0], sent[1]):  # responses in any order
+        acc.reenqueue(b, now=3.0, backoff=0.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b.base_sequence)
+    assert order == [MAX_SEQUENCE - 1, MAX_SEQUENCE, 0]
 
 
 def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
