@@ -228,7 +228,19 @@ def _produce_partition(
         return INVALID_ACKS, -1
     injected = cluster.faults.take_produce_failure(topic, index)
     if injected is not None:
-        return injected, -1
+        code, after_append = injected
+        if not after_append:
+            return code, -1
+        written, _ = _append_partition(cluster, ctx, body, topic, index, data)
+        # Refused by a check: that answer stands; written: the scripted one.
+        return (code if written == NONE else written), -1
+    return _append_partition(cluster, ctx, body, topic, index, data)
+
+
+def _append_partition(
+    cluster: MockCluster, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+) -> tuple[int, int]:
+    """Check and write one partition's batch: (error code, base offset)."""
     state = cluster.topic_states.get(topic)
     if state is None or not 0 <= index < len(state.partitions):
         return UNKNOWN_TOPIC, -1
