@@ -83,8 +83,6 @@ class Sender:
         # first batch, and a failure makes the transaction abortable instead of
         # bumping the epoch.
         self._txn = txn
-        if txn is not None:
-            txn._wakeup = self.wakeup
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_error: BaseException | None = None
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
