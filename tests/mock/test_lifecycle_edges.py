@@ -104,5 +104,9 @@ async def test_enqueue_cancelled_while_waiting_for_metadata_appends_nothing() ->
             with pytest.raises(asyncio.CancelledError):
                 await task
             cluster.create_topic("later", partitions=1)
-            await asyncio.wait_for(p.send("later", b"after"), 5)
-        assert [r.value for r in cluster.records("later")] == [b"after"]
+            cluster.create_topic("other", partitions=1)
+            await asyncio.wait_for(p.send("other", b"after"), 5)
+            await asyncio.wait_for(p.flush(), 5)
+            assert p._pool.available == p._pool.total
+        assert cluster.records("later") == []
+        assert [r.value for r in cluster.records("other")] == [b"after"]
