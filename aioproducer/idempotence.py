@@ -172,6 +172,23 @@ class SequenceState:
         else:
             self.request_bump(f"{tp[0]}-{tp[1]}: a batch failed after it was sent", tp)
 
+    def split(self, batch: ProducerBatch, parts: list[ProducerBatch]) -> None:
+        """The parts of a batch refused as too large take over its sequences (KIP-126).
+
+        The broker checked its size before anything else: none of its
+        sequences landed, so the parts cover the same range, in order, and the
+        batches after it keep theirs.
+        """
+        p = self._parts.get((batch.topic, batch.partition))
+        if p is None or batch not in p.pending:
+            return
+        index = p.pending.index(batch)
+        sequence = batch.base_sequence
+        for part in parts:
+            _assign(part, batch.producer_id, batch.producer_epoch, sequence)
+            sequence = _add(sequence, part.record_count)
+        p.pending[index : index + 1] = parts
+
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch without drawing conclusions (a transaction renumbers at abort)."""
         self._remove(batch)

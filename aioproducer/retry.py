@@ -28,6 +28,7 @@ class Action(enum.Enum):
     COMPLETE = "complete"
     RETRY = "retry"
     FAIL = "fail"
+    SPLIT = "split"  # refused as too large: retry its records in smaller batches (KIP-126)
 
 
 class Written(enum.Enum):
@@ -130,16 +131,21 @@ def classify(
     rand: float,
     idempotent: bool = False,
     first_pending: bool = True,
+    splittable: bool = False,
 ) -> Outcome:
     """Decide what to do with a batch after an attempt ended with ``error``.
 
-    ``attempts`` counts the retries already made. A retriable error is retried
+    ``attempts`` counts the retries already made. A batch of several records
+    that the broker refused as too large is ``splittable`` (KIP-126) unless an
+    earlier attempt may have been written. A retriable error is retried
     while retries remain and the retry can start before the batch's delivery
     deadline; otherwise the batch fails with the error itself, so the user sees
     the cause rather than a bare timeout.
     """
     if error is None:
         return Outcome(Action.COMPLETE)
+    if splittable and getattr(error, "code", None) in _TOO_LARGE_CODES:
+        return Outcome(Action.SPLIT, error)
     refresh = bool(getattr(error, "invalid_metadata", False))
     bump = False
     if idempotent:
@@ -169,6 +175,12 @@ def classify(
 # epoch is stale): an idempotent producer recovers with a new epoch (KIP-360).
 _RESET_PRODUCER_CODES = frozenset(
     {errors.UnknownProducerIdError.code, errors.InvalidProducerEpochError.code}
+)
+
+
+# The batch exceeds the broker's max.message.bytes or its segment size.
+_TOO_LARGE_CODES = frozenset(
+    {errors.RecordTooLargeError.code, errors.RecordListTooLargeError.code}
 )
 
 

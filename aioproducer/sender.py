@@ -380,7 +380,11 @@ class Sender:
             rand=self._rand.random(),
             idempotent=seq is not None,
             first_pending=seq is None or seq.is_first_pending(batch),
+            splittable=batch.record_count > 1 and not batch.maybe_written,
         )
+        if outcome.action is Action.SPLIT:
+            self._split(batch, now)
+            return
         if outcome.refresh_metadata:
             self._client.request_update()
         if outcome.bump_epoch and self._txn is not None:
@@ -398,6 +402,17 @@ class Sender:
             self._acc.reenqueue(batch, now, outcome.backoff)
         else:
             self._finish(batch, outcome.error)
+
+    def _split(self, batch: ProducerBatch, now: float) -> None:
+        """Retry the records of a batch refused as too large in smaller batches (KIP-126)."""
+        parts = self._acc.split(batch)
+        log.info(
+            "%s-%s: a batch of %d records was too large for the broker; retrying it as %d batches",
+            batch.topic, batch.partition, batch.record_count, len(parts),
+        )
+        if self._seq is not None and batch.base_sequence >= 0:
+            self._seq.split(batch, parts)
+        self._acc.reenqueue_split(parts, now)
 
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
         seq = self._seq if batch.base_sequence >= 0 else None

@@ -184,3 +184,29 @@ def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     fill(acc, ("t", 2), 1, now=1.0)
     acc.reenqueue(first, now=1.0, backoff=0.0)
     assert acc.retried_heads() == [("t", 0)]
+
+
+def test_split_keeps_records_futures_deadline_and_memory_and_queues_parts_first() -> None:
+    """KIP-126: each part at most half the refused batch, records in order."""
+    acc = make(batch_size=100_000)
+    for i in range(10):
+        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, Fut(), 0.0)
+    (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    big.reserved = 1000
+    big.payload = big.builder.build()
+    fill(acc, ("t", 0), 1, now=2.0)  # a newer batch behind it
+    parts = acc.split(big)
+    assert len(parts) >= 2 and all(p.builder.size_in_bytes <= big.builder.size_in_bytes // 2 for p in parts)
+    assert [f for p in parts for f in p.futures] == big.futures
+    assert [t for p in parts for t in p.timestamps] == [1000 + i for i in range(10)]
+    assert all(p.deadline == big.deadline for p in parts)
+    assert sum(p.reserved for p in parts) == 1000 and big.reserved == 0
+    assert big.done and big not in acc.incomplete and set(parts) <= acc.incomplete
+    acc.reenqueue_split(parts, now=3.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b)
+    assert order[: len(parts)] == parts and order[-1].created == 2.0
+    values = [r.value[:1] for p in parts for r in parse_record_batches(p.builder.build())[0].records]
+    assert values == [b"%d" % i for i in range(10)]

@@ -106,3 +106,14 @@ def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> 
 )
 def test_whether_an_answer_leaves_the_batch_possibly_written(code: int | None, written: Written) -> None:
     assert written_after(code) is written
+
+
+def test_too_large_batch_of_several_records_is_split_a_single_record_fails() -> None:
+    cfg = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    for error in (errors.RecordTooLargeError("x"), errors.RecordListTooLargeError("x")):
+        split = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
+                         idempotent=True, splittable=True)
+        assert split.action is Action.SPLIT
+        single = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
+                          idempotent=True, splittable=False)
+        assert single.action is Action.FAIL and single.error is error

@@ -94,6 +94,10 @@ class MockCluster:
         #: Error code answered for a retried batch already written: 0 (NONE,
         #: what Kafka does) or DUPLICATE_SEQUENCE_NUMBER (46, older brokers).
         self.duplicate_error_code = 0
+        #: Largest record batch a partition accepts, in bytes (Kafka's
+        #: ``max.message.bytes``); a larger one is answered MESSAGE_TOO_LARGE.
+        #: None: no limit.
+        self.max_message_bytes: int | None = None
         #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
         self.handler_errors: list[BaseException] = []
         self._started = False

@@ -66,6 +66,7 @@ INVALID_TOPIC = code_of(errors.InvalidTopicError)
 INVALID_ACKS = code_of(errors.InvalidRequiredAcksError)
 INVALID_REQUEST = code_of(errors.InvalidRequestError)
 INVALID_RECORD = code_of(errors.InvalidRecordError)
+MESSAGE_TOO_LARGE = code_of(errors.RecordTooLargeError)
 INVALID_EPOCH = code_of(errors.InvalidProducerEpochError)
 INVALID_TXN_STATE = code_of(errors.InvalidTxnStateError)
 UNKNOWN_TOPIC_ID = code_of(errors.UnknownTopicIdError)
@@ -249,6 +250,9 @@ def _append_partition(
         return NOT_LEADER, -1
     if not data or not _whole_batches(data):
         return CORRUPT, -1
+    if cluster.max_message_bytes is not None and len(data) > cluster.max_message_bytes:
+        # Checked before the producer state, as Kafka's LogValidator does.
+        return MESSAGE_TOO_LARGE, -1
     try:
         batches = parse_record_batches(data, verify_crc=True)
     except CorruptBatchError:
