@@ -118,7 +118,7 @@ class ProducerBatch:
         timestamp_ms: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[tuple[str, bytes]] | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         sizes: int,
     ) -> bool:

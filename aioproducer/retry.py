@@ -42,7 +42,7 @@ class Written(enum.Enum):
 # Answers the leader can give *after* appending the batch (Kafka's
 # ReplicaManager.appendRecords, then DelayedProduce for acks=all): the batch may
 # be in the log although the request failed, so its sequence may have landed.
-_MAYBE_WRITTEN: dict[int, str] = {
+_MAYBE_WRITTEN: dict[int | None, str] = {
     errors.RequestTimedOutError.code: "appended; acks=all timed out waiting for the replicas",
     errors.NetworkExceptionError.code: "the broker may have handled it before the connection broke",
     errors.NotEnoughReplicasAfterAppendError.code: "appended; the ISR shrank before it was replicated",
@@ -53,7 +53,7 @@ _MAYBE_WRITTEN: dict[int, str] = {
     errors.UnknownServerError.code: "an unexpected failure anywhere in the append path",
 }
 # Answers given by checks made before anything is appended.
-_NOT_WRITTEN: dict[int, str] = {
+_NOT_WRITTEN: dict[int | None, str] = {
     errors.NotEnoughReplicasError.code: "min.insync.replicas is checked before the append",
     errors.CorruptRecordError.code: "validated before the append",
     errors.RecordTooLargeError.code: "validated before the append",
