@@ -35,6 +35,24 @@ def _count(cluster: Any, topic: str, value: bytes) -> int:
     return sum(1 for r in cluster.records(topic) if r.value == value)
 
 
+async def _appended_then_refused(
+    cluster: Any, p: Any, topic: str, *, hold: float, gap: float
+) -> tuple[Any, Any]:
+    """B1 and B2 to partition 0: both written and answered
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, then every retry NOT_ENOUGH_REPLICAS.
+
+    B1's answer is held back ``hold`` s, so that B2, enqueued ``gap`` s later,
+    goes out behind it (pipelined); created later, B2 outlives B1.
+    """
+    cluster.fail_produce(topic, 0, AFTER_APPEND, count=2, after_append=True)
+    cluster.fail_produce(topic, 0, NOT_ENOUGH_REPLICAS, count=1_000_000)
+    cluster.delay_responses(hold, api_key=PRODUCE_KEY, count=1)
+    b1 = await p.enqueue(topic, b"b1", partition=0)
+    await asyncio.sleep(gap)
+    b2 = await p.enqueue(topic, b"b2", partition=0)
+    return b1, b2
+
+
 async def test_appended_batches_refused_until_one_expires_are_stored_once(
     kafka_cluster: Any, producer: Any
 ) -> None:
@@ -49,14 +67,7 @@ async def test_appended_batches_refused_until_one_expires_are_stored_once(
     )
     await within(p.send(topic, b"warm-up"), 10, "warm-up")
 
-    kafka_cluster.fail_produce(topic, 0, AFTER_APPEND, count=2, after_append=True)
-    kafka_cluster.fail_produce(topic, 0, NOT_ENOUGH_REPLICAS, count=1_000_000)
-    # B1's answer is held back, so that B2 goes out behind it (pipelined); B2
-    # is created later, so it outlives B1.
-    kafka_cluster.delay_responses(0.5, api_key=PRODUCE_KEY, count=1)
-    b1 = await p.enqueue(topic, b"b1", partition=0)
-    await asyncio.sleep(0.3)
-    b2 = await p.enqueue(topic, b"b2", partition=0)
+    b1, b2 = await _appended_then_refused(kafka_cluster, p, topic, hold=0.5, gap=0.3)
 
     with pytest.raises(errors.KafkaTimeoutError):
         await within(b1, 10, "B1")
@@ -82,12 +93,7 @@ async def test_unresolved_partition_with_every_batch_failed_moves_to_a_new_id(
                retry_backoff_ms=20, retry_backoff_max_ms=50)
     )
     first = await within(p.send(topic, b"warm-up"), 10, "warm-up")
-    kafka_cluster.fail_produce(topic, 0, AFTER_APPEND, count=2, after_append=True)
-    kafka_cluster.fail_produce(topic, 0, NOT_ENOUGH_REPLICAS, count=1_000_000)
-    kafka_cluster.delay_responses(0.2, api_key=PRODUCE_KEY, count=1)
-    b1 = await p.enqueue(topic, b"b1", partition=0)
-    await asyncio.sleep(0.1)
-    b2 = await p.enqueue(topic, b"b2", partition=0)
+    b1, b2 = await _appended_then_refused(kafka_cluster, p, topic, hold=0.2, gap=0.1)
     for fut in (b1, b2):
         with pytest.raises(errors.KafkaTimeoutError):
             await within(fut, 10, "an expiring batch")

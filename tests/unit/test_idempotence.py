@@ -15,6 +15,14 @@ def batch(partition: int = 0, records: int = 3, topic: str = "t") -> ProducerBat
     return b
 
 
+def stamped(s: SequenceState, *sizes: int) -> list[ProducerBatch]:
+    """Batches of partition 0 with ``sizes`` records each, stamped in order."""
+    batches = [batch(0, n) for n in sizes]
+    for b in batches:
+        s.stamp(b)
+    return batches
+
+
 def ready_state(pid: int = 7, epoch: int = 0) -> SequenceState:
     s = SequenceState()
     assert not s.ready
@@ -136,9 +144,7 @@ def test_sequence_before_across_the_wrap() -> None:
 def test_failed_batch_that_may_have_landed_leaves_the_partition_unresolved() -> None:
     """Later pending batches keep their stamps; a later acknowledgement resolves it."""
     s = ready_state()
-    b1, b2 = batch(0, 2), batch(0, 2)
-    s.stamp(b1)
-    s.stamp(b2)
+    b1, b2 = stamped(s, 2, 2)
     s.failed(b1, may_have_landed=True)
     assert s.is_unresolved(("t", 0)) and s.held() == {("t", 0)}
     assert not s.bump_needed  # no renumbering: b1 may be in the log
@@ -151,9 +157,7 @@ def test_failed_batch_that_may_have_landed_leaves_the_partition_unresolved() -> 
 
 def test_unresolved_partition_whose_later_batches_all_fail_needs_a_new_id() -> None:
     s = ready_state()
-    b1, b2 = batch(0, 2), batch(0, 2)
-    s.stamp(b1)
-    s.stamp(b2)
+    b1, b2 = stamped(s, 2, 2)
     s.failed(b1, may_have_landed=True)
     s.failed(b2, may_have_landed=True)
     assert s.waiting_for_id() == {("t", 0)} and not s.is_unresolved(("t", 0))
@@ -165,9 +169,7 @@ def test_unresolved_partition_whose_later_batches_all_fail_needs_a_new_id() -> N
 
 def test_acknowledging_an_earlier_batch_does_not_resolve() -> None:
     s = ready_state()
-    b0, b1 = batch(0, 1), batch(0, 1)
-    s.stamp(b0)
-    s.stamp(b1)
+    b0, b1 = stamped(s, 1, 1)
     s.failed(b1, may_have_landed=True)
     assert not s.bump_needed
     s.acknowledged(b0)  # before b1: says nothing about it
@@ -176,9 +178,7 @@ def test_acknowledging_an_earlier_batch_does_not_resolve() -> None:
 
 def test_failure_that_certainly_did_not_land_renumbers_the_rest() -> None:
     s = ready_state()
-    b1, b2 = batch(0, 2), batch(0, 3)
-    s.stamp(b1)
-    s.stamp(b2)
+    b1, b2 = stamped(s, 2, 3)
     s.failed(b1, may_have_landed=False)
     assert s.waiting_for_id() == {("t", 0)}
     assert s.reset(9, 0) == [b2] and (b2.producer_id, b2.base_sequence) == (9, 0)
