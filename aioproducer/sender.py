@@ -471,6 +471,8 @@ class Sender:
         best: int | None = None
         load = 0
         for node in self._write_locks:  # brokers this sender has produced to
+            if node not in self._client.snapshot.brokers:
+                continue
             conn = self._client.ready_connection(node)
             if conn is not None and (best is None or conn.in_flight < load):
                 best, load = node, conn.in_flight
