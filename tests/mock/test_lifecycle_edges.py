@@ -52,6 +52,21 @@ async def test_close_aborts_an_open_transaction() -> None:
         assert len(cluster.records("t", include_uncommitted=True)) == 4
 
 
+async def test_close_with_an_unresponsive_coordinator_keeps_to_its_timeout() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        p = Producer(cluster.bootstrap_servers, transactional_id="stuck", max_block_ms=30_000)
+        await p.start()
+        await p.init_transactions()
+        await p.begin_transaction()
+        await asyncio.wait_for(p.send("t", b"v"), 5)
+        cluster.stall_broker(0)
+        # Without the bound, the abort would wait max_block_ms (30 s).
+        await asyncio.wait_for(p.close(timeout=0.5), 10)
+        cluster.resume_broker(0)
+        assert cluster.coordinator.by_id["stuck"].status is TxnStatus.ONGOING
+
+
 async def test_close_leaves_a_committed_transaction_alone() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
