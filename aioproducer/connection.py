@@ -26,7 +26,7 @@ from .protocol.framing import FrameDecoder, decode_response, encode_request, rea
 from .protocol.messages import API_VERSIONS, Api, negotiate_version
 from .protocol.schema import Message
 
-__all__ = ["BrokerConnection", "open_connection"]
+__all__ = ["BrokerConnection", "ThrottleStats", "open_connection"]
 
 log = logging.getLogger("aioproducer.connection")
 
@@ -41,6 +41,31 @@ class _Pending:
     api: Api
     version: int
     deadline: float
+
+
+class ThrottleStats:
+    """``throttle_time_ms`` the broker reported on one connection: last, max, average."""
+
+    __slots__ = ("count", "last", "max", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0
+        self.max = 0
+        self.total = 0
+
+    def record(self, ms: int) -> None:
+        self.count += 1
+        self.last = ms
+        self.max = max(self.max, ms)
+        self.total += ms
+
+    @property
+    def avg(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def __repr__(self) -> str:
+        return f"<ThrottleStats last={self.last} avg={self.avg:.1f} max={self.max} ms>"
 
 
 class BrokerConnection:
@@ -73,6 +98,10 @@ class BrokerConnection:
         self._drain_lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
         self.last_used = time.monotonic()
+        # KIP-219: the broker answers at once with throttle_time_ms and then
+        # stops reading from us for that long; we send nothing until then.
+        self.throttled_until = 0.0  # time.monotonic()
+        self.throttle_time_ms = ThrottleStats()
         self._read_task = self._loop.create_task(self._read_loop())
 
     def __repr__(self) -> str:
@@ -86,6 +115,11 @@ class BrokerConnection:
     @property
     def in_flight(self) -> int:
         return len(self._pending)
+
+    def has_overdue_request(self) -> bool:
+        """Is a request past its deadline still unanswered (the connection is about to fail)?"""
+        now = self._loop.time()
+        return any(p.deadline <= now for p in self._pending.values())
 
     def version_for(self, api: Api) -> int:
         """The negotiated version of ``api``, or UnsupportedVersionError."""
@@ -223,6 +257,10 @@ class BrokerConnection:
                     )
                 )
             return
+        throttle_ms = message.get("throttle_time_ms") or 0
+        if throttle_ms > 0:
+            self.throttle_time_ms.record(throttle_ms)
+            self.throttled_until = max(self.throttled_until, time.monotonic() + throttle_ms / 1000)
         if not pending.future.done():
             pending.future.set_result(message)
 
