@@ -28,7 +28,7 @@ from typing import Any
 
 from . import errors
 from .cluster import ClusterSnapshot
-from .connection import BrokerConnection, open_connection
+from .connection import BrokerConnection, ThrottleStats, open_connection
 from .protocol.messages import METADATA
 
 __all__ = ["KafkaClient", "node_preference", "parse_bootstrap", "reconnect_delay"]
@@ -81,23 +81,30 @@ def node_preference(
     connecting: Iterable[int],
     can_connect: Iterable[int],
 ) -> list[int]:
-    """Nodes in the order Java's ``leastLoadedNode`` would pick them.
+    """Nodes in the order a cluster-wide request should try them (Java's ``leastLoadedNode``).
 
-    First nodes with a usable connection, fewest requests in flight first
-    (ties in the given order, which the caller randomizes); then nodes being
-    connected to; then nodes a connection may be opened to now. Nodes that are
-    none of these (backing off, throttled, a request overdue) are left out.
+    First nodes with a usable, idle connection; then nodes being connected
+    to; then nodes a connection may be opened to now; then usable connections
+    with requests in flight, fewest first. Ties keep the given order, which
+    the caller randomizes. Nodes that are none of these (backing off,
+    throttled, a request overdue) are left out.
+
+    Unlike Java, a busy connection ranks after a node we could connect to: a
+    broker that stalled still holds its requests until ``request_timeout_ms``,
+    and a metadata request queued behind them would wait as long.
     """
     order = list(nodes)
     rank = {node: i for i, node in enumerate(order)}
-    ready = sorted(
-        (n for n in order if n in live_in_flight), key=lambda n: (live_in_flight[n], rank[n])
+    idle = [n for n in order if live_in_flight.get(n) == 0]
+    busy = sorted(
+        (n for n in order if live_in_flight.get(n, 0) > 0),
+        key=lambda n: (live_in_flight[n], rank[n]),
     )
     pending = set(connecting)
     conn_ok = set(can_connect)
-    out = ready + [n for n in order if n in pending and n not in live_in_flight]
+    out = idle + [n for n in order if n in pending and n not in live_in_flight]
     out += [n for n in order if n in conn_ok and n not in live_in_flight and n not in pending]
-    return out
+    return out + busy
 
 
 class KafkaClient:
@@ -140,6 +147,8 @@ class KafkaClient:
         self._retry_at: dict[int, float] = {}
         # Topics to ask metadata for -> when a record last started a batch there.
         self._topics: dict[str, float] = {}
+        # Topics added since the last Metadata response: never idle (Java's newTopics).
+        self._new_topics: set[str] = set()
         self._refresh_task: asyncio.Task[None] | None = None
         self._update_wanted = False
         self._next_refresh = 0.0  # monotonic time before which no refresh starts
@@ -203,6 +212,15 @@ class KafkaClient:
         if node_id not in self._connecting and retry_at > time.monotonic():
             return retry_at
         return float("inf")
+
+    def throttle_stats(self) -> dict[int, ThrottleStats]:
+        """Per live connection: the ``throttle_time_ms`` its broker reported (KIP-219)."""
+        return {n: c.throttle_time_ms for n, c in self._conns.items() if not c.closed}
+
+    def in_flight(self, node_id: int) -> int:
+        """Requests awaiting a response on the connection to ``node_id``."""
+        conn = self._conns.get(node_id)
+        return 0 if conn is None or conn.closed else conn.in_flight
 
     def is_backing_off(self, node_id: int) -> bool:
         return self._retry_at.get(node_id, 0.0) > time.monotonic()
@@ -313,6 +331,7 @@ class KafkaClient:
     def add_topic(self, topic: str) -> None:
         if topic not in self._topics:
             self._topics[topic] = time.monotonic()
+            self._new_topics.add(topic)
             self.request_update()
 
     def touch_topic(self, topic: str, now: float) -> None:
@@ -395,10 +414,14 @@ class KafkaClient:
             try:
                 conn = await self.connection(node_id, self._request_timeout_ms / 1000)
                 conn.version_for(METADATA)  # fails early if no common version
-                topics = [{"name": t, "topic_id": None} for t in sorted(self._topics)]
+                names = sorted(self._topics)
+                topics = [{"name": t, "topic_id": None} for t in names]
                 body = {"topics": topics, "allow_auto_topic_creation": self._auto_create}
                 self.metadata_requests += 1
-                return await conn.request(METADATA, body)
+                log.debug("metadata request to node %s for %d topic(s)", node_id, len(topics))
+                response = await conn.request(METADATA, body)
+                self._new_topics.difference_update(names)
+                return response
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - try the next node
@@ -467,6 +490,9 @@ class KafkaClient:
         self.add_topic(topic)
         deadline = time.monotonic() + timeout
         while True:
+            # A caller waiting keeps the topic in use (it is never idle meanwhile).
+            self.add_topic(topic)
+            self._topics[topic] = time.monotonic()
             info = self.snapshot.topics.get(topic)
             if info is not None:
                 if info.partitions and len(info.partitions) >= min_count:
@@ -505,7 +531,11 @@ class KafkaClient:
         Without this every refresh names every topic ever written, and with
         auto-creation on, a refresh re-creates a topic someone deleted.
         """
-        idle = [t for t, used in self._topics.items() if now - used > self._topic_max_idle]
+        idle = [
+            t
+            for t, used in self._topics.items()
+            if now - used > self._topic_max_idle and t not in self._new_topics
+        ]
         if not idle:
             return
         dropped = list(self._forget_topics(idle)) if self._forget_topics is not None else idle
