@@ -64,16 +64,21 @@ async def test_missing_topic_without_auto_create_is_refreshed_with_backoff() -> 
 async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> None:
     async with MockCluster(brokers=1, auto_create_topics=False) as cluster:
         cluster.create_topic("gone", partitions=2)
-        async with _producer(cluster, delivery_timeout_ms=3000, request_timeout_ms=1000) as producer:
+        async with _producer(
+            cluster, delivery_timeout_ms=3000, request_timeout_ms=1000, max_block_ms=2500
+        ) as producer:
             await producer.send("gone", b"first")
             cluster.delete_topic("gone")
-            futures = []
-            for _ in range(2):
-                futures.append(await producer.enqueue("gone", b"v", partition=0))
-                futures.append(await producer.enqueue("gone", b"v", partition=1))
+            # Batches already queued: the broker refuses them, metadata drops the topic ...
+            futures = [await producer.enqueue("gone", b"v", partition=p) for p in (0, 1)]
+            await asyncio.sleep(0.3)
+            client = producer._client
+            assert client is not None and not client.snapshot.topics["gone"].partitions
+            # ... and new records wait for it to come back.
+            waiting = [asyncio.create_task(producer.enqueue("gone", b"w")) for _ in range(5)]
             count = await _metadata_during(cluster, WINDOW)
             assert count <= _bound(WINDOW), count
-            results = await asyncio.gather(*futures, return_exceptions=True)
+            results = await asyncio.gather(*futures, *waiting, return_exceptions=True)
             assert all(isinstance(r, errors.KafkaError) for r in results), results
 
 
