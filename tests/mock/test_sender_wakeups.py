@@ -1,5 +1,4 @@
-"""The sender loop runs on events and deadlines, honours throttling (KIP-219), and
-the uniform sticky partitioner steers new records away from a slow broker (KIP-794).
+"""The sender loop runs on events and deadlines and honours throttling (KIP-219).
 
 Pass counts are compared with the events that could explain them, never with
 wall-clock performance.
@@ -8,7 +7,6 @@ wall-clock performance.
 from __future__ import annotations
 
 import asyncio
-import collections
 from typing import Any
 
 import pytest
@@ -106,33 +104,3 @@ async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() ->
             assert (stats.last, stats.max, stats.count) == (700, 700, 1)
             assert (await asyncio.wait_for(held, 5)).offset == 2
         assert [r.value for r in cluster.records("t")] == [b"before", b"throttled", b"held back"]
-
-
-async def _share_on_slow_broker(adaptive: bool) -> tuple[float, int]:
-    async with MockCluster(brokers=3) as cluster:
-        cluster.create_topic("t", partitions=6)
-        slow = {p for p in range(6) if cluster.leader("t", p) == 2}
-        async with _producer(
-            cluster,
-            linger_ms=2,
-            batch_size=2000,
-            partitioner_adaptive_partitioning=adaptive,
-        ) as producer:
-            await producer.send("t", b"warm", partition=0)
-            cluster.delay_responses(0.1, broker=2, api_key=PRODUCE)
-            futures = [await producer.enqueue("t", b"v" * 200) for _ in range(3000)]
-            await asyncio.gather(*futures)
-        counts = collections.Counter(r.partition for r in cluster.records("t"))
-        total = sum(counts.values()) - 1
-        return sum(counts[p] for p in slow) / total, total
-
-
-@pytest.mark.asyncio
-async def test_adaptive_partitioning_sends_fewer_records_to_a_slow_broker() -> None:
-    adaptive, total = await _share_on_slow_broker(True)
-    uniform, _ = await _share_on_slow_broker(False)
-    assert total == 3000
-    # Without load information each broker gets about a third; with it, the
-    # slow broker's growing queues make its partitions unlikely choices.
-    assert uniform > 0.25, uniform
-    assert adaptive < uniform * 0.7, (adaptive, uniform)
