@@ -13,6 +13,7 @@ The ApiVersions handshake runs in :func:`open_connection`, beside the class.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import socket
 import time
@@ -92,6 +93,10 @@ class BrokerConnection:
         self._writer = writer
         self._loop = asyncio.get_running_loop()
         self._pending: dict[int, _Pending] = {}
+        # Correlation ids of recent requests sent expecting no response (acks=0
+        # Produce). Some brokers (Tansu) answer them anyway; such an answer is
+        # dropped instead of being taken for a stream out of step.
+        self._unanswered: collections.deque[int] = collections.deque(maxlen=256)
         self._next_correlation_id = 0
         self._closed_error: BaseException | None = None
         self._decoder = FrameDecoder()
@@ -175,6 +180,7 @@ class BrokerConnection:
         self._writer.write(frame)
         self.last_used = time.monotonic()
         if not expect_response:
+            self._unanswered.append(cid)
             fut.set_result(Message())
             return fut
         deadline = self._loop.time() + (self.request_timeout if timeout is None else timeout)
@@ -243,6 +249,9 @@ class BrokerConnection:
     def _dispatch(self, frame: bytes) -> None:
         cid = read_correlation_id(frame)
         pending = self._pending.pop(cid, None)
+        if pending is None and cid in self._unanswered:
+            log.debug("%s", self._describe(f"dropped a response to request {cid}, sent acks=0"))
+            return
         if pending is None:
             # A response to nothing we sent: the stream is out of step.
             raise errors.CorruptResponseError(self._describe(f"unexpected correlation id {cid}"))
