@@ -83,3 +83,18 @@ def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> 
     assert mids == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
     assert reconnect_delay(3, 50, 1000, 0.0) == pytest.approx(0.16)
     assert reconnect_delay(3, 50, 1000, 0.999) == pytest.approx(0.24, abs=1e-3)
+
+
+def test_node_preference_is_least_loaded_first() -> None:
+    from aioproducer.client import node_preference
+
+    order = [3, 1, 2, 4, 5]
+    # 1 and 4 idle and live, 2 busy (3 in flight), 3 busy (1), 5 connecting; nothing else may connect.
+    live = {1: 0, 2: 3, 3: 1, 4: 0}
+    assert node_preference(order, live, connecting=[5], can_connect=[]) == [1, 4, 5, 3, 2]
+    # A node we may connect to ranks before busy connections (a stalled broker
+    # keeps its requests until they time out), after idle ones.
+    assert node_preference([2, 6], {2: 1}, connecting=[], can_connect=[6]) == [6, 2]
+    # Nodes neither live, connecting nor connectable (backing off) are left out.
+    assert node_preference([7, 8], {}, connecting=[], can_connect=[8]) == [8]
+    assert node_preference([7], {}, connecting=[], can_connect=[]) == []
