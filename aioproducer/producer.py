@@ -337,8 +337,16 @@ class Producer:
                 batch = acc.append(
                     info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
-                # KIP-794: move on once batch_size bytes went to this partition.
-                if batch is not None and sticky.appended(topic, size, batch.is_full()):
+                # KIP-794: move on once batch_size bytes went to this partition
+                # and its batch has no room for another record like this one
+                # (so the switch falls on a batch boundary), or after twice
+                # that regardless. StickyPartitioner.appended, inlined: per record.
+                produced = sticky.produced.get(topic, 0) + size
+                sticky.produced[topic] = produced
+                limit = sticky.batch_size
+                if produced >= limit and batch is not None and (
+                    produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
+                ):
                     self._next_sticky_partition(topic, info)
             else:
                 chosen = self._choose_partition(topic, partition, key, info)
