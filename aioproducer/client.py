@@ -9,8 +9,9 @@ Invariants:
 
 * at most one Metadata request is out at a time; every caller that wants fresh
   metadata while one is out or backing off shares the next one;
-* two refreshes are at least ``retry_backoff_ms`` apart, growing exponentially
-  to ``retry_backoff_max_ms`` while the answers change nothing (KIP-580);
+* after a refresh that failed or changed nothing, the next waits
+  ``retry_backoff_ms``, growing exponentially to ``retry_backoff_max_ms``
+  while that goes on (KIP-580);
 * Metadata goes to the least loaded node (Java's ``leastLoadedNode``);
 * bootstrap servers get negative node ids, as in the Java client, and are used
   only until the first Metadata response names the real brokers, or again
@@ -401,8 +402,11 @@ class KafkaClient:
             if snapshot.brokers:
                 self._use_bootstrap = False
                 await self._close_bootstrap_connections()
+        # A refresh that brought news may be followed at once (a leader moved:
+        # its new leader may move again); one that failed or changed nothing
+        # waits retry_backoff_ms, doubling up to retry_backoff_max_ms (KIP-580).
         self._next_refresh = time.monotonic() + reconnect_delay(
-            max(1, self._refresh_attempts), *self._refresh_backoff_ms, random.random()
+            self._refresh_attempts, *self._refresh_backoff_ms, random.random()
         )
         self._wake_waiters()
         self._notify()

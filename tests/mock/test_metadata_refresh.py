@@ -221,6 +221,7 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
             await producer.send("stuck", b"warm", partition=stuck)
             cluster.stall_broker(1)
             pending = await producer.enqueue("stuck", b"in flight", partition=stuck)
+            await asyncio.sleep(0.05)  # written to the stalled broker
             deadline = time.monotonic() + 1.5
             while time.monotonic() < deadline:
                 await asyncio.wait_for(producer.send("busy", b"x", partition=busy), 5)
