@@ -74,3 +74,32 @@ async def test_ignore_keys_spreads_keyed_records_like_unkeyed_ones() -> None:
                 ]
                 partitions = {(await f).partition for f in futures}
             assert len(partitions) == 1 if not ignore else len(partitions) >= 4, partitions
+
+
+@pytest.mark.asyncio
+async def test_partitions_of_a_broker_undrained_past_the_availability_timeout_get_nothing() -> None:
+    async with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("t", partitions=6)
+        stalled = {p for p in range(6) if cluster.leader("t", p) == 2}
+        async with _producer(
+            cluster,
+            batch_size=500,
+            max_in_flight_requests_per_connection=1,
+            partitioner_availability_timeout_ms=200,
+            request_timeout_ms=10000,
+        ) as producer:
+            for p in range(6):
+                await producer.send("t", b"warm", partition=p)
+            cluster.stall_broker(2)
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            early, late = [], []
+            while loop.time() - start < 1.0:
+                fut = await producer.enqueue("t", b"v" * 100)
+                (late if loop.time() - start > 0.5 else early).append(fut)
+                await asyncio.sleep(0.002)
+            cluster.resume_broker(2)
+            early_parts = {(await f).partition for f in early}
+            late_parts = {(await f).partition for f in late}
+        assert early_parts & stalled  # chosen before the timeout ran out
+        assert late and not late_parts & stalled, late_parts
