@@ -281,6 +281,16 @@ class RecordAccumulator:
         """Partitions with at least one queued batch."""
         return list(self._nonempty)
 
+    def take_partitions(self, partitions: Iterable[TopicPartition]) -> list[ProducerBatch]:
+        """Remove and return every queued batch of ``partitions``, oldest first."""
+        taken: list[ProducerBatch] = []
+        for tp in partitions:
+            dq = self._nonempty.pop(tp, None)
+            if dq:
+                taken.extend(dq)
+                dq.clear()
+        return taken
+
     def take_all(self) -> list[ProducerBatch]:
         """Remove every queued batch (for abort on close)."""
         out = [b for dq in self._nonempty.values() for b in dq]

@@ -16,6 +16,12 @@ Invariants:
 * bootstrap servers get negative node ids, as in the Java client, and are used
   only until the first Metadata response names the real brokers, or again
   when every known broker has been unreachable for a while (KIP-899).
+
+Every connection is secured the same way (:class:`~aioproducer.security.Security`:
+TLS, then SASL). A TLS or SASL refusal is not a network hiccup: it is kept per
+node (:meth:`KafkaClient.authentication_failure`) so that ``bootstrap`` raises it
+at once and the sender fails that node's records with it, instead of both
+retrying until their timeouts (Java's ``AuthenticationException``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from . import errors
 from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, ThrottleStats, open_connection
 from .protocol.messages import METADATA
+from .sasl.handshake import authenticate
+from .security import Security
 
 __all__ = ["KafkaClient", "node_preference", "parse_bootstrap", "reconnect_delay"]
 
@@ -126,6 +134,7 @@ class KafkaClient:
         metadata_recovery_strategy: str = "rebootstrap",
         metadata_recovery_rebootstrap_trigger_ms: int = 300000,
         forget_topics: Callable[[list[str]], Iterable[str]] | None = None,
+        security: Security | None = None,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
@@ -141,6 +150,8 @@ class KafkaClient:
         self._rebootstrap_after = metadata_recovery_rebootstrap_trigger_ms / 1000
         # Asked which idle topics may be forgotten (none with pending records).
         self._forget_topics = forget_topics
+        self._security = security or Security()
+        self._auth_failures: dict[int, BaseException] = {}
         self.snapshot = ClusterSnapshot()
         self._conns: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
@@ -222,6 +233,9 @@ class KafkaClient:
         """Requests awaiting a response on the connection to ``node_id``."""
         conn = self._conns.get(node_id)
         return 0 if conn is None or conn.closed else conn.in_flight
+    def authentication_failure(self, node_id: int) -> BaseException | None:
+        """The TLS/SASL error of the last connection attempt to ``node_id``, if any."""
+        return self._auth_failures.get(node_id)
 
     def is_backing_off(self, node_id: int) -> bool:
         return self._retry_at.get(node_id, 0.0) > time.monotonic()
@@ -241,15 +255,26 @@ class KafkaClient:
     async def _connect(self, node_id: int) -> BrokerConnection:
         try:
             host, port = self._address(node_id)
+            timeout = self._request_timeout_ms / 1000
             conn = await open_connection(
                 node_id,
                 host,
                 port,
                 client_id=self.client_id,
                 request_timeout_ms=self._request_timeout_ms,
-                connect_timeout=self._request_timeout_ms / 1000,
+                connect_timeout=timeout,
+                ssl_context=self._security.ssl_context,
             )
+            if self._security.sasl is not None:
+                try:
+                    await authenticate(conn, self._security.sasl, timeout)
+                except BaseException:
+                    await conn.close()
+                    raise
         except BaseException as exc:
+            if errors.is_authentication_failure(exc):
+                log.error("connection to node %s refused: %s", node_id, exc)
+                self._auth_failures[node_id] = exc
             failures = self._failures.get(node_id, 0) + 1
             self._failures[node_id] = failures
             delay = reconnect_delay(failures, *self._backoff_ms, random.random())
@@ -263,6 +288,7 @@ class KafkaClient:
             self._notify()
         self._failures.pop(node_id, None)
         self._retry_at.pop(node_id, None)
+        self._auth_failures.pop(node_id, None)
         old = self._conns.get(node_id)
         if old is not None and not old.closed:
             await old.close()
@@ -387,7 +413,12 @@ class KafkaClient:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - reported to waiters, retried after a backoff
-            self._last_refresh_error = exc
+            if not isinstance(exc, errors.NoBrokersAvailableError) or not self._last_refresh_error:
+                # (Every node backing off: keep the error that put them there.)
+                self._last_refresh_error = exc
+            if self._auth_failures:
+                # Report the refusal rather than whichever error came last.
+                self._last_refresh_error = next(reversed(self._auth_failures.values()))
             self._refresh_attempts += 1
             if self._failing_since is None:
                 self._failing_since = now
@@ -473,6 +504,11 @@ class KafkaClient:
             await self.wait_for_update(max(0.0, deadline - time.monotonic()))
             if self.snapshot.updated_at:
                 break
+            if self._last_refresh_error is not None and errors.is_authentication_failure(
+                self._last_refresh_error
+            ):
+                # Retrying with the same settings meets the same refusal.
+                raise self._last_refresh_error
             if time.monotonic() >= deadline:
                 servers = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
                 raise errors.NoBrokersAvailableError(
@@ -503,6 +539,9 @@ class KafkaClient:
                     return len(info.partitions)
                 if info.error_code and info.error_code not in _TRANSIENT_TOPIC_ERRORS:
                     errors.raise_for_code(info.error_code, f"topic {topic!r}")
+            refused = self._last_refresh_error
+            if refused is not None and errors.is_authentication_failure(refused):
+                raise refused
             left = deadline - time.monotonic()
             if left <= 0:
                 if info is not None and info.partitions:
