@@ -86,7 +86,7 @@ def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> 
 
 
 def test_node_preference_is_least_loaded_first() -> None:
-    from aioproducer.client import node_preference
+    from aioproducer.node_selection import node_preference
 
     order = [3, 1, 2, 4, 5]
     # 1 and 4 idle and live, 2 busy (3 in flight), 3 busy (1), 5 connecting; nothing else may connect.
