@@ -456,19 +456,15 @@ class Producer:
         return fut
 
     async def _intercepted_enqueue(
-        self,
-        topic: str,
-        value: Any,
-        *,
-        key: Any = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Headers | None = None,
+        self, topic: str, value: Any, **options: Any
     ) -> asyncio.Future[RecordMetadata]:
-        """``enqueue`` with the configured interceptors around it (see interceptors.py)."""
+        """``enqueue`` with the configured interceptors around it (see interceptors.py).
+
+        ``options`` are enqueue's keywords, which ProducerRecord's fields mirror.
+        """
         chain = self._interceptors
         assert chain is not None
-        record = chain.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
+        record = chain.on_send(ProducerRecord(topic, value, **options))
         try:
             fut = await Producer.enqueue(
                 self, record.topic, record.value, key=record.key, partition=record.partition,
