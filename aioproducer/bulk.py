@@ -73,6 +73,9 @@ class BulkAppender:
         self._check_open = check_open
         self._max_block = config.max_block_ms / 1000
         self._max_record = min(config.max_request_size, config.buffer_memory)
+        # A slice never asks for more than a quarter of the buffer at once, so
+        # memory freed by the sender is taken up in small steps.
+        self._slice_bytes = min(SLICE_BYTES, config.buffer_memory // 4)
 
     def _check_state(self) -> None:
         self._check_open()
@@ -163,7 +166,7 @@ class BulkAppender:
         while start < n:
             stop = min(n, start + SLICE_RECORDS)
             reserve = sum(sizes[start:stop])
-            while stop - start > 1 and reserve > SLICE_BYTES:
+            while stop - start > 1 and reserve > self._slice_bytes:
                 stop = start + max(1, (stop - start) // 2)
                 reserve = sum(sizes[start:stop])
             if not pool.try_reserve(reserve):
