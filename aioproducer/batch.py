@@ -21,11 +21,16 @@ from typing import Any, NamedTuple, Protocol
 from .protocol.compression import Codec
 from .protocol.records import RecordBatchBuilder
 
-__all__ = ["RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
+__all__ = ["RECORD_HANDLE_OVERHEAD", "RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
 
 # Futures resolved per event-loop callback when a batch completes: about a
 # quarter of a millisecond of work, so a 10,000-record batch never holds the loop.
 RESOLVE_SLICE = 512
+# Memory a record enqueued on its own holds besides its encoded bytes until its
+# batch completes: its future (~160 B with the GC header), the packed sizes and
+# the timestamp ints (2 x 32 B) and three list slots. Counted in buffer_memory,
+# so that a stalled broker bounds what the process holds, not just the bytes.
+RECORD_HANDLE_OVERHEAD = 256
 
 
 def pack_sizes(key_size: int, value_size: int) -> int:

@@ -27,7 +27,7 @@ from . import errors
 from .bulk_input import BulkColumns, read_columns
 from .bulk_result import BulkCall, BulkResult, BulkSpan
 from .partitioner import partition_for_key
-from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
+from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 
 if TYPE_CHECKING:
     from .accumulator import RecordAccumulator
@@ -38,15 +38,18 @@ if TYPE_CHECKING:
     from .partitioner import StickyPartitioner
     from .transactions import TransactionManager
 
-__all__ = ["SLICE_BYTES", "SLICE_RECORDS", "YIELD_INTERVAL", "BulkAppender"]
+__all__ = ["BULK_RECORD_OVERHEAD", "SLICE_BYTES", "SLICE_RECORDS", "YIELD_INTERVAL", "BulkAppender"]
 
 SLICE_RECORDS = 1024
 SLICE_BYTES = 256 * 1024
 # Longest stretch of encoding between two yields to the event loop (seconds).
 YIELD_INTERVAL = 0.001
-# Record bound on top of key, value and headers: fixed fields at their widest,
-# plus the lengths of key and value as 5-byte varints (as the per-record path).
-_RECORD_BOUND = MAX_RECORD_OVERHEAD + 10
+# Record bound on top of key, value (-1 when null) and headers: the per-record
+# path's, fixed fields at their widest and 5-byte varint lengths.
+_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
+# What the call keeps per record until its result is dropped (partition,
+# position, key and value sizes in arrays): counted in buffer_memory too.
+BULK_RECORD_OVERHEAD = 32
 
 
 class BulkAppender:
@@ -72,7 +75,6 @@ class BulkAppender:
         self._wakeup = wakeup
         self._check_open = check_open
         self._max_block = config.max_block_ms / 1000
-        self._max_record = min(config.max_request_size, config.buffer_memory)
         # A slice never asks for more than a quarter of the buffer at once, so
         # memory freed by the sender is taken up in small steps.
         self._slice_bytes = min(SLICE_BYTES, config.buffer_memory // 4)
@@ -117,17 +119,19 @@ class BulkAppender:
         """Each record's buffer-memory reservation; RecordTooLargeError names the first too big."""
         vlen, klen = cols.value_lengths, cols.key_lengths
         if klen is None:
-            sizes = [_RECORD_BOUND + 1 + max(v, 0) for v in vlen]
+            sizes = [_RECORD_BOUND - 1 + v for v in vlen]
         else:
-            sizes = [_RECORD_BOUND + max(v, 0) + max(k, 0) for v, k in zip(vlen, klen)]
+            sizes = [_RECORD_BOUND + v + k for v, k in zip(vlen, klen)]
         if cols.header_sizes is not None:
             sizes = [s + h for s, h in zip(sizes, cols.header_sizes)]
-        elif cols.common_headers is not None:
-            from .protocol.records import headers_size
-
-            extra = headers_size(cols.common_headers)
+        else:
+            extra = headers_size(cols.common_headers)  # 1 (a zero count) without headers
             sizes = [s + extra for s in sizes]
-        limit = self._max_record - RECORD_BATCH_OVERHEAD
+        # sizes[i] + RECORD_BATCH_OVERHEAD: the record alone in a batch.
+        limit = min(
+            self._config.max_request_size - RECORD_BATCH_OVERHEAD,
+            self._config.buffer_memory - BULK_RECORD_OVERHEAD,
+        )
         if sizes and max(sizes) > limit:
             index = next(i for i, s in enumerate(sizes) if s > limit)
             bound = sizes[index] + RECORD_BATCH_OVERHEAD
@@ -138,6 +142,8 @@ class BulkAppender:
                 f"record {index} is {bound} bytes when serialized, larger than {which} "
                 f"({getattr(self._config, which)}); nothing of this call was buffered"
             )
+        overhead = BULK_RECORD_OVERHEAD
+        sizes = [s + overhead for s in sizes]
         return sizes
 
     @staticmethod
