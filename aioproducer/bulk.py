@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -112,7 +113,7 @@ class BulkAppender:
         if cols.count == 0:
             future.set_result(BulkResult(call))
             return future
-        await self._append_all(call, cols, sizes, info, deadline, now_ms)
+        await self._append_all(call, cols, sizes, info, deadline)
         return future
 
     def _record_bounds(self, cols: BulkColumns) -> list[int]:
@@ -163,7 +164,6 @@ class BulkAppender:
         sizes: list[int],
         info: TopicInfo,
         deadline: float,
-        now_ms: int,
     ) -> None:
         pool = self._pool
         n = cols.count
@@ -188,7 +188,7 @@ class BulkAppender:
                     call.not_buffered(n - start, exc)
                     return
                 last_yield = time.perf_counter()
-            self._append_slice(call, cols, sizes, info, start, stop, now_ms)
+            self._append_slice(call, cols, sizes, info, start, stop)
             start = stop
             if start < n and time.perf_counter() - last_yield >= YIELD_INTERVAL:
                 await asyncio.sleep(0)
@@ -208,9 +208,74 @@ class BulkAppender:
         info: TopicInfo,
         start: int,
         stop: int,
-        now_ms: int,
     ) -> None:
         """Encode records ``start..stop`` (their memory is reserved) in one pass."""
+        # partition -> (append, span, batch) of the batch this slice writes to there
+        open_: dict[int, tuple[Any, BulkSpan, Any]] = {}
+        try:
+            if cols.partitions is None and cols.timestamps is None and cols.headers is None and (
+                cols.keys is None or cols.partition is not None
+            ):
+                self._append_runs(call, cols, sizes, info, start, stop, open_)
+            else:
+                self._append_each(call, cols, sizes, info, start, stop, open_)
+        finally:
+            for _append, span, _batch in open_.values():
+                call.close_span(span)
+
+    def _append_runs(
+        self,
+        call: BulkCall,
+        cols: BulkColumns,
+        sizes: list[int],
+        info: TopicInfo,
+        start: int,
+        stop: int,
+        open_: dict[int, tuple[Any, BulkSpan, Any]],
+    ) -> None:
+        """Records that all go to one partition until its batch is full: sticky or
+        explicit partition, one timestamp and one set of headers for all. Each
+        batch takes a run of records in one ``append_run``."""
+        topic, fixed = call.topic, cols.partition
+        now = time.monotonic()
+        entry = self._open(call, open_, fixed, topic, info, now)
+        moved = False
+        i = start
+        while True:
+            span, batch = entry[1], entry[2]
+            count = batch.builder.append_run(
+                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers
+            )
+            if count:
+                call.partitions[i : i + count] = array("i", [span.partition]) * count
+                call.ordinals[i : i + count] = array("q", range(span.first + span.count, span.first + span.count + count))
+                span.count += count
+                batch.reserved += sum(sizes[i : i + count])
+                if fixed is None:
+                    self._sticky.used_topics.add(topic)
+                i += count
+                moved = False
+            if i >= stop:
+                return
+            # The batch is full. KIP-480: unkeyed records move to another
+            # partition; if its open batch has no room either, start one there.
+            if fixed is None and not moved:
+                entry = self._open(call, open_, None, topic, info, now, move=True)
+                moved = True
+            else:
+                entry = self._open(call, open_, span.partition, topic, info, now, new=True)
+
+    def _append_each(
+        self,
+        call: BulkCall,
+        cols: BulkColumns,
+        sizes: list[int],
+        info: TopicInfo,
+        start: int,
+        stop: int,
+        open_: dict[int, tuple[Any, BulkSpan, Any]],
+    ) -> None:
+        """Records whose partition, timestamp or headers vary: one append each."""
         topic = call.topic
         values, keys = cols.values, cols.keys
         common_headers, headers = cols.common_headers, cols.headers
@@ -220,47 +285,41 @@ class BulkAppender:
         parts, ords = call.partitions, call.ordinals
         sticky = self._sticky
         now = time.monotonic()
-        # partition -> (append, span, batch) of the batch this slice writes to there
-        open_: dict[int, tuple[Any, BulkSpan, Any]] = {}
-        try:
-            for i in range(start, stop):
-                value = values[i]
-                key = keys[i] if keys is not None else None
-                ts = timestamp if timestamps is None or timestamps[i] is None else timestamps[i]
-                h = common_headers if headers is None else headers[i]
-                p = fixed if per_partition is None else per_partition[i]
-                if p is None and key is not None:
-                    p = partition_for_key(key, num_partitions)
-                entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
-                if entry is not None:
-                    delta = entry[0](ts, key, value, h)
-                    if delta is not None:
-                        span = entry[1]
-                        parts[i] = span.partition
-                        ords[i] = span.first + span.count
-                        span.count += 1
-                        entry[2].reserved += sizes[i]
-                        continue
-                # Slow path: a new partition for this slice, or a full batch.
-                entry = self._open(call, open_, p, topic, info, now)
+        for i in range(start, stop):
+            value = values[i]
+            key = keys[i] if keys is not None else None
+            ts = timestamp if timestamps is None or timestamps[i] is None else timestamps[i]
+            h = common_headers if headers is None else headers[i]
+            p = fixed if per_partition is None else per_partition[i]
+            if p is None and key is not None:
+                p = partition_for_key(key, num_partitions)
+            entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
+            if entry is not None:
                 delta = entry[0](ts, key, value, h)
-                if delta is None and p is None:
-                    # KIP-480: the sticky partition moves on when its batch is full.
-                    entry = self._open(call, open_, p, topic, info, now, move=True)
-                    delta = entry[0](ts, key, value, h)
-                if delta is None:  # the open batch is full: a new one always takes a record
-                    entry = self._open(call, open_, entry[1].partition, topic, info, now, new=True)
-                    entry[0](ts, key, value, h)
-                span = entry[1]
-                parts[i] = span.partition
-                ords[i] = span.first + span.count
-                span.count += 1
-                entry[2].reserved += sizes[i]
-                if p is None:
-                    sticky.used_topics.add(topic)
-        finally:
-            for _append, span, _batch in open_.values():
-                call.close_span(span)
+                if delta is not None:
+                    span = entry[1]
+                    parts[i] = span.partition
+                    ords[i] = span.first + span.count
+                    span.count += 1
+                    entry[2].reserved += sizes[i]
+                    continue
+            # Slow path: a new partition for this slice, or a full batch.
+            entry = self._open(call, open_, p, topic, info, now)
+            delta = entry[0](ts, key, value, h)
+            if delta is None and p is None:
+                # KIP-480: the sticky partition moves on when its batch is full.
+                entry = self._open(call, open_, p, topic, info, now, move=True)
+                delta = entry[0](ts, key, value, h)
+            if delta is None:  # the open batch is full: a new one always takes a record
+                entry = self._open(call, open_, entry[1].partition, topic, info, now, new=True)
+                entry[0](ts, key, value, h)
+            span = entry[1]
+            parts[i] = span.partition
+            ords[i] = span.first + span.count
+            span.count += 1
+            entry[2].reserved += sizes[i]
+            if p is None:
+                sticky.used_topics.add(topic)
 
     def _custom_partitions(self, topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         """Run a custom partitioner for every record up front, before anything is buffered."""
