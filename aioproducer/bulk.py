@@ -152,9 +152,9 @@ class BulkAppender:
         n = len(info.partitions)
         for i, p in enumerate(cols.partitions or (cols.partition,)):
             if p is not None and p >= n:
-                where = f"partition[{i}]" if cols.partitions else "partition"
+                where = f" (record {i})" if cols.partitions else ""
                 raise errors.InvalidPartitionError(
-                    f"{where} is {p}, not in the range [0...{n}) of topic {topic!r}"
+                    f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}"
                 )
 
     async def _append_all(
