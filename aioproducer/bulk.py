@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -213,10 +214,11 @@ class BulkAppender:
         # partition -> (append, span, batch) of the batch this slice writes to there
         open_: dict[int, tuple[Any, BulkSpan, Any]] = {}
         try:
-            if cols.partitions is None and cols.timestamps is None and cols.headers is None and (
-                cols.keys is None or cols.partition is not None
-            ):
+            uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
+            if uniform and (cols.keys is None or cols.partition is not None):
                 self._append_runs(call, cols, sizes, info, start, stop, open_)
+            elif uniform and None not in cols.keys[start:stop]:  # type: ignore[index]
+                self._append_keyed(call, cols, sizes, info, start, stop, open_)
             else:
                 self._append_each(call, cols, sizes, info, start, stop, open_)
         finally:
@@ -264,6 +266,46 @@ class BulkAppender:
                 moved = True
             else:
                 entry = self._open(call, open_, span.partition, topic, info, now, new=True)
+
+    def _append_keyed(
+        self,
+        call: BulkCall,
+        cols: BulkColumns,
+        sizes: list[int],
+        info: TopicInfo,
+        start: int,
+        stop: int,
+        open_: dict[int, tuple[Any, BulkSpan, Any]],
+    ) -> None:
+        """Keyed records: partitions first (murmur2), then one run per partition,
+        in call order within each partition (a stable sort by partition)."""
+        n = len(info.partitions)
+        keys = cols.keys
+        assert keys is not None
+        chosen = [partition_for_key(key, n) for key in keys[start:stop]]
+        call.partitions[start:stop] = array("i", chosen)
+        order = sorted(range(start, stop), key=call.partitions.__getitem__)
+        ords = call.ordinals
+        now = time.monotonic()
+        pos = 0  # in order
+        for p, count in sorted(Counter(chosen).items()):
+            end = pos + count
+            entry = self._open(call, open_, p, call.topic, info, now)
+            while True:
+                span, batch = entry[1], entry[2]
+                taken = batch.builder.append_run(
+                    call.timestamp, cols.values, pos, end, keys, cols.common_headers, order
+                )
+                if taken:
+                    placed = order[pos : pos + taken]
+                    for i, ordinal in zip(placed, range(span.first + span.count, span.first + span.count + taken)):
+                        ords[i] = ordinal
+                    span.count += taken
+                    batch.reserved += sum(map(sizes.__getitem__, placed))
+                    pos += taken
+                if pos >= end:
+                    break
+                entry = self._open(call, open_, p, call.topic, info, now, new=True)
 
     def _append_each(
         self,

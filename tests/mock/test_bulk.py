@@ -46,22 +46,23 @@ async def test_unkeyed_records_fill_sticky_batches_in_order_and_result_points_at
 
 
 async def test_keys_go_to_their_murmur2_partition_with_headers() -> None:
-    keys = [b"customer-%d" % (i % 37) for i in range(600)]
-    values = [b"v%d" % i for i in range(600)]
-    per_record = [[("n", b"%d" % i)] if i % 2 else None for i in range(600)]
+    keys = [b"customer-%d" % (i % 37) for i in range(3000)]
+    values = [b"v%d" % i for i in range(3000)]
+    per_record = [[("n", b"%d" % i)] if i % 2 else None for i in range(3000)]
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("keyed", partitions=6)
         async with Producer(cluster.bootstrap_servers) as p:
-            common = await p.send_many("keyed", values[:300], keys=keys[:300], headers=[("src", b"bulk")])
-            own = await p.send_many("keyed", values[300:], keys=keys[300:], headers=per_record[300:])
+            # More records than one slice: several slices, each grouped by partition.
+            common = await p.send_many("keyed", values[:2500], keys=keys[:2500], headers=[("src", b"bulk")])
+            own = await p.send_many("keyed", values[2500:], keys=keys[2500:], headers=per_record[2500:])
         stored = by_offset(cluster.records("keyed"))
-    for i in range(300):
+    for i in range(2500):
         md = common[i]
         assert md.partition == partition_for_key(keys[i], 6)
         rec = stored[(md.partition, md.offset)]
         assert (rec.key, rec.value, rec.headers) == (keys[i], values[i], [("src", b"bulk")])
-    for j in range(300):
-        i = 300 + j
+    for j in range(500):
+        i = 2500 + j
         md = own[j]
         rec = stored[(md.partition, md.offset)]
         assert md.partition == partition_for_key(keys[i], 6)
