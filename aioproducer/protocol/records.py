@@ -323,17 +323,11 @@ class RecordBatchBuilder:
             for i in indices:
                 value = values[i]
                 key = keys[i]
-                if key is None:
-                    kpre, klen = _NULL, 0
-                else:
-                    klen = len(key)
-                    kpre = table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
+                klen = 0 if key is None else len(key)
+                kpre = _NULL if key is None else table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
                 off = table[count << 1] if count < 8192 else _uvarint(count << 1)
-                if value is None:
-                    vpre, vlen = _NULL, 0
-                else:
-                    vlen = len(value)
-                    vpre = table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
+                vlen = 0 if value is None else len(value)
+                vpre = _NULL if value is None else table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
                 size = base_size + len(off) + len(kpre) + klen + len(vpre) + vlen
                 lpre = table[size << 1] if size < 8192 else _uvarint(size << 1)
                 size += len(lpre)
