@@ -57,7 +57,7 @@ def _arrow_views(arr: Any, what: str) -> list[memoryview | None]:
     n = len(arr)
     if n == 0:
         return []
-    validity, offsets_buf, data_buf = arr.buffers()
+    _validity, offsets_buf, data_buf = arr.buffers()
     offsets = memoryview(offsets_buf).cast(code)[arr.offset : arr.offset + n + 1]
     if sys.byteorder != "little":  # pragma: no cover - Arrow buffers are little-endian
         offsets = array(code, offsets)

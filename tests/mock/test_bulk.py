@@ -171,18 +171,18 @@ async def test_bad_input_raises_typed_errors_and_buffers_nothing() -> None:
             await p.send("bad", b"warm-up")
             good = [b"ok"] * 10
             cases = [
-                (TypeError, dict(values=good[:5] + ["text"] + good[:4])),
-                (TypeError, dict(values=b"not a list")),
-                (TypeError, dict(values=pa.array([1, 2, 3]))),
-                (ValueError, dict(values=good, keys=[b"k"] * 9)),
-                (TypeError, dict(values=good, keys=[b"k"] * 9 + [7])),
-                (TypeError, dict(values=good, headers=[("h", "not bytes")])),
-                (ValueError, dict(values=good, headers=[None] * 3)),
-                (ValueError, dict(values=good, timestamp_ms=-1)),
-                (ValueError, dict(values=good, timestamp_ms=[1] * 9 + [-5])),
-                (TypeError, dict(values=good, partition="0")),
-                (errors.InvalidPartitionError, dict(values=good, partition=[0] * 9 + [2])),
-                (errors.RecordTooLargeError, dict(values=good[:3] + [b"x" * 20_000])),
+                (TypeError, {"values": good[:5] + ["text"] + good[:4]}),
+                (TypeError, {"values": b"not a list"}),
+                (TypeError, {"values": pa.array([1, 2, 3])}),
+                (ValueError, {"values": good, "keys": [b"k"] * 9}),
+                (TypeError, {"values": good, "keys": [b"k"] * 9 + [7]}),
+                (TypeError, {"values": good, "headers": [("h", "not bytes")]}),
+                (ValueError, {"values": good, "headers": [None] * 3}),
+                (ValueError, {"values": good, "timestamp_ms": -1}),
+                (ValueError, {"values": good, "timestamp_ms": [1] * 9 + [-5]}),
+                (TypeError, {"values": good, "partition": "0"}),
+                (errors.InvalidPartitionError, {"values": good, "partition": [0] * 9 + [2]}),
+                (errors.RecordTooLargeError, {"values": good[:3] + [b"x" * 20_000]}),
             ]
             for exc_type, kwargs in cases:
                 with pytest.raises(exc_type) as info:
