@@ -229,3 +229,20 @@ async def test_buffer_memory_backpressure_and_max_block_ms() -> None:
     assert stored.count(b"x" * 100) == first_missing
     assert b"y" * 16_500 not in stored
     assert [result[i].offset for i in range(first_missing)] == list(range(1, first_missing + 1))
+
+
+async def test_a_bulk_batch_refused_as_too_large_fails_naming_its_records() -> None:
+    # Bulk records carry no future of their own, so such a batch is not split
+    # (KIP-126); its records fail, by index, and the producer goes on.
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("big", partitions=1)
+        cluster.max_message_bytes = 1500
+        async with Producer(cluster.bootstrap_servers, linger_ms=50) as p:
+            fut = await p.enqueue_many("big", [b"x" * 100] * 60)
+            with pytest.raises(BulkSendError) as info:
+                await asyncio.wait_for(fut, 10)
+            after = await asyncio.wait_for(p.send("big", b"after"), 5)
+        assert [r.value for r in cluster.records("big")] == [b"after"] and after.offset == 0
+    failure = info.value.result.errors[0]
+    assert failure.indices == list(range(60))
+    assert isinstance(failure.error, errors.RecordTooLargeError)  # MESSAGE_TOO_LARGE
