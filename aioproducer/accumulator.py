@@ -7,7 +7,9 @@ Invariants this module keeps:
 * the accumulator never schedules timers, never completes or fails a batch and
   never touches producer-id state: it answers questions (:meth:`ready`,
   :meth:`drain`, :meth:`expired`) given ``now`` and the leaders, and the sender
-  acts on the answers. That keeps it testable without an event loop.
+  acts on the answers. That keeps it testable without an event loop;
+* :attr:`RecordAccumulator._nonempty` holds exactly the partitions with queued
+  batches, so a pass costs what is queued, not every partition ever written.
 """
 
 from __future__ import annotations
@@ -70,14 +72,22 @@ class RecordAccumulator:
         self.delivery_timeout = delivery_timeout_ms / 1000
         self.is_transactional = is_transactional
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {}
-        self._drain_start: dict[int, int] = {}
+        # The deques that hold a batch, by partition: ready/drain/expiry look only here.
+        self._nonempty: dict[TopicPartition, deque[ProducerBatch]] = {}
+        # Per node: the partition a full request left out, first in line next time.
+        self._drain_start: dict[int, TopicPartition] = {}
+        # Per node: when it last had a batch ready, and when it was last drained
+        # (KIP-794: partitions of a node ready but undrained for longer than
+        # partitioner_availability_timeout_ms get no new records).
+        self._ready_time: dict[int, float] = {}
+        self._drain_time: dict[int, float] = {}
         # Batches created and not yet completed or failed: flush() waits on these.
         self.incomplete: set[ProducerBatch] = set()
         self.flushing = 0
         self.closing = False
 
     def __repr__(self) -> str:
-        queued = sum(len(d) for d in self._deques.values())
+        queued = sum(len(d) for d in self._nonempty.values())
         return f"<RecordAccumulator queued={queued} incomplete={len(self.incomplete)}>"
 
     # -- filling -----------------------------------------------------------
@@ -119,6 +129,8 @@ class RecordAccumulator:
         batch = self._new_batch(tp, now, self.batch_size)
         batch.try_append(timestamp_ms, key, value, headers, future, sizes)
         dq.append(batch)
+        if len(dq) == 1:
+            self._nonempty[tp] = dq
         self.incomplete.add(batch)
         return batch
 
@@ -150,6 +162,8 @@ class RecordAccumulator:
         if dq is None:
             dq = self._deques[tp] = deque()
         dq.append(batch)
+        if len(dq) == 1:
+            self._nonempty[tp] = dq
         self.incomplete.add(batch)
         return batch
 
@@ -165,9 +179,7 @@ class RecordAccumulator:
         result = ReadyResult()
         urgent = memory_exhausted or self.flushing > 0 or self.closing
         linger = self.linger
-        for tp, dq in self._deques.items():
-            if not dq:
-                continue
+        for tp, dq in self._nonempty.items():
             leader = leader_of(tp[0], tp[1])
             if leader is None:
                 result.unknown_leader_topics.add(tp[0])
@@ -187,6 +199,9 @@ class RecordAccumulator:
                 result.nodes.add(leader)
             else:
                 result.next_check = min(result.next_check, wait)
+        for node in result.nodes:
+            self._ready_time[node] = now
+            self._drain_time.setdefault(node, now)
         return result
 
     def drain(
@@ -198,16 +213,23 @@ class RecordAccumulator:
     ) -> dict[int, list[ProducerBatch]]:
         """Take batches for each ready node, up to ``max_request_size`` per request.
 
-        The partition to start from rotates per node so that, when a request
-        fills up, the partitions left out get the first places next time.
+        When a request fills up, the partition left out gets the first place
+        at that node next time, so no partition waits behind the others forever.
         """
         muted_set = set(muted)
         out: dict[int, list[ProducerBatch]] = {}
         for node in ready.nodes:
+            self._drain_time[node] = now
             tps = ready.partitions.get(node, [])
             if not tps:
                 continue
-            start = self._drain_start.get(node, 0) % len(tps)
+            start = 0
+            first = self._drain_start.pop(node, None)
+            if first is not None:
+                try:
+                    start = tps.index(first)
+                except ValueError:
+                    pass
             taken: list[ProducerBatch] = []
             size = 0
             for i in range(len(tps)):
@@ -222,12 +244,14 @@ class RecordAccumulator:
                     continue
                 batch_size = head.builder.size_in_bytes
                 if taken and size + batch_size > max_request_size:
+                    self._drain_start[node] = tp
                     break
                 dq.popleft()
+                if not dq:
+                    del self._nonempty[tp]
                 head.sealed = True
                 taken.append(head)
                 size += batch_size
-            self._drain_start[node] = start + 1
             if taken:
                 out[node] = taken
         return out
@@ -259,6 +283,7 @@ class RecordAccumulator:
             index += 1
         for offset, batch in enumerate(batches):
             dq.insert(index + offset, batch)
+        self._nonempty[tp] = dq
 
     def split(self, batch: ProducerBatch) -> list[ProducerBatch]:
         """Split a batch the broker refused as too large into smaller ones (KIP-126).
@@ -302,22 +327,24 @@ class RecordAccumulator:
 
     def retried_heads(self) -> list[TopicPartition]:
         """Partitions whose next batch is a retry."""
-        return [tp for tp, dq in self._deques.items() if dq and dq[0].attempts]
+        return [tp for tp, dq in self._nonempty.items() if dq[0].attempts]
 
     def expired(self, now: float) -> list[ProducerBatch]:
         """Remove and return queued batches past their delivery timeout."""
         out: list[ProducerBatch] = []
-        for dq in self._deques.values():
-            if dq and dq[0].deadline <= now:
+        for tp, dq in list(self._nonempty.items()):
+            if dq[0].deadline <= now:
                 keep = [b for b in dq if b.deadline > now]
                 out.extend(b for b in dq if b.deadline <= now)
                 dq.clear()
                 dq.extend(keep)
+                if not dq:
+                    del self._nonempty[tp]
         return out
 
     def next_expiry(self) -> float:
         """The earliest delivery deadline of a queued batch (inf if none)."""
-        return min((dq[0].deadline for dq in self._deques.values() if dq), default=float("inf"))
+        return min((dq[0].deadline for dq in self._nonempty.values()), default=float("inf"))
 
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch that has been completed or failed, once its futures are resolved."""
@@ -331,13 +358,17 @@ class RecordAccumulator:
         return dq is not None and batch in dq
 
     def queued_batches(self) -> int:
-        return sum(len(dq) for dq in self._deques.values())
+        return sum(len(dq) for dq in self._nonempty.values())
+
+    def nonempty_partitions(self) -> list[TopicPartition]:
+        """Partitions with at least one queued batch."""
+        return list(self._nonempty)
 
     def take_partitions(self, partitions: Iterable[TopicPartition]) -> list[ProducerBatch]:
         """Remove and return every queued batch of ``partitions``, oldest first."""
         taken: list[ProducerBatch] = []
         for tp in partitions:
-            dq = self._deques.get(tp)
+            dq = self._nonempty.pop(tp, None)
             if dq:
                 taken.extend(dq)
                 dq.clear()
@@ -345,9 +376,33 @@ class RecordAccumulator:
 
     def take_all(self) -> list[ProducerBatch]:
         """Remove every queued batch (for abort on close)."""
-        out = [b for dq in self._deques.values() for b in dq]
+        out = [b for dq in self._nonempty.values() for b in dq]
         self._deques.clear()
+        self._nonempty.clear()
         return out
 
     def queued_topics(self) -> set[str]:
-        return {tp[0] for tp, dq in self._deques.items() if dq}
+        return {tp[0] for tp in self._nonempty}
+
+    def forget_topic(self, topic: str) -> bool:
+        """Drop an idle topic's empty queues; False (nothing dropped) if a batch is pending."""
+        if any(b.topic == topic for b in self.incomplete):
+            return False
+        for tp in [tp for tp in self._deques if tp[0] == topic]:
+            del self._deques[tp]
+        return True
+
+    # -- load, for the uniform sticky partitioner (KIP-794) ------------------
+
+    def queue_sizes(self, topic: str, partitions: Iterable[int]) -> list[int]:
+        """Queued batches of each of ``topic``'s ``partitions``."""
+        nonempty = self._nonempty
+        return [len(nonempty.get((topic, p), ())) for p in partitions]
+
+    def unavailable_nodes(self, timeout: float) -> set[int]:
+        """Nodes that have had a batch ready, undrained, for longer than ``timeout`` seconds."""
+        return {
+            node
+            for node, ready in self._ready_time.items()
+            if ready - self._drain_time.get(node, ready) > timeout
+        }

@@ -80,6 +80,7 @@ class BulkAppender:
         txn: TransactionManager | None,
         wakeup: Callable[[], None],
         check_open: Callable[[], None],
+        next_sticky: Callable[[str, TopicInfo], None],
     ) -> None:
         self._config = config
         self._client = client
@@ -89,6 +90,9 @@ class BulkAppender:
         self._txn = txn
         self._wakeup = wakeup
         self._check_open = check_open
+        # Moves a topic's sticky partition on (KIP-794, adaptive when configured).
+        self._next_sticky = next_sticky
+        self._ignore_keys = config.partitioner_ignore_keys
         self._max_block = config.max_block_ms / 1000
         # A slice never asks for more than a quarter of the buffer at once, so
         # memory freed by the sender is taken up in small steps.
@@ -224,7 +228,7 @@ class BulkAppender:
         open_: _OpenBatches = {}
         try:
             uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
-            if uniform and (cols.keys is None or cols.partition is not None):
+            if uniform and (cols.keys is None or cols.partition is not None or self._ignore_keys):
                 self._append_runs(job, start, stop, open_)
             elif uniform and None not in cols.keys[start:stop]:  # type: ignore[index]
                 self._append_keyed(job, start, stop, open_)
@@ -255,14 +259,16 @@ class BulkAppender:
                 span.count += count
                 batch.reserved += sum(sizes[i : i + count])
                 if fixed is None:
-                    self._sticky.used_topics.add(topic)
+                    self._produced(topic, sum(sizes[i : i + count]) - count * BULK_RECORD_OVERHEAD)
                 i += count
                 moved = False
             if i >= stop:
                 return
-            # The batch is full. KIP-480: unkeyed records move to another
-            # partition; if its open batch has no room either, start one there.
-            if fixed is None and not moved:
+            # The batch is full. KIP-794: unkeyed records move to another
+            # partition once batch_size bytes went to this one (the switch
+            # falls on a batch boundary); if the new partition's open batch has
+            # no room either, or it is not time to move, start a batch.
+            if fixed is None and not moved and self._switch_due(topic):
                 entry = self._open(call, open_, None, topic, info, now, move=True)
                 moved = True
             else:
@@ -311,6 +317,7 @@ class BulkAppender:
         num_partitions = len(info.partitions)
         parts, ords = call.partitions, call.ordinals
         sticky = self._sticky
+        ignore_keys = self._ignore_keys
         now = time.monotonic()
         for i in range(start, stop):
             value = values[i]
@@ -318,7 +325,7 @@ class BulkAppender:
             ts = timestamp if timestamps is None or timestamps[i] is None else timestamps[i]
             h = common_headers if headers is None else headers[i]
             p = fixed if per_partition is None else per_partition[i]
-            if p is None and key is not None:
+            if p is None and key is not None and not ignore_keys:
                 p = partition_for_key(key, num_partitions)
             entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
             if entry is not None:
@@ -329,12 +336,14 @@ class BulkAppender:
                     ords[i] = span.first + span.count
                     span.count += 1
                     entry[2].reserved += sizes[i]
+                    if p is None:
+                        self._produced(topic, sizes[i] - BULK_RECORD_OVERHEAD)
                     continue
             # Slow path: a new partition for this slice, or a full batch.
             entry = self._open(call, open_, p, topic, info, now)
             delta = entry[0](ts, key, value, h)
-            if delta is None and p is None:
-                # KIP-480: the sticky partition moves on when its batch is full.
+            if delta is None and p is None and self._switch_due(topic):
+                # KIP-794: the sticky partition moves on at a batch boundary.
                 entry = self._open(call, open_, p, topic, info, now, move=True)
                 delta = entry[0](ts, key, value, h)
             if delta is None:  # the open batch is full: a new one always takes a record
@@ -346,7 +355,16 @@ class BulkAppender:
             span.count += 1
             entry[2].reserved += sizes[i]
             if p is None:
-                sticky.used_topics.add(topic)
+                self._produced(topic, sizes[i] - BULK_RECORD_OVERHEAD)
+
+    def _produced(self, topic: str, size: int) -> None:
+        """Count bytes produced to the topic's sticky partition (KIP-794)."""
+        sticky = self._sticky
+        sticky.produced[topic] = sticky.produced.get(topic, 0) + size
+
+    def _switch_due(self, topic: str) -> bool:
+        """The sticky partition's batch is full: move on once batch_size bytes went there."""
+        return self._sticky.produced.get(topic, 0) >= self._sticky.batch_size
 
     def _custom_partitions(self, topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         """Run a custom partitioner for every record up front, before anything is buffered."""
@@ -385,17 +403,14 @@ class BulkAppender:
         """
         acc = self._acc
         if p is None:
-            # KIP-480: the sticky partition moves on when its batch is full or
-            # sent, or would need a new batch once it has taken records.
-            sticky = self._sticky
-            n = len(info.partitions)
-            p = sticky.partition(topic, n, info.available)
-            if move or (sticky.used(topic) and acc.open_batch(info.tps[p]) is None):
-                p = sticky.next_partition(topic, n, info.available)
+            if move:
+                self._next_sticky(topic, info)
+            p = self._sticky.partition(topic, len(info.partitions), info.available)
         tp = info.tps[p]
         batch = None if new else acc.open_batch(tp)
         if batch is None:
             batch = acc.new_batch(tp, now)
+            self._client.touch_topic(topic, now)
             self._wakeup()  # the sender starts the batch's linger clock
         old = open_.get(p)
         if old is not None:

@@ -65,6 +65,14 @@ class ProducerConfig:
     reconnect_backoff_max_ms: int = 1000
     connections_max_idle_ms: int = 540000
     allow_auto_create_topics: bool = True
+    metadata_max_idle_ms: int = 300000
+    # KIP-899: "rebootstrap" (Java 3.9+/4.0 default) or "none".
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300000
+    # KIP-794, the uniform sticky partitioner.
+    partitioner_adaptive_partitioning: bool = True
+    partitioner_availability_timeout_ms: int = 0
+    partitioner_ignore_keys: bool = False
     # Security: TLS and SASL (see security.py).
     security_protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
@@ -112,6 +120,9 @@ class ProducerConfig:
             ("reconnect_backoff_ms", 0),
             ("reconnect_backoff_max_ms", 0),
             ("connections_max_idle_ms", 1),
+            ("metadata_max_idle_ms", 1),
+            ("metadata_recovery_rebootstrap_trigger_ms", 0),
+            ("partitioner_availability_timeout_ms", 0),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -121,6 +132,15 @@ class ProducerConfig:
             raise ConfigurationError(
                 f"delivery_timeout_ms ({self.delivery_timeout_ms}) must be at least "
                 f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
+            )
+        for name in ("allow_auto_create_topics", "partitioner_adaptive_partitioning",
+                     "partitioner_ignore_keys"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.metadata_recovery_strategy not in ("rebootstrap", "none"):
+            raise ConfigurationError(
+                'metadata_recovery_strategy must be "rebootstrap" or "none", '
+                f"got {self.metadata_recovery_strategy!r}"
             )
         for name in ("partitioner", "key_serializer", "value_serializer"):
             value = getattr(self, name)
@@ -193,13 +213,25 @@ JAVA_PROPERTY_NAMES: dict[str, str] = {
     "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
     "connections.max.idle.ms": "connections_max_idle_ms",
     "allow.auto.create.topics": "allow_auto_create_topics",
+    "metadata.max.idle.ms": "metadata_max_idle_ms",
+    "metadata.recovery.strategy": "metadata_recovery_strategy",
+    "metadata.recovery.rebootstrap.trigger.ms": "metadata_recovery_rebootstrap_trigger_ms",
+    "partitioner.adaptive.partitioning.enable": "partitioner_adaptive_partitioning",
+    "partitioner.availability.timeout.ms": "partitioner_availability_timeout_ms",
+    "partitioner.ignore.keys": "partitioner_ignore_keys",
 }
 # Per-codec levels (KIP-390) all map onto the one compression_level.
 for _codec in ("gzip", "lz4", "zstd"):
     JAVA_PROPERTY_NAMES[f"compression.{_codec}.level"] = "compression_level"
 
 JAVA_PROPERTY_NAMES.update(SECURITY_PROPERTY_NAMES)
-_BOOLEAN_FIELDS = {"enable_idempotence", "allow_auto_create_topics", "ssl_check_hostname"}
+_BOOLEAN_FIELDS = {
+    "enable_idempotence",
+    "allow_auto_create_topics",
+    "ssl_check_hostname",
+    "partitioner_adaptive_partitioning",
+    "partitioner_ignore_keys",
+}
 
 _FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(ProducerConfig) if f.init}
 
@@ -213,7 +245,7 @@ def _coerce(prop: str, field_name: str, value: Any) -> Any:
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise ConfigurationError(f"{prop} must be true or false, got {value!r}")
-    if field_name == "acks" or field_name == "bootstrap_servers":
+    if field_name in ("acks", "bootstrap_servers", "metadata_recovery_strategy"):
         return text
     if kind.startswith("int") and "str" not in kind:
         try:

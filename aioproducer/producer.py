@@ -79,7 +79,10 @@ class Producer:
             compression_level=config.compression_level,
             is_transactional=config.transactional_id is not None,
         )
-        self._sticky = StickyPartitioner()
+        self._sticky = StickyPartitioner(config.batch_size)
+        # KIP-794: unkeyed (or every, with partitioner_ignore_keys) record goes
+        # through the uniform sticky partitioner.
+        self._ignore_keys = config.partitioner_ignore_keys
         self._started = False
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
@@ -135,7 +138,12 @@ class Producer:
             reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
             connections_max_idle_ms=cfg.connections_max_idle_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
             allow_auto_create_topics=cfg.allow_auto_create_topics,
+            metadata_max_idle_ms=cfg.metadata_max_idle_ms,
+            metadata_recovery_strategy=cfg.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms=cfg.metadata_recovery_rebootstrap_trigger_ms,
+            forget_topics=self._forget_idle_topics,
             security=cfg.security,
         )
         try:
@@ -163,7 +171,7 @@ class Producer:
         self._sender.start()
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
-            self._sender.wakeup, self._check_open,
+            self._sender.wakeup, self._check_open, self._next_sticky_partition,
         )
         self._started = True
 
@@ -195,6 +203,11 @@ class Producer:
                 return
             self._closed = True
             self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
+            if self._client is not None:
+                # An enqueue() waiting for metadata fails now, not max_block_ms later.
+                self._client.fail_metadata_waiters(
+                    errors.ProducerClosedError("the producer was closed")
+                )
             if self._sender is None or self._client is None:
                 return
             # Shielded: a close() that is itself cancelled still stops the
@@ -346,22 +359,32 @@ class Producer:
         size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
             self._check_size(size + RECORD_BATCH_OVERHEAD)
-        size += RECORD_HANDLE_OVERHEAD
+        reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
 
         client = self._client
-        info = client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+        assert client is not None
+        info = client.snapshot.topics.get(topic)
         deadline = 0.0
-        if info is None or not info.partitions:
+        if (
+            info is None
+            or not info.partitions
+            or (type(partition) is int and partition >= len(info.partitions))
+        ):
+            # Unknown topic, or a partition added since the last refresh: wait
+            # for metadata that has it, up to max_block_ms (as Java does).
             deadline = time.monotonic() + self._max_block
-            await client.partitions_for(topic, self._max_block)  # type: ignore[union-attr]
-            info = client.snapshot.topics[topic]  # type: ignore[union-attr]
+            wanted = partition + 1 if type(partition) is int and partition > 0 else 1
+            await client.partitions_for(topic, self._max_block, wanted)
+            info = client.snapshot.topics.get(topic)
+            if info is None or not info.partitions:
+                raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
         pool = self._pool
-        if pool.available >= size and not pool.exhausted:  # BufferPool.try_reserve, inlined
-            pool.available -= size
-        elif not pool.try_reserve(size):
+        if pool.available >= reserve and not pool.exhausted:  # BufferPool.try_reserve, inlined
+            pool.available -= reserve
+        elif not pool.try_reserve(reserve):
             if not deadline:
                 deadline = time.monotonic() + self._max_block
-            await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
+            await self._pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
 
         if deadline:  # we waited: the producer or the transaction may have moved on
             try:
@@ -370,47 +393,55 @@ class Producer:
                 if self._txn is not None:
                     self._txn.check_can_send()
             except BaseException:
-                pool.release(size)
+                pool.release(reserve)
                 raise
         fut: asyncio.Future[RecordMetadata] = self._create_future()
         now = time.monotonic()
         sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
         acc = self._acc
         try:
-            if partition is None and key is None and self._custom_partitioner is None:
+            if (
+                partition is None
+                and (key is None or self._ignore_keys)
+                and self._custom_partitioner is None
+            ):
                 sticky = self._sticky
                 chosen = sticky.current.get(topic)
                 if chosen is None or chosen >= len(info.partitions):
                     chosen = sticky.partition(topic, len(info.partitions), info.available)
-                # KIP-480: a record that would open a new batch first moves the
-                # topic to another partition, so batches fill one at a time.
                 batch = acc.append(
-                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now,
-                    topic in sticky.used_topics, sizes,
+                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
-                if batch is None:
-                    chosen = sticky.next_partition(topic, len(info.partitions), info.available)
-                    batch = acc.append(
-                        info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
-                    )
-                sticky.used_topics.add(topic)
+                # KIP-794: move on once batch_size bytes went to this partition
+                # and its batch has no room for another record like this one
+                # (so the switch falls on a batch boundary), or after twice
+                # that regardless. StickyPartitioner.appended, inlined: per record.
+                produced = sticky.produced.get(topic, 0) + size
+                sticky.produced[topic] = produced
+                limit = sticky.batch_size
+                if produced >= limit and batch is not None and (
+                    produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
+                ):
+                    self._next_sticky_partition(topic, info)
             else:
                 chosen = self._choose_partition(topic, partition, key, info)
                 batch = acc.append(
                     info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
         except BaseException:
-            self._pool.release(size)
+            self._pool.release(reserve)
             raise
         assert batch is not None
-        batch.reserved += size
+        batch.reserved += reserve
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
         self._unyielded += 1
-        if len(batch.futures) == 1 or self._unyielded >= YIELD_EVERY_RECORDS:
-            if len(batch.futures) == 1:
-                # A new batch: the sender starts its linger clock.
-                self._sender.wakeup()  # type: ignore[union-attr]
+        if len(batch.futures) == 1:
+            client.touch_topic(topic, now)
+            # A new batch: the sender starts its linger clock.
+            self._sender.wakeup()  # type: ignore[union-attr]
+            self._yield_due = True
+        elif self._unyielded >= YIELD_EVERY_RECORDS:
             self._yield_due = True
         return fut
 
@@ -456,6 +487,33 @@ class Producer:
         )
         return await fut
 
+    def _next_sticky_partition(self, topic: str, info: TopicInfo) -> None:
+        """Switch the topic's sticky partition (KIP-794's BuiltInPartitioner.nextPartition)."""
+        available: Sequence[int] = info.available
+        queue_sizes = None
+        cfg = self.config
+        if cfg.partitioner_adaptive_partitioning and len(info.partitions) > 1:
+            if cfg.partitioner_availability_timeout_ms > 0 and available:
+                slow = self._acc.unavailable_nodes(cfg.partitioner_availability_timeout_ms / 1000)
+                if slow:
+                    kept = [p for p in available if info.partitions[p].leader not in slow]
+                    available = kept or available
+            queue_sizes = self._acc.queue_sizes(topic, available or range(len(info.partitions)))
+        self._sticky.next_partition(topic, len(info.partitions), available, queue_sizes)
+
+    def _forget_idle_topics(self, topics: list[str]) -> list[str]:
+        """Drop the state of idle topics (metadata_max_idle_ms) that have no pending record.
+
+        Sequence numbers are kept: the broker remembers them for this
+        producer id, and a partition restarted at 0 would be refused.
+        """
+        dropped = []
+        for topic in topics:
+            if self._acc.forget_topic(topic):
+                self._sticky.forget(topic)
+                dropped.append(topic)
+        return dropped
+
     def _check_size(self, size: int) -> None:
         if size > self.config.max_request_size:
             raise errors.RecordTooLargeError(
@@ -479,6 +537,11 @@ class Producer:
                 raise errors.InvalidPartitionError(
                     f"partition {partition} is not in the range [0...{num_partitions}) "
                     f"of topic {topic!r}"
+                    + (
+                        f" (metadata refreshed for up to max_block_ms={self.config.max_block_ms})"
+                        if partition >= num_partitions
+                        else ""
+                    )
                 )
             return partition
         custom = self._custom_partitioner

@@ -8,7 +8,9 @@ It reads top to bottom::
         ask for metadata if some leader is unknown
         drain ready nodes that have a connection and room in flight
         for each node: start one Produce request
-        sleep until woken (new batch, response, flush) or the next deadline
+        sleep until woken (new batch, response, connection attempt ended,
+        metadata refreshed, flush) or the next deadline (linger, retry or
+        reconnect backoff, throttle, expiry); never polls
 
 Each Produce request ends in :meth:`Sender._apply`, the one place where batch
 outcomes take effect: complete the futures, put the batch back at the front of
@@ -45,8 +47,6 @@ log = logging.getLogger("aioproducer.sender")
 # Compressing a batch at least this large runs in a worker thread: the codecs
 # release the GIL, and the event loop keeps serving other tasks meanwhile.
 OFFLOAD_COMPRESSION_BYTES = 64 * 1024
-# Poll interval while a ready node waits for its connection or in-flight room.
-_BLOCKED_POLL = 0.005
 
 
 class Sender:
@@ -76,6 +76,10 @@ class Sender:
         self._wakeup = asyncio.Event()
         self._running = True
         self._task: asyncio.Task[None] | None = None
+        #: Loop passes so far: the loop runs on events and deadlines, not on a timer.
+        self.passes = 0
+        # A connection attempt that ends or a metadata refresh may make a node ready.
+        client.add_listener(self.wakeup)
         self._rand = random.Random()
         # Idempotence (KIP-98): producer id, epoch and sequences; None when off.
         self._seq = seq
@@ -107,6 +111,7 @@ class Sender:
 
     async def _run(self) -> None:
         while self._running:
+            self.passes += 1
             try:
                 delay = self._run_once(time.monotonic())
             except Exception:
@@ -160,9 +165,13 @@ class Sender:
                 for batch in self._acc.take_partitions(ready.partitions.get(node, ())):
                     self._finish(batch, refused)
                 continue
-            if conn is None or self._node_requests.get(node, 0) >= self._max_in_flight:
+            if conn is None:
+                # Woken when the connection attempt ends; else at the end of
+                # a reconnect backoff or a throttle (KIP-219).
                 ready.nodes.discard(node)
-                delay = min(delay, _BLOCKED_POLL)
+                delay = min(delay, self._client.not_ready_until(node) - now)
+            elif self._node_requests.get(node, 0) >= self._max_in_flight:
+                ready.nodes.discard(node)  # a request that ends wakes the loop
             else:
                 conns[node] = conn
         if conns:
@@ -190,8 +199,6 @@ class Sender:
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
-        if ready.unknown_leader_topics:
-            delay = min(delay, self._config.retry_backoff_ms / 1000)
         deadlines = [self._acc.next_expiry()]
         deadlines.extend(b.deadline for b in self._in_flight)
         return max(0.0, min(delay, min(deadlines) - now, 1.0))

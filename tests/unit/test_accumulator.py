@@ -210,3 +210,47 @@ def test_split_keeps_records_futures_deadline_and_memory_and_queues_parts_first(
     assert order[: len(parts)] == parts and order[-1].created == 2.0
     values = [r.value[:1] for p in parts for r in parse_record_batches(p.builder.build())[0].records]
     assert values == [b"%d" % i for i in range(10)]
+
+
+def test_only_partitions_with_queued_batches_are_visited() -> None:
+    acc = make(batch_size=200, linger_ms=0)
+    for p in range(3):
+        fill(acc, ("t", p), 1, now=0.0)
+    assert sorted(acc.nonempty_partitions()) == [("t", 0), ("t", 1), ("t", 2)]
+    drained = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)
+    batches = [b for bs in drained.values() for b in bs]
+    assert len(batches) == 3 and acc.nonempty_partitions() == []
+    # Every partition ever written still has its (empty) queue; none is visited.
+    assert acc.ready(2.0, leaders).partitions == {} and acc.next_expiry() == float("inf")
+    # A retry puts its partition back; expiry takes it out again.
+    acc.reenqueue(batches[0], now=2.0, backoff=0.0)
+    assert acc.nonempty_partitions() == [(batches[0].topic, batches[0].partition)]
+    assert acc.retried_heads() == acc.nonempty_partitions()
+    assert acc.expired(100.0) == [batches[0]] and acc.nonempty_partitions() == []
+    fill(acc, ("t", 1), 3, now=3.0)
+    assert acc.nonempty_partitions() == [("t", 1)] and acc.queued_batches() == 3
+    assert acc.take_all() and acc.nonempty_partitions() == [] and acc.queued_batches() == 0
+
+
+def test_forget_topic_keeps_topics_with_pending_batches() -> None:
+    acc = make()
+    fill(acc, ("a", 0), 1, now=0.0)
+    fill(acc, ("b", 0), 1, now=0.0)
+    (batch,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1][:1] or [None]
+    assert batch is not None
+    assert acc.forget_topic(batch.topic) is False  # in flight: still incomplete
+    acc.finished(batch)
+    assert acc.forget_topic(batch.topic) is True
+
+
+def test_queue_sizes_and_unavailable_nodes_for_the_partitioner() -> None:
+    acc = make(batch_size=150, linger_ms=0)
+    fill(acc, ("t", 0), 3, now=0.0)  # one record per batch: 3 batches on node 1
+    fill(acc, ("t", 1), 1, now=0.0)  # node 2
+    assert acc.queue_sizes("t", [0, 1, 2, 5]) == [3, 1, 0, 0]
+    ready = acc.ready(1.0, leaders)
+    ready.nodes.discard(1)  # node 1 has no connection: not drained
+    acc.drain(1.0, ready, 10**6)
+    acc.ready(1.5, leaders)
+    assert acc.unavailable_nodes(0.4) == {1}
+    assert acc.unavailable_nodes(0.6) == set()

@@ -117,3 +117,18 @@ def test_too_large_batch_of_several_records_is_split_a_single_record_fails() -> 
         single = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
                           idempotent=True, splittable=False)
         assert single.action is Action.FAIL and single.error is error
+
+
+def test_node_preference_is_least_loaded_first() -> None:
+    from aioproducer.node_selection import node_preference
+
+    order = [3, 1, 2, 4, 5]
+    # 1 and 4 idle and live, 2 busy (3 in flight), 3 busy (1), 5 connecting; nothing else may connect.
+    live = {1: 0, 2: 3, 3: 1, 4: 0}
+    assert node_preference(order, live, connecting=[5], can_connect=[]) == [1, 4, 5, 3, 2]
+    # A node we may connect to ranks before busy connections (a stalled broker
+    # keeps its requests until they time out), after idle ones.
+    assert node_preference([2, 6], {2: 1}, connecting=[], can_connect=[6]) == [6, 2]
+    # Nodes neither live, connecting nor connectable (backing off) are left out.
+    assert node_preference([7, 8], {}, connecting=[], can_connect=[8]) == [8]
+    assert node_preference([7], {}, connecting=[], can_connect=[]) == []

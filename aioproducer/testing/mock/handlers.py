@@ -60,6 +60,7 @@ NONE = 0
 CORRUPT = code_of(errors.CorruptRecordError)
 UNKNOWN_TOPIC = code_of(errors.UnknownTopicOrPartitionError)
 NOT_LEADER = code_of(errors.NotLeaderOrFollowerError)
+LEADER_NOT_AVAILABLE = code_of(errors.LeaderNotAvailableError)
 INVALID_TOPIC = code_of(errors.InvalidTopicError)
 INVALID_ACKS = code_of(errors.InvalidRequiredAcksError)
 INVALID_REQUEST = code_of(errors.InvalidRequestError)
@@ -165,7 +166,11 @@ def _metadata(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
             if not allow:
                 topics.append({"error_code": UNKNOWN_TOPIC, "name": name})
                 continue
-            topic = cluster.ensure_topic(name)
+            cluster.ensure_topic(name)
+            # As Kafka's KafkaApis does: the response that creates a topic
+            # reports LEADER_NOT_AVAILABLE and no partitions; clients ask again.
+            topics.append({"error_code": LEADER_NOT_AVAILABLE, "name": name, "partitions": []})
+            continue
         topics.append(_topic_body(topic))
     return _metadata_body(cluster, topics)
 
@@ -233,7 +238,7 @@ def _produce_partition(
 
 
 def _append_partition(
-    cluster: MockCluster, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+    cluster: ClusterView, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
 ) -> tuple[int, int]:
     """Check and write one partition's batch: (error code, base offset)."""
     state = cluster.topic_states.get(topic)
