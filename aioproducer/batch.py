@@ -75,6 +75,7 @@ class ProducerBatch:
         "done",
         "futures",
         "in_flight",
+        "max_record_size",
         "maybe_written",
         "partition",
         "payload",
@@ -120,6 +121,9 @@ class ProducerBatch:
         self.attempts = 0
         self.retry_at = 0.0
         self.reserved = 0  # bytes of buffer memory this batch holds
+        # Largest record appended, as the upper bound enqueue reserved for it
+        # (Java's maxRecordSize, reported as record-size-max).
+        self.max_record_size = 0
         self.payload: bytes | None = None  # the built batch, kept across retries
         self.producer_id = -1
         self.producer_epoch = -1

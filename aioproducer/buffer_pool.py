@@ -9,6 +9,7 @@ blocked tasks that matters (a wake-up per waiter per release is quadratic).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 
 from . import errors
@@ -21,6 +22,9 @@ class BufferPool:
         self.total = total
         self.available = total
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        # Seconds enqueue() calls have spent waiting for memory, all together
+        # (Java's bufferpool-wait-time-total).
+        self.wait_time_total = 0.0
         # Someone is waiting for memory: the sender should send whatever it has.
         # An attribute kept in step with the waiters, not a property: enqueue()
         # reads it for every record.
@@ -29,6 +33,10 @@ class BufferPool:
     def __repr__(self) -> str:
         return f"<BufferPool {self.available}/{self.total} free, {len(self._waiters)} waiting>"
 
+    @property
+    def waiting(self) -> int:
+        """Tasks waiting for memory now (Java's waiting-threads)."""
+        return len(self._waiters)
 
     def try_reserve(self, size: int) -> bool:
         """Take ``size`` bytes now if they are free and nobody is queued before us."""
@@ -47,6 +55,7 @@ class BufferPool:
         self._waiters.append(entry)
         self.exhausted = True
         timer = loop.call_later(timeout, self._expire, entry, timeout)
+        started = time.monotonic()
         try:
             await fut
         except asyncio.CancelledError:
@@ -57,6 +66,7 @@ class BufferPool:
             raise
         finally:
             timer.cancel()
+            self.wait_time_total += time.monotonic() - started
 
     def _expire(self, entry: tuple[int, asyncio.Future[None]], timeout: float) -> None:
         size, fut = entry

@@ -31,15 +31,19 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, ThrottleStats, open_connection
+from .logs import ClientLogger
 from .node_selection import node_preference, reconnect_delay
 from .protocol.messages import METADATA
 from .sasl.handshake import authenticate
 from .security import Security
+
+if TYPE_CHECKING:
+    from .producer_metrics import ProducerMetrics
 
 __all__ = ["KafkaClient", "parse_bootstrap", "reconnect_delay"]
 
@@ -87,6 +91,7 @@ class KafkaClient:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
         allow_auto_create_topics: bool = True,
+        metrics: ProducerMetrics | None = None,
         metadata_max_idle_ms: int = 300000,
         metadata_recovery_strategy: str = "rebootstrap",
         metadata_recovery_rebootstrap_trigger_ms: int = 300000,
@@ -95,6 +100,11 @@ class KafkaClient:
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
+        self._log = ClientLogger(log, client_id or "aioproducer")
+        self._metrics = metrics
+        # Nodes whose connection was lost and not yet re-established: a flap
+        # logs one warning when it is lost and one line when it is back.
+        self._lost: set[int] = set()
         self._request_timeout_ms = request_timeout_ms
         self._metadata_max_age = metadata_max_age_ms / 1000
         self._backoff_ms = (reconnect_backoff_ms, reconnect_backoff_max_ms)
@@ -165,12 +175,42 @@ class KafkaClient:
             # KIP-219: send nothing to a broker that asked us to back off.
             return None if conn.throttled_until > time.monotonic() else conn
         if conn is not None:
-            # A connection that dropped, even an idle one, may mean the broker
-            # restarted or left: refresh metadata as the Java client does.
-            del self._conns[node_id]
-            self.request_update()
+            self._connection_lost(node_id, conn)
         self._start_connect(node_id)
         return None
+
+    @property
+    def connection_count(self) -> int:
+        """Open broker connections (Java's connection-count)."""
+        return sum(1 for c in self._conns.values() if not c.closed)
+
+    def describe_node(self, node_id: int) -> str:
+        """``broker <id> (<host>:<port>)`` for log lines."""
+        try:
+            host, port = self._address(node_id)
+        except errors.KafkaError:
+            return f"broker {node_id}"
+        return f"broker {node_id} ({host}:{port})"
+
+    def _connection_lost(self, node_id: int, conn: BrokerConnection) -> None:
+        """Forget a connection that ended without us closing it; warn once per loss."""
+        if self._conns.get(node_id) is conn:
+            del self._conns[node_id]
+        # A connection that dropped, even an idle one, may mean the broker
+        # restarted or left: refresh metadata as the Java client does.
+        self.request_update()
+        if self._metrics is not None:
+            self._metrics.connection_closed(time.monotonic())
+        if node_id not in self._lost:
+            self._lost.add(node_id)
+            # Bootstrap addresses (negative ids) only stand in until metadata
+            # names the brokers: losing one is no news.
+            self._log.log(
+                logging.WARNING if node_id >= 0 else logging.DEBUG,
+                "lost the connection to %s: %s; reconnecting",
+                self.describe_node(node_id), conn.closed_error,
+                extra={"broker": node_id},
+            )
 
     def not_ready_until(self, node_id: int) -> float:
         """When :meth:`ready_connection` may next say yes without an event (inf: on an event)."""
@@ -221,6 +261,7 @@ class KafkaClient:
                 request_timeout_ms=self._request_timeout_ms,
                 connect_timeout=timeout,
                 ssl_context=self._security.ssl_context,
+                traffic=None if self._metrics is None else self._metrics.node_traffic(node_id),
             )
             if self._security.sasl is not None:
                 try:
@@ -230,13 +271,19 @@ class KafkaClient:
                     raise
         except BaseException as exc:
             if errors.is_authentication_failure(exc):
-                log.error("connection to node %s refused: %s", node_id, exc)
+                self._log.error(
+                    "connection to %s refused: %s", self.describe_node(node_id), exc,
+                    extra={"broker": node_id},
+                )
                 self._auth_failures[node_id] = exc
             failures = self._failures.get(node_id, 0) + 1
             self._failures[node_id] = failures
             delay = reconnect_delay(failures, *self._backoff_ms, random.random())
             self._retry_at[node_id] = time.monotonic() + delay
-            log.debug("connect to node %s failed (%s); retry in %.3fs", node_id, exc, delay)
+            self._log.debug(
+                "connecting to %s failed (%s); retry in %.3fs",
+                self.describe_node(node_id), exc, delay, extra={"broker": node_id},
+            )
             if node_id >= 0:
                 self.request_update()
             raise
@@ -246,6 +293,13 @@ class KafkaClient:
         self._failures.pop(node_id, None)
         self._retry_at.pop(node_id, None)
         self._auth_failures.pop(node_id, None)
+        if self._metrics is not None:
+            self._metrics.connection_created(time.monotonic())
+        if node_id in self._lost:
+            self._lost.discard(node_id)
+            self._log.info(
+                "reconnected to %s", self.describe_node(node_id), extra={"broker": node_id}
+            )
         old = self._conns.get(node_id)
         if old is not None and not old.closed:
             await old.close()
@@ -257,6 +311,8 @@ class KafkaClient:
         conn = self._conns.get(node_id)
         if conn is not None and not conn.closed:
             return conn
+        if conn is not None:
+            self._connection_lost(node_id, conn)
         wait = self._retry_at.get(node_id, 0.0) - time.monotonic()
         if wait > 0:
             if wait >= timeout:
@@ -357,7 +413,7 @@ class KafkaClient:
         ):
             # KIP-899: every known broker has been unreachable for a while; the
             # cluster may have moved. Start again from the bootstrap servers.
-            log.warning(
+            self._log.warning(
                 "no broker answered metadata for %.0f ms: rebootstrapping", failing_for * 1000
             )
             self._use_bootstrap = True
@@ -410,7 +466,10 @@ class KafkaClient:
                 topics = [{"name": t, "topic_id": None} for t in names]
                 body = {"topics": topics, "allow_auto_topic_creation": self._auto_create}
                 self.metadata_requests += 1
-                log.debug("metadata request to node %s for %d topic(s)", node_id, len(topics))
+                self._log.debug(
+                    "metadata request to broker %s for %d topic(s)", node_id, len(topics),
+                    extra={"broker": node_id},
+                )
                 response = await conn.request(METADATA, body)
                 self._new_topics.difference_update(names)
                 return response
@@ -519,9 +578,12 @@ class KafkaClient:
                 self.request_update()
             for node_id, conn in list(self._conns.items()):
                 if conn.closed:
-                    del self._conns[node_id]
+                    self._connection_lost(node_id, conn)
                 elif conn.in_flight == 0 and now - conn.last_used > self._max_idle:
-                    log.debug("closing idle connection to node %s", node_id)
+                    self._log.debug(
+                        "closing the idle connection to %s", self.describe_node(node_id),
+                        extra={"broker": node_id},
+                    )
                     del self._conns[node_id]
                     await conn.close()
 
@@ -543,7 +605,7 @@ class KafkaClient:
             self._topics.pop(topic, None)
         self.snapshot.forget(dropped)
         if dropped:
-            log.debug("forgot idle topics %s", dropped)
+            self._log.debug("forgot idle topics %s", dropped)
 
     async def close(self) -> None:
         self._closed = True

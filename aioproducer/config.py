@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import ssl
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,13 @@ class ProducerConfig:
     reconnect_backoff_max_ms: int = 1000
     connections_max_idle_ms: int = 540000
     allow_auto_create_topics: bool = True
+    # Metrics (producer.metrics()): Java's metrics.sample.window.ms and
+    # metrics.num.samples; metrics_enabled=False records no statistics.
+    metrics_enabled: bool = True
+    metrics_sample_window_ms: int = 30000
+    metrics_num_samples: int = 2
+    # ProducerInterceptor-like hooks (on_send, on_acknowledgement), in order.
+    interceptors: Sequence[Any] = ()
     metadata_max_idle_ms: int = 300000
     # KIP-899: "rebootstrap" (Java 3.9+/4.0 default) or "none".
     metadata_recovery_strategy: str = "rebootstrap"
@@ -120,6 +127,8 @@ class ProducerConfig:
             ("reconnect_backoff_ms", 0),
             ("reconnect_backoff_max_ms", 0),
             ("connections_max_idle_ms", 1),
+            ("metrics_sample_window_ms", 1),
+            ("metrics_num_samples", 1),
             ("metadata_max_idle_ms", 1),
             ("metadata_recovery_rebootstrap_trigger_ms", 0),
             ("partitioner_availability_timeout_ms", 0),
@@ -134,7 +143,7 @@ class ProducerConfig:
                 f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
             )
         for name in ("allow_auto_create_topics", "partitioner_adaptive_partitioning",
-                     "partitioner_ignore_keys"):
+                     "partitioner_ignore_keys", "metrics_enabled"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigurationError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.metadata_recovery_strategy not in ("rebootstrap", "none"):
@@ -146,6 +155,17 @@ class ProducerConfig:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ConfigurationError(f"{name} must be callable, got {value!r}")
+        if isinstance(self.interceptors, (str, bytes)) or not isinstance(self.interceptors, Iterable):
+            raise ConfigurationError(
+                f"interceptors must be a list of objects, got {self.interceptors!r}"
+            )
+        self.interceptors = tuple(self.interceptors)
+        for hook in self.interceptors:
+            if not (callable(getattr(hook, "on_send", None))
+                    or callable(getattr(hook, "on_acknowledgement", None))):
+                raise ConfigurationError(
+                    f"interceptor {hook!r} has neither an on_send nor an on_acknowledgement method"
+                )
         self.idempotent = self._resolve_idempotence()
         self.security = build_security(self)
         return self
@@ -213,6 +233,8 @@ JAVA_PROPERTY_NAMES: dict[str, str] = {
     "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
     "connections.max.idle.ms": "connections_max_idle_ms",
     "allow.auto.create.topics": "allow_auto_create_topics",
+    "metrics.sample.window.ms": "metrics_sample_window_ms",
+    "metrics.num.samples": "metrics_num_samples",
     "metadata.max.idle.ms": "metadata_max_idle_ms",
     "metadata.recovery.strategy": "metadata_recovery_strategy",
     "metadata.recovery.rebootstrap.trigger.ms": "metadata_recovery_rebootstrap_trigger_ms",
@@ -231,6 +253,7 @@ _BOOLEAN_FIELDS = {
     "ssl_check_hostname",
     "partitioner_adaptive_partitioning",
     "partitioner_ignore_keys",
+    "metrics_enabled",
 }
 
 _FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(ProducerConfig) if f.init}

@@ -27,9 +27,10 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from . import errors
+from .logs import ClientLogger
 from .protocol.apis import APIS_BY_KEY
 from .protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
 from .protocol.messages import API_VERSIONS, Api, negotiate_version
@@ -42,6 +43,14 @@ log = logging.getLogger("aioproducer.connection")
 _READ_CHUNK = 256 * 1024
 # Pending writes above this make writers wait for the socket to drain.
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
+
+
+class TrafficRecorder(Protocol):
+    """Where a connection reports its requests and responses (the producer's metrics)."""
+
+    def request_sent(self, size: int, now: float) -> None: ...
+
+    def response_received(self, size: int, now: float) -> None: ...
 
 
 @dataclass(slots=True)
@@ -92,6 +101,7 @@ class BrokerConnection:
         *,
         client_id: str | None,
         request_timeout_ms: int,
+        traffic: TrafficRecorder | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -112,6 +122,8 @@ class BrokerConnection:
         self._decoder = FrameDecoder()
         self._drain_lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
+        self._traffic = traffic
+        self._log = ClientLogger(log, client_id or "aioproducer")
         # Frames held back while the connection re-authenticates, and their ids.
         self._held: list[bytes] | None = None
         self._held_ids: set[int] = set()
@@ -131,6 +143,11 @@ class BrokerConnection:
     @property
     def closed(self) -> bool:
         return self._closed_error is not None
+
+    @property
+    def closed_error(self) -> BaseException | None:
+        """Why the connection ended (None while it is open)."""
+        return self._closed_error
 
     @property
     def in_flight(self) -> int:
@@ -202,6 +219,8 @@ class BrokerConnection:
             self._writer.write(frame)
         if not urgent:
             self.last_used = time.monotonic()
+        if self._traffic is not None:
+            self._traffic.request_sent(len(frame), time.monotonic())
         if not expect_response:
             self._unanswered.append(cid)
             fut.set_result(Message())
@@ -315,7 +334,10 @@ class BrokerConnection:
         cid = read_correlation_id(frame)
         pending = self._pending.pop(cid, None)
         if pending is None and cid in self._unanswered:
-            log.debug("%s", self._describe(f"dropped a response to request {cid}, sent acks=0"))
+            self._log.debug(
+                "%s", self._describe(f"dropped a response to request {cid}, sent acks=0"),
+                extra={"broker": self.node_id},
+            )
             return
         if pending is None:
             # A response to nothing we sent: the stream is out of step.
@@ -324,6 +346,8 @@ class BrokerConnection:
             self.last_used = time.monotonic()
         if self._quiet is not None:
             self._check_quiet()
+        if self._traffic is not None:
+            self._traffic.response_received(len(frame) + 4, time.monotonic())  # + the size prefix
         try:
             message = decode_response(pending.api, pending.version, frame)
         except ValueError as exc:
@@ -388,6 +412,7 @@ async def open_connection(
     request_timeout_ms: int,
     connect_timeout: float,
     client_software_version: str = "0",
+    traffic: TrafficRecorder | None = None,
     ssl_context: ssl.SSLContext | None = None,
 ) -> BrokerConnection:
     """Connect (through TLS when ``ssl_context`` is given), set TCP_NODELAY,
@@ -423,7 +448,8 @@ async def open_connection(
     if sock is not None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn = BrokerConnection(
-        node_id, host, port, reader, writer, client_id=client_id, request_timeout_ms=request_timeout_ms
+        node_id, host, port, reader, writer, client_id=client_id,
+        request_timeout_ms=request_timeout_ms, traffic=traffic,
     )
     try:
         conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -25,7 +27,11 @@ from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
+from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
+from .logs import ClientLogger
+from .metrics import MetricConfig, MetricName
 from .partitioner import StickyPartitioner, partition_for_key
+from .producer_metrics import ProducerMetrics
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .sender import Sender
 from .transactions import TransactionManager
@@ -39,6 +45,8 @@ log = logging.getLogger("aioproducer.producer")
 # opens a new batch: with 1 MiB batches that would be every ~10,000 records.
 YIELD_EVERY_RECORDS = 100
 Headers = Sequence[tuple[str, bytes]]
+# Producers without a client_id are named producer-1, producer-2, ... as in Java.
+_client_numbers = itertools.count(1)
 
 
 class Producer:
@@ -67,6 +75,8 @@ class Producer:
 
     def _init(self, config: ProducerConfig) -> None:
         self.config = config
+        self.client_id = config.client_id or f"producer-{next(_client_numbers)}"
+        self._log = ClientLogger(log, self.client_id)
         self._client: KafkaClient | None = None
         self._sender: Sender | None = None
         self._bulk: BulkAppender | None = None
@@ -99,6 +109,18 @@ class Producer:
         # Topics already validated and known to the metadata: skips checks per record.
         self._topics_seen: set[str] = set()
         self._create_future: Any = None
+        self._metrics = ProducerMetrics(
+            self.client_id,
+            MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
+            enabled=config.metrics_enabled,
+        )
+        self._add_gauges()
+        self._interceptors: InterceptorChain | None = None
+        if config.interceptors:
+            self._interceptors = InterceptorChain(config.interceptors, self._log)
+            # Only a producer with hooks pays for them: its enqueue runs them
+            # around the plain one (an instance attribute shadows the method).
+            self.enqueue = self._intercepted_enqueue  # type: ignore[method-assign]
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -131,7 +153,7 @@ class Producer:
         cfg = self.config
         client = KafkaClient(
             cfg.bootstrap_servers,
-            client_id=cfg.client_id,
+            client_id=self.client_id,
             request_timeout_ms=cfg.request_timeout_ms,
             metadata_max_age_ms=cfg.metadata_max_age_ms,
             reconnect_backoff_ms=cfg.reconnect_backoff_ms,
@@ -140,6 +162,7 @@ class Producer:
             retry_backoff_ms=cfg.retry_backoff_ms,
             retry_backoff_max_ms=cfg.retry_backoff_max_ms,
             allow_auto_create_topics=cfg.allow_auto_create_topics,
+            metrics=self._metrics if cfg.metrics_enabled else None,
             metadata_max_idle_ms=cfg.metadata_max_idle_ms,
             metadata_recovery_strategy=cfg.metadata_recovery_strategy,
             metadata_recovery_rebootstrap_trigger_ms=cfg.metadata_recovery_rebootstrap_trigger_ms,
@@ -167,7 +190,10 @@ class Producer:
                 retry_backoff_ms=cfg.retry_backoff_ms,
                 on_partitions_added=self._wake_sender,
             )
-        self._sender = Sender(cfg, client, self._acc, self._pool, seq, self._txn)
+        self._sender = Sender(
+            cfg, client, self._acc, self._pool, seq, self._txn,
+            self._metrics if cfg.metrics_enabled else None,
+        )
         self._sender.start()
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
@@ -247,11 +273,11 @@ class Producer:
             txn.state.IN_TRANSACTION, txn.state.ABORTABLE_ERROR, txn.state.ABORTING
         ):
             return
-        log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
+        self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
         try:
             await asyncio.wait_for(self._abort(), timeout)
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
-            log.warning("aborting the transaction on close failed: %s", exc)
+            self._log.warning("aborting the transaction on close failed: %s", exc)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until it is acknowledged or failed.
@@ -433,6 +459,8 @@ class Producer:
             raise
         assert batch is not None
         batch.reserved += reserve
+        if size > batch.max_record_size:
+            batch.max_record_size = size
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
         self._unyielded += 1
@@ -462,6 +490,63 @@ class Producer:
     async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:
         """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
         return await (await self.enqueue_many(topic, values, **columns))
+
+    async def _intercepted_enqueue(
+        self, topic: str, value: Any, **options: Any
+    ) -> asyncio.Future[RecordMetadata]:
+        """``enqueue`` with the configured interceptors around it (see interceptors.py).
+
+        ``options`` are enqueue's keywords, which ProducerRecord's fields mirror.
+        """
+        chain = self._interceptors
+        assert chain is not None
+        record = chain.on_send(ProducerRecord(topic, value, **options))
+        try:
+            fut = await Producer.enqueue(
+                self, record.topic, record.value, key=record.key, partition=record.partition,
+                timestamp_ms=record.timestamp_ms, headers=record.headers,
+            )
+        except Exception as exc:
+            chain.on_acknowledgement(failed_metadata(record), exc)
+            raise
+        chain.acknowledge_when_done(fut, record)
+        return fut
+
+    # -- metrics -------------------------------------------------------------
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The producer's metrics now, keyed by :class:`~aioproducer.metrics.MetricName`.
+
+        Names, groups (``producer-metrics``, ``producer-topic-metrics``,
+        ``producer-node-metrics``) and tags (``client-id``, ``topic``,
+        ``node-id``) are the Java producer's; see the README for the list.
+        Averages and maxima are NaN until their first event; rates are per
+        second over the sample windows (``metrics_sample_window_ms`` x
+        ``metrics_num_samples``). With ``metrics_enabled=False`` only the
+        gauges (buffer, connections, requests in flight, metadata age) remain.
+        """
+        return self._metrics.measure(time.monotonic())
+
+    def _add_gauges(self) -> None:
+        pool = self._pool
+        gauge = self._metrics.add_gauge
+        gauge("buffer-total-bytes", lambda now: pool.total)
+        gauge("buffer-available-bytes", lambda now: pool.available)
+        gauge("bufferpool-wait-time-total", lambda now: pool.wait_time_total * 1e9)
+        gauge("waiting-threads", lambda now: pool.waiting)
+        gauge("requests-in-flight",
+              lambda now: 0 if self._sender is None else self._sender.requests_in_flight)
+        gauge("connection-count",
+              lambda now: 0 if self._client is None else self._client.connection_count)
+        gauge("metadata-age", self._metadata_age)
+        gauge("interceptor-error-total",
+              lambda now: 0 if self._interceptors is None else self._interceptors.errors)
+
+    def _metadata_age(self, now: float) -> float:
+        client = self._client
+        if client is None or not client.snapshot.updated_at:
+            return math.nan
+        return now - client.snapshot.updated_at
 
     def _next_sticky_partition(self, topic: str, info: TopicInfo) -> None:
         """Switch the topic's sticky partition (KIP-794's BuiltInPartitioner.nextPartition)."""
@@ -623,7 +708,7 @@ class Producer:
         try:
             await self.abort_transaction()
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
-            log.warning("aborting the transaction failed: %s", exc)
+            self._log.warning("aborting the transaction failed: %s", exc)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""

@@ -25,7 +25,7 @@ import logging
 import random
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .accumulator import RecordAccumulator, TopicPartition
@@ -35,10 +35,14 @@ from .client import KafkaClient
 from .config import ProducerConfig
 from .connection import BrokerConnection
 from .idempotence import SequenceState
+from .logs import ClientLogger
 from .protocol.compression import Codec
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, Written, classify, written_after
 from .transactions import TransactionManager
+
+if TYPE_CHECKING:
+    from .producer_metrics import ProducerMetrics
 
 __all__ = ["Sender"]
 
@@ -58,8 +62,11 @@ class Sender:
         pool: BufferPool,
         seq: SequenceState | None = None,
         txn: TransactionManager | None = None,
+        metrics: ProducerMetrics | None = None,
     ) -> None:
         self._config = config
+        self._metrics = metrics
+        self._log = ClientLogger(log, client.client_id or "aioproducer")
         self._client = client
         self._acc = accumulator
         self._pool = pool
@@ -107,6 +114,11 @@ class Sender:
     def wakeup(self) -> None:
         self._wakeup.set()
 
+    @property
+    def requests_in_flight(self) -> int:
+        """Produce requests started and not yet answered (Java's requests-in-flight)."""
+        return sum(self._node_requests.values())
+
     # -- the loop ----------------------------------------------------------
 
     async def _run(self) -> None:
@@ -115,7 +127,7 @@ class Sender:
             try:
                 delay = self._run_once(time.monotonic())
             except Exception:
-                log.exception("unexpected error in the sender loop")
+                self._log.exception("unexpected error in the sender loop")
                 delay = 0.1
             if delay > 0:
                 try:
@@ -256,11 +268,17 @@ class Sender:
         try:
             async with write_lock:
                 fut = await self._write_request(conn, batches)
+            sent_at = time.monotonic()
             response = await fut
+            if self._metrics is not None and self._acks != 0:
+                self._metrics.produce_response(
+                    conn.node_id, (time.monotonic() - sent_at) * 1000,
+                    response.get("throttle_time_ms", 0), time.monotonic(),
+                )
         except errors.KafkaError as exc:
             self._apply_all(batches, exc)
-        except Exception as exc:
-            log.exception("produce request to %r failed", conn)
+        except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
+            self._log.exception("produce request to %r failed", conn, extra={"broker": conn.node_id})
             self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
         else:
             try:
@@ -270,8 +288,10 @@ class Sender:
                         self._apply(batch, None, -1, -1, now)
                 else:
                     self._apply_response(batches, response)
-            except Exception as exc:
-                log.exception("handling the produce response from %r failed", conn)
+            except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
+                self._log.exception(
+                    "handling the produce response from %r failed", conn, extra={"broker": conn.node_id}
+                )
                 self._apply_all(
                     [b for b in batches if b.in_flight],
                     errors.CorruptResponseError(f"produce response handling failed: {exc!r}"),
@@ -283,6 +303,8 @@ class Sender:
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""
         await self._build_payloads(batches)
+        if self._metrics is not None:
+            self._metrics.batches_sent(batches, time.monotonic())
         topic_data: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             topic_data.setdefault(batch.topic, []).append(
@@ -414,7 +436,12 @@ class Sender:
             batch.complete(base_offset, log_append_time)
             self._finish(batch, None)
         elif outcome.action is Action.RETRY:
-            log.debug("retrying %r after %s in %.3fs", batch, error, outcome.backoff)
+            self._log.debug(
+                "retrying %r after %s in %.3fs", batch, error, outcome.backoff,
+                extra={"partition": f"{tp[0]}-{tp[1]}"},
+            )
+            if self._metrics is not None:
+                self._metrics.retried(batch.topic, batch.record_count, now)
             self._acc.reenqueue(batch, now, outcome.backoff)
         else:
             self._finish(batch, outcome.error)
@@ -422,9 +449,10 @@ class Sender:
     def _split(self, batch: ProducerBatch, now: float) -> None:
         """Retry the records of a batch refused as too large in smaller batches (KIP-126)."""
         parts = self._acc.split(batch)
-        log.info(
+        self._log.info(
             "%s-%s: a batch of %d records was too large for the broker; retrying it as %d batches",
             batch.topic, batch.partition, batch.record_count, len(parts),
+            extra={"partition": f"{batch.topic}-{batch.partition}"},
         )
         if self._seq is not None and batch.base_sequence >= 0:
             self._seq.split(batch, parts)
@@ -445,6 +473,8 @@ class Sender:
                     # the append possible: the broker may hold its sequences.
                     seq.failed(batch, may_have_landed=batch.maybe_written or batch.in_flight)
             batch.fail(error)
+            if self._metrics is not None:
+                self._metrics.failed(batch.topic, batch.record_count, time.monotonic())
         elif error is None and seq is not None:
             seq.acknowledged(batch)
         if seq is not None:
@@ -512,7 +542,7 @@ class Sender:
             raise
         except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
             self._pid_error = exc
-            log.warning("could not get a producer id: %s", exc)
+            self._log.warning("could not get a producer id: %s", exc)
             if errors.is_authentication_failure(exc):
                 # Refused by TLS or SASL: nothing queued can be sent until the
                 # settings change, so fail it now rather than at its deadline.
@@ -522,7 +552,7 @@ class Sender:
             self._pid_error = None
             reason = seq.bump_reason
             renumbered = seq.reset(response.producer_id, response.producer_epoch)
-            log.info(
+            self._log.info(
                 "producer id %s epoch %s%s", seq.producer_id, seq.epoch,
                 f" ({len(renumbered)} pending batches renumbered after: {reason})" if reason else "",
             )

@@ -31,6 +31,7 @@ from typing import Any
 from . import errors
 from .client import KafkaClient
 from .idempotence import SequenceState
+from .logs import ClientLogger
 from .protocol.messages import INIT_PRODUCER_ID, Api
 from .protocol.schema import Message
 from .protocol.txn_messages import (
@@ -86,6 +87,8 @@ class TransactionManager:
         """``on_partitions_added`` is called when AddPartitionsToTxn has answered
         (the sender waits for it before draining those partitions)."""
         self._client = client
+        # The unit tests drive the state machine with no client at all.
+        self._log = ClientLogger(log, getattr(client, "client_id", None) or "aioproducer")
         self._seq = seq
         self.transactional_id = transactional_id
         self._timeout_ms = transaction_timeout_ms
@@ -166,7 +169,7 @@ class TransactionManager:
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.state = TxnState.READY
-        log.info(
+        self._log.info(
             "transactional id %r: producer id %s epoch %s",
             self.transactional_id, response.producer_id, response.producer_epoch,
         )
@@ -315,7 +318,7 @@ class TransactionManager:
                 if retry:
                     await self._sleep_before(deadline)
         except Exception as exc:  # noqa: BLE001 - recorded on the transaction
-            log.warning("adding partitions to the transaction failed: %s", exc)
+            self._log.warning("adding partitions to the transaction failed: %s", exc)
             self.batch_failed(exc)
         finally:
             if self._on_partitions_added is not None:
@@ -340,7 +343,9 @@ class TransactionManager:
                 body = {"key": key, "key_type": key_type, "coordinator_keys": [key]}
                 response = await conn.request(FIND_COORDINATOR, body, version=version)
             except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
-                log.debug("FindCoordinator via node %s failed: %s", node, exc)
+                self._log.debug(
+                    "FindCoordinator via broker %s failed: %s", node, exc, extra={"broker": node}
+                )
                 await self._sleep_before(deadline)
                 continue
             entry = response.coordinators[0] if version >= 4 else response
@@ -373,7 +378,10 @@ class TransactionManager:
                 conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
                 response = await conn.request(api, body)
             except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
-                log.debug("%s to coordinator %s failed: %s", api.name, coordinator, exc)
+                self._log.debug(
+                    "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
+                    extra={"broker": coordinator},
+                )
                 coordinator = None
                 await self._sleep_before(deadline)
                 continue

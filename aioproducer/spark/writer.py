@@ -205,7 +205,7 @@ async def _abort_quietly(producer: Producer) -> None:
     try:
         await producer.abort_transaction()
     except (errors.KafkaError, asyncio.TimeoutError) as exc:
-        log.warning("aborting the task's transaction failed: %s", exc)
+        log.warning("[%s] aborting the task's transaction failed: %s", producer.client_id, exc)
 
 
 def write_partition(chunks: Iterator[Chunk], options: SinkOptions) -> KafkaCommitMessage:

@@ -1,0 +1,312 @@
+"""A small metrics registry with the Java client's windowed statistics.
+
+Pure: no clock of its own and no I/O. Every ``record`` and ``measure`` takes
+``now`` (monotonic seconds), so the statistics are tested with a fake clock.
+
+The windowed statistics follow ``org.apache.kafka.common.metrics.stats``:
+a :class:`SampledStat` keeps ``samples`` samples of ``window`` seconds each
+(Java's ``metrics.num.samples=2`` and ``metrics.sample.window.ms=30000``). A
+record goes into the current sample, or starts the next one (overwriting the
+oldest) once the current sample is ``window`` old. Samples older than
+``samples * window`` are reset before measuring. :class:`Rate` divides the
+windowed sum by the time the retained samples cover, counted as at least
+``samples - 1`` full windows, so a rate does not spike when the first sample
+is young.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Avg",
+    "CumulativeCount",
+    "CumulativeSum",
+    "Gauge",
+    "Max",
+    "MetricConfig",
+    "MetricName",
+    "Metrics",
+    "Rate",
+    "SampledStat",
+    "Sensor",
+    "WindowedCount",
+    "WindowedSum",
+]
+
+
+@dataclass(frozen=True)
+class MetricName:
+    """A metric's identity: ``name`` within ``group``, with sorted ``tags``.
+
+    As in Java, the description is not part of the identity.
+    """
+
+    name: str
+    group: str
+    tags: tuple[tuple[str, str], ...] = ()
+    description: str = field(default="", compare=False, hash=False)
+
+    def tag(self, key: str) -> str | None:
+        """The value of tag ``key``, or None."""
+        for k, v in self.tags:
+            if k == key:
+                return v
+        return None
+
+
+@dataclass(frozen=True)
+class MetricConfig:
+    """Window configuration: ``samples`` samples of ``window`` seconds."""
+
+    samples: int = 2
+    window: float = 30.0
+
+    def __post_init__(self) -> None:
+        if self.samples < 1 or self.window <= 0:
+            raise ValueError(f"need samples >= 1 and window > 0, got {self}")
+
+
+class Stat:
+    """Something a sensor feeds: ``record`` a value at ``now``, ``measure`` at ``now``."""
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        raise NotImplementedError
+
+    def measure(self, now: float) -> float:
+        raise NotImplementedError
+
+
+class CumulativeSum(Stat):
+    """The sum of every value ever recorded (Java ``CumulativeSum``)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        self.total += value
+
+    def measure(self, now: float) -> float:
+        return self.total
+
+
+class CumulativeCount(CumulativeSum):
+    """How many events were recorded (Java ``CumulativeCount``)."""
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        self.total += count
+
+
+class _Sample:
+    __slots__ = ("count", "start", "value")
+
+    def __init__(self, start: float, initial: float) -> None:
+        self.start = start
+        self.count = 0
+        self.value = initial
+
+
+class SampledStat(Stat):
+    """A statistic over the last ``config.samples`` windows (Java ``SampledStat``)."""
+
+    initial = 0.0
+
+    def __init__(self, config: MetricConfig) -> None:
+        self.config = config
+        self._samples: list[_Sample] = []
+        self._current = 0
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        samples = self._samples
+        if not samples:
+            samples.append(_Sample(now, self.initial))
+        sample = samples[self._current]
+        if now - sample.start >= self.config.window:
+            self._current = (self._current + 1) % self.config.samples
+            if self._current >= len(samples):
+                sample = _Sample(now, self.initial)
+                samples.append(sample)
+            else:
+                sample = samples[self._current]
+                self._reset(sample, now)
+        self.update(sample, value)
+        sample.count += count
+
+    def update(self, sample: _Sample, value: float) -> None:
+        raise NotImplementedError
+
+    def _reset(self, sample: _Sample, now: float) -> None:
+        sample.start = now
+        sample.count = 0
+        sample.value = self.initial
+
+    def purge_obsolete(self, now: float) -> None:
+        """Reset samples older than the whole retained span."""
+        expire = self.config.samples * self.config.window
+        for sample in self._samples:
+            if now - sample.start >= expire:
+                self._reset(sample, now)
+
+    def oldest_start(self, now: float) -> float:
+        return min((s.start for s in self._samples), default=now)
+
+    def measure(self, now: float) -> float:
+        self.purge_obsolete(now)
+        return self.combine(self._samples)
+
+    def combine(self, samples: list[_Sample]) -> float:
+        raise NotImplementedError
+
+
+class WindowedSum(SampledStat):
+    """Sum of the values recorded in the retained windows."""
+
+    def update(self, sample: _Sample, value: float) -> None:
+        sample.value += value
+
+    def combine(self, samples: list[_Sample]) -> float:
+        return sum(s.value for s in samples)
+
+
+class WindowedCount(WindowedSum):
+    """Number of events recorded in the retained windows."""
+
+    def update(self, sample: _Sample, value: float) -> None:
+        pass
+
+    def combine(self, samples: list[_Sample]) -> float:
+        return float(sum(s.count for s in samples))
+
+
+class Avg(WindowedSum):
+    """Sum of values over number of events in the retained windows; NaN without events.
+
+    ``record(value, now, count=n)`` records ``n`` events whose values add up
+    to ``value`` (a batch of records at once).
+    """
+
+    def combine(self, samples: list[_Sample]) -> float:
+        count = sum(s.count for s in samples)
+        return sum(s.value for s in samples) / count if count else math.nan
+
+
+class Max(SampledStat):
+    """Largest value in the retained windows; NaN without events."""
+
+    initial = -math.inf
+
+    def update(self, sample: _Sample, value: float) -> None:
+        if value > sample.value:
+            sample.value = value
+
+    def combine(self, samples: list[_Sample]) -> float:
+        if not any(s.count for s in samples):
+            return math.nan
+        return float(max(s.value for s in samples))
+
+
+class Rate(Stat):
+    """Per-second rate of a windowed stat (Java ``Rate``): sum over the elapsed window."""
+
+    def __init__(self, config: MetricConfig, stat: SampledStat | None = None) -> None:
+        self.config = config
+        self.stat = stat if stat is not None else WindowedSum(config)
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        self.stat.record(value, now, count)
+
+    def measure(self, now: float) -> float:
+        value = self.stat.measure(now)
+        return value / self.window_size(now)
+
+    def window_size(self, now: float) -> float:
+        """Seconds the rate is taken over (Java ``Rate.windowSize``)."""
+        self.stat.purge_obsolete(now)
+        elapsed = now - self.stat.oldest_start(now)
+        window = self.config.window
+        full = int(elapsed // window)
+        minimum = self.config.samples - 1
+        if full < minimum:
+            elapsed += (minimum - full) * window
+        # With one sample and no time elapsed Java would divide by zero.
+        return elapsed if elapsed > 0 else window
+
+
+class Gauge(Stat):
+    """A value read when measured (Java ``Gauge``/``Value``); records nothing."""
+
+    def __init__(self, read: Callable[[float], float]) -> None:
+        self.read = read
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        raise TypeError("a gauge is read, not recorded")
+
+    def measure(self, now: float) -> float:
+        return float(self.read(now))
+
+
+class Sensor:
+    """Records a value into each of its stats, then into its parents' stats.
+
+    A per-node sensor with the producer-wide sensor as parent updates both in
+    one call (Java ``Sensor`` parents).
+    """
+
+    __slots__ = ("_stats", "name", "parents")
+
+    def __init__(self, name: str, parents: Iterable[Sensor] = ()) -> None:
+        self.name = name
+        self.parents = tuple(parents)
+        self._stats: list[Stat] = []
+
+    def __repr__(self) -> str:
+        return f"<Sensor {self.name} stats={len(self._stats)}>"
+
+    def add(self, stat: Stat) -> Stat:
+        self._stats.append(stat)
+        return stat
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        for stat in self._stats:
+            stat.record(value, now, count)
+        for parent in self.parents:
+            parent.record(value, now, count)
+
+
+class Metrics:
+    """Named sensors and the metrics their stats expose."""
+
+    def __init__(self, config: MetricConfig | None = None) -> None:
+        self.config = config or MetricConfig()
+        self._sensors: dict[str, Sensor] = {}
+        self._metrics: dict[MetricName, Stat] = {}
+
+    def __repr__(self) -> str:
+        return f"<Metrics sensors={len(self._sensors)} metrics={len(self._metrics)}>"
+
+    def sensor(self, name: str, parents: Iterable[Sensor] = ()) -> tuple[Sensor, bool]:
+        """The sensor called ``name``; the flag says whether it was just created."""
+        sensor = self._sensors.get(name)
+        if sensor is not None:
+            return sensor, False
+        sensor = self._sensors[name] = Sensor(name, parents)
+        return sensor, True
+
+    def add(self, name: MetricName, stat: Stat) -> Stat:
+        """Expose ``stat`` under ``name`` (ValueError if the name is taken)."""
+        if name in self._metrics:
+            raise ValueError(f"metric {name} is already registered")
+        self._metrics[name] = stat
+        return stat
+
+    def add_gauge(self, name: MetricName, read: Callable[[float], float]) -> None:
+        self.add(name, Gauge(read))
+
+    def names(self) -> list[MetricName]:
+        return list(self._metrics)
+
+    def measure(self, now: float) -> dict[MetricName, float]:
+        """Every metric's value at ``now``."""
+        return {name: stat.measure(now) for name, stat in self._metrics.items()}

@@ -1,0 +1,286 @@
+"""The producer's metrics, under the Java producer's names, groups and tags.
+
+Three groups, as in Java (``kafka.producer`` JMX beans):
+
+* ``producer-metrics`` (tag ``client-id``): producer-wide;
+* ``producer-topic-metrics`` (tags ``client-id``, ``topic``);
+* ``producer-node-metrics`` (tags ``client-id``, ``node-id`` such as ``node-1``).
+
+The engine reports at request and batch granularity, never per record:
+:meth:`ProducerMetrics.batches_sent` once per Produce request,
+:meth:`~ProducerMetrics.produce_response` once per answer, retries and errors
+once per batch, and each connection feeds its :class:`NodeTraffic` once per
+request and response. Gauges (buffer memory, requests in flight, metadata age,
+connections) are read from their owners when measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .metrics import (
+    Avg,
+    CumulativeCount,
+    CumulativeSum,
+    Max,
+    MetricConfig,
+    MetricName,
+    Metrics,
+    Rate,
+    Sensor,
+    WindowedCount,
+)
+
+__all__ = ["NodeTraffic", "ProducerMetrics"]
+
+PRODUCER_GROUP = "producer-metrics"
+TOPIC_GROUP = "producer-topic-metrics"
+NODE_GROUP = "producer-node-metrics"
+
+# Producer-wide values read when measured (the producer supplies the readers).
+GAUGES = {
+    "buffer-total-bytes": "buffer_memory, bytes",
+    "buffer-available-bytes": "free buffer memory, bytes",
+    "bufferpool-wait-time-total": "time spent waiting for buffer memory, ns",
+    "waiting-threads": "tasks waiting for buffer memory",
+    "requests-in-flight": "Produce requests awaiting an answer",
+    "connection-count": "open broker connections",
+    "metadata-age": "seconds since the last metadata refresh",
+    "interceptor-error-total": "exceptions raised by interceptors",
+}
+
+
+class NodeTraffic:
+    """Requests and bytes on one broker connection, fed by the connection itself."""
+
+    __slots__ = ("_bytes_received", "_bytes_sent", "_requests", "_responses")
+
+    def __init__(
+        self, requests: Sensor, bytes_sent: Sensor, responses: Sensor, bytes_received: Sensor
+    ) -> None:
+        self._requests = requests
+        self._bytes_sent = bytes_sent
+        self._responses = responses
+        self._bytes_received = bytes_received
+
+    def request_sent(self, size: int, now: float) -> None:
+        self._requests.record(size, now)
+        self._bytes_sent.record(size, now)
+
+    def response_received(self, size: int, now: float) -> None:
+        self._responses.record(size, now)
+        self._bytes_received.record(size, now)
+
+
+class ProducerMetrics:
+    """Sensors of one producer; :meth:`measure` returns every metric's value."""
+
+    def __init__(
+        self, client_id: str, config: MetricConfig | None = None, *, enabled: bool = True
+    ) -> None:
+        self.client_id = client_id
+        self.registry = Metrics(config)
+        self._topics: dict[str, tuple[Sensor, Sensor, Sensor, Sensor, Sensor]] = {}
+        self._nodes: dict[int, tuple[NodeTraffic, Sensor]] = {}
+        if enabled:  # disabled: gauges only, and the engine is handed no metrics to feed
+            self._add_sensors()
+
+    def _add_sensors(self) -> None:
+        s = self._producer_sensor
+        self._records_per_request = s(
+            "records-per-request",
+            meter=("record-send", "records sent"),
+            avg=("records-per-request-avg", "records per Produce request"),
+        )
+        self._retries = s("record-retries", meter=("record-retry", "records retried"))
+        self._errors = s("record-errors", meter=("record-error", "records that failed"))
+        self._record_size = s("record-size", avg=("record-size-avg", "bytes per record (upper bound)"))
+        self._record_size_max = s("record-size-max", max_=("record-size-max", "largest record, bytes"))
+        self._batch_size = s(
+            "batch-size",
+            avg=("batch-size-avg", "bytes per batch sent"),
+            max_=("batch-size-max", "largest batch sent, bytes"),
+        )
+        self._queue_time = s(
+            "queue-time",
+            avg=("record-queue-time-avg", "ms a batch waited in the accumulator before it was sent"),
+            max_=("record-queue-time-max", "longest wait of a batch in the accumulator, ms"),
+        )
+        self._compression = s(
+            "compression-rate", avg=("compression-rate-avg", "compressed/uncompressed batch size")
+        )
+        self._latency = s(
+            "request-latency",
+            avg=("request-latency-avg", "Produce round trip, ms"),
+            max_=("request-latency-max", "slowest Produce round trip, ms"),
+        )
+        self._throttle = s(
+            "produce-throttle-time",
+            avg=("produce-throttle-time-avg", "broker throttle time, ms (KIP-219)"),
+            max_=("produce-throttle-time-max", "largest broker throttle time, ms"),
+        )
+        self._requests = s(
+            "requests-sent",
+            meter=("request", "requests sent to any broker"),
+            avg=("request-size-avg", "bytes per request"),
+            max_=("request-size-max", "largest request, bytes"),
+            count=True,
+        )
+        self._outgoing = s("bytes-sent", meter=("outgoing-byte", "bytes sent to brokers"))
+        self._responses = s("responses-received", meter=("response", "responses received"), count=True)
+        self._incoming = s("bytes-received", meter=("incoming-byte", "bytes received from brokers"))
+        self._connections = s(
+            "connections-created", meter=("connection-creation", "connections opened"), count=True
+        )
+        self._closes = s(
+            "connections-closed", meter=("connection-close", "connections lost or closed"), count=True
+        )
+
+    @classmethod
+    def catalog(cls) -> list[MetricName]:
+        """Every metric a producer can report, one topic and one node standing
+        for all (tag values are placeholders)."""
+        sample = cls("client")
+        sample._topic("topic")
+        sample._node(0)
+        for name in GAUGES:
+            sample.add_gauge(name, lambda now: 0.0)
+        return sample.registry.names()
+
+    def __repr__(self) -> str:
+        return f"<ProducerMetrics client_id={self.client_id!r} {self.registry!r}>"
+
+    # -- registration -------------------------------------------------------
+
+    def name(self, name: str, group: str, description: str = "", **tags: str) -> MetricName:
+        all_tags = {"client-id": self.client_id, **{k.replace("_", "-"): v for k, v in tags.items()}}
+        return MetricName(name, group, tuple(sorted(all_tags.items())), description)
+
+    def _sensor(
+        self,
+        key: str,
+        group: str,
+        tags: dict[str, str],
+        *,
+        meter: tuple[str, str] | None = None,
+        avg: tuple[str, str] | None = None,
+        max_: tuple[str, str] | None = None,
+        count: bool = False,
+        parents: Iterable[Sensor] = (),
+    ) -> Sensor:
+        """A sensor with the stats named: ``meter`` gives ``<x>-rate`` and ``<x>-total``.
+
+        With ``count`` the meter counts events instead of summing values
+        (request-rate counts requests while request-size sums their bytes).
+        """
+        reg = self.registry
+        sensor, _created = reg.sensor(key, parents)
+        cfg = reg.config
+        if meter is not None:
+            prefix, what = meter
+            windowed = WindowedCount(cfg) if count else None
+            total = CumulativeCount() if count else CumulativeSum()
+            reg.add(self.name(f"{prefix}-rate", group, f"{what}, per second", **tags),
+                    sensor.add(Rate(cfg, windowed)))
+            reg.add(self.name(f"{prefix}-total", group, f"{what}, total", **tags), sensor.add(total))
+        if avg is not None:
+            reg.add(self.name(avg[0], group, avg[1], **tags), sensor.add(Avg(cfg)))
+        if max_ is not None:
+            reg.add(self.name(max_[0], group, max_[1], **tags), sensor.add(Max(cfg)))
+        return sensor
+
+    def _producer_sensor(self, key: str, **kw: Any) -> Sensor:
+        return self._sensor(key, PRODUCER_GROUP, {}, **kw)
+
+    def add_gauge(self, name: str, read: Callable[[float], float]) -> None:
+        """The producer-wide gauge ``name`` (one of GAUGES), read as ``read(now)``."""
+        self.registry.add_gauge(self.name(name, PRODUCER_GROUP, GAUGES[name]), read)
+
+    def _topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor, Sensor, Sensor]:
+        sensors = self._topics.get(topic)
+        if sensors is None:
+            tags = {"topic": topic}
+            t = self._sensor
+            sensors = self._topics[topic] = (
+                t(f"topic.{topic}.records", TOPIC_GROUP, tags, meter=("record-send", "records sent")),
+                t(f"topic.{topic}.bytes", TOPIC_GROUP, tags, meter=("byte", "batch bytes sent")),
+                t(f"topic.{topic}.compression", TOPIC_GROUP, tags,
+                  avg=("compression-rate", "compressed/uncompressed batch size")),
+                t(f"topic.{topic}.retries", TOPIC_GROUP, tags, meter=("record-retry", "records retried")),
+                t(f"topic.{topic}.errors", TOPIC_GROUP, tags, meter=("record-error", "records failed")),
+            )
+        return sensors
+
+    def node_traffic(self, node_id: int) -> NodeTraffic:
+        """The traffic recorder a connection to ``node_id`` feeds."""
+        return self._node(node_id)[0]
+
+    def _node(self, node_id: int) -> tuple[NodeTraffic, Sensor]:
+        entry = self._nodes.get(node_id)
+        if entry is None:
+            tags = {"node-id": f"node-{node_id}"}
+            t = self._sensor
+            key = f"node-{node_id}"
+            traffic = NodeTraffic(
+                t(f"{key}.requests", NODE_GROUP, tags, meter=("request", "requests sent"),
+                  count=True, avg=("request-size-avg", "bytes per request"),
+                  max_=("request-size-max", "largest request, bytes"), parents=(self._requests,)),
+                t(f"{key}.bytes-sent", NODE_GROUP, tags, meter=("outgoing-byte", "bytes sent"),
+                  parents=(self._outgoing,)),
+                t(f"{key}.responses", NODE_GROUP, tags, meter=("response", "responses received"),
+                  count=True, parents=(self._responses,)),
+                t(f"{key}.bytes-received", NODE_GROUP, tags,
+                  meter=("incoming-byte", "bytes received"), parents=(self._incoming,)),
+            )
+            latency = t(f"{key}.latency", NODE_GROUP, tags,
+                        avg=("request-latency-avg", "Produce round trip, ms"),
+                        max_=("request-latency-max", "slowest Produce round trip, ms"),
+                        parents=(self._latency,))
+            entry = self._nodes[node_id] = (traffic, latency)
+        return entry
+
+    # -- recording (called by the engine) --------------------------------------
+
+    def batches_sent(self, batches: Iterable[Any], now: float) -> None:
+        """One Produce request is going out with ``batches`` (built payloads)."""
+        records = 0
+        for batch in batches:
+            count = batch.record_count
+            records += count
+            size = len(batch.payload)
+            uncompressed = batch.builder.size_in_bytes
+            ratio = size / uncompressed if uncompressed else 1.0
+            self._batch_size.record(size, now)
+            self._queue_time.record((now - batch.created) * 1000, now)
+            self._compression.record(ratio, now)
+            self._record_size.record(batch.reserved, now, count)
+            self._record_size_max.record(batch.max_record_size, now)
+            t_records, t_bytes, t_compression, _retries, _errors = self._topic(batch.topic)
+            t_records.record(count, now)
+            t_bytes.record(size, now)
+            t_compression.record(ratio, now)
+        self._records_per_request.record(records, now)
+
+    def produce_response(self, node_id: int, latency_ms: float, throttle_ms: int, now: float) -> None:
+        self._node(node_id)[1].record(latency_ms, now)
+        self._throttle.record(throttle_ms, now)
+
+    def retried(self, topic: str, records: int, now: float) -> None:
+        self._retries.record(records, now)
+        self._topic(topic)[3].record(records, now)
+
+    def failed(self, topic: str, records: int, now: float) -> None:
+        self._errors.record(records, now)
+        self._topic(topic)[4].record(records, now)
+
+    def connection_created(self, now: float) -> None:
+        self._connections.record(1, now)
+
+    def connection_closed(self, now: float) -> None:
+        self._closes.record(1, now)
+
+    # -- reading ------------------------------------------------------------
+
+    def measure(self, now: float) -> dict[MetricName, float]:
+        return self.registry.measure(now)

@@ -1,0 +1,137 @@
+"""The metrics registry: Java's SampledStat windows, driven by a fake clock."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aioproducer.logs import RateLimiter
+from aioproducer.metrics import (
+    Avg,
+    CumulativeCount,
+    CumulativeSum,
+    Max,
+    MetricConfig,
+    MetricName,
+    Metrics,
+    Rate,
+    WindowedCount,
+)
+from aioproducer.producer_metrics import ProducerMetrics
+
+CFG = MetricConfig(samples=2, window=30.0)
+
+
+def test_rate_of_a_young_window_counts_samples_minus_one_full_windows() -> None:
+    rate = Rate(CFG)
+    rate.record(60, now=100.0)
+    # 10 s elapsed, fewer than samples-1 = 1 full window: divided by 10 + 30 s.
+    assert rate.measure(110.0) == pytest.approx(60 / 40)
+    rate.record(60, now=125.0)
+    assert rate.measure(129.0) == pytest.approx(120 / (29 + 30))
+    # At 30 s one full window has passed: no more padding (as in Java).
+    assert rate.measure(130.0) == pytest.approx(120 / 30)
+
+
+def test_rate_over_full_windows_uses_the_elapsed_time() -> None:
+    rate = Rate(CFG)
+    rate.record(30, now=0.0)
+    rate.record(30, now=31.0)  # second sample, window started at 31
+    # elapsed = 45 s >= one full window: no padding.
+    assert rate.measure(45.0) == pytest.approx(60 / 45)
+
+
+def test_a_third_window_overwrites_the_oldest_sample() -> None:
+    rate = Rate(CFG)
+    rate.record(100, now=0.0)
+    rate.record(10, now=31.0)
+    rate.record(10, now=62.0)  # reuses sample 0: the 100 is gone
+    assert rate.measure(70.0) == pytest.approx(20 / (70 - 31))
+
+
+def test_samples_older_than_the_retained_span_are_purged() -> None:
+    rate, avg, mx = Rate(CFG), Avg(CFG), Max(CFG)
+    for stat in (rate, avg, mx):
+        stat.record(5, now=0.0)
+    assert rate.measure(59.0) > 0 and avg.measure(59.0) == 5 and mx.measure(59.0) == 5
+    assert rate.measure(61.0) == 0.0
+    assert math.isnan(avg.measure(61.0)) and math.isnan(mx.measure(61.0))
+
+
+def test_avg_and_max_are_nan_before_any_event_and_avg_weights_batches() -> None:
+    avg, mx = Avg(CFG), Max(CFG)
+    assert math.isnan(avg.measure(0.0)) and math.isnan(mx.measure(0.0))
+    avg.record(300, now=1.0, count=3)  # three records of 100 bytes in one call
+    avg.record(50, now=2.0)
+    mx.record(-4, now=1.0)
+    assert avg.measure(3.0) == pytest.approx(350 / 4)
+    assert mx.measure(3.0) == -4.0
+
+
+def test_rate_without_events_is_zero_and_counts_can_be_windowed() -> None:
+    assert Rate(CFG).measure(10.0) == 0.0
+    counted = Rate(CFG, WindowedCount(CFG))
+    counted.record(1000, now=0.0)
+    counted.record(5000, now=1.0)
+    assert counted.measure(1.0) == pytest.approx(2 / 31)
+
+
+def test_cumulative_stats_never_forget() -> None:
+    total, count = CumulativeSum(), CumulativeCount()
+    for t in (0.0, 100.0, 1000.0):
+        total.record(2.5, t)
+        count.record(2.5, t)
+    assert total.measure(10_000.0) == 7.5 and count.measure(10_000.0) == 3
+
+
+def test_sensor_records_into_its_stats_and_its_parents() -> None:
+    metrics = Metrics(CFG)
+    parent, _ = metrics.sensor("all")
+    child, created = metrics.sensor("node-1", parents=[parent])
+    assert created and metrics.sensor("node-1") == (child, False)
+    name_all = MetricName("x-total", "g", (("client-id", "c"),))
+    name_node = MetricName("x-total", "g", (("client-id", "c"), ("node-id", "node-1")))
+    metrics.add(name_all, parent.add(CumulativeSum()))
+    metrics.add(name_node, child.add(CumulativeSum()))
+    child.record(4, now=0.0)
+    parent.record(1, now=0.0)
+    assert metrics.measure(0.0) == {name_all: 5.0, name_node: 4.0}
+    assert name_node.tag("node-id") == "node-1" and name_node.tag("topic") is None
+    with pytest.raises(ValueError, match="already registered"):
+        metrics.add(MetricName("x-total", "g", (("client-id", "c"),), "other description"), CumulativeSum())
+
+
+def test_gauges_are_read_when_measured() -> None:
+    metrics = Metrics(CFG)
+    box = [1.0]
+    name = MetricName("level", "g")
+    metrics.add_gauge(name, lambda now: box[0] * now)
+    box[0] = 3.0
+    assert metrics.measure(2.0) == {name: 6.0}
+
+
+def test_producer_metrics_catalog_has_the_java_names() -> None:
+    names = {(m.group, m.name) for m in ProducerMetrics.catalog()}
+    for name in (
+        "record-send-rate", "record-send-total", "record-error-rate", "record-error-total",
+        "record-retry-rate", "record-retry-total", "record-size-avg", "record-size-max",
+        "batch-size-avg", "batch-size-max", "compression-rate-avg", "records-per-request-avg",
+        "request-latency-avg", "request-latency-max", "request-rate", "produce-throttle-time-avg",
+        "produce-throttle-time-max", "connection-creation-rate", "incoming-byte-rate",
+        "outgoing-byte-rate",
+    ):
+        assert ("producer-metrics", name) in names, name
+    for name in ("record-send-rate", "byte-rate", "compression-rate", "record-error-total"):
+        assert ("producer-topic-metrics", name) in names
+    for name in ("request-rate", "request-latency-avg", "incoming-byte-rate", "outgoing-byte-total"):
+        assert ("producer-node-metrics", name) in names
+
+
+def test_rate_limiter_lets_one_through_per_interval_and_counts_the_rest() -> None:
+    limiter = RateLimiter(10.0)
+    assert limiter.allow("k", 0.0) == 0
+    assert limiter.allow("k", 1.0) is None
+    assert limiter.allow("k", 2.0) is None
+    assert limiter.allow("other", 2.0) == 0
+    assert limiter.allow("k", 10.5) == 2
