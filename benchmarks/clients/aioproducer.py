@@ -1,0 +1,101 @@
+"""aioproducer in every pattern (see ``_common``): ``enqueue()`` futures, ``send()``, bulk."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from benchmarks.clients._common import (
+    Config,
+    NotApplicable,
+    Span,
+    aioproducer_for,
+    check_futures,
+    gather_in_chunks,
+    main,
+    paced_latency,
+    run_workers,
+)
+
+# Records per enqueue_many() call in the bulk pattern.
+BULK_CHUNK = 10_000
+
+
+async def _enqueue_all(producer: Any, cfg: Config, value: bytes) -> list[asyncio.Future[Any]]:
+    enqueue = producer.enqueue
+    topic = cfg.topic
+    futures: list[asyncio.Future[Any]] = []
+    append = futures.append
+    for _ in range(cfg.records):
+        append(await enqueue(topic, value))
+    return futures
+
+
+async def enqueue_flush(cfg: Config, span: Span) -> None:
+    value = cfg.payload()
+    async with aioproducer_for(cfg) as producer:
+        await producer.send(cfg.topic, value)  # warm-up: connections and metadata
+        span.start()
+        futures = await _enqueue_all(producer, cfg, value)
+        await producer.flush()
+        span.stop()
+        check_futures(futures, cfg.records)
+
+
+async def enqueue_chunked(cfg: Config, span: Span) -> None:
+    value = cfg.payload()
+    async with aioproducer_for(cfg) as producer:
+        await producer.send(cfg.topic, value)
+        span.start()
+        futures = await _enqueue_all(producer, cfg, value)
+        await gather_in_chunks(futures, cfg.chunk)
+        span.stop()
+        check_futures(futures, cfg.records)
+
+
+async def concurrent_send(cfg: Config, span: Span) -> None:
+    value = cfg.payload()
+    async with aioproducer_for(cfg) as producer:
+        await producer.send(cfg.topic, value)
+        send = producer.send
+        topic = cfg.topic
+        span.start()
+        await run_workers(cfg.records, cfg.concurrency, lambda: send(topic, value))
+        span.stop()
+
+
+async def bulk(cfg: Config, span: Span) -> None:
+    value = cfg.payload()
+    async with aioproducer_for(cfg) as producer:
+        enqueue_many = getattr(producer, "enqueue_many", None)
+        if enqueue_many is None:
+            raise NotApplicable("this aioproducer version has no enqueue_many()")
+        await producer.send(cfg.topic, value)
+        values = [value] * BULK_CHUNK
+        span.start()
+        futures = []
+        for start in range(0, cfg.records, BULK_CHUNK):
+            n = min(BULK_CHUNK, cfg.records - start)
+            futures.append(await enqueue_many(cfg.topic, values if n == BULK_CHUNK else values[:n]))
+        results = await asyncio.gather(*futures)
+        span.stop()
+        delivered = sum(len(r) for r in results)
+        if delivered != cfg.records:
+            raise RuntimeError(f"{delivered} of {cfg.records} records acknowledged")
+
+
+async def latency(cfg: Config, span: Span) -> dict[str, Any]:
+    value = cfg.payload()
+    async with aioproducer_for(cfg) as producer:
+        await producer.send(cfg.topic, value)
+        enqueue = producer.enqueue
+        topic = cfg.topic
+        return await paced_latency(cfg, span, lambda: enqueue(topic, value), producer.flush)
+
+
+PATTERNS = {"a": enqueue_flush, "b": enqueue_chunked, "c": concurrent_send, "d": bulk,
+            "latency": latency}
+
+if __name__ == "__main__":
+    sys.exit(main("aioproducer", "aioproducer", PATTERNS))
