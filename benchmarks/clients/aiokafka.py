@@ -36,7 +36,12 @@ async def _producer(cfg: Config) -> AsyncIterator[Any]:
         max_batch_size=cfg.batch_size,
         enable_idempotence=cfg.idempotence,
     )
-    await producer.start()
+    try:
+        await producer.start()
+    except Exception as exc:
+        # An idempotent producer starts with InitProducerId; name the step that failed.
+        await producer.stop()
+        raise RuntimeError(f"AIOKafkaProducer.start() failed: {type(exc).__name__}: {exc}") from exc
     try:
         await producer.send_and_wait(cfg.topic, cfg.payload())  # warm-up
         yield producer
