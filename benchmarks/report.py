@@ -36,6 +36,12 @@ NAMES = {
 }
 
 
+def display_name(client: str, pattern: str) -> str:
+    if client == "confluent" and pattern in ("c", "latency"):
+        return "confluent-kafka AIOProducer"
+    return NAMES.get(client, client)
+
+
 @dataclass
 class Summary:
     """All runs of one client in one pattern and setting."""
@@ -101,6 +107,18 @@ def baseline(summaries: list[Summary], s: Summary, client: str) -> tuple[Summary
     return None, False
 
 
+def failure_notes(rows: list[dict[str, Any]]) -> list[str]:
+    """Explanations for failures whose cause is known (not guessed from the message alone)."""
+    notes = []
+    if any(r["client"] == "aiokafka" and r["status"] == "failed" and r["idempotence"]
+           and "UnknownError" in r.get("error", "") for r in rows):
+        notes.append(
+            "aiokafka's idempotent producer starts with InitProducerId v0, the only version it "
+            "sends; this broker answers it with UNKNOWN_SERVER_ERROR (-1), so aiokafka's "
+            "idempotence-on rows fail and its idempotence-off rows are the baseline (`*`).")
+    return notes
+
+
 def _spread(values: list[float], spec: str) -> str:
     med = format(statistics.median(values), spec)
     if len(values) < 2:
@@ -131,7 +149,7 @@ def _table_rows(summaries: list[Summary], pattern: str) -> list[list[str]]:
         group = sorted((s for s in summaries if s.pattern == pattern and s.variant.label == v.label),
                        key=lambda s: order.get(s.client, 99))
         for s in group:
-            name = NAMES.get(s.client, s.client)
+            name = display_name(s.client, pattern)
             if s.records != max(x.records for x in summaries):
                 name += f" ({s.records:,} records)"
             if s.status != "ok":
@@ -169,7 +187,9 @@ def text_tables(summaries: list[Summary]) -> str:
     return "\n".join(out)
 
 
-def markdown(summaries: list[Summary], meta: dict[str, Any], chart: str | None) -> str:
+def markdown(
+    summaries: list[Summary], meta: dict[str, Any], chart: str | None, notes: list[str]
+) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
     mode = meta.get("mode", "full")
     lines = [
@@ -202,6 +222,9 @@ def markdown(summaries: list[Summary], meta: dict[str, Any], chart: str | None) 
         "values only in patterns a and d (without kafka-python); uvloop only in patterns a and c "
         "(for the clients whose speed depends on the loop), to fit a full run in about 15 "
         "minutes on two cores.",
+        *(f"- {n}" for n in notes),
+        "- Send->ack latency at a fixed rate: [latency.md](latency.md) "
+        "(`python -m benchmarks.latency`).",
         "",
         "The broker shares the CPUs with the clients, so absolute numbers depend on the host; "
         "compare ratios within one run.",
@@ -217,7 +240,7 @@ def markdown(summaries: list[Summary], meta: dict[str, Any], chart: str | None) 
         for client in CLIENTS:
             api = CLIENT_APIS[client].get(pattern)
             if api and any(s.client == client and s.pattern == pattern for s in summaries):
-                lines.append(f"- {NAMES[client]}: {api}")
+                lines.append(f"- {display_name(client, pattern)}: {api}")
         lines += ["", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         lines.append("")
@@ -261,7 +284,8 @@ def write_chart(summaries: list[Summary], path: Path) -> str | None:
                 if xs:
                     ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
             ax.set_xticks(range(len(clients)))
-            ax.set_xticklabels([NAMES[c].replace(", ", "\n") for c in clients], fontsize=7)
+            ax.set_xticklabels([display_name(c, pattern).replace(", ", "\n").replace(" AIO", "\nAIO")
+                                for c in clients], fontsize=7)
             ax.set_yscale("log")
             ax.set_title(f"({pattern}) {title}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
@@ -279,8 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     summaries = summarize(data["runs"])
     chart = source.with_suffix(".png")
     note = write_chart(summaries, chart)
-    source.with_suffix(".md").write_text(
-        markdown(summaries, data["meta"], chart.name if note is None else None))
+    source.with_suffix(".md").write_text(markdown(
+        summaries, data["meta"], chart.name if note is None else None, failure_notes(data["runs"])))
     print(text_tables(summaries))
     return 0
 

@@ -96,7 +96,9 @@ def plan(args: argparse.Namespace) -> list[matrix.Case]:
     )
 
 
-def run_client(args: argparse.Namespace, bootstrap: str, case: matrix.Case, topic: str) -> dict[str, Any]:
+def run_client(
+    args: argparse.Namespace, bootstrap: str, case: matrix.Case, topic: str, extra: list[str]
+) -> dict[str, Any]:
     """Run one client process; its JSON result line, or a failure naming what went wrong."""
     v = case.variant
     cmd = [
@@ -106,7 +108,7 @@ def run_client(args: argparse.Namespace, bootstrap: str, case: matrix.Case, topi
         "--linger-ms", str(args.linger_ms), "--batch-size", str(args.batch_size),
         "--idempotence", "on" if v.idempotence else "off",
         "--loop", "asyncio" if v.loop == "-" else v.loop,
-        "--partitions", str(args.partitions),
+        "--partitions", str(args.partitions), *extra,
     ]
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
@@ -137,8 +139,14 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
         print(f"    (could not delete {topic}: {exc})", flush=True)
 
 
-def measure(args: argparse.Namespace, bootstrap: str, case: matrix.Case) -> dict[str, Any]:
-    """One run of ``case`` on a fresh topic, with the broker-side count check."""
+def measure(
+    args: argparse.Namespace, bootstrap: str, case: matrix.Case, extra: list[str] | None = None
+) -> dict[str, Any]:
+    """One run of ``case`` on a fresh topic, with the broker-side count check.
+
+    ``args`` needs ``timeout``, ``linger_ms``, ``batch_size``, ``partitions`` and
+    ``no_verify``; ``extra`` are more arguments for the client process.
+    """
     v = case.variant
     topic = f"bench-{case.pattern}-{case.client}-{uuid.uuid4().hex[:8]}"
     row: dict[str, Any] = {**asdict(case), **asdict(v), "topic": topic}
@@ -148,7 +156,7 @@ def measure(args: argparse.Namespace, bootstrap: str, case: matrix.Case) -> dict
     except Exception as exc:  # noqa: BLE001 - report, go on with the next case
         return {**row, "status": "failed", "error": f"topic creation: {type(exc).__name__}: {exc}"}
     try:
-        result = run_client(args, bootstrap, case, topic)
+        result = run_client(args, bootstrap, case, topic, extra or [])
         row.update({k: val for k, val in result.items() if k not in ("loop", "client", "pattern")})
         if row["status"] == "ok" and not args.no_verify:
             expected = case.records + WARMUP_RECORDS
@@ -249,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         out.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
         chart = out.with_suffix(".png")
         chart_note = report.write_chart(summary, chart)
-        out.write_text(report.markdown(summary, meta, chart.name if chart_note is None else None))
+        out.write_text(report.markdown(summary, meta, chart.name if chart_note is None else None,
+                                       report.failure_notes(rows)))
         print(f"wrote {out}, {out.with_suffix('.json')}" + (f", {chart}" if chart_note is None
                                                             else f" (no chart: {chart_note})"))
     # Non-zero when aioproducer failed or any broker count disagreed; a peer's

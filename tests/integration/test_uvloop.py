@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
 from aioproducer import Producer
-from tests.conftest import TopicFactory
 from tests.support.verify import read_records
 
 uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")
 
 
-def test_round_trip_on_uvloop(kafka_bootstrap: str, topic_factory: TopicFactory) -> None:
+def test_round_trip_on_uvloop(kafka_bootstrap: str, topic_factory: Callable[..., str]) -> None:
     topic = topic_factory(3)
     sent = {b"k%d" % i: b"value-%d" % i for i in range(2000)}
 
