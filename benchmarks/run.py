@@ -200,8 +200,12 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         pass
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
                             capture_output=True, text=True, check=False).stdout.strip()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    cpu = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        models = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines()
+                  if ln.startswith("model name")]
+        cpu = models[0] if models else cpu
     return {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "mode": "quick" if args.quick else "full",
