@@ -35,10 +35,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/run.py`` too
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.local_broker import LocalBroker  # noqa: E402
-from benchmarks import matrix, report  # noqa: E402
-from benchmarks.clients._common import WARMUP_RECORDS  # noqa: E402
-from tests.support.verify import count_records, create_topic  # noqa: E402
+from aioproducer.testing.local_broker import bootstrap_or_local
+from benchmarks import matrix, report
+from benchmarks.clients._common import WARMUP_RECORDS
+from tests.support.verify import count_records, create_topic
 
 DOCS = REPO_ROOT / "docs"
 
@@ -221,18 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = plan(args)
     meta = environment(args)
-    broker: LocalBroker | None = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        broker = LocalBroker().start()
-        bootstrap = broker.bootstrap_servers
-        print(f"started Tansu at {bootstrap} (pid {broker.pid}, log {broker.log_path})")
-    meta["broker"] = "external " + bootstrap if args.bootstrap else "local Tansu (memory storage)"
+    meta["broker"] = f"external {args.bootstrap}" if args.bootstrap else "local Tansu (memory storage)"
     print(f"{len(cases)} cases x {args.repeat} repeat(s), {args.records:,} records each", flush=True)
     rows: list[dict[str, Any]] = []
     settled: set[matrix.Case] = set()  # failed or skipped once: not repeated
     started = time.monotonic()
-    try:
+    with bootstrap_or_local(args.bootstrap, announce=lambda b: print(f"started Tansu at {b}")) as bootstrap:
         for rep in range(args.repeat):
             for case in cases:
                 if case in settled:
@@ -247,9 +241,6 @@ def main(argv: list[str] | None = None) -> int:
                     settled.add(case)
                     for ln in (row.get("stderr_tail") or "").splitlines()[-6:]:
                         print("    | " + ln, flush=True)
-    finally:
-        if broker is not None:
-            broker.stop()
     meta["elapsed_s"] = time.monotonic() - started
     meta["load_after"] = os.getloadavg()[0]
     summary = report.summarize(rows)

@@ -34,12 +34,12 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 # Records sent before the measured span; the orchestrator expects them on the broker too.
 WARMUP_RECORDS = 1
 
-PatternFn = Callable[["Config", "Span"], Union[Awaitable[Any], Any]]
+PatternFn = Callable[["Config", "Span"], Any]  # sync, or async returning a coroutine
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,32 @@ async def gather_in_chunks(futures: list[Any], chunk: int) -> None:
     """Pattern b's wait: ``asyncio.gather`` over ``chunk`` futures at a time (raises on failure)."""
     for i in range(0, len(futures), chunk):
         await asyncio.gather(*futures[i : i + chunk])
+
+
+async def produce_then_wait(
+    cfg: Config,
+    span: Span,
+    send: Callable[[str, bytes], Awaitable[asyncio.Future[Any]]],
+    flush: Callable[[], Awaitable[Any]],
+) -> None:
+    """Patterns a and b for a client whose ``await send(topic, value)`` returns a future.
+
+    Every record's future is kept; then pattern a awaits ``flush()`` and
+    pattern b gathers the futures ``cfg.chunk`` at a time.
+    """
+    value = cfg.payload()
+    topic = cfg.topic
+    futures: list[asyncio.Future[Any]] = []
+    append = futures.append
+    span.start()
+    for _ in range(cfg.records):
+        append(await send(topic, value))
+    if cfg.pattern == "a":
+        await flush()
+    else:
+        await gather_in_chunks(futures, cfg.chunk)
+    span.stop()
+    check_futures(futures, cfg.records)
 
 
 async def run_workers(records: int, concurrency: int, send_one: Callable[[], Awaitable[Any]]) -> None:

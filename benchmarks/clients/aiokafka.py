@@ -18,9 +18,9 @@ from benchmarks.clients._common import (
     Config,
     Span,
     check_futures,
-    gather_in_chunks,
     main,
     paced_latency,
+    produce_then_wait,
     run_workers,
 )
 
@@ -49,34 +49,9 @@ async def _producer(cfg: Config) -> AsyncIterator[Any]:
         await producer.stop()
 
 
-async def _send_all(producer: Any, cfg: Config, value: bytes) -> list[asyncio.Future[Any]]:
-    send = producer.send
-    topic = cfg.topic
-    futures: list[asyncio.Future[Any]] = []
-    append = futures.append
-    for _ in range(cfg.records):
-        append(await send(topic, value))
-    return futures
-
-
-async def send_flush(cfg: Config, span: Span) -> None:
-    value = cfg.payload()
+async def futures_then_wait(cfg: Config, span: Span) -> None:
     async with _producer(cfg) as producer:
-        span.start()
-        futures = await _send_all(producer, cfg, value)
-        await producer.flush()
-        span.stop()
-        check_futures(futures, cfg.records)
-
-
-async def send_chunked(cfg: Config, span: Span) -> None:
-    value = cfg.payload()
-    async with _producer(cfg) as producer:
-        span.start()
-        futures = await _send_all(producer, cfg, value)
-        await gather_in_chunks(futures, cfg.chunk)
-        span.stop()
-        check_futures(futures, cfg.records)
+        await produce_then_wait(cfg, span, producer.send, producer.flush)
 
 
 async def concurrent_send(cfg: Config, span: Span) -> None:
@@ -126,7 +101,7 @@ async def latency(cfg: Config, span: Span) -> dict[str, Any]:
         return await paced_latency(cfg, span, lambda: send(topic, value), producer.flush)
 
 
-PATTERNS = {"a": send_flush, "b": send_chunked, "c": concurrent_send, "d": bulk,
+PATTERNS = {"a": futures_then_wait, "b": futures_then_wait, "c": concurrent_send, "d": bulk,
             "latency": latency}
 
 if __name__ == "__main__":

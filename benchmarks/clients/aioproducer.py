@@ -11,10 +11,9 @@ from benchmarks.clients._common import (
     NotApplicable,
     Span,
     aioproducer_for,
-    check_futures,
-    gather_in_chunks,
     main,
     paced_latency,
+    produce_then_wait,
     run_workers,
 )
 
@@ -22,36 +21,10 @@ from benchmarks.clients._common import (
 BULK_CHUNK = 10_000
 
 
-async def _enqueue_all(producer: Any, cfg: Config, value: bytes) -> list[asyncio.Future[Any]]:
-    enqueue = producer.enqueue
-    topic = cfg.topic
-    futures: list[asyncio.Future[Any]] = []
-    append = futures.append
-    for _ in range(cfg.records):
-        append(await enqueue(topic, value))
-    return futures
-
-
-async def enqueue_flush(cfg: Config, span: Span) -> None:
-    value = cfg.payload()
+async def futures_then_wait(cfg: Config, span: Span) -> None:
     async with aioproducer_for(cfg) as producer:
-        await producer.send(cfg.topic, value)  # warm-up: connections and metadata
-        span.start()
-        futures = await _enqueue_all(producer, cfg, value)
-        await producer.flush()
-        span.stop()
-        check_futures(futures, cfg.records)
-
-
-async def enqueue_chunked(cfg: Config, span: Span) -> None:
-    value = cfg.payload()
-    async with aioproducer_for(cfg) as producer:
-        await producer.send(cfg.topic, value)
-        span.start()
-        futures = await _enqueue_all(producer, cfg, value)
-        await gather_in_chunks(futures, cfg.chunk)
-        span.stop()
-        check_futures(futures, cfg.records)
+        await producer.send(cfg.topic, cfg.payload())  # warm-up: connections and metadata
+        await produce_then_wait(cfg, span, producer.enqueue, producer.flush)
 
 
 async def concurrent_send(cfg: Config, span: Span) -> None:
@@ -94,7 +67,7 @@ async def latency(cfg: Config, span: Span) -> dict[str, Any]:
         return await paced_latency(cfg, span, lambda: enqueue(topic, value), producer.flush)
 
 
-PATTERNS = {"a": enqueue_flush, "b": enqueue_chunked, "c": concurrent_send, "d": bulk,
+PATTERNS = {"a": futures_then_wait, "b": futures_then_wait, "c": concurrent_send, "d": bulk,
             "latency": latency}
 
 if __name__ == "__main__":

@@ -89,32 +89,25 @@ def _produce_all(producer: Any, cfg: Config, value: bytes, callback: Any) -> Non
             poll(0)
 
 
-def produce_flush(cfg: Config, span: Span) -> None:
-    """a: a delivery callback per record, then ``flush()``."""
+def callbacks_then_wait(cfg: Config, span: Span) -> None:
+    """A delivery callback per record; a: then ``flush()``, b: then ``poll()`` until each
+    next 1,000 records are reported."""
     value = cfg.payload()
     producer = _warm_producer(cfg, _conf(cfg))
     deliveries = _Deliveries()
     span.start()
     _produce_all(producer, cfg, value, deliveries)
-    remaining = producer.flush(120)
+    if cfg.pattern == "a":
+        remaining = producer.flush(120)
+    else:
+        for target in range(cfg.chunk, cfg.records + cfg.chunk, cfg.chunk):
+            target = min(target, cfg.records)
+            while deliveries.ok + len(deliveries.errors) < target:
+                if producer.poll(120) == 0:
+                    raise TimeoutError(f"no delivery report in 120 s ({deliveries.ok} delivered)")
+        remaining = len(producer)
     span.stop()
     deliveries.check(cfg.records, remaining)
-
-
-def produce_chunked(cfg: Config, span: Span) -> None:
-    """b: a delivery callback per record, then ``poll()`` until each next 1,000 are reported."""
-    value = cfg.payload()
-    producer = _warm_producer(cfg, _conf(cfg))
-    deliveries = _Deliveries()
-    span.start()
-    _produce_all(producer, cfg, value, deliveries)
-    for target in range(cfg.chunk, cfg.records + cfg.chunk, cfg.chunk):
-        target = min(target, cfg.records)
-        while deliveries.ok + len(deliveries.errors) < target:
-            if producer.poll(120) == 0:
-                raise TimeoutError(f"no delivery report within 120 s ({deliveries.ok} delivered)")
-    span.stop()
-    deliveries.check(cfg.records, len(producer))
 
 
 def produce_poll(cfg: Config, span: Span) -> None:
@@ -169,7 +162,7 @@ async def latency(cfg: Config, span: Span) -> dict[str, Any]:
         await producer.close()
 
 
-PATTERNS = {"a": produce_flush, "b": produce_chunked, "c": concurrent_send, "d": produce_poll,
+PATTERNS = {"a": callbacks_then_wait, "b": callbacks_then_wait, "c": concurrent_send, "d": produce_poll,
             "latency": latency}
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def _check(futures: list[Any], records: int) -> None:
         raise RuntimeError(f"{len(failed)} of {records} failed, first: {failed[0].exception!r}")
 
 
-def send_flush(cfg: Config, span: Span) -> None:
+def futures_then_wait(cfg: Config, span: Span) -> None:
+    """a: ``send()`` per record, then ``flush()``; b: then ``get()`` 1,000 futures at a time."""
     value = cfg.payload()
     producer = _producer(cfg)
     try:
@@ -40,31 +41,19 @@ def send_flush(cfg: Config, span: Span) -> None:
         send = producer.send
         topic = cfg.topic
         futures = [send(topic, value) for _ in range(cfg.records)]
-        producer.flush(timeout=120)
+        if cfg.pattern == "a":
+            producer.flush(timeout=120)
+        else:
+            for i in range(0, len(futures), cfg.chunk):
+                for f in futures[i : i + cfg.chunk]:
+                    f.get(timeout=120)
         span.stop()
         _check(futures, cfg.records)
     finally:
         producer.close(timeout=10)
 
 
-def send_chunked(cfg: Config, span: Span) -> None:
-    value = cfg.payload()
-    producer = _producer(cfg)
-    try:
-        span.start()
-        send = producer.send
-        topic = cfg.topic
-        futures = [send(topic, value) for _ in range(cfg.records)]
-        for i in range(0, len(futures), cfg.chunk):
-            for f in futures[i : i + cfg.chunk]:
-                f.get(timeout=120)
-        span.stop()
-        _check(futures, cfg.records)
-    finally:
-        producer.close(timeout=10)
-
-
-PATTERNS = {"a": send_flush, "b": send_chunked}
+PATTERNS = {"a": futures_then_wait, "b": futures_then_wait}
 
 if __name__ == "__main__":
     sys.exit(main("kafka_python", "kafka", PATTERNS))
