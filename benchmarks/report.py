@@ -219,8 +219,8 @@ def markdown(
         "below 1x is cheaper. `*`: the baseline row is the nearest one measured (idempotence off, "
         "or the asyncio loop), because the exact one is missing or failed."),
         ("- The default matrix: 100 B values with idempotence on and off in every pattern; 1 KiB "
-        "values only in patterns a and d (without kafka-python); uvloop only in patterns a and c "
-        "(for the clients whose speed depends on the loop), to fit a full run in about 15 "
+        "values only in patterns a and d (without kafka-python); uvloop only in patterns a, c "
+        "and d (for the clients whose speed depends on the loop), to fit a full run in about 15 "
         "minutes on two cores."),
         *(f"- {n}" for n in notes),
         ("- Send->ack latency at a fixed rate: [latency.md](latency.md) "
