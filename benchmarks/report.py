@@ -36,6 +36,15 @@ NAMES = {
 }
 
 
+# Short tick labels for the chart: (client, pattern), "" for any pattern.
+CHART_NAMES = {
+    ("confluent", ""): "confluent-kafka",
+    ("confluent", "c"): "AIOProducer",
+    ("confluent_bridge", ""): "librdkafka\nbridge",
+    ("kafka_python", ""): "kafka-python",
+}
+
+
 def display_name(client: str, pattern: str) -> str:
     if client == "confluent" and pattern in ("c", "latency"):
         return "confluent-kafka AIOProducer"
@@ -254,6 +263,7 @@ def write_chart(summaries: list[Summary], path: Path) -> str | None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         return "matplotlib is not installed (the 'bench' extra)"
     shown = [s for s in summaries if s.variant.size == 100 and s.rate is not None]
@@ -284,13 +294,14 @@ def write_chart(summaries: list[Summary], path: Path) -> str | None:
                 if xs:
                     ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
             ax.set_xticks(range(len(clients)))
-            ax.set_xticklabels([display_name(c, pattern).replace(", ", "\n").replace(" AIO", "\nAIO")
+            ax.set_xticklabels([CHART_NAMES.get((c, pattern), CHART_NAMES.get((c, ""), c))
                                 for c in clients], fontsize=7)
-            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(
+                lambda y, _pos: f"{y / 1000:,.0f}k" if y >= 1000 else f"{y:g}"))
             ax.set_title(f"({pattern}) {title}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    fig.suptitle("100 B values: median of the repeats, error bars min–max (log scale)", fontsize=10)
+    fig.suptitle("100 B values: median of the repeats, error bars min–max", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
