@@ -15,17 +15,23 @@ event-loop callback each, so other tasks run in between; ``done`` turns true
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .protocol.compression import Codec
 from .protocol.records import RecordBatchBuilder
 
-__all__ = ["RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
+__all__ = ["RECORD_HANDLE_OVERHEAD", "RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
 
 # Futures resolved per event-loop callback when a batch completes: about a
 # quarter of a millisecond of work, so a 10,000-record batch never holds the loop.
 RESOLVE_SLICE = 512
+# Memory a record enqueued on its own holds besides its encoded bytes until its
+# batch completes: its future (~160 B with the GC header), the packed sizes and
+# the timestamp ints (2 x 32 B) and three list slots. Counted in buffer_memory,
+# so that a stalled broker bounds what the process holds, not just the bytes.
+RECORD_HANDLE_OVERHEAD = 256
 
 
 def pack_sizes(key_size: int, value_size: int) -> int:
@@ -227,15 +233,20 @@ class ProducerBatch:
         stop = min(start + RESOLVE_SLICE, len(futures))
         topic, partition = self.topic, self.partition
         new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
-        step = 1 if base_offset >= 0 else 0  # acks=0: every offset is -1
-        append_time = log_append_time_ms >= 0
-        timestamps, sizes = self.timestamps, self.sizes
-        for j in range(start, stop):
-            ts = log_append_time_ms if append_time else timestamps[j]
-            packed = sizes[j]
-            offset = base_offset + step * (j if deltas is None else deltas[j])
+        if base_offset < 0:  # acks=0: every offset is -1
+            offsets: Iterable[int] = itertools.repeat(-1, stop - start)
+        elif deltas is None:
+            offsets = range(base_offset + start, base_offset + stop)
+        else:
+            offsets = [base_offset + d for d in deltas[start:stop]]
+        timestamps: Iterable[int] = (
+            itertools.repeat(log_append_time_ms, stop - start)
+            if log_append_time_ms >= 0
+            else self.timestamps[start:stop]
+        )
+        for fut, offset, ts, packed in zip(futures[start:stop], offsets, timestamps, self.sizes[start:stop]):
             try:
-                futures[j].set_result(
+                fut.set_result(
                     new(
                         RecordMetadata,
                         (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),

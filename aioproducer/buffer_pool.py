@@ -21,14 +21,14 @@ class BufferPool:
         self.total = total
         self.available = total
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        # Someone is waiting for memory: the sender should send whatever it has.
+        # An attribute kept in step with the waiters, not a property: enqueue()
+        # reads it for every record.
+        self.exhausted = False
 
     def __repr__(self) -> str:
         return f"<BufferPool {self.available}/{self.total} free, {len(self._waiters)} waiting>"
 
-    @property
-    def exhausted(self) -> bool:
-        """Someone is waiting for memory: the sender should send whatever it has."""
-        return bool(self._waiters)
 
     def try_reserve(self, size: int) -> bool:
         """Take ``size`` bytes now if they are free and nobody is queued before us."""
@@ -45,6 +45,7 @@ class BufferPool:
         fut: asyncio.Future[None] = loop.create_future()
         entry = (size, fut)
         self._waiters.append(entry)
+        self.exhausted = True
         timer = loop.call_later(timeout, self._expire, entry, timeout)
         try:
             await fut
@@ -75,6 +76,7 @@ class BufferPool:
             self._waiters.remove(entry)
         except ValueError:
             return
+        self.exhausted = bool(self._waiters)
         self._grant()  # a smaller request behind the one that left may fit now
 
     def release(self, size: int) -> None:
@@ -92,10 +94,12 @@ class BufferPool:
             self._waiters.popleft()
             self.available -= size
             fut.set_result(None)
+        self.exhausted = bool(self._waiters)
 
     def fail_waiters(self, exc: BaseException) -> None:
         """Wake every waiter with ``exc`` (the producer is closing)."""
         waiters, self._waiters = self._waiters, deque()
+        self.exhausted = False
         for _size, fut in waiters:
             if not fut.done():
                 fut.set_exception(exc)

@@ -205,8 +205,21 @@ class BulkResult:
 
     @property
     def offsets(self) -> dict[int, list[tuple[int, int]]]:
-        """``{partition: [(base_offset, count), ...]}`` of the delivered records."""
-        return {p: [(r.base_offset, r.count) for r in runs] for p, runs in self._runs.items()}
+        """``{partition: [(base_offset, count), ...]}`` of the delivered records.
+
+        Runs that continue one another (the next offset follows) are merged.
+        """
+        out: dict[int, list[tuple[int, int]]] = {}
+        for p, runs in self._runs.items():
+            merged: list[list[int]] = []
+            for run in runs:
+                last = merged[-1] if merged else None
+                if last is not None and last[0] >= 0 and last[0] + last[1] == run.base_offset:
+                    last[1] += run.count
+                else:
+                    merged.append([run.base_offset, run.count])
+            out[p] = [(base, count) for base, count in merged]
+        return out
 
     def partition_of(self, index: int) -> int | None:
         """The partition record ``index`` went to (None if it was never buffered)."""

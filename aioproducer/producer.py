@@ -17,7 +17,7 @@ from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator
-from .batch import RecordMetadata
+from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .buffer_pool import BufferPool
 from .bulk import BulkAppender
 from .bulk_result import BulkResult
@@ -34,6 +34,10 @@ from .validation import check_headers, check_topic, to_bytes
 __all__ = ["Producer"]
 
 log = logging.getLogger("aioproducer.producer")
+# A tight loop of enqueue() calls gives the event loop a turn at least this
+# often (in records, about half a millisecond of work), not only when a record
+# opens a new batch: with 1 MiB batches that would be every ~10,000 records.
+YIELD_EVERY_RECORDS = 100
 Headers = Sequence[tuple[str, bytes]]
 
 
@@ -82,7 +86,8 @@ class Producer:
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
-        self._max_record = min(config.max_request_size, config.buffer_memory)
+        self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
+        self._unyielded = 0  # records enqueued since the last yield to the event loop
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
         # Topics already validated and known to the metadata: skips checks per record.
@@ -279,6 +284,7 @@ class Producer:
         size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
             self._check_size(size + RECORD_BATCH_OVERHEAD)
+        size += RECORD_HANDLE_OVERHEAD
 
         client = self._client
         info = client.snapshot.topics.get(topic)  # type: ignore[union-attr]
@@ -338,11 +344,15 @@ class Producer:
         batch.reserved += size
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
+        self._unyielded += 1
         if len(batch.futures) == 1:
-            # A new batch: the sender starts its linger clock. Yield once so it
-            # can ship full batches while the caller keeps producing; a loop
-            # of enqueue() calls otherwise never lets the sender run.
+            # A new batch: the sender starts its linger clock.
             self._sender.wakeup()  # type: ignore[union-attr]
+            self._unyielded = YIELD_EVERY_RECORDS
+        if self._unyielded >= YIELD_EVERY_RECORDS:
+            # Let the sender ship full batches and other tasks run while the
+            # caller keeps producing; a loop of enqueue() calls never would.
+            self._unyielded = 0
             await asyncio.sleep(0)
         return fut
 
@@ -394,10 +404,10 @@ class Producer:
                 f"the record is {size} bytes when serialized, larger than "
                 f"max_request_size ({self.config.max_request_size})"
             )
-        if size > self.config.buffer_memory:
+        if size + RECORD_HANDLE_OVERHEAD > self.config.buffer_memory:
             raise errors.RecordTooLargeError(
-                f"the record is {size} bytes when serialized, larger than "
-                f"buffer_memory ({self.config.buffer_memory})"
+                f"the record is {size} bytes when serialized (plus {RECORD_HANDLE_OVERHEAD} "
+                f"of bookkeeping), larger than buffer_memory ({self.config.buffer_memory})"
             )
 
     def _choose_partition(
