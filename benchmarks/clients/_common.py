@@ -252,17 +252,19 @@ async def produce_then_wait(
     check_futures(futures, cfg.records)
 
 
-async def run_workers(records: int, concurrency: int, send_one: Callable[[], Awaitable[Any]]) -> None:
-    """Pattern c: ``concurrency`` tasks each awaiting ``send_one()`` until ``records`` were sent."""
-    remaining = records
+async def concurrent_sends(cfg: Config, span: Span, send_one: Callable[[], Awaitable[Any]]) -> None:
+    """Pattern c: ``cfg.concurrency`` tasks each awaiting ``send_one()`` (the ack) in a loop."""
+    remaining = cfg.records
 
     async def worker() -> None:
         nonlocal remaining
         while remaining > 0:
-            remaining -= 1  # claimed before awaiting, so exactly ``records`` are sent
+            remaining -= 1  # claimed before awaiting, so exactly ``cfg.records`` are sent
             await send_one()
 
-    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, records)))))
+    span.start()
+    await asyncio.gather(*(worker() for _ in range(max(1, min(cfg.concurrency, cfg.records)))))
+    span.stop()
 
 
 # Latencies are kept as a histogram of 10 µs buckets: exact enough for

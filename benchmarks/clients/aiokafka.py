@@ -18,10 +18,10 @@ from benchmarks.clients._common import (
     Config,
     Span,
     check_futures,
+    concurrent_sends,
     main,
     paced_latency,
     produce_then_wait,
-    run_workers,
 )
 
 
@@ -59,9 +59,7 @@ async def concurrent_send(cfg: Config, span: Span) -> None:
     async with _producer(cfg) as producer:
         send_and_wait = producer.send_and_wait
         topic = cfg.topic
-        span.start()
-        await run_workers(cfg.records, cfg.concurrency, lambda: send_and_wait(topic, value))
-        span.stop()
+        await concurrent_sends(cfg, span, lambda: send_and_wait(topic, value))
 
 
 async def bulk(cfg: Config, span: Span) -> None:

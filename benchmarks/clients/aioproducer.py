@@ -11,10 +11,10 @@ from benchmarks.clients._common import (
     NotApplicable,
     Span,
     aioproducer_for,
+    concurrent_sends,
     main,
     paced_latency,
     produce_then_wait,
-    run_workers,
 )
 
 # Records per enqueue_many() call in the bulk pattern.
@@ -30,12 +30,10 @@ async def futures_then_wait(cfg: Config, span: Span) -> None:
 async def concurrent_send(cfg: Config, span: Span) -> None:
     value = cfg.payload()
     async with aioproducer_for(cfg) as producer:
-        await producer.send(cfg.topic, value)
         send = producer.send
         topic = cfg.topic
-        span.start()
-        await run_workers(cfg.records, cfg.concurrency, lambda: send(topic, value))
-        span.stop()
+        await send(topic, value)
+        await concurrent_sends(cfg, span, lambda: send(topic, value))
 
 
 async def bulk(cfg: Config, span: Span) -> None:

@@ -17,9 +17,9 @@ from benchmarks.clients._common import (
     Config,
     NotApplicable,
     Span,
+    concurrent_sends,
     main,
     paced_latency,
-    run_workers,
 )
 
 
@@ -143,9 +143,7 @@ async def concurrent_send(cfg: Config, span: Span) -> None:
         async def send_one() -> None:
             await (await produce(topic, value))
 
-        span.start()
-        await run_workers(cfg.records, cfg.concurrency, send_one)
-        span.stop()
+        await concurrent_sends(cfg, span, send_one)
     finally:
         await producer.close()
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from benchmarks.clients._common import Config, Span, main, paced_latency, run_workers
+from benchmarks.clients._common import Config, Span, concurrent_sends, main, paced_latency
 from benchmarks.clients.confluent import _conf
 
 
@@ -73,9 +73,7 @@ async def _bridge(cfg: Config) -> AsyncIterator[Callable[[bytes], asyncio.Future
 async def concurrent_send(cfg: Config, span: Span) -> None:
     value = cfg.payload()
     async with _bridge(cfg) as produce:
-        span.start()
-        await run_workers(cfg.records, cfg.concurrency, lambda: produce(value))
-        span.stop()
+        await concurrent_sends(cfg, span, lambda: produce(value))
 
 
 async def latency(cfg: Config, span: Span) -> dict[str, Any]:
