@@ -87,12 +87,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def plan(args: argparse.Namespace) -> list[matrix.Case]:
     if args.sizes is None and args.idempotence is None and args.loop is None:
         return matrix.default_matrix(args.records, args.client_list, args.pattern_list)
-    both = {"both": None}
+    idem = args.idempotence or "on"
+    loop = args.loop or "asyncio"
     return matrix.custom_matrix(
         args.records, args.client_list, args.pattern_list,
         sizes=[int(s) for s in _csv(args.sizes or "100")],
-        idems={"on": [True], "off": [False]}.get(args.idempotence or "on", [True, False]),
-        loops=["asyncio", "uvloop"] if (args.loop or "asyncio") in both else [args.loop or "asyncio"],
+        idems=[True, False] if idem == "both" else [idem == "on"],
+        loops=["asyncio", "uvloop"] if loop == "both" else [loop],
     )
 
 
@@ -217,6 +218,27 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def run_all(
+    args: argparse.Namespace, bootstrap: str, cases: list[matrix.Case], rows: list[dict[str, Any]]
+) -> None:
+    """Every case ``args.repeat`` times, interleaved; appends each run's row to ``rows``."""
+    settled: set[matrix.Case] = set()  # failed or skipped once: not repeated
+    for rep in range(args.repeat):
+        for case in cases:
+            if case in settled:
+                continue
+            print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeat} {case.pattern} "
+                  f"{case.client} ({case.variant.label})", flush=True)
+            row = measure(args, bootstrap, case)
+            row["repeat"] = rep
+            rows.append(row)
+            print("    " + _progress(row), flush=True)
+            if row["status"] != "ok":
+                settled.add(case)
+                for ln in (row.get("stderr_tail") or "").splitlines()[-6:]:
+                    print("    | " + ln, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = plan(args)
@@ -224,23 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     meta["broker"] = f"external {args.bootstrap}" if args.bootstrap else "local Tansu (memory storage)"
     print(f"{len(cases)} cases x {args.repeat} repeat(s), {args.records:,} records each", flush=True)
     rows: list[dict[str, Any]] = []
-    settled: set[matrix.Case] = set()  # failed or skipped once: not repeated
     started = time.monotonic()
-    with bootstrap_or_local(args.bootstrap, announce=lambda b: print(f"started Tansu at {b}")) as bootstrap:
-        for rep in range(args.repeat):
-            for case in cases:
-                if case in settled:
-                    continue
-                print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeat} {case.pattern} "
-                      f"{case.client} ({case.variant.label})", flush=True)
-                row = measure(args, bootstrap, case)
-                row["repeat"] = rep
-                rows.append(row)
-                print("    " + _progress(row), flush=True)
-                if row["status"] != "ok":
-                    settled.add(case)
-                    for ln in (row.get("stderr_tail") or "").splitlines()[-6:]:
-                        print("    | " + ln, flush=True)
+    try:
+        with bootstrap_or_local(args.bootstrap, announce=lambda b: print(f"started Tansu at {b}")) as bootstrap:
+            run_all(args, bootstrap, cases, rows)
+    except KeyboardInterrupt:
+        print("interrupted: reporting the runs done so far", flush=True)
+        meta["interrupted"] = True
     meta["elapsed_s"] = time.monotonic() - started
     meta["load_after"] = os.getloadavg()[0]
     summary = report.summarize(rows)

@@ -329,8 +329,10 @@ async def paced_latency(
 
     def on_done(due: float) -> Callable[[asyncio.Future[Any]], None]:
         def done(fut: asyncio.Future[Any]) -> None:
-            if fut.cancelled() or fut.exception() is not None:
-                failures.append(fut.exception() or asyncio.CancelledError())
+            if fut.cancelled():
+                failures.append(asyncio.CancelledError())
+            elif (exc := fut.exception()) is not None:
+                failures.append(exc)
             else:
                 latencies.append((clock() - due) * 1000.0)
 
