@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import errors
 from .bulk_input import BulkColumns, read_columns
@@ -51,6 +52,15 @@ _RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
 # What the call keeps per record until its result is dropped (partition,
 # position, key and value sizes in arrays): counted in buffer_memory too.
 BULK_RECORD_OVERHEAD = 32
+
+
+class _Job(NamedTuple):
+    """One bulk call on its way into the accumulator."""
+
+    call: BulkCall
+    cols: BulkColumns
+    sizes: list[int]  # buffer-memory reservation of each record
+    info: TopicInfo
 
 
 class BulkAppender:
@@ -113,7 +123,7 @@ class BulkAppender:
         if cols.count == 0:
             future.set_result(BulkResult(call))
             return future
-        await self._append_all(call, cols, sizes, info, deadline)
+        await self._append_all(_Job(call, cols, sizes, info), deadline)
         return future
 
     def _record_bounds(self, cols: BulkColumns) -> list[int]:
@@ -157,14 +167,8 @@ class BulkAppender:
                     f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}"
                 )
 
-    async def _append_all(
-        self,
-        call: BulkCall,
-        cols: BulkColumns,
-        sizes: list[int],
-        info: TopicInfo,
-        deadline: float,
-    ) -> None:
+    async def _append_all(self, job: _Job, deadline: float) -> None:
+        call, cols, sizes, _info = job
         pool = self._pool
         n = cols.count
         start = 0
@@ -176,59 +180,60 @@ class BulkAppender:
                 stop = start + max(1, (stop - start) // 2)
                 reserve = sum(sizes[start:stop])
             if not pool.try_reserve(reserve):
+                # Records already buffered stay buffered; if nothing was, the call
+                # fails as a whole (its future was never handed out).
                 try:
                     await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
-                    self._check_state()
                 except asyncio.CancelledError:
-                    call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
+                    if start:
+                        call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
                     raise
-                except Exception as exc:
+                except errors.KafkaError as exc:
                     if start == 0:
-                        raise  # nothing was buffered: the call fails as a whole
+                        raise
+                    call.not_buffered(n - start, exc)
+                    return
+                try:
+                    self._check_state()  # the producer or the transaction may have moved on
+                except errors.KafkaError as exc:
+                    pool.release(reserve)
+                    if start == 0:
+                        raise
                     call.not_buffered(n - start, exc)
                     return
                 last_yield = time.perf_counter()
-            self._append_slice(call, cols, sizes, info, start, stop)
+            self._append_slice(job, start, stop)
             start = stop
             if start < n and time.perf_counter() - last_yield >= YIELD_INTERVAL:
                 await asyncio.sleep(0)
                 last_yield = time.perf_counter()
                 try:
                     self._check_state()
-                except Exception as exc:
+                except errors.KafkaError as exc:
                     call.not_buffered(n - start, exc)
                     return
         self._wakeup()
 
-    def _append_slice(
-        self,
-        call: BulkCall,
-        cols: BulkColumns,
-        sizes: list[int],
-        info: TopicInfo,
-        start: int,
-        stop: int,
-    ) -> None:
+    def _append_slice(self, job: _Job, start: int, stop: int) -> None:
         """Encode records ``start..stop`` (their memory is reserved) in one pass."""
+        call, cols = job.call, job.cols
         # partition -> (append, span, batch) of the batch this slice writes to there
         open_: dict[int, tuple[Any, BulkSpan, Any]] = {}
         try:
-            if cols.partitions is None and cols.timestamps is None and cols.headers is None and (
-                cols.keys is None or cols.partition is not None
-            ):
-                self._append_runs(call, cols, sizes, info, start, stop, open_)
+            uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
+            if uniform and (cols.keys is None or cols.partition is not None):
+                self._append_runs(job, start, stop, open_)
+            elif uniform and None not in cols.keys[start:stop]:  # type: ignore[index]
+                self._append_keyed(job, start, stop, open_)
             else:
-                self._append_each(call, cols, sizes, info, start, stop, open_)
+                self._append_each(job, start, stop, open_)
         finally:
             for _append, span, _batch in open_.values():
                 call.close_span(span)
 
     def _append_runs(
         self,
-        call: BulkCall,
-        cols: BulkColumns,
-        sizes: list[int],
-        info: TopicInfo,
+        job: _Job,
         start: int,
         stop: int,
         open_: dict[int, tuple[Any, BulkSpan, Any]],
@@ -236,6 +241,7 @@ class BulkAppender:
         """Records that all go to one partition until its batch is full: sticky or
         explicit partition, one timestamp and one set of headers for all. Each
         batch takes a run of records in one ``append_run``."""
+        call, cols, sizes, info = job
         topic, fixed = call.topic, cols.partition
         now = time.monotonic()
         entry = self._open(call, open_, fixed, topic, info, now)
@@ -265,17 +271,53 @@ class BulkAppender:
             else:
                 entry = self._open(call, open_, span.partition, topic, info, now, new=True)
 
+    def _append_keyed(
+        self,
+        job: _Job,
+        start: int,
+        stop: int,
+        open_: dict[int, tuple[Any, BulkSpan, Any]],
+    ) -> None:
+        """Keyed records: partitions first (murmur2), then one run per partition,
+        in call order within each partition (a stable sort by partition)."""
+        call, cols, sizes, info = job
+        n = len(info.partitions)
+        keys = cols.keys
+        assert keys is not None
+        chosen = [partition_for_key(key, n) for key in keys[start:stop]]
+        call.partitions[start:stop] = array("i", chosen)
+        order = sorted(range(start, stop), key=call.partitions.__getitem__)
+        ords = call.ordinals
+        now = time.monotonic()
+        pos = 0  # in order
+        for p, count in sorted(Counter(chosen).items()):
+            end = pos + count
+            entry = self._open(call, open_, p, call.topic, info, now)
+            while True:
+                span, batch = entry[1], entry[2]
+                taken = batch.builder.append_run(
+                    call.timestamp, cols.values, pos, end, keys, cols.common_headers, order
+                )
+                if taken:
+                    placed = order[pos : pos + taken]
+                    for i, ordinal in zip(placed, range(span.first + span.count, span.first + span.count + taken)):
+                        ords[i] = ordinal
+                    span.count += taken
+                    batch.reserved += sum(map(sizes.__getitem__, placed))
+                    pos += taken
+                if pos >= end:
+                    break
+                entry = self._open(call, open_, p, call.topic, info, now, new=True)
+
     def _append_each(
         self,
-        call: BulkCall,
-        cols: BulkColumns,
-        sizes: list[int],
-        info: TopicInfo,
+        job: _Job,
         start: int,
         stop: int,
         open_: dict[int, tuple[Any, BulkSpan, Any]],
     ) -> None:
         """Records whose partition, timestamp or headers vary: one append each."""
+        call, cols, sizes, info = job
         topic = call.topic
         values, keys = cols.values, cols.keys
         common_headers, headers = cols.common_headers, cols.headers

@@ -264,13 +264,15 @@ class RecordBatchBuilder:
         stop: int,
         keys: Sequence[bytes | bytearray | memoryview | None] | None = None,
         headers: Sequence[tuple[str, bytes | None]] | None = None,
+        order: Sequence[int] | None = None,
     ) -> int:
         """Encode ``values[start:stop]`` (with ``keys`` if given) as far as they fit.
 
-        Every record gets ``timestamp_ms`` and ``headers``. Returns how many
-        records were appended; the batch is full when that is short of
-        ``stop - start``. One loop and one buffer extend for the whole run:
-        the bulk path's encoder.
+        With ``order``, the records are ``values[order[start]]``,
+        ``values[order[start + 1]]`` ... instead. Every record gets
+        ``timestamp_ms`` and ``headers``. Returns how many records were
+        appended; the batch is full when that is short of ``stop - start``.
+        One loop and one buffer extend for the whole run: the bulk path's encoder.
         """
         if self._sealed:
             raise RuntimeError("cannot append to a record batch after build()")
@@ -288,6 +290,7 @@ class RecordBatchBuilder:
         parts: list[bytes | bytearray | memoryview] = []
         extend = parts.extend
         first = count
+        indices = range(start, stop) if order is None else order[start:stop]
         if keys is None:
             # Unkeyed: everything but the offset delta and the value is constant;
             # the value's length prefix is recomputed only when the length changes.
@@ -296,7 +299,7 @@ class RecordBatchBuilder:
             last_len = -2
             vsize = 0
             vpre = _NULL
-            for i in range(start, stop):
+            for i in indices:
                 value = values[i]
                 vlen = -1 if value is None else len(value)
                 if vlen != last_len:
@@ -317,20 +320,14 @@ class RecordBatchBuilder:
                 extend((lpre, head, off, tail, value or b"", hdr))
                 count += 1
         else:
-            for i in range(start, stop):
+            for i in indices:
                 value = values[i]
                 key = keys[i]
-                if key is None:
-                    kpre, klen = _NULL, 0
-                else:
-                    klen = len(key)
-                    kpre = table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
+                klen = 0 if key is None else len(key)
+                kpre = _NULL if key is None else table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
                 off = table[count << 1] if count < 8192 else _uvarint(count << 1)
-                if value is None:
-                    vpre, vlen = _NULL, 0
-                else:
-                    vlen = len(value)
-                    vpre = table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
+                vlen = 0 if value is None else len(value)
+                vpre = _NULL if value is None else table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
                 size = base_size + len(off) + len(kpre) + klen + len(vpre) + vlen
                 lpre = table[size << 1] if size < 8192 else _uvarint(size << 1)
                 size += len(lpre)

@@ -42,10 +42,10 @@ __all__ = [
     "ColumnPlan",
     "SinkSchemaError",
     "SinkWriteError",
+    "TopicColumns",
     "arrow_chunks",
     "plan_columns",
     "row_chunks",
-    "TopicColumns",
 ]
 
 # (topic, value, key, partition, timestamp_ms, headers)
