@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .batch import ProducerBatch, pack_sizes
+from .idempotence import sequence_before
 from .protocol.compression import Codec
+from .protocol.records import parse_record_batches
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
 
@@ -38,8 +40,16 @@ class ReadyResult:
     unknown_leader_topics: set[str] = field(default_factory=set)
 
 
-def _send_order(batch: ProducerBatch) -> tuple[int, float]:
-    return (batch.base_sequence, batch.created)
+def _sent_before(a: ProducerBatch, b: ProducerBatch) -> bool:
+    """Was ``a`` first sent before ``b`` (same partition)?
+
+    Idempotent batches compare by sequence, across the wrap after 2**31-1: a
+    raw comparison would put a batch at sequence 0 before one at 2**31-2 that
+    precedes it, and the broker would refuse both as out of order.
+    """
+    if a.base_sequence >= 0 and b.base_sequence >= 0 and a.producer_id == b.producer_id:
+        return sequence_before(a.base_sequence, b.base_sequence)
+    return a.created < b.created
 
 
 class RecordAccumulator:
@@ -106,9 +116,23 @@ class RecordAccumulator:
                 return last
         if abort_on_new_batch:
             return None
-        batch = self.new_batch(tp, now)
+        batch = self._new_batch(tp, now, self.batch_size)
         batch.try_append(timestamp_ms, key, value, headers, future, sizes)
+        dq.append(batch)
+        self.incomplete.add(batch)
         return batch
+
+    def _new_batch(self, tp: TopicPartition, created: float, batch_size: int) -> ProducerBatch:
+        return ProducerBatch(
+            tp[0],
+            tp[1],
+            codec=self.codec,
+            batch_size=batch_size,
+            now=created,
+            delivery_timeout=self.delivery_timeout,
+            compression_level=self.compression_level,
+            is_transactional=self.is_transactional,
+        )
 
     def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch of ``tp`` that still takes records, if any."""
@@ -120,17 +144,8 @@ class RecordAccumulator:
         return None
 
     def new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
-        """Start an empty batch at the back of ``tp``'s queue."""
-        batch = ProducerBatch(
-            tp[0],
-            tp[1],
-            codec=self.codec,
-            batch_size=self.batch_size,
-            now=now,
-            delivery_timeout=self.delivery_timeout,
-            compression_level=self.compression_level,
-            is_transactional=self.is_transactional,
-        )
+        """Start an empty batch at the back of ``tp``'s queue (the bulk path fills it)."""
+        batch = self._new_batch(tp, now, self.batch_size)
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
@@ -221,23 +236,69 @@ class RecordAccumulator:
         """Put a batch that failed retriably back at the front of its partition.
 
         Retried batches queue ahead of new ones, among themselves in the order
-        they were first sent (base sequence when idempotent, else creation), so
-        that a partition's records keep their order.
+        they were first sent (base sequence when idempotent, wrap-aware, else
+        creation), so that a partition's records keep their order.
         """
-        batch.attempts += 1
-        batch.retry_at = now + backoff
-        batch.in_flight = False
-        tp = (batch.topic, batch.partition)
+        self._insert_retried([batch], now, backoff)
+
+    def _insert_retried(self, batches: list[ProducerBatch], now: float, backoff: float) -> None:
+        """Queue ``batches`` (consecutive, in order) where the first one belongs."""
+        first = batches[0]
+        for batch in batches:
+            batch.attempts += 1
+            batch.retry_at = now + backoff
+            batch.in_flight = False
+        tp = (first.topic, first.partition)
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
-        key = _send_order(batch)
         index = 0
         for queued in dq:
-            if not queued.attempts or _send_order(queued) > key:
+            if not queued.attempts or _sent_before(first, queued):
                 break
             index += 1
-        dq.insert(index, batch)
+        for offset, batch in enumerate(batches):
+            dq.insert(index + offset, batch)
+
+    def split(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """Split a batch the broker refused as too large into smaller ones (KIP-126).
+
+        The records keep their order, futures, timestamps and delivery deadline.
+        Each part holds at most ``batch_size`` bytes and at most half of the
+        refused batch, so that splitting again always makes progress, down to
+        one record per batch. The parts replace ``batch`` among the incomplete
+        batches; the caller queues them with :meth:`reenqueue_split`.
+        """
+        assert batch.payload is not None, "only a batch that was sent can be refused"
+        (parsed,) = parse_record_batches(batch.payload)
+        limit = max(1, min(self.batch_size, batch.builder.size_in_bytes // 2))
+        parts: list[ProducerBatch] = []
+        current: ProducerBatch | None = None
+        for record, future, sizes in zip(parsed.records, batch.futures, batch.sizes):
+            if current is None or not current.try_append(
+                record.timestamp_ms, record.key, record.value, record.headers, future, sizes
+            ):
+                current = self._new_batch((batch.topic, batch.partition), batch.created, limit)
+                current.try_append(
+                    record.timestamp_ms, record.key, record.value, record.headers, future, sizes
+                )
+                parts.append(current)
+        # The buffer memory the records hold moves with them.
+        total = batch.record_count
+        left = batch.reserved
+        for part in parts[:-1]:
+            part.reserved = batch.reserved * part.record_count // total
+            left -= part.reserved
+        parts[-1].reserved = left
+        batch.reserved = 0
+        batch.replace_by(parts)
+        self.incomplete.discard(batch)
+        self.incomplete.update(parts)
+        return parts
+
+    def reenqueue_split(self, parts: list[ProducerBatch], now: float) -> None:
+        """Queue the parts of a split batch, in order, where the batch belonged."""
+        self._insert_retried(parts, now, 0.0)
 
     def retried_heads(self) -> list[TopicPartition]:
         """Partitions whose next batch is a retry."""

@@ -151,7 +151,7 @@ class ProducerBatch:
         timestamp_ms: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[tuple[str, bytes]] | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         sizes: int,
     ) -> bool:
@@ -198,6 +198,21 @@ class ProducerBatch:
         callbacks, self._on_done = self._on_done, None
         for callback in callbacks or ():
             callback(self)
+
+    def replace_by(self, parts: Sequence[ProducerBatch]) -> None:
+        """This batch was split (KIP-126): its records and futures now belong to
+        ``parts``, and whoever waits for it is woken once every part is done."""
+        self.decided = self.done = True
+        waiters, self._waiters = self._waiters, None
+        if not waiters:
+            return
+
+        def wake(_: object) -> None:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+        asyncio.gather(*(part.done_waiter() for part in parts)).add_done_callback(wake)
 
     def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
         """Resolve every record's future with its metadata (once), in slices."""

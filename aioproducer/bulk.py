@@ -54,6 +54,10 @@ _RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
 BULK_RECORD_OVERHEAD = 32
 
 
+# partition -> (append, span, batch) of the batch a slice writes to there
+_OpenBatches = dict[int, tuple[Any, BulkSpan, Any]]
+
+
 class _Job(NamedTuple):
     """One bulk call on its way into the accumulator."""
 
@@ -217,8 +221,7 @@ class BulkAppender:
     def _append_slice(self, job: _Job, start: int, stop: int) -> None:
         """Encode records ``start..stop`` (their memory is reserved) in one pass."""
         call, cols = job.call, job.cols
-        # partition -> (append, span, batch) of the batch this slice writes to there
-        open_: dict[int, tuple[Any, BulkSpan, Any]] = {}
+        open_: _OpenBatches = {}
         try:
             uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
             if uniform and (cols.keys is None or cols.partition is not None):
@@ -231,13 +234,7 @@ class BulkAppender:
             for _append, span, _batch in open_.values():
                 call.close_span(span)
 
-    def _append_runs(
-        self,
-        job: _Job,
-        start: int,
-        stop: int,
-        open_: dict[int, tuple[Any, BulkSpan, Any]],
-    ) -> None:
+    def _append_runs(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records that all go to one partition until its batch is full: sticky or
         explicit partition, one timestamp and one set of headers for all. Each
         batch takes a run of records in one ``append_run``."""
@@ -271,13 +268,7 @@ class BulkAppender:
             else:
                 entry = self._open(call, open_, span.partition, topic, info, now, new=True)
 
-    def _append_keyed(
-        self,
-        job: _Job,
-        start: int,
-        stop: int,
-        open_: dict[int, tuple[Any, BulkSpan, Any]],
-    ) -> None:
+    def _append_keyed(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Keyed records: partitions first (murmur2), then one run per partition,
         in call order within each partition (a stable sort by partition)."""
         call, cols, sizes, info = job
@@ -309,13 +300,7 @@ class BulkAppender:
                     break
                 entry = self._open(call, open_, p, call.topic, info, now, new=True)
 
-    def _append_each(
-        self,
-        job: _Job,
-        start: int,
-        stop: int,
-        open_: dict[int, tuple[Any, BulkSpan, Any]],
-    ) -> None:
+    def _append_each(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records whose partition, timestamp or headers vary: one append each."""
         call, cols, sizes, info = job
         topic = call.topic
@@ -384,7 +369,7 @@ class BulkAppender:
     def _open(
         self,
         call: BulkCall,
-        open_: dict[int, tuple[Any, BulkSpan, Any]],
+        open_: _OpenBatches,
         p: int | None,
         topic: str,
         info: TopicInfo,

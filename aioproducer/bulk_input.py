@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .validation import check_headers, to_bytes
 
@@ -45,6 +45,7 @@ def _arrow_views(arr: Any, what: str) -> list[memoryview | None]:
             out.extend(_arrow_views(chunk, what))
         return out
     t = arr.type
+    code: Literal["i", "q"]
     if pa.types.is_binary(t) or pa.types.is_string(t):
         code = "i"
     elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):
@@ -58,10 +59,11 @@ def _arrow_views(arr: Any, what: str) -> list[memoryview | None]:
     if n == 0:
         return []
     _validity, offsets_buf, data_buf = arr.buffers()
-    offsets = memoryview(offsets_buf).cast(code)[arr.offset : arr.offset + n + 1]
+    offsets: Sequence[int] = memoryview(offsets_buf).cast(code)[arr.offset : arr.offset + n + 1]
     if sys.byteorder != "little":  # pragma: no cover - Arrow buffers are little-endian
-        offsets = array(code, offsets)
-        offsets.byteswap()
+        swapped = array(code, offsets)
+        swapped.byteswap()
+        offsets = swapped
     data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
     views: list[memoryview | None] = list(map(data.__getitem__, map(slice, offsets[:-1], offsets[1:])))
     if arr.null_count:

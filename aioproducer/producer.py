@@ -83,6 +83,9 @@ class Producer:
         self._started = False
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
+        self._start_lock: asyncio.Lock | None = None
+        # A record opened a new batch: the next enqueue yields to the sender first.
+        self._yield_due = False
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
@@ -107,11 +110,21 @@ class Producer:
     # -- lifecycle ---------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster (bounded by ``max_block_ms``) and start sending."""
-        if self._closed:
-            raise errors.ProducerClosedError("the producer is closed; create a new one")
-        if self._started:
-            return
+        """Connect to the cluster (bounded by ``max_block_ms``) and start sending.
+
+        Calls made while a start is under way wait for it: one client and one
+        sender, whatever the number of callers.
+        """
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._closed:
+                raise errors.ProducerClosedError("the producer is closed; create a new one")
+            if self._started:
+                return
+            await self._start()
+
+    async def _start(self) -> None:
         cfg = self.config
         client = KafkaClient(
             cfg.bootstrap_servers,
@@ -127,6 +140,8 @@ class Producer:
         )
         try:
             await client.bootstrap(self._max_block)
+            if self._closed:
+                raise errors.ProducerClosedError("the producer was closed while starting")
         except BaseException:
             await client.close()
             raise
@@ -142,6 +157,7 @@ class Producer:
                 transaction_timeout_ms=cfg.transaction_timeout_ms,
                 max_block_ms=cfg.max_block_ms,
                 retry_backoff_ms=cfg.retry_backoff_ms,
+                on_partitions_added=self._wake_sender,
             )
         self._sender = Sender(cfg, client, self._acc, self._pool, seq, self._txn)
         self._sender.start()
@@ -150,6 +166,10 @@ class Producer:
             self._sender.wakeup, self._check_open,
         )
         self._started = True
+
+    def _wake_sender(self) -> None:
+        if self._sender is not None:
+            self._sender.wakeup()
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -163,7 +183,10 @@ class Producer:
 
         Records still pending when ``timeout`` runs out fail with
         KafkaTimeoutError. With ``timeout=None`` close waits for every record,
-        which each batch's ``delivery_timeout_ms`` bounds. Calling it twice is safe.
+        which each batch's ``delivery_timeout_ms`` bounds. A transaction left
+        open is aborted first, as the Java producer does (within ``timeout``,
+        else ``max_block_ms``), so ``read_committed`` consumers are not held
+        back until ``transaction_timeout_ms``. Calling it twice is safe.
         """
         if self._close_lock is None:
             self._close_lock = asyncio.Lock()
@@ -181,6 +204,10 @@ class Producer:
     async def _shutdown(self, timeout: float | None) -> None:
         assert self._sender is not None and self._client is not None
         try:
+            started = time.monotonic()
+            await self._abort_open_transaction(timeout)
+            if timeout is not None:
+                timeout = max(0.0, timeout - (time.monotonic() - started))
             self._acc.closing = True
             self._sender.wakeup()
             done = await self._wait_batches(list(self._acc.incomplete), timeout)
@@ -196,6 +223,22 @@ class Producer:
             # Anything left (a request cancelled by stop) still resolves.
             self._sender.abort(errors.ProducerClosedError("the producer was closed"))
             await self._client.close()
+
+    async def _abort_open_transaction(self, timeout: float | None) -> None:
+        """On close: abort a transaction that was begun and not ended (Java does too).
+
+        A commit under way is left to finish (Java's ``isCompleting``).
+        """
+        txn = self._txn
+        if txn is None or txn.state not in (
+            txn.state.IN_TRANSACTION, txn.state.ABORTABLE_ERROR, txn.state.ABORTING
+        ):
+            return
+        log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
+        try:
+            await asyncio.wait_for(self._abort(), timeout)
+        except (errors.KafkaError, asyncio.TimeoutError) as exc:
+            log.warning("aborting the transaction on close failed: %s", exc)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until it is acknowledged or failed.
@@ -256,7 +299,22 @@ class Producer:
         Waits only for metadata and buffer space, together bounded by
         ``max_block_ms`` (then KafkaTimeoutError). Invalid input raises at once
         and buffers nothing.
+
+        Cancellation is atomic: every wait comes before the record is
+        appended, and nothing awaits after it. A cancelled ``enqueue()`` has
+        appended nothing (and holds no buffer memory); one that returned has
+        appended the record, whose future then resolves whatever the caller does.
         """
+        if self._yield_due:
+            # The previous record opened a batch, or YIELD_EVERY_RECORDS were
+            # enqueued since the last yield: let the sender and other tasks
+            # run once, so they keep going while the caller keeps producing (a
+            # loop of enqueue() calls would otherwise never let them run). Done
+            # here, before anything is appended, so that a cancellation never
+            # strands an appended record.
+            self._yield_due = False
+            self._unyielded = 0
+            await asyncio.sleep(0)
         if self._closed:
             raise errors.ProducerClosedError("cannot send: the producer is closed")
         if self._sender is None:
@@ -349,15 +407,11 @@ class Producer:
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
         self._unyielded += 1
-        if len(batch.futures) == 1:
-            # A new batch: the sender starts its linger clock.
-            self._sender.wakeup()  # type: ignore[union-attr]
-            self._unyielded = YIELD_EVERY_RECORDS
-        if self._unyielded >= YIELD_EVERY_RECORDS:
-            # Let the sender ship full batches and other tasks run while the
-            # caller keeps producing; a loop of enqueue() calls never would.
-            self._unyielded = 0
-            await asyncio.sleep(0)
+        if len(batch.futures) == 1 or self._unyielded >= YIELD_EVERY_RECORDS:
+            if len(batch.futures) == 1:
+                # A new batch: the sender starts its linger clock.
+                self._sender.wakeup()  # type: ignore[union-attr]
+            self._yield_due = True
         return fut
 
     async def enqueue_many(
@@ -482,7 +536,12 @@ class Producer:
 
     async def abort_transaction(self) -> None:
         """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
-        txn = self._transactions()
+        self._transactions()
+        await self._abort()
+
+    async def _abort(self) -> None:
+        txn = self._txn
+        assert txn is not None
         txn.start_abort()
         assert self._sender is not None
         self._sender.abort_queued(

@@ -38,13 +38,18 @@ class Ticker:
         await self._task
 
 
+def one_big_batch(cluster: MockCluster) -> Producer:
+    """A producer whose records all fit one batch that never lingers out."""
+    return Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000,
+                    max_request_size=16 << 20)
+
+
 async def test_a_tight_enqueue_loop_inside_one_batch_lets_other_tasks_run() -> None:
     records = 20 * producer.YIELD_EVERY_RECORDS
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("fair", partitions=1)
         # One huge batch: the loop never opens a new one, the old yield point.
-        async with Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000,
-                            max_request_size=16 << 20) as p:
+        async with one_big_batch(cluster) as p:
             await p.enqueue("fair", b"warm-up")
             await p.flush()
             ticker = Ticker()
@@ -63,8 +68,7 @@ async def test_a_long_bulk_call_yields_between_slices(monkeypatch: pytest.Monkey
     slices = 30
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("fair-bulk", partitions=1)
-        async with Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000,
-                            max_request_size=16 << 20) as p:
+        async with one_big_batch(cluster) as p:
             await p.enqueue("fair-bulk", b"warm-up")
             await p.flush()
             ticker = Ticker()
@@ -82,8 +86,7 @@ async def test_a_large_batch_resolves_its_futures_in_slices() -> None:
     records = 10 * RESOLVE_SLICE
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("slices", partitions=1)
-        async with Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000,
-                            max_request_size=16 << 20) as p:
+        async with one_big_batch(cluster) as p:
             futures = [await p.enqueue("slices", b"x" * 10) for _ in range(records)]
             seen: list[int] = []
             ticker = Ticker()

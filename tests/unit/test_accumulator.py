@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aioproducer.accumulator import RecordAccumulator
 from aioproducer.batch import pack_sizes
+from aioproducer.idempotence import MAX_SEQUENCE
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import parse_record_batches
 
@@ -155,6 +156,26 @@ def test_retries_requeue_in_sequence_order_ahead_of_new_batches() -> None:
     assert order == [0, 10, 20, -1]
 
 
+def test_retries_straddling_the_sequence_wrap_requeue_in_send_order() -> None:
+    """Sequences wrap after 2**31-1: the batch at 0 was sent after the one at MAX-1."""
+    acc = make(batch_size=150)
+    for _ in range(3):
+        fill(acc, ("t", 0), 1, now=0.0)
+    sent = []
+    for step, sequence in enumerate((MAX_SEQUENCE - 1, MAX_SEQUENCE, 0)):
+        (b,) = acc.drain(1.0 + step, acc.ready(1.0 + step, leaders), 10**6)[1]
+        b.base_sequence = sequence
+        b.producer_id = 7
+        sent.append(b)
+    for b in (sent[2], sent[0], sent[1]):  # responses in any order
+        acc.reenqueue(b, now=3.0, backoff=0.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b.base_sequence)
+    assert order == [MAX_SEQUENCE - 1, MAX_SEQUENCE, 0]
+
+
 def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     acc = make()
     fill(acc, ("t", 0), 1, now=0.0)
@@ -163,3 +184,29 @@ def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     fill(acc, ("t", 2), 1, now=1.0)
     acc.reenqueue(first, now=1.0, backoff=0.0)
     assert acc.retried_heads() == [("t", 0)]
+
+
+def test_split_keeps_records_futures_deadline_and_memory_and_queues_parts_first() -> None:
+    """KIP-126: each part at most half the refused batch, records in order."""
+    acc = make(batch_size=100_000)
+    for i in range(10):
+        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, Fut(), 0.0)
+    (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    big.reserved = 1000
+    big.payload = big.builder.build()
+    fill(acc, ("t", 0), 1, now=2.0)  # a newer batch behind it
+    parts = acc.split(big)
+    assert len(parts) >= 2 and all(p.builder.size_in_bytes <= big.builder.size_in_bytes // 2 for p in parts)
+    assert [f for p in parts for f in p.futures] == big.futures
+    assert [t for p in parts for t in p.timestamps] == [1000 + i for i in range(10)]
+    assert all(p.deadline == big.deadline for p in parts)
+    assert sum(p.reserved for p in parts) == 1000 and big.reserved == 0
+    assert big.done and big not in acc.incomplete and set(parts) <= acc.incomplete
+    acc.reenqueue_split(parts, now=3.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b)
+    assert order[: len(parts)] == parts and order[-1].created == 2.0
+    values = [r.value[:1] for p in parts for r in parse_record_batches(p.builder.build())[0].records]
+    assert values == [b"%d" % i for i in range(10)]

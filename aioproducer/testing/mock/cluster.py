@@ -93,6 +93,10 @@ class MockCluster:
         #: Error code answered for a retried batch already written: 0 (NONE,
         #: what Kafka does) or DUPLICATE_SEQUENCE_NUMBER (46, older brokers).
         self.duplicate_error_code = 0
+        #: Largest record batch a partition accepts, in bytes (Kafka's
+        #: ``max.message.bytes``); a larger one is answered MESSAGE_TOO_LARGE.
+        #: None: no limit.
+        self.max_message_bytes: int | None = None
         #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
         self.handler_errors: list[BaseException] = []
         self.ssl_context = ssl_context
@@ -272,13 +276,24 @@ class MockCluster:
             raise KeyError(f"no broker {broker}")
         return [self.servers[broker]]
 
-    def fail_produce(self, topic: str, partition: int, error_code: int, count: int = 1) -> None:
+    def fail_produce(
+        self,
+        topic: str,
+        partition: int,
+        error_code: int,
+        count: int = 1,
+        *,
+        after_append: bool = False,
+    ) -> None:
         """The next ``count`` Produce requests touching the partition answer ``error_code`` for it.
 
-        Nothing is written for that partition; other partitions of the same
-        request are handled normally.
+        Nothing is written for that partition, unless ``after_append``: then the
+        batch goes through every check and is written, and only the answer is
+        the error, as with NOT_ENOUGH_REPLICAS_AFTER_APPEND or a REQUEST_TIMED_OUT
+        after the leader appended. Other partitions of the request are handled
+        normally.
         """
-        self.faults.add_produce_failure(topic, partition, error_code, count)
+        self.faults.add_produce_failure(topic, partition, error_code, count, after_append)
 
     def move_leader(self, topic: str, partition: int, to_broker: int | None = None) -> int:
         """Move the partition's leadership (to the next broker if None); returns the new leader.
