@@ -146,6 +146,27 @@ class RecordAccumulator:
             is_transactional=self.is_transactional,
         )
 
+    def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
+        """The batch of ``tp`` that still takes records, if any."""
+        dq = self._deques.get(tp)
+        if dq:
+            last = dq[-1]
+            if not last.sealed:
+                return last
+        return None
+
+    def new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
+        """Start an empty batch at the back of ``tp``'s queue (the bulk path fills it)."""
+        batch = self._new_batch(tp, now, self.batch_size)
+        dq = self._deques.get(tp)
+        if dq is None:
+            dq = self._deques[tp] = deque()
+        dq.append(batch)
+        if len(dq) == 1:
+            self._nonempty[tp] = dq
+        self.incomplete.add(batch)
+        return batch
+
     # -- deciding ----------------------------------------------------------
 
     def ready(self, now: float, leader_of: LeaderLookup, *, memory_exhausted: bool = False) -> ReadyResult:
@@ -326,7 +347,13 @@ class RecordAccumulator:
         return min((dq[0].deadline for dq in self._nonempty.values()), default=float("inf"))
 
     def finished(self, batch: ProducerBatch) -> None:
-        """Forget a batch that has been completed or failed."""
+        """Forget a batch that has been completed or failed, once its futures are resolved."""
+        if batch.decided and not batch.done:  # still resolving its futures in slices
+            batch.when_done(self._forget)
+        else:
+            self.incomplete.discard(batch)
+
+    def _forget(self, batch: ProducerBatch) -> None:
         self.incomplete.discard(batch)
 
     def is_queued(self, batch: ProducerBatch) -> bool:

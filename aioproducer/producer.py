@@ -19,8 +19,10 @@ from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator
-from .batch import RecordMetadata
+from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .buffer_pool import BufferPool
+from .bulk import BulkAppender
+from .bulk_result import BulkResult
 from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
@@ -38,6 +40,10 @@ from .validation import check_headers, check_topic, to_bytes
 __all__ = ["Producer"]
 
 log = logging.getLogger("aioproducer.producer")
+# A tight loop of enqueue() calls gives the event loop a turn at least this
+# often (in records, about half a millisecond of work), not only when a record
+# opens a new batch: with 1 MiB batches that would be every ~10,000 records.
+YIELD_EVERY_RECORDS = 100
 Headers = Sequence[tuple[str, bytes]]
 # Producers without a client_id are named producer-1, producer-2, ... as in Java.
 _client_numbers = itertools.count(1)
@@ -73,6 +79,7 @@ class Producer:
         self._log = ClientLogger(log, self.client_id)
         self._client: KafkaClient | None = None
         self._sender: Sender | None = None
+        self._bulk: BulkAppender | None = None
         self._pool = BufferPool(config.buffer_memory)
         self._acc = RecordAccumulator(
             batch_size=config.batch_size,
@@ -95,7 +102,8 @@ class Producer:
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
-        self._max_record = min(config.max_request_size, config.buffer_memory)
+        self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
+        self._unyielded = 0  # records enqueued since the last yield to the event loop
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
         # Topics already validated and known to the metadata: skips checks per record.
@@ -187,6 +195,10 @@ class Producer:
             self._metrics if cfg.metrics_enabled else None,
         )
         self._sender.start()
+        self._bulk = BulkAppender(
+            cfg, client, self._acc, self._pool, self._sticky, self._txn,
+            self._sender.wakeup, self._check_open, self._next_sticky_partition,
+        )
         self._started = True
 
     def _wake_sender(self) -> None:
@@ -333,12 +345,14 @@ class Producer:
         appended the record, whose future then resolves whatever the caller does.
         """
         if self._yield_due:
-            # The previous record opened a batch: let the sender run once, so
-            # it can ship full batches while the caller keeps producing (a loop
-            # of enqueue() calls would otherwise never let it run). Done here,
-            # before anything is appended, so that a cancellation never
+            # The previous record opened a batch, or YIELD_EVERY_RECORDS were
+            # enqueued since the last yield: let the sender and other tasks
+            # run once, so they keep going while the caller keeps producing (a
+            # loop of enqueue() calls would otherwise never let them run). Done
+            # here, before anything is appended, so that a cancellation never
             # strands an appended record.
             self._yield_due = False
+            self._unyielded = 0
             await asyncio.sleep(0)
         if self._closed:
             raise errors.ProducerClosedError("cannot send: the producer is closed")
@@ -371,6 +385,7 @@ class Producer:
         size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
             self._check_size(size + RECORD_BATCH_OVERHEAD)
+        reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
 
         client = self._client
         assert client is not None
@@ -390,12 +405,12 @@ class Producer:
             if info is None or not info.partitions:
                 raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
         pool = self._pool
-        if pool.available >= size and not pool.exhausted:  # BufferPool.try_reserve, inlined
-            pool.available -= size
-        elif not pool.try_reserve(size):
+        if pool.available >= reserve and not pool.exhausted:  # BufferPool.try_reserve, inlined
+            pool.available -= reserve
+        elif not pool.try_reserve(reserve):
             if not deadline:
                 deadline = time.monotonic() + self._max_block
-            await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
+            await self._pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
 
         if deadline:  # we waited: the producer or the transaction may have moved on
             try:
@@ -404,7 +419,7 @@ class Producer:
                 if self._txn is not None:
                     self._txn.check_can_send()
             except BaseException:
-                pool.release(size)
+                pool.release(reserve)
                 raise
         fut: asyncio.Future[RecordMetadata] = self._create_future()
         now = time.monotonic()
@@ -440,20 +455,41 @@ class Producer:
                     info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
         except BaseException:
-            self._pool.release(size)
+            self._pool.release(reserve)
             raise
         assert batch is not None
-        batch.reserved += size
+        batch.reserved += reserve
         if size > batch.max_record_size:
             batch.max_record_size = size
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
+        self._unyielded += 1
         if len(batch.futures) == 1:
             client.touch_topic(topic, now)
             # A new batch: the sender starts its linger clock.
             self._sender.wakeup()  # type: ignore[union-attr]
             self._yield_due = True
+        elif self._unyielded >= YIELD_EVERY_RECORDS:
+            self._yield_due = True
         return fut
+
+    async def enqueue_many(
+        self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
+        partition: Any = None, timestamp_ms: Any = None,
+    ) -> asyncio.Future[BulkResult]:
+        """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`.bulk`).
+
+        ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
+        The future resolves to a BulkResult, or fails with BulkSendError naming
+        the failed records. Bad input raises at once and buffers nothing.
+        """
+        self._check_open()
+        assert self._bulk is not None
+        return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
+
+    async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:
+        """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
+        return await (await self.enqueue_many(topic, values, **columns))
 
     async def _intercepted_enqueue(
         self, topic: str, value: Any, **options: Any
@@ -511,6 +547,7 @@ class Producer:
         if client is None or not client.snapshot.updated_at:
             return math.nan
         return now - client.snapshot.updated_at
+
     def _next_sticky_partition(self, topic: str, info: TopicInfo) -> None:
         """Switch the topic's sticky partition (KIP-794's BuiltInPartitioner.nextPartition)."""
         available: Sequence[int] = info.available
@@ -544,10 +581,10 @@ class Producer:
                 f"the record is {size} bytes when serialized, larger than "
                 f"max_request_size ({self.config.max_request_size})"
             )
-        if size > self.config.buffer_memory:
+        if size + RECORD_HANDLE_OVERHEAD > self.config.buffer_memory:
             raise errors.RecordTooLargeError(
-                f"the record is {size} bytes when serialized, larger than "
-                f"buffer_memory ({self.config.buffer_memory})"
+                f"the record is {size} bytes when serialized (plus {RECORD_HANDLE_OVERHEAD} "
+                f"of bookkeeping), larger than buffer_memory ({self.config.buffer_memory})"
             )
 
     def _choose_partition(

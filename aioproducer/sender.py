@@ -225,7 +225,7 @@ class Sender:
             self._next_stranded_check = now + 1.0
             expired.extend(
                 b for b in list(self._acc.incomplete)
-                if b.deadline <= now and not b.done and not b.in_flight and b not in expired
+                if b.deadline <= now and not b.decided and not b.in_flight and b not in expired
                 and not self._acc.is_queued(b)
             )
         for batch in expired:
@@ -417,7 +417,8 @@ class Sender:
             rand=self._rand.random(),
             idempotent=seq is not None,
             first_pending=seq is None or seq.is_first_pending(batch),
-            splittable=batch.record_count > 1 and not batch.maybe_written,
+            # A batch holding bulk records (spans, no per-record futures) fails whole.
+            splittable=batch.record_count > 1 and not batch.maybe_written and not batch.spans,
         )
         if outcome.action is Action.SPLIT:
             self._split(batch, now)
@@ -459,7 +460,7 @@ class Sender:
 
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
         seq = self._seq if batch.base_sequence >= 0 else None
-        if error is not None and not batch.done:
+        if error is not None and not batch.decided:
             if self._txn is not None:
                 self._txn.batch_failed(error)
             if seq is not None:
