@@ -256,8 +256,10 @@ class ProducerMetrics:
             self._queue_time.record((now - batch.created) * 1000, now)
             self._compression.record(ratio, now)
             # Encoded bytes (batch.reserved also counts each record's future and bookkeeping).
-            self._record_size.record(uncompressed - RECORD_BATCH_OVERHEAD, now, count)
-            self._record_size_max.record(batch.max_record_size, now)
+            encoded = uncompressed - RECORD_BATCH_OVERHEAD
+            self._record_size.record(encoded, now, count)
+            # The bulk path does not size each record: its batch's average stands in.
+            self._record_size_max.record(batch.max_record_size or encoded / max(count, 1), now)
             t_records, t_bytes, t_compression, _retries, _errors = self._topic(batch.topic)
             t_records.record(count, now)
             t_bytes.record(size, now)
