@@ -2,8 +2,9 @@
 
 from . import errors
 from .batch import RecordMetadata
+from .bulk_result import BulkResult, BulkSendError
 from .config import ProducerConfig
 from .producer import Producer
 
-__all__ = ["Producer", "ProducerConfig", "RecordMetadata", "__version__", "errors"]
+__all__ = ["BulkResult", "BulkSendError", "Producer", "ProducerConfig", "RecordMetadata", "__version__", "errors"]
 __version__ = "0.1.0"

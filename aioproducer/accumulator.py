@@ -106,6 +106,21 @@ class RecordAccumulator:
                 return last
         if abort_on_new_batch:
             return None
+        batch = self.new_batch(tp, now)
+        batch.try_append(timestamp_ms, key, value, headers, future, sizes)
+        return batch
+
+    def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
+        """The batch of ``tp`` that still takes records, if any."""
+        dq = self._deques.get(tp)
+        if dq:
+            last = dq[-1]
+            if not last.sealed:
+                return last
+        return None
+
+    def new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
+        """Start an empty batch at the back of ``tp``'s queue."""
         batch = ProducerBatch(
             tp[0],
             tp[1],
@@ -116,7 +131,9 @@ class RecordAccumulator:
             compression_level=self.compression_level,
             is_transactional=self.is_transactional,
         )
-        batch.try_append(timestamp_ms, key, value, headers, future, sizes)
+        dq = self._deques.get(tp)
+        if dq is None:
+            dq = self._deques[tp] = deque()
         dq.append(batch)
         self.incomplete.add(batch)
         return batch
@@ -242,7 +259,10 @@ class RecordAccumulator:
         return min((dq[0].deadline for dq in self._deques.values() if dq), default=float("inf"))
 
     def finished(self, batch: ProducerBatch) -> None:
-        """Forget a batch that has been completed or failed."""
+        """Forget a batch that has been completed or failed, once its futures are resolved."""
+        batch.when_done(self._forget)
+
+    def _forget(self, batch: ProducerBatch) -> None:
         self.incomplete.discard(batch)
 
     def is_queued(self, batch: ProducerBatch) -> bool:

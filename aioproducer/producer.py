@@ -21,6 +21,8 @@ from . import errors
 from .accumulator import RecordAccumulator
 from .batch import RecordMetadata
 from .buffer_pool import BufferPool
+from .bulk import BulkAppender
+from .bulk_result import BulkResult
 from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
@@ -73,6 +75,7 @@ class Producer:
         self._log = ClientLogger(log, self.client_id)
         self._client: KafkaClient | None = None
         self._sender: Sender | None = None
+        self._bulk: BulkAppender | None = None
         self._pool = BufferPool(config.buffer_memory)
         self._acc = RecordAccumulator(
             batch_size=config.batch_size,
@@ -159,6 +162,10 @@ class Producer:
             self._metrics if cfg.metrics_enabled else None,
         )
         self._sender.start()
+        self._bulk = BulkAppender(
+            cfg, client, self._acc, self._pool, self._sticky, self._txn,
+            self._sender.wakeup, self._check_open,
+        )
         self._started = True
 
     async def __aenter__(self) -> Producer:
@@ -427,6 +434,48 @@ class Producer:
         if client is None or not client.snapshot.updated_at:
             return math.nan
         return now - client.snapshot.updated_at
+
+    async def enqueue_many(
+        self,
+        topic: str,
+        values: Any,
+        *,
+        keys: Any = None,
+        headers: Any = None,
+        partition: int | Sequence[int | None] | None = None,
+        timestamp_ms: int | Sequence[int | None] | None = None,
+    ) -> asyncio.Future[BulkResult]:
+        """Buffer many records of ``topic`` at once; return one future for all of them.
+
+        ``values`` (and ``keys``) are lists of bytes-like objects or None, or
+        pyarrow binary/string arrays (read in place). ``headers`` is one list of
+        ``(str, bytes)`` pairs for every record or one list (or None) per record;
+        ``partition`` and ``timestamp_ms`` are one value or one per record. The
+        future resolves to a :class:`BulkResult` once every record is
+        acknowledged, or fails with ``BulkSendError`` (its ``result.errors``
+        names the failed records) if any failed. Bad input raises at once and
+        buffers nothing; waiting for metadata and memory is bounded by
+        ``max_block_ms``.
+        """
+        self._check_open()
+        assert self._bulk is not None
+        return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
+
+    async def send_many(
+        self,
+        topic: str,
+        values: Any,
+        *,
+        keys: Any = None,
+        headers: Any = None,
+        partition: int | Sequence[int | None] | None = None,
+        timestamp_ms: int | Sequence[int | None] | None = None,
+    ) -> BulkResult:
+        """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
+        fut = await self.enqueue_many(
+            topic, values, keys=keys, headers=headers, partition=partition, timestamp_ms=timestamp_ms
+        )
+        return await fut
 
     def _check_size(self, size: int) -> None:
         if size > self.config.max_request_size:

@@ -223,7 +223,7 @@ class Sender:
             self._next_stranded_check = now + 1.0
             expired.extend(
                 b for b in list(self._acc.incomplete)
-                if b.deadline <= now and not b.done and not b.in_flight and b not in expired
+                if b.deadline <= now and not b.decided and not b.in_flight and b not in expired
                 and not self._acc.is_queued(b)
             )
         for batch in expired:
@@ -439,7 +439,7 @@ class Sender:
             self._finish(batch, outcome.error)
 
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
-        if error is not None and not batch.done:
+        if error is not None and not batch.decided:
             if self._txn is not None:
                 self._txn.batch_failed(error)
             if self._seq is not None and batch.base_sequence >= 0:

@@ -1,0 +1,225 @@
+"""Checking and normalising the columns a bulk call (``enqueue_many``) is given.
+
+Every check runs before the first record is buffered, so a bad column raises a
+typed error naming the first bad record and nothing of the call is accepted.
+Columns come out as plain indexable sequences the encoding pass reads by index:
+
+* values and keys: a ``list`` of bytes-like objects or ``None``, or a pyarrow
+  binary/string/large_binary/large_string array. An Arrow array is read
+  through its offsets and data buffers: each record becomes a ``memoryview``
+  slice of the data buffer, never a copied ``bytes`` object (pyarrow is
+  imported only when such an array is passed);
+* headers: one list of ``(str, bytes)`` pairs for every record, or one such
+  list (or ``None``) per record;
+* timestamps and partitions: one value for every record, or one per record.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .validation import check_headers, to_bytes
+
+__all__ = ["BulkColumns", "bytes_column", "is_arrow_array", "read_columns"]
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def is_arrow_array(obj: Any) -> bool:
+    """True for a pyarrow Array or ChunkedArray, without importing pyarrow."""
+    return type(obj).__module__.startswith("pyarrow") and (
+        hasattr(obj, "buffers") or hasattr(obj, "chunks")
+    )
+
+
+def _arrow_views(arr: Any, what: str) -> list[memoryview | None]:
+    """Zero-copy views of each element of a pyarrow binary-like array."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    if isinstance(arr, pa.ChunkedArray):
+        out: list[memoryview | None] = []
+        for chunk in arr.chunks:
+            out.extend(_arrow_views(chunk, what))
+        return out
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_string(t):
+        code = "i"
+    elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        code = "q"
+    else:
+        raise TypeError(
+            f"{what} must be a binary or string Arrow array (binary, string, large_binary, "
+            f"large_string), got one of type {t}"
+        )
+    n = len(arr)
+    if n == 0:
+        return []
+    validity, offsets_buf, data_buf = arr.buffers()
+    offsets = memoryview(offsets_buf).cast(code)[arr.offset : arr.offset + n + 1]
+    if sys.byteorder != "little":  # pragma: no cover - Arrow buffers are little-endian
+        offsets = array(code, offsets)
+        offsets.byteswap()
+    data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
+    views: list[memoryview | None] = list(map(data.__getitem__, map(slice, offsets[:-1], offsets[1:])))
+    if arr.null_count:
+        for i, valid in enumerate(arr.is_valid().to_pylist()):
+            if not valid:
+                views[i] = None
+    return views
+
+
+def bytes_column(
+    column: Any, what: str, serializer: Callable[[Any], Any] | None, topic: str
+) -> list[Any]:
+    """``column`` as a list of bytes-like objects or None; TypeError names the first bad one."""
+    if is_arrow_array(column):
+        if serializer is not None:
+            raise TypeError(f"an Arrow array of {what} cannot go through a {what} serializer")
+        return _arrow_views(column, what)
+    if isinstance(column, (str, bytes, bytearray, memoryview)) or not isinstance(column, Sequence):
+        raise TypeError(
+            f"{what} must be a list of bytes-like objects or an Arrow binary array, "
+            f"got {type(column).__name__}"
+        )
+    if serializer is not None:
+        return [to_bytes(v, what, serializer, topic) for v in column]
+    kinds = set(map(type, column))
+    if kinds <= {bytes, type(None)}:
+        return column if isinstance(column, list) else list(column)
+    for i, v in enumerate(column):
+        if v is not None and not isinstance(v, _BYTES_LIKE):
+            raise TypeError(
+                f"{what}[{i}] must be bytes-like or None when no serializer is set, "
+                f"got {type(v).__name__}"
+            )
+    return list(column)
+
+
+def _lengths(column: list[Any]) -> array[int]:
+    if None in column:
+        return array("q", [-1 if v is None else len(v) for v in column])
+    return array("q", map(len, column))
+
+
+def _per_record_or_one(value: Any, n: int, what: str) -> tuple[Any, list[Any] | None]:
+    """(one value for all, None) or (None, a list of n values)."""
+    if value is None or isinstance(value, int):
+        return value, None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{what} must be an int, None or a sequence of them, got {type(value).__name__}")
+    if len(value) != n:
+        raise ValueError(f"{what} has {len(value)} entries for {n} values")
+    return None, list(value)
+
+
+def _check_int(value: Any, what: str, minimum: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int or None, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{what} must be >= {minimum}, got {value}")
+
+
+class BulkColumns:
+    """A bulk call's records, checked, column by column."""
+
+    __slots__ = (
+        "common_headers",
+        "count",
+        "header_sizes",
+        "headers",
+        "key_lengths",
+        "keys",
+        "partition",
+        "partitions",
+        "timestamp",
+        "timestamps",
+        "value_lengths",
+        "values",
+    )
+
+    values: list[Any]
+    keys: list[Any] | None
+    value_lengths: array[int]
+    key_lengths: array[int] | None
+    common_headers: list[tuple[str, bytes]] | None
+    headers: list[list[tuple[str, bytes]] | None] | None
+    header_sizes: list[int] | None
+    timestamp: int | None
+    timestamps: list[int | None] | None
+    partition: int | None
+    partitions: list[int | None] | None
+    count: int
+
+
+def _headers(headers: Any, n: int, cols: BulkColumns) -> None:
+    from .protocol.records import headers_size
+
+    cols.common_headers = cols.headers = cols.header_sizes = None
+    if headers is None:
+        return
+    if isinstance(headers, (str, bytes, dict)) or not isinstance(headers, Sequence):
+        raise TypeError(
+            "headers must be a list of (str, bytes) pairs, or one such list (or None) per "
+            f"record, got {type(headers).__name__}"
+        )
+    first = headers[0] if len(headers) else None
+    if isinstance(first, tuple) and len(first) == 2 and isinstance(first[0], str):
+        cols.common_headers = check_headers(headers) or None
+        return
+    if len(headers) != n:
+        raise ValueError(f"headers has {len(headers)} entries for {n} values")
+    per: list[list[tuple[str, bytes]] | None] = []
+    sizes: list[int] = []
+    for i, h in enumerate(headers):
+        if h is None or not len(h):
+            per.append(None)
+            sizes.append(1)
+            continue
+        try:
+            checked = check_headers(h)
+        except TypeError as exc:
+            raise TypeError(f"headers of record {i}: {exc}") from None
+        per.append(checked)
+        sizes.append(headers_size(checked))
+    cols.headers = per
+    cols.header_sizes = sizes
+
+
+def read_columns(
+    topic: str,
+    values: Any,
+    keys: Any,
+    headers: Any,
+    partition: Any,
+    timestamp_ms: Any,
+    *,
+    key_serializer: Callable[[Any], Any] | None,
+    value_serializer: Callable[[Any], Any] | None,
+) -> BulkColumns:
+    """Check every column of a bulk call; raise TypeError/ValueError on the first problem."""
+    cols = BulkColumns()
+    cols.values = bytes_column(values, "values", value_serializer, topic)
+    n = cols.count = len(cols.values)
+    cols.value_lengths = _lengths(cols.values)
+    if keys is None and key_serializer is None:
+        cols.keys = cols.key_lengths = None
+    else:
+        if keys is None:
+            keys = [None] * n
+        cols.keys = bytes_column(keys, "keys", key_serializer, topic)
+        if len(cols.keys) != n:
+            raise ValueError(f"keys has {len(cols.keys)} entries for {n} values")
+        cols.key_lengths = _lengths(cols.keys)
+    _headers(headers, n, cols)
+    cols.timestamp, cols.timestamps = _per_record_or_one(timestamp_ms, n, "timestamp_ms")
+    for i, ts in enumerate(cols.timestamps or (cols.timestamp,)):
+        _check_int(ts, f"timestamp_ms[{i}]" if cols.timestamps else "timestamp_ms", 0)
+    cols.partition, cols.partitions = _per_record_or_one(partition, n, "partition")
+    for i, p in enumerate(cols.partitions or (cols.partition,)):
+        _check_int(p, f"partition[{i}]" if cols.partitions else "partition", 0)
+    return cols
