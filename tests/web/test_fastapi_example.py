@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +61,25 @@ async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster)
             kafka_cluster.resume_broker(kafka_cluster.broker_ids[0])
             await producer.flush(timeout=30)
             assert (await client.post("/events/t", json={"id": 3})).status_code == 200
+
+
+def readme_fastapi_snippet() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    [snippet] = [b for b in blocks if "FastAPI(lifespan=lifespan)" in b]
+    return snippet
+
+
+async def test_the_readme_example_works_as_written(kafka_cluster: MockCluster) -> None:
+    source = readme_fastapi_snippet().replace('"kafka:9092"', repr(kafka_cluster.bootstrap_servers))
+    namespace: dict[str, Any] = {"__name__": "readme_fastapi"}
+    exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    app = namespace["app"]
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+            resp = await client.post("/events/readme", json={"n": 1})
+            assert resp.status_code == 200, resp.text
+    [record] = kafka_cluster.records("readme")
+    assert resp.json() == {"partition": record.partition, "offset": record.offset}
+    assert json.loads(record.value) == {"n": 1}
