@@ -180,9 +180,22 @@ def run_impl(args: argparse.Namespace, impl: str, bootstrap: str, workdir: Path)
     topic = create_topic(bootstrap, f"web-{impl}-{uuid.uuid4().hex[:8]}", args.partitions)
     python = [sys.executable, "-m", "benchmarks.web_load"]
     server = subprocess.Popen(
-        [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap,
-         "--linger-ms", str(args.linger_ms), "--idempotence", args.idempotence],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            *python,
+            "--role",
+            "serve",
+            "--impl",
+            impl,
+            "--bootstrap",
+            bootstrap,
+            "--linger-ms",
+            str(args.linger_ms),
+            "--idempotence",
+            args.idempotence,
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stdout is not None
@@ -191,10 +204,30 @@ def run_impl(args: argparse.Namespace, impl: str, bootstrap: str, workdir: Path)
             raise RuntimeError(f"the {impl} service did not start (exit {server.poll()})")
         ids_file = workdir / f"{impl}.ids"
         proc = subprocess.run(
-            [*python, "--role", "load", "--url", line.split()[1], "--topic", topic,
-             "--clients", str(args.clients), "--requests", str(args.requests),
-             "--size", str(args.size), "--run-id", impl, "--ids-file", str(ids_file)],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=args.timeout, check=False,
+            [
+                *python,
+                "--role",
+                "load",
+                "--url",
+                line.split()[1],
+                "--topic",
+                topic,
+                "--clients",
+                str(args.clients),
+                "--requests",
+                str(args.requests),
+                "--size",
+                str(args.size),
+                "--run-id",
+                impl,
+                "--ids-file",
+                str(ids_file),
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=args.timeout,
+            check=False,
         )
         if proc.returncode != 0:
             raise RuntimeError(f"the load generator failed: {proc.stderr[-2000:]}")
@@ -219,29 +252,38 @@ def run_impl(args: argparse.Namespace, impl: str, bootstrap: str, workdir: Path)
 
 def print_table(results: list[dict[str, Any]]) -> None:
     base = next((r for r in results if r["impl"] == "aiokafka"), None)
-    print(f"{'service on':<12} {'req/s':>9} {'vs aiokafka':>11} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'max ms':>8} {'ok':>8} {'failed':>7} {'missing':>8} {'dup':>5}")
+    print(
+        f"{'service on':<12} {'req/s':>9} {'vs aiokafka':>11} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'max ms':>8} {'ok':>8} {'failed':>7} {'missing':>8} {'dup':>5}"
+    )
     for r in results:
         ratio = r["requests_per_s"] / base["requests_per_s"] if base else math.nan
-        print(f"{r['impl']:<12} {r['requests_per_s']:>9.0f} {ratio:>10.2f}x {r['p50_ms']:>8.1f} "
-              f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['ok']:>8} "
-              f"{sum(r['failures'].values()):>7} {r['missing']:>8} {r['duplicated']:>5}")
+        print(
+            f"{r['impl']:<12} {r['requests_per_s']:>9.0f} {ratio:>10.2f}x {r['p50_ms']:>8.1f} "
+            f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['ok']:>8} "
+            f"{sum(r['failures'].values()):>7} {r['missing']:>8} {r['duplicated']:>5}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--role", choices=["run", "serve", "load"], default="run",
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--role", choices=["run", "serve", "load"], default="run", help=argparse.SUPPRESS
+    )
     parser.add_argument("--impls", default=",".join(IMPLS), help="comma list (default: both)")
     parser.add_argument("--clients", type=int, default=1000, help="concurrent clients (1000)")
     parser.add_argument("--requests", type=int, default=100_000, help="requests in all (100000)")
     parser.add_argument("--size", type=int, default=100, help="padding bytes per event (100)")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--linger-ms", type=int, default=5)
-    parser.add_argument("--idempotence", choices=["on", "off"], default="on",
-                        help="for aioproducer (aiokafka always runs without it)")
+    parser.add_argument(
+        "--idempotence",
+        choices=["on", "off"],
+        default="on",
+        help="for aioproducer (aiokafka always runs without it)",
+    )
     parser.add_argument("--bootstrap", help="an existing broker (default: start Tansu)")
     parser.add_argument("--timeout", type=float, default=1800, help="bound on one load run (s)")
     parser.add_argument("--json", metavar="PATH", help="write the raw results here")
@@ -269,8 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     failed: list[str] = []
     with tempfile.TemporaryDirectory() as tmp, bootstrap_or_local(args.bootstrap) as bootstrap:
-        print(f"broker {bootstrap}; {args.clients} clients, {args.requests} requests per service",
-              file=sys.stderr, flush=True)
+        print(
+            f"broker {bootstrap}; {args.clients} clients, {args.requests} requests per service",
+            file=sys.stderr,
+            flush=True,
+        )
         for impl in impls:
             try:
                 results.append(run_impl(args, impl, bootstrap, Path(tmp)))

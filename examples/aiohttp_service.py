@@ -76,7 +76,9 @@ class IngestMetrics:
             "ingest_events_failed", "Events whose delivery failed", registry=registry
         )
         self.rejected = Counter(
-            "ingest_requests_rejected", "Requests answered with an error", ["status"],
+            "ingest_requests_rejected",
+            "Requests answered with an error",
+            ["status"],
             registry=registry,
         )
 
@@ -163,9 +165,7 @@ async def _read_ndjson(request: web.Request, settings: Settings) -> list[Event]:
     async for chunk in request.content.iter_any():
         total += len(chunk)
         if total > settings.max_body_bytes:
-            raise _error(
-                TooLarge, f"body over {settings.max_body_bytes} bytes"
-            )
+            raise _error(TooLarge, f"body over {settings.max_body_bytes} bytes")
         pending += chunk
         *lines, rest = pending.split(b"\n")
         for line in lines:
@@ -194,8 +194,8 @@ async def read_events(request: web.Request, settings: Settings) -> list[Event]:
         events = [_encode(e, f"event {i}", settings) for i, e in enumerate(items)]
     else:
         raise _error(
-            web.HTTPUnsupportedMediaType, f"send application/json or {NDJSON}, not "
-            f"{request.content_type}"
+            web.HTTPUnsupportedMediaType,
+            f"send application/json or {NDJSON}, not {request.content_type}",
         )
     if not events:
         raise _error(web.HTTPBadRequest, "the request holds no event")
@@ -325,12 +325,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)")
+    parser.add_argument(
+        "--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--key-field", default="id", help="event field used as the record key")
     parser.add_argument("--fire-and-forget", action="store_true", help="answer 202 once buffered")
-    parser.add_argument("--max-block-ms", type=int, default=5000, help="bound of a 503 under backpressure")
+    parser.add_argument(
+        "--max-block-ms", type=int, default=5000, help="bound of a 503 under backpressure"
+    )
     parser.add_argument("--linger-ms", type=int, default=5)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -338,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     from aioproducer.testing.local_broker import bootstrap_or_local
 
     settings = Settings(key_field=args.key_field or None, fire_and_forget=args.fire_and_forget)
-    announce = lambda addr: print(f"started a local broker at {addr}", flush=True)  # noqa: E731
+    announce = lambda addr: print(f"started a local broker at {addr}", flush=True)
     try:
         with bootstrap_or_local(args.bootstrap, announce=announce) as bootstrap:
             app = create_app(

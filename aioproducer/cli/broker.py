@@ -44,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
         fail("--port must be in 1..65535")
         return EXIT_USAGE
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     broker = LocalBroker(args.port, log_path=args.log_file)
     try:
         try:

@@ -11,17 +11,17 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 __all__ = [
+    "EXIT_CODES_HELP",
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
-    "EXIT_CODES_HELP",
     "UsageError",
     "add_property_options",
     "fail",
-    "parse_properties_file",
     "parse_pairs",
+    "parse_properties_file",
     "producer_properties",
     "stop_on_signals",
 ]

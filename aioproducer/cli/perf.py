@@ -61,7 +61,9 @@ def add_parser(commands: Any) -> None:
         help="file of payloads split by --payload-delimiter; each record takes one at random",
     )
     perf.add_argument(
-        "--payload-delimiter", default="\\n", help="payload separator in --payload-file (default \\n)"
+        "--payload-delimiter",
+        default="\\n",
+        help="payload separator in --payload-file (default \\n)",
     )
     perf.add_argument(
         "--throughput",
@@ -78,10 +80,15 @@ def add_parser(commands: Any) -> None:
     perf.add_argument(
         "--bulk-size", type=int, default=1000, metavar="N", help="records per chunk (default 1000)"
     )
-    perf.add_argument("--bootstrap-server", help="host:port,... (default: start an embedded broker)")
+    perf.add_argument(
+        "--bootstrap-server", help="host:port,... (default: start an embedded broker)"
+    )
     add_property_options(perf, "--producer-property")
     perf.add_argument(
-        "--reporting-interval", type=int, default=5000, metavar="MS",
+        "--reporting-interval",
+        type=int,
+        default=5000,
+        metavar="MS",
         help="milliseconds between progress lines (default 5000)",
     )
     perf.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
@@ -122,8 +129,7 @@ class LatencyStats:
         self._window_count += 1
         self._window_bytes += size
         self._window_sum += latency_ms
-        if latency_ms > self._window_max:
-            self._window_max = latency_ms
+        self._window_max = max(self._window_max, latency_ms)
 
     def record_chunk(
         self, latency_ms: float, count: int, size: int, failed: int, error: BaseException | None

@@ -53,15 +53,18 @@ def add_parser(commands: Any) -> None:
         "-K", "--key-separator", help="split each line at the first SEP into key and value"
     )
     produce.add_argument(
-        "-H", "--header", action="append", default=[], metavar="NAME=VALUE",
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="a header on every record (repeatable)",
     )
-    produce.add_argument(
-        "-p", "--partition", type=int, help="write every record to this partition"
-    )
+    produce.add_argument("-p", "--partition", type=int, help="write every record to this partition")
     add_property_options(produce, "--property")
     produce.add_argument(
-        "--continue-on-error", action="store_true",
+        "--continue-on-error",
+        action="store_true",
         help="go on after a failed record; exit 1 at the end if any failed",
     )
     produce.set_defaults(run=run)
@@ -109,8 +112,11 @@ async def _lines(stream: IO[bytes], name: str) -> AsyncIterator[tuple[str, bytes
 
 
 async def _produce_all(
-    args: argparse.Namespace, producer: Any, streams: list[tuple[str, IO[bytes]]],
-    tally: Tally, stop: asyncio.Event,
+    args: argparse.Namespace,
+    producer: Any,
+    streams: list[tuple[str, IO[bytes]]],
+    tally: Tally,
+    stop: asyncio.Event,
 ) -> bool:
     """Hand every line to the producer; False when stopped early (failure or signal)."""
     from .. import errors
@@ -138,7 +144,9 @@ async def _produce_all(
     return not (tally.failed and not args.continue_on_error)
 
 
-async def _run(args: argparse.Namespace, props: dict[str, str]) -> int:
+async def _run(
+    args: argparse.Namespace, props: dict[str, str], streams: list[tuple[str, IO[bytes]]]
+) -> int:
     from .. import Producer, errors
 
     try:
@@ -146,28 +154,19 @@ async def _run(args: argparse.Namespace, props: dict[str, str]) -> int:
     except errors.ConfigurationError as exc:
         fail(str(exc))
         return EXIT_USAGE
-    with ExitStack() as files:
-        try:
-            streams = [
-                ("stdin", sys.stdin.buffer) if path == "-" else (path, files.enter_context(open(path, "rb")))
-                for path in (args.files or ["-"])
-            ]
-        except OSError as exc:
-            fail(f"cannot read {exc.filename}: {exc.strerror}")
-            return EXIT_USAGE
-        try:
-            await producer.start()
-        except errors.KafkaError as exc:
-            fail(f"cannot reach the cluster: {exc}")
-            return EXIT_UNAVAILABLE
-        tally = Tally()
-        try:
-            with stop_on_signals(asyncio.get_running_loop()) as stop:
-                finished = await _produce_all(args, producer, streams, tally, stop)
-                interrupted = stop.is_set()
-        finally:
-            # close() delivers what was handed over (each record bounded by delivery.timeout.ms).
-            await producer.close()
+    try:
+        await producer.start()
+    except errors.KafkaError as exc:
+        fail(f"cannot reach the cluster: {exc}")
+        return EXIT_UNAVAILABLE
+    tally = Tally()
+    try:
+        with stop_on_signals(asyncio.get_running_loop()) as stop:
+            finished = await _produce_all(args, producer, streams, tally, stop)
+            interrupted = stop.is_set()
+    finally:
+        # close() delivers what was handed over (each record bounded by delivery.timeout.ms).
+        await producer.close()
     summary = f"delivered {tally.delivered} record(s) to {args.topic!r}"
     if tally.failed:
         summary += f"; {tally.failed} failed"
@@ -190,4 +189,15 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         fail(str(exc))
         return EXIT_USAGE
-    return asyncio.run(_run(args, props))
+    with ExitStack() as files:
+        try:  # every file opens before anything is sent
+            streams = [
+                ("stdin", sys.stdin.buffer)
+                if path == "-"
+                else (path, files.enter_context(open(path, "rb")))
+                for path in (args.files or ["-"])
+            ]
+        except OSError as exc:
+            fail(f"cannot read {exc.filename}: {exc.strerror}")
+            return EXIT_USAGE
+        return asyncio.run(_run(args, props, streams))

@@ -25,7 +25,10 @@ pytestmark = [pytest.mark.kafka_cluster(brokers=2, default_partitions=3)]
 
 async def run_cli(*args: str, stdin: bytes = b"", timeout: float = 60) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "aioproducer.cli", *args,
+        sys.executable,
+        "-m",
+        "aioproducer.cli",
+        *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -35,7 +38,9 @@ async def run_cli(*args: str, stdin: bytes = b"", timeout: float = 60) -> tuple[
     except asyncio.TimeoutError:
         proc.kill()
         await proc.wait()
-        raise AssertionError(f"aioproducer {' '.join(args)} did not finish in {timeout} s") from None
+        raise AssertionError(
+            f"aioproducer {' '.join(args)} did not finish in {timeout} s"
+        ) from None
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 
@@ -49,9 +54,19 @@ async def test_perf_produces_every_record_and_prints_a_json_summary(
     kafka_cluster: MockCluster, bulk: bool
 ) -> None:
     code, out, err = await run_cli(
-        "perf", "--topic", "perf", "--num-records", "5000", "--record-size", "64",
-        "--bootstrap-server", kafka_cluster.bootstrap_servers, "--json",
-        "--producer-property", "linger.ms=2", *(["--bulk", "--bulk-size", "700"] if bulk else []),
+        "perf",
+        "--topic",
+        "perf",
+        "--num-records",
+        "5000",
+        "--record-size",
+        "64",
+        "--bootstrap-server",
+        kafka_cluster.bootstrap_servers,
+        "--json",
+        "--producer-property",
+        "linger.ms=2",
+        *(["--bulk", "--bulk-size", "700"] if bulk else []),
     )
     assert code == 0, err
     summary = json.loads(out)
@@ -68,9 +83,19 @@ async def test_perf_prints_progress_lines_and_honours_the_throughput_cap(
     kafka_cluster: MockCluster,
 ) -> None:
     code, out, err = await run_cli(
-        "perf", "--topic", "capped", "--num-records", "600", "--record-size", "10",
-        "--throughput", "1000", "--reporting-interval", "150",
-        "--bootstrap-server", kafka_cluster.bootstrap_servers,
+        "perf",
+        "--topic",
+        "capped",
+        "--num-records",
+        "600",
+        "--record-size",
+        "10",
+        "--throughput",
+        "1000",
+        "--reporting-interval",
+        "150",
+        "--bootstrap-server",
+        kafka_cluster.bootstrap_servers,
     )
     assert code == 0, err
     lines = out.strip().splitlines()
@@ -96,9 +121,18 @@ async def test_perf_takes_payloads_from_a_file_and_properties_from_a_file(
     payloads.write_text("alpha\nbeta\n\ngamma\n")
     config = tmp_path / "producer.properties"
     config.write_text("# a comment\nlinger.ms = 1\ncompression.type: lz4\nacks=all\n")
-    code, out, err = await run_cli(
-        "perf", "--topic", "file", "--num-records", "300", "--payload-file", str(payloads),
-        "--producer-config", str(config), "--bootstrap-server", kafka_cluster.bootstrap_servers,
+    code, _out, err = await run_cli(
+        "perf",
+        "--topic",
+        "file",
+        "--num-records",
+        "300",
+        "--payload-file",
+        str(payloads),
+        "--producer-config",
+        str(config),
+        "--bootstrap-server",
+        kafka_cluster.bootstrap_servers,
     )
     assert code == 0, err
     values = {r.value for r in kafka_cluster.records("file")}
@@ -120,8 +154,16 @@ async def test_perf_usage_errors_exit_2_naming_the_problem(
 ) -> None:
     kafka_cluster.create_topic("bad", 1)
     code, _out, err = await run_cli(
-        "perf", "--topic", "bad", "--num-records", "10", "--record-size", "10",
-        "--bootstrap-server", kafka_cluster.bootstrap_servers, *args,
+        "perf",
+        "--topic",
+        "bad",
+        "--num-records",
+        "10",
+        "--record-size",
+        "10",
+        "--bootstrap-server",
+        kafka_cluster.bootstrap_servers,
+        *args,
     )
     assert code == 2
     assert message in err
@@ -132,8 +174,17 @@ async def test_perf_usage_errors_exit_2_naming_the_problem(
 async def test_perf_and_produce_exit_3_when_the_cluster_is_unreachable() -> None:
     address = f"127.0.0.1:{closed_port()}"
     code, _out, err = await run_cli(
-        "perf", "--topic", "t", "--num-records", "10", "--record-size", "10",
-        "--bootstrap-server", address, "--producer-property", "max.block.ms=500",
+        "perf",
+        "--topic",
+        "t",
+        "--num-records",
+        "10",
+        "--record-size",
+        "10",
+        "--bootstrap-server",
+        address,
+        "--producer-property",
+        "max.block.ms=500",
     )
     assert code == 3 and "cannot reach the cluster" in err
     code, _out, err = await run_cli(
@@ -151,17 +202,32 @@ async def test_produce_sends_one_record_per_line_with_keys_and_headers(
 ) -> None:
     lines = b"user-1:first\nuser-2:second:with colon\nuser-1:third\r\n:empty key\nuser-3:"
     code, _out, err = await run_cli(
-        "produce", "-b", kafka_cluster.bootstrap_servers, "-t", "lines", "-K", ":",
-        "-H", "source=cli", "-H", "trace=a=b", stdin=lines,
+        "produce",
+        "-b",
+        kafka_cluster.bootstrap_servers,
+        "-t",
+        "lines",
+        "-K",
+        ":",
+        "-H",
+        "source=cli",
+        "-H",
+        "trace=a=b",
+        stdin=lines,
     )
     assert code == 0, err
     assert "delivered 5 record(s) to 'lines'" in err
     records = kafka_cluster.records("lines")
     got = sorted((r.key, r.value) for r in records)
-    assert got == sorted([
-        (b"user-1", b"first"), (b"user-2", b"second:with colon"), (b"user-1", b"third"),
-        (b"", b"empty key"), (b"user-3", b""),
-    ])
+    assert got == sorted(
+        [
+            (b"user-1", b"first"),
+            (b"user-2", b"second:with colon"),
+            (b"user-1", b"third"),
+            (b"", b"empty key"),
+            (b"user-3", b""),
+        ]
+    )
     assert all(r.headers == [("source", b"cli"), ("trace", b"a=b")] for r in records)
     by_key = {r.key: r.partition for r in records}
     assert len({r.partition for r in records if r.key == b"user-1"}) == 1
@@ -176,8 +242,17 @@ async def test_produce_reads_files_in_order_to_one_partition(
     first.write_bytes(b"1\n2\n3\n")
     second.write_bytes(b"4\n5")
     code, _out, err = await run_cli(
-        "produce", "-b", kafka_cluster.bootstrap_servers, "-t", "files", "-p", "2",
-        str(first), "-", str(second), stdin=b"stdin-line\n",
+        "produce",
+        "-b",
+        kafka_cluster.bootstrap_servers,
+        "-t",
+        "files",
+        "-p",
+        "2",
+        str(first),
+        "-",
+        str(second),
+        stdin=b"stdin-line\n",
     )
     assert code == 0, err
     records = kafka_cluster.records("files")
@@ -202,8 +277,15 @@ async def test_produce_continue_on_error_reports_each_failure(kafka_cluster: Moc
     kafka_cluster.create_topic("goes-on", 1)
     lines = b"k1:v1\nbad\nk3:v3\nalso bad\nk5:v5\n"
     code, _out, err = await run_cli(
-        "produce", "-b", kafka_cluster.bootstrap_servers, "-t", "goes-on", "-K", ":",
-        "--continue-on-error", stdin=lines,
+        "produce",
+        "-b",
+        kafka_cluster.bootstrap_servers,
+        "-t",
+        "goes-on",
+        "-K",
+        ":",
+        "--continue-on-error",
+        stdin=lines,
     )
     assert code == 1
     assert "stdin:2 failed" in err and "stdin:4 failed" in err
@@ -218,8 +300,14 @@ async def test_produce_reports_a_record_the_cluster_refuses(kafka_cluster: MockC
     kafka_cluster.create_topic("refused", 1)
     kafka_cluster.fail_produce("refused", 0, errors.TopicAuthorizationFailedError.code)
     code, _out, err = await run_cli(
-        "produce", "-b", kafka_cluster.bootstrap_servers, "-t", "refused", "--property",
-        "linger.ms=0", stdin=b"one\n",
+        "produce",
+        "-b",
+        kafka_cluster.bootstrap_servers,
+        "-t",
+        "refused",
+        "--property",
+        "linger.ms=0",
+        stdin=b"one\n",
     )
     assert code == 1
     assert "record at stdin:1 failed" in err and "authoriz" in err.lower()

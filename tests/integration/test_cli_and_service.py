@@ -21,8 +21,13 @@ pytestmark = pytest.mark.asyncio
 
 async def run_cli(*args: str, stdin: bytes = b"", timeout: float = 90) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "aioproducer.cli", *args,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "aioproducer.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         out, err = await within(proc.communicate(stdin), timeout, f"aioproducer {args[0]}")
@@ -54,18 +59,26 @@ async def test_produce_writes_what_librdkafka_reads(
     for key in {r.key for r in records}:  # one key, one partition, in line order
         same = [r for r in records if r.key == key]
         assert len({r.partition for r in same}) == 1
-        assert [int(r.value.split()[1]) for r in same] == sorted(int(r.value.split()[1]) for r in same)
+        assert [int(r.value.split()[1]) for r in same] == sorted(
+            int(r.value.split()[1]) for r in same
+        )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 async def test_broker_command_serves_until_a_signal(sig: signal.Signals) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "aioproducer.cli", "broker",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "aioproducer.cli",
+        "broker",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
-        address = (await within(proc.stdout.readline(), 60, "the broker's address")).decode().strip()
+        address = (
+            (await within(proc.stdout.readline(), 60, "the broker's address")).decode().strip()
+        )
         assert address.startswith("127.0.0.1:"), address
         async with Producer(address, linger_ms=0) as producer:
             sent = [await producer.send("dev", f"r{i}".encode()) for i in range(3)]

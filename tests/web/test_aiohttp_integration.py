@@ -62,8 +62,9 @@ async def test_cleanup_is_bounded_when_the_broker_is_stuck(
     app = web.Application()
     setup_producer(
         app,
-        lambda: Producer(kafka_cluster.bootstrap_servers, request_timeout_ms=30_000,
-                         delivery_timeout_ms=120_000),
+        lambda: Producer(
+            kafka_cluster.bootstrap_servers, request_timeout_ms=30_000, delivery_timeout_ms=120_000
+        ),
         close_timeout=0.5,
     )
     client = await aiohttp_client(app)

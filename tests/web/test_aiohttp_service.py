@@ -81,9 +81,7 @@ async def test_an_ndjson_stream_produces_every_line_in_order(
         for start in range(0, len(body), 997):
             yield body[start : start + 997]
 
-    resp = await client.post(
-        f"/events/{TOPIC}", data=chunks(), headers={"Content-Type": NDJSON}
-    )
+    resp = await client.post(f"/events/{TOPIC}", data=chunks(), headers={"Content-Type": NDJSON})
     assert resp.status == 200, await resp.text()
     results = (await resp.json())["results"]
 
@@ -111,9 +109,7 @@ async def test_a_malformed_request_is_400_and_produces_nothing(
     service: MakeClient, kafka_cluster: MockCluster, body: bytes, content_type: str
 ) -> None:
     client = await service()
-    resp = await client.post(
-        f"/events/{TOPIC}", data=body, headers={"Content-Type": content_type}
-    )
+    resp = await client.post(f"/events/{TOPIC}", data=body, headers={"Content-Type": content_type})
     assert resp.status == 400
     assert "error" in await resp.json()
     # A good request afterwards is the only thing stored.
@@ -127,7 +123,9 @@ async def test_an_illegal_topic_or_media_type_is_refused(service: MakeClient) ->
     bad_topic = await client.post("/events/no%20spaces", json={"id": 1})
     assert bad_topic.status == 400
     assert "illegal characters" in (await bad_topic.json())["error"]
-    text = await client.post(f"/events/{TOPIC}", data=b"id=1", headers={"Content-Type": "text/plain"})
+    text = await client.post(
+        f"/events/{TOPIC}", data=b"id=1", headers={"Content-Type": "text/plain"}
+    )
     assert text.status == 415
 
 
@@ -147,7 +145,9 @@ async def test_an_oversized_event_is_413_and_produces_nothing(
     assert kafka_cluster.records(TOPIC) == []
 
 
-async def test_a_body_over_the_limit_is_413(service: MakeClient, kafka_cluster: MockCluster) -> None:
+async def test_a_body_over_the_limit_is_413(
+    service: MakeClient, kafka_cluster: MockCluster
+) -> None:
     client = await service(Settings(max_event_bytes=1_000, max_body_bytes=10_000))
     events = [{"id": i, "pad": "x" * 500} for i in range(40)]  # ~20 kB of small events
     as_json = await client.post(f"/events/{TOPIC}", json=events)
@@ -219,7 +219,7 @@ async def test_metrics_are_served_in_prometheus_text_format(service: MakeClient)
     assert "ingest_events_accepted_total 2.0" in text
     assert "ingest_events_delivered_total 2.0" in text
     assert 'kafka_producer_record_send_total{client_id="' in text
-    assert f'kafka_producer_topic_record_send_total{{client_id="' in text
+    assert 'kafka_producer_topic_record_send_total{client_id="' in text
     assert f'topic="{TOPIC}"' in text
 
 
@@ -251,7 +251,9 @@ async def test_shutdown_with_requests_in_flight_keeps_every_acknowledged_event_o
     records = kafka_cluster.records(TOPIC)
     ids = [json.loads(r.value)["id"] for r in records]
     assert len(ids) == len(set(ids)), "an event was stored twice"
-    where = {json.loads(r.value)["id"]: {"partition": r.partition, "offset": r.offset} for r in records}
+    where = {
+        json.loads(r.value)["id"]: {"partition": r.partition, "offset": r.offset} for r in records
+    }
     assert acked, "no request was answered before the shutdown"
     for event_id, result in acked.items():
         assert where.get(event_id) == result

@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 
-from aioproducer import errors  # noqa: E402
-from aioproducer.testing import MockCluster  # noqa: E402
-from examples.fastapi_service import create_app  # noqa: E402
+from aioproducer import errors
+from aioproducer.testing import MockCluster
+from examples.fastapi_service import create_app
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.kafka_cluster(brokers=1, default_partitions=2)]
 
@@ -41,8 +41,12 @@ async def test_the_lifespan_runs_the_producer_for_the_app(kafka_cluster: MockClu
 
 async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster) -> None:
     app = create_app(
-        kafka_cluster.bootstrap_servers, buffer_memory=8 * 1024, batch_size=1024,
-        max_block_ms=200, request_timeout_ms=60_000, delivery_timeout_ms=120_000,
+        kafka_cluster.bootstrap_servers,
+        buffer_memory=8 * 1024,
+        batch_size=1024,
+        max_block_ms=200,
+        request_timeout_ms=60_000,
+        delivery_timeout_ms=120_000,
     )
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -65,7 +69,7 @@ async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster)
 
 def readme_fastapi_snippet() -> str:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
     [snippet] = [b for b in blocks if "FastAPI(lifespan=lifespan)" in b]
     return snippet
 
