@@ -7,10 +7,8 @@ command really wrote.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,30 +17,9 @@ from aioproducer.cli.common import parse_properties_file
 from aioproducer.cli.perf import LatencyStats, percentile
 from aioproducer.testing import MockCluster
 from tests.support.aio import closed_port
+from tests.support.cli import run_cli
 
 pytestmark = [pytest.mark.kafka_cluster(brokers=2, default_partitions=3)]
-
-
-async def run_cli(*args: str, stdin: bytes = b"", timeout: float = 60) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aioproducer.cli",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise AssertionError(
-            f"aioproducer {' '.join(args)} did not finish in {timeout} s"
-        ) from None
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 # -- perf -------------------------------------------------------------------------------------

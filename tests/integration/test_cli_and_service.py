@@ -15,28 +15,9 @@ from aioproducer import Producer
 from examples.aiohttp_service import NDJSON, Settings, create_app
 from tests.conftest import TopicFactory
 from tests.support.aio import read_back, within
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.asyncio
-
-
-async def run_cli(*args: str, stdin: bytes = b"", timeout: float = 90) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aioproducer.cli",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await within(proc.communicate(stdin), timeout, f"aioproducer {args[0]}")
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_produce_writes_what_librdkafka_reads(
