@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from . import broker, mock_broker, perf, produce
+from .common import CommandError, fail
 
 __all__ = ["main"]
 
@@ -36,7 +37,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``aioproducer`` command; returns the exit status."""
     args = _parser().parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except CommandError as exc:
+        fail(str(exc))
+        return exc.code
 
 
 if __name__ == "__main__":

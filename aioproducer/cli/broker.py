@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from .common import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail
+from .common import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, UsageError, fail
 
 __all__ = ["add_parser", "run"]
 
@@ -41,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from ..testing.local_broker import BrokerBinaryUnavailable, BrokerStartError, LocalBroker
 
     if args.port is not None and not 1 <= args.port <= 65535:
-        fail("--port must be in 1..65535")
-        return EXIT_USAGE
+        raise UsageError("--port must be in 1..65535")
     stop = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)

@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -17,12 +18,14 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
+    "CommandError",
     "UsageError",
     "add_property_options",
     "fail",
     "parse_pairs",
     "parse_properties_file",
     "producer_properties",
+    "start_producer",
     "stop_on_signals",
 ]
 
@@ -46,8 +49,36 @@ exit codes:
 """
 
 
-class UsageError(Exception):
+class CommandError(Exception):
+    """Ends a command: ``aioproducer: <message>`` on stderr and exit status ``code``."""
+
+    code = EXIT_FAILED
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class UsageError(CommandError):
     """A bad argument found after parsing (a malformed k=v, an unreadable file)."""
+
+    code = EXIT_USAGE
+
+
+async def start_producer(properties: dict[str, str], bootstrap: str) -> Any:
+    """A started Producer from Java properties; UsageError or CommandError(3) otherwise."""
+    from .. import Producer, errors
+
+    try:
+        producer = Producer.from_config({**properties, "bootstrap.servers": bootstrap})
+    except errors.ConfigurationError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        await producer.start()
+    except errors.KafkaError as exc:
+        raise CommandError(f"cannot reach the cluster: {exc}", EXIT_UNAVAILABLE) from None
+    return producer
 
 
 def fail(message: str) -> None:

@@ -16,7 +16,7 @@ import asyncio
 import sys
 from typing import Any
 
-from .common import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, fail, stop_on_signals
+from .common import EXIT_OK, EXIT_UNAVAILABLE, UsageError, fail, stop_on_signals
 
 __all__ = ["add_parser", "run"]
 
@@ -81,8 +81,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.brokers < 1 or args.partitions < 1 or not 0 <= args.port <= 65535:
-        fail("--brokers and --partitions must be >= 1, --port 0..65535")
-        return EXIT_USAGE
+        raise UsageError("--brokers and --partitions must be >= 1, --port 0..65535")
     try:
         return asyncio.run(_serve(args))
     except OSError as exc:  # e.g. the port is taken

@@ -28,11 +28,12 @@ from .common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNAVAILABLE,
-    EXIT_USAGE,
+    CommandError,
     UsageError,
     add_property_options,
     fail,
     producer_properties,
+    start_producer,
     stop_on_signals,
 )
 
@@ -305,18 +306,9 @@ async def _report(stats: LatencyStats, interval: float, out: Any) -> None:
 async def _run(
     args: argparse.Namespace, bootstrap: str, props: dict[str, str], payloads: list[bytes]
 ) -> int:
-    from .. import Producer, errors
+    from .. import errors
 
-    try:
-        producer = Producer.from_config({**props, "bootstrap.servers": bootstrap})
-    except errors.ConfigurationError as exc:
-        fail(str(exc))
-        return EXIT_USAGE
-    try:
-        await producer.start()
-    except errors.KafkaError as exc:
-        fail(f"cannot reach the cluster: {exc}")
-        return EXIT_UNAVAILABLE
+    producer = await start_producer(props, bootstrap)
     progress_out = sys.stderr if args.json else sys.stdout
     stats = LatencyStats(time.perf_counter())
     reporter = asyncio.create_task(_report(stats, args.reporting_interval / 1000, progress_out))
@@ -347,17 +339,11 @@ def run(args: argparse.Namespace) -> int:
     from ..testing.local_broker import BrokerBinaryUnavailable, BrokerStartError, bootstrap_or_local
 
     if args.num_records < 0:
-        fail("--num-records must be >= 0")
-        return EXIT_USAGE
+        raise UsageError("--num-records must be >= 0")
     if args.throughput == 0 or args.reporting_interval <= 0 or args.bulk_size < 1:
-        fail("--throughput must be > 0 or -1, --reporting-interval and --bulk-size > 0")
-        return EXIT_USAGE
-    try:
-        props = producer_properties(args)
-        payloads = _payloads(args)  # a bad file is a usage error before any broker starts
-    except UsageError as exc:
-        fail(str(exc))
-        return EXIT_USAGE
+        raise UsageError("--throughput must be > 0 or -1, --reporting-interval and --bulk-size > 0")
+    props = producer_properties(args)
+    payloads = _payloads(args)  # a bad file is a usage error before any broker starts
 
     def announce(address: str) -> None:
         print(f"started the embedded broker at {address}", file=sys.stderr, flush=True)
@@ -366,5 +352,4 @@ def run(args: argparse.Namespace) -> int:
         with bootstrap_or_local(args.bootstrap_server, announce=announce) as bootstrap:
             return asyncio.run(_run(args, bootstrap, props, payloads))
     except (BrokerBinaryUnavailable, BrokerStartError) as exc:
-        fail(f"cannot start the embedded broker: {exc}")
-        return EXIT_UNAVAILABLE
+        raise CommandError(f"cannot start the embedded broker: {exc}", EXIT_UNAVAILABLE) from None

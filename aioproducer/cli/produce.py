@@ -22,13 +22,12 @@ from .common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_UNAVAILABLE,
-    EXIT_USAGE,
     UsageError,
     add_property_options,
     fail,
     parse_pairs,
     producer_properties,
+    start_producer,
     stop_on_signals,
 )
 
@@ -147,18 +146,7 @@ async def _produce_all(
 async def _run(
     args: argparse.Namespace, props: dict[str, str], streams: list[tuple[str, IO[bytes]]]
 ) -> int:
-    from .. import Producer, errors
-
-    try:
-        producer = Producer.from_config({**props, "bootstrap.servers": args.bootstrap_server})
-    except errors.ConfigurationError as exc:
-        fail(str(exc))
-        return EXIT_USAGE
-    try:
-        await producer.start()
-    except errors.KafkaError as exc:
-        fail(f"cannot reach the cluster: {exc}")
-        return EXIT_UNAVAILABLE
+    producer = await start_producer(props, args.bootstrap_server)
     tally = Tally()
     try:
         with stop_on_signals(asyncio.get_running_loop()) as stop:
@@ -178,17 +166,11 @@ async def _run(
 
 def run(args: argparse.Namespace) -> int:
     if args.partition is not None and args.partition < 0:
-        fail("--partition must be >= 0")
-        return EXIT_USAGE
+        raise UsageError("--partition must be >= 0")
     if args.key_separator == "":
-        fail("--key-separator must not be empty")
-        return EXIT_USAGE
-    try:
-        props = producer_properties(args)
-        parse_pairs(args.header, "a header")
-    except UsageError as exc:
-        fail(str(exc))
-        return EXIT_USAGE
+        raise UsageError("--key-separator must not be empty")
+    props = producer_properties(args)
+    parse_pairs(args.header, "a header")  # a malformed header is refused before sending
     with ExitStack() as files:
         try:  # every file opens before anything is sent
             streams = [
@@ -198,6 +180,5 @@ def run(args: argparse.Namespace) -> int:
                 for path in (args.files or ["-"])
             ]
         except OSError as exc:
-            fail(f"cannot read {exc.filename}: {exc.strerror}")
-            return EXIT_USAGE
+            raise UsageError(f"cannot read {exc.filename}: {exc.strerror}") from None
         return asyncio.run(_run(args, props, streams))
