@@ -7,8 +7,11 @@ command really wrote.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ import pytest
 from aioproducer.cli.common import parse_properties_file
 from aioproducer.cli.perf import LatencyStats, percentile
 from aioproducer.testing import MockCluster
-from tests.support.aio import closed_port
+from tests.support.aio import closed_port, within
 from tests.support.cli import run_cli
 
 pytestmark = [pytest.mark.kafka_cluster(brokers=2, default_partitions=3)]
@@ -345,3 +348,31 @@ def test_latency_percentiles_use_the_nearest_rank() -> None:
     assert summary["max_latency_ms"] == 5.0 and summary["records_per_sec"] == 5.0
     window = stats.window(now=0.5)
     assert window["records"] == 5 and window["avg_latency_ms"] == pytest.approx(16 / 5)
+
+
+@pytest.mark.asyncio
+async def test_perf_interrupted_reports_what_was_delivered_and_exits_130(
+    kafka_cluster: MockCluster,
+) -> None:
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aioproducer.cli", "perf", "--topic", "stopped",
+        "--num-records", "1000000", "--record-size", "10", "--throughput", "500", "--json",
+        "--reporting-interval", "200",
+        "--bootstrap-server", kafka_cluster.bootstrap_servers,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        progress = await within(proc.stderr.readline(), 30, "the first progress line")
+        assert b"records sent" in progress  # producing, with the signal handlers in place
+        proc.send_signal(signal.SIGINT)
+        out, err = await within(proc.communicate(), 30, "perf after SIGINT")
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 130, err
+    summary = json.loads(out)
+    assert 0 < summary["records"] < 1_000_000 and summary["errors"] == 0
+    assert len(kafka_cluster.records("stopped")) == summary["records"]
