@@ -312,13 +312,14 @@ async def _run(
     progress_out = sys.stderr if args.json else sys.stdout
     stats = LatencyStats(time.perf_counter())
     reporter = asyncio.create_task(_report(stats, args.reporting_interval / 1000, progress_out))
-    completed = False
+    completed = broke_off = False
     try:
         with stop_on_signals(asyncio.get_running_loop()) as stop:
             completed = await _produce(args, producer, payloads, stats, stop)
             await producer.flush(timeout=_FLUSH_TIMEOUT)
-    except errors.KafkaError as exc:  # bad input or a bound reached: report what was done
+    except errors.KafkaError as exc:  # a bound reached (max.block.ms, flush): report what was done
         fail(str(exc))
+        broke_off = True
     finally:
         reporter.cancel()
         await producer.close(timeout=10)
@@ -329,6 +330,7 @@ async def _run(
         print(summary_line(summary), flush=True)
     if stats.errors:
         fail(f"{stats.errors} record(s) failed; the first: {stats.first_error}")
+    if stats.errors or broke_off:
         return EXIT_FAILED
     if not completed:
         return EXIT_INTERRUPTED

@@ -376,3 +376,19 @@ async def test_perf_interrupted_reports_what_was_delivered_and_exits_130(
     summary = json.loads(out)
     assert 0 < summary["records"] < 1_000_000 and summary["errors"] == 0
     assert len(kafka_cluster.records("stopped")) == summary["records"]
+
+
+@pytest.mark.asyncio
+async def test_perf_exits_1_when_the_buffer_stays_full(kafka_cluster: MockCluster) -> None:
+    from aioproducer.protocol.messages import PRODUCE
+
+    kafka_cluster.delay_responses(20, api_key=PRODUCE.key)  # acknowledgements stop coming
+    code, out, err = await run_cli(
+        "perf", "--topic", "full", "--num-records", "100000", "--record-size", "100",
+        "--bootstrap-server", kafka_cluster.bootstrap_servers,
+        "--producer-property", "buffer.memory=20000", "--producer-property", "max.block.ms=300",
+        "--producer-property", "batch.size=2000",
+    )  # fmt: skip
+    assert code == 1, err
+    assert "300 ms" in err  # the bound that was reached
+    assert "records sent" in out  # the summary still tells what was delivered
