@@ -49,7 +49,10 @@ def add_parser(commands: Any) -> None:
     produce.add_argument("-b", "--bootstrap-server", required=True, help="host:port,...")
     produce.add_argument("-t", "--topic", required=True, help="topic to produce to")
     produce.add_argument(
-        "-K", "--key-separator", help="split each line at the first SEP into key and value"
+        "-K",
+        "--key-separator",
+        metavar="SEP",
+        help="split each line at the first SEP into key and value",
     )
     produce.add_argument(
         "-H",
