@@ -102,6 +102,11 @@ class ProducerMetrics:
             avg=("batch-size-avg", "bytes per batch sent"),
             max_=("batch-size-max", "largest batch sent, bytes"),
         )
+        self._queue_time = s(
+            "queue-time",
+            avg=("record-queue-time-avg", "ms a batch waited in the accumulator before it was sent"),
+            max_=("record-queue-time-max", "longest wait of a batch in the accumulator, ms"),
+        )
         self._compression = s(
             "compression-rate", avg=("compression-rate-avg", "compressed/uncompressed batch size")
         )
@@ -247,6 +252,7 @@ class ProducerMetrics:
             uncompressed = batch.builder.size_in_bytes
             ratio = size / uncompressed if uncompressed else 1.0
             self._batch_size.record(size, now)
+            self._queue_time.record((now - batch.created) * 1000, now)
             self._compression.record(ratio, now)
             self._record_size.record(batch.reserved, now, count)
             self._record_size_max.record(batch.max_record_size, now)

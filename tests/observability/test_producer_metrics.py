@@ -52,6 +52,7 @@ async def test_sent_records_batches_requests_and_bytes_are_counted() -> None:
     assert 50 < value(m, "record-size-avg") < value(m, "record-size-max")
     assert 0 < value(m, "compression-rate-avg") < 0.5  # repetitive values compress well
     assert value(m, "batch-size-max") >= value(m, "batch-size-avg") > 0
+    assert value(m, "record-queue-time-max") >= value(m, "record-queue-time-avg") > 0
     assert value(m, "request-latency-max") >= value(m, "request-latency-avg") > 0
     assert value(m, "requests-in-flight") == 0
     per_node = [
