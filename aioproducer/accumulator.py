@@ -272,6 +272,16 @@ class RecordAccumulator:
     def queued_batches(self) -> int:
         return sum(len(dq) for dq in self._deques.values())
 
+    def take_partitions(self, partitions: Iterable[TopicPartition]) -> list[ProducerBatch]:
+        """Remove and return every queued batch of ``partitions``, oldest first."""
+        taken: list[ProducerBatch] = []
+        for tp in partitions:
+            dq = self._deques.get(tp)
+            if dq:
+                taken.extend(dq)
+                dq.clear()
+        return taken
+
     def take_all(self) -> list[ProducerBatch]:
         """Remove every queued batch (for abort on close)."""
         out = [b for dq in self._deques.values() for b in dq]

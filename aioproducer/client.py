@@ -6,6 +6,12 @@ demand with exponential, jittered reconnect backoff, and keeps a
 connection dropped) and at least every ``metadata_max_age_ms``.
 Bootstrap servers get negative node ids, as in the Java client, until the
 first Metadata response names the real brokers.
+
+Every connection is secured the same way (:class:`~aioproducer.security.Security`:
+TLS, then SASL). A TLS or SASL refusal is not a network hiccup: it is kept per
+node (:meth:`KafkaClient.authentication_failure`) so that ``bootstrap`` raises it
+at once and the sender fails that node's records with it, instead of both
+retrying until their timeouts (Java's ``AuthenticationException``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, open_connection
 from .logs import ClientLogger
 from .protocol.messages import METADATA
+from .sasl.handshake import authenticate
+from .security import Security
 
 if TYPE_CHECKING:
     from .producer_metrics import ProducerMetrics
@@ -82,6 +90,7 @@ class KafkaClient:
         retry_backoff_ms: int = 100,
         allow_auto_create_topics: bool = True,
         metrics: ProducerMetrics | None = None,
+        security: Security | None = None,
     ) -> None:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
@@ -96,6 +105,8 @@ class KafkaClient:
         self._max_idle = connections_max_idle_ms / 1000
         self._retry_backoff = retry_backoff_ms / 1000
         self._auto_create = allow_auto_create_topics
+        self._security = security or Security()
+        self._auth_failures: dict[int, BaseException] = {}
         self.snapshot = ClusterSnapshot()
         self._conns: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
@@ -167,6 +178,10 @@ class KafkaClient:
                 extra={"broker": node_id},
             )
 
+    def authentication_failure(self, node_id: int) -> BaseException | None:
+        """The TLS/SASL error of the last connection attempt to ``node_id``, if any."""
+        return self._auth_failures.get(node_id)
+
     def is_backing_off(self, node_id: int) -> bool:
         return self._retry_at.get(node_id, 0.0) > time.monotonic()
 
@@ -185,16 +200,27 @@ class KafkaClient:
     async def _connect(self, node_id: int) -> BrokerConnection:
         try:
             host, port = self._address(node_id)
+            timeout = self._request_timeout_ms / 1000
             conn = await open_connection(
                 node_id,
                 host,
                 port,
                 client_id=self.client_id,
                 request_timeout_ms=self._request_timeout_ms,
-                connect_timeout=self._request_timeout_ms / 1000,
+                connect_timeout=timeout,
+                ssl_context=self._security.ssl_context,
                 traffic=None if self._metrics is None else self._metrics.node_traffic(node_id),
             )
+            if self._security.sasl is not None:
+                try:
+                    await authenticate(conn, self._security.sasl, timeout)
+                except BaseException:
+                    await conn.close()
+                    raise
         except BaseException as exc:
+            if errors.is_authentication_failure(exc):
+                log.error("connection to node %s refused: %s", node_id, exc)
+                self._auth_failures[node_id] = exc
             failures = self._failures.get(node_id, 0) + 1
             self._failures[node_id] = failures
             delay = reconnect_delay(failures, *self._backoff_ms, random.random())
@@ -210,6 +236,7 @@ class KafkaClient:
             self._connecting.pop(node_id, None)
         self._failures.pop(node_id, None)
         self._retry_at.pop(node_id, None)
+        self._auth_failures.pop(node_id, None)
         if self._metrics is not None:
             self._metrics.connection_created(time.monotonic())
         if node_id in self._lost:
@@ -291,7 +318,13 @@ class KafkaClient:
             self._last_refresh_error = None
             self._wake_waiters()
             return
-        self._last_refresh_error = last or errors.NoBrokersAvailableError("no broker to ask")
+        # Every node backing off: keep the error that put them there.
+        self._last_refresh_error = (
+            last or self._last_refresh_error or errors.NoBrokersAvailableError("no broker to ask")
+        )
+        if self._auth_failures:
+            # Report the refusal rather than whichever error came last.
+            self._last_refresh_error = next(reversed(self._auth_failures.values()))
         self._wake_waiters()
         # Nothing answered: let the backoff of the nodes pace the next attempt.
         await asyncio.sleep(self._retry_backoff)
@@ -316,6 +349,11 @@ class KafkaClient:
             await self.wait_for_update(max(0.0, deadline - time.monotonic()))
             if self.snapshot.updated_at:
                 break
+            if self._last_refresh_error is not None and errors.is_authentication_failure(
+                self._last_refresh_error
+            ):
+                # Retrying with the same settings meets the same refusal.
+                raise self._last_refresh_error
             if time.monotonic() >= deadline:
                 servers = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
                 raise errors.NoBrokersAvailableError(
@@ -357,6 +395,9 @@ class KafkaClient:
                     return len(info.partitions)
                 if info.error_code and info.error_code not in _TRANSIENT_TOPIC_ERRORS:
                     errors.raise_for_code(info.error_code, f"topic {topic!r}")
+            refused = self._last_refresh_error
+            if refused is not None and errors.is_authentication_failure(refused):
+                raise refused
             left = deadline - time.monotonic()
             if left <= 0:
                 raise errors.KafkaTimeoutError(

@@ -5,13 +5,19 @@ and checks them together (``validate``), as ``ProducerConfig`` does in Java:
 an inconsistent combination is a :class:`~aioproducer.errors.ConfigurationError`
 at construction, never a surprise later. :func:`config_from_properties` maps
 Java property names (``linger.ms``) onto ours (``linger_ms``), accepting the
-string values that property files and Spark options carry.
+string values that property files and Spark options carry, and the
+security properties through :mod:`aioproducer.security_properties`
+(``sasl.jaas.config``, librdkafka's ``ssl.ca.location``...).
+
+Secrets (``sasl_plain_password``, ``ssl_password``,
+``sasl_oauthbearer_client_secret``) are left out of ``repr``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +25,9 @@ from typing import Any
 from .errors import ConfigurationError
 from .partitioner import PartitionerFn
 from .protocol.compression import Codec, codec_from_name
+from .sasl.oauthbearer import TokenProvider
+from .security import Security, build_security
+from .security_properties import SECURITY_PROPERTY_NAMES, translate_security_property
 
 __all__ = ["JAVA_PROPERTY_NAMES", "ProducerConfig", "config_from_properties"]
 
@@ -63,11 +72,28 @@ class ProducerConfig:
     metrics_num_samples: int = 2
     # ProducerInterceptor-like hooks (on_send, on_acknowledgement), in order.
     interceptors: Sequence[Any] = ()
+    # Security: TLS and SASL (see security.py).
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_password: str | None = dataclasses.field(default=None, repr=False)
+    ssl_check_hostname: bool = True
+    sasl_mechanism: str | None = None
+    sasl_plain_username: str | None = None
+    sasl_plain_password: str | None = dataclasses.field(default=None, repr=False)
+    sasl_oauth_token_provider: TokenProvider | None = None
+    sasl_oauthbearer_token_endpoint_url: str | None = None
+    sasl_oauthbearer_client_id: str | None = None
+    sasl_oauthbearer_client_secret: str | None = dataclasses.field(default=None, repr=False)
+    sasl_oauthbearer_scope: str | None = None
 
     # Filled by validate():
     acks_value: int = dataclasses.field(default=-1, init=False, repr=False)
     codec: Codec = dataclasses.field(default=Codec.NONE, init=False, repr=False)
     idempotent: bool = dataclasses.field(default=False, init=False, repr=False)
+    security: Security = dataclasses.field(default_factory=Security, init=False, repr=False)
 
     def validate(self) -> ProducerConfig:
         """Check every setting and the combinations; fill the derived fields."""
@@ -123,6 +149,7 @@ class ProducerConfig:
                     f"interceptor {hook!r} has neither an on_send nor an on_acknowledgement method"
                 )
         self.idempotent = self._resolve_idempotence()
+        self.security = build_security(self)
         return self
 
     def _resolve_idempotence(self) -> bool:
@@ -195,8 +222,10 @@ JAVA_PROPERTY_NAMES: dict[str, str] = {
 for _codec in ("gzip", "lz4", "zstd"):
     JAVA_PROPERTY_NAMES[f"compression.{_codec}.level"] = "compression_level"
 
-# Accepted with exactly these values because they describe what we already do.
-_FIXED_PROPERTIES = {"security.protocol": {"plaintext"}}
+JAVA_PROPERTY_NAMES.update(SECURITY_PROPERTY_NAMES)
+_BOOLEAN_FIELDS = {
+    "enable_idempotence", "allow_auto_create_topics", "ssl_check_hostname", "metrics_enabled"
+}
 
 _FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(ProducerConfig) if f.init}
 
@@ -206,7 +235,7 @@ def _coerce(prop: str, field_name: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
-    if field_name in ("enable_idempotence", "allow_auto_create_topics", "metrics_enabled"):
+    if field_name in _BOOLEAN_FIELDS:
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise ConfigurationError(f"{prop} must be true or false, got {value!r}")
@@ -225,11 +254,9 @@ def config_from_properties(props: Mapping[str, Any], **overrides: Any) -> Produc
     kwargs: dict[str, Any] = {}
     for prop, value in props.items():
         key = str(prop).strip()
-        if key in _FIXED_PROPERTIES:
-            if str(value).strip().lower() not in _FIXED_PROPERTIES[key]:
-                raise ConfigurationError(
-                    f"{key}={value!r} is not supported (allowed: {sorted(_FIXED_PROPERTIES[key])})"
-                )
+        translated = translate_security_property(key, value)
+        if translated is not None:
+            kwargs.update(translated)
             continue
         field_name = JAVA_PROPERTY_NAMES.get(key)
         if field_name is None:
@@ -240,6 +267,7 @@ def config_from_properties(props: Mapping[str, Any], **overrides: Any) -> Produc
 
 
 def _unknown_message(key: str, known: Iterable[str]) -> str:
+    # The value is left out: it may be a secret in a mistyped property name.
     close = difflib.get_close_matches(key, list(known), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown producer property {key!r}{hint}"

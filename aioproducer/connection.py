@@ -7,7 +7,14 @@ goes through :meth:`_fail_all`, so each pending future resolves exactly once.
 OSError and IncompleteReadError are translated into ``ConnectionLostError`` /
 ``ConnectionFailedError`` here and nowhere else.
 
-The ApiVersions handshake runs in :func:`open_connection`, beside the class.
+The TLS handshake (asyncio's ``ssl=``, SNI and hostname check against the
+broker's host) and ApiVersions run in :func:`open_connection`, beside the
+class; SASL runs after it in :mod:`aioproducer.sasl.handshake`. TLS failures
+become :class:`~aioproducer.errors.SslError`, which names what did not verify.
+
+While the connection re-authenticates (KIP-368), :meth:`hold_writes` keeps
+new requests in a queue, in order, until :meth:`resume_writes`; only
+``urgent`` requests (the SASL exchange itself) are written meanwhile.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,6 +57,8 @@ class _Pending:
     api: Api
     version: int
     deadline: float
+    # Re-authentication traffic does not make an idle connection look used.
+    urgent: bool = False
 
 
 class BrokerConnection:
@@ -82,6 +92,11 @@ class BrokerConnection:
         self._drain_lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
         self._traffic = traffic
+        # Frames held back while the connection re-authenticates, and their ids.
+        self._held: list[bytes] | None = None
+        self._held_ids: set[int] = set()
+        self._quiet: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.last_used = time.monotonic()
         self._read_task = self._loop.create_task(self._read_loop())
 
@@ -124,9 +139,10 @@ class BrokerConnection:
         *,
         version: int | None = None,
         timeout: float | None = None,
+        urgent: bool = False,
     ) -> Message:
         """Send one request and wait for its response (bounded by the request timeout)."""
-        fut = self.send(api, body, version=version, timeout=timeout)
+        fut = self.send(api, body, version=version, timeout=timeout, urgent=urgent)
         await self.drain()
         return await fut
 
@@ -138,12 +154,14 @@ class BrokerConnection:
         version: int | None = None,
         timeout: float | None = None,
         expect_response: bool = True,
+        urgent: bool = False,
     ) -> asyncio.Future[Message]:
         """Write a request now; return the future of its response.
 
         With ``expect_response=False`` (Produce with acks=0, which the broker
         never answers) the future resolves to an empty Message at once.
         Callers should ``await drain()`` afterwards to respect backpressure.
+        While writes are held, the frame waits its turn unless ``urgent``.
         """
         fut: asyncio.Future[Message] = self._loop.create_future()
         if self._closed_error is not None:
@@ -153,18 +171,61 @@ class BrokerConnection:
             version = self.version_for(api)
         cid = self._correlation_id()
         frame = encode_request(api, version, cid, self.client_id, body)
-        self._writer.write(frame)
-        self.last_used = now = time.monotonic()
+        if self._held is not None and not urgent:
+            self._held.append(frame)
+            self._held_ids.add(cid)
+        else:
+            self._writer.write(frame)
+        if not urgent:
+            self.last_used = time.monotonic()
         if self._traffic is not None:
-            self._traffic.request_sent(len(frame), now)
+            self._traffic.request_sent(len(frame), time.monotonic())
         if not expect_response:
             fut.set_result(Message())
             return fut
         deadline = self._loop.time() + (self.request_timeout if timeout is None else timeout)
-        self._pending[cid] = _Pending(fut, api, version, deadline)
+        self._pending[cid] = _Pending(fut, api, version, deadline, urgent)
         if self._timer is None:
             self._timer = self._loop.call_at(deadline, self._check_timeouts)
         return fut
+
+    # -- re-authentication support (KIP-368) ---------------------------------
+
+    def hold_writes(self) -> None:
+        """Queue new requests instead of writing them, until :meth:`resume_writes`."""
+        if self._held is None:
+            self._held = []
+            self._quiet = asyncio.Event()
+            self._check_quiet()
+
+    async def wait_quiet(self, timeout: float) -> None:
+        """Wait (holding writes) until every written request has its response."""
+        assert self._quiet is not None, "hold_writes() first"
+        await asyncio.wait_for(self._quiet.wait(), timeout)
+
+    def resume_writes(self) -> None:
+        """Write the held requests, in the order they were sent, and stop holding."""
+        held, self._held, self._quiet = self._held, None, None
+        self._held_ids.clear()
+        if held and self._closed_error is None:
+            self._writer.write(b"".join(held))
+            self.last_used = time.monotonic()
+
+    def _check_quiet(self) -> None:
+        if self._quiet is not None and self._pending.keys() <= self._held_ids:
+            self._quiet.set()
+
+    def attach(self, task: asyncio.Task[Any]) -> None:
+        """Tie a background task (re-authentication) to this connection's life."""
+        if self._closed_error is not None:
+            task.cancel()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def abort(self, exc: BaseException) -> None:
+        """End the connection with ``exc``: every in-flight and held request fails with it."""
+        self._fail_all(exc)
 
     async def drain(self) -> None:
         """Wait while the socket's write buffer is above its high-water mark."""
@@ -215,6 +276,10 @@ class BrokerConnection:
                     self._dispatch(frame)
         except errors.KafkaError as exc:
             self._fail_all(exc)
+        except ssl.SSLError as exc:
+            # E.g. the broker's "certificate required" alert, which TLS 1.3
+            # delivers after the handshake, with the first read.
+            self._fail_all(errors.SslError(self._describe(f"TLS failure: {_ssl_reason(exc)}")))
         except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
             self._fail_all(errors.ConnectionLostError(self._describe(f"read failed: {exc}")))
         except ValueError as exc:  # a frame size no broker would send
@@ -229,9 +294,12 @@ class BrokerConnection:
         if pending is None:
             # A response to nothing we sent: the stream is out of step.
             raise errors.CorruptResponseError(self._describe(f"unexpected correlation id {cid}"))
-        self.last_used = now = time.monotonic()
+        if not pending.urgent:
+            self.last_used = time.monotonic()
+        if self._quiet is not None:
+            self._check_quiet()
         if self._traffic is not None:
-            self._traffic.response_received(len(frame) + 4, now)  # + the size prefix
+            self._traffic.response_received(len(frame) + 4, time.monotonic())  # + the size prefix
         try:
             message = decode_response(pending.api, pending.version, frame)
         except ValueError as exc:
@@ -260,6 +328,11 @@ class BrokerConnection:
                 self._timer = None
             if not self._read_task.done() and asyncio.current_task() is not self._read_task:
                 self._read_task.cancel()
+            for task in list(self._tasks):
+                if task is not asyncio.current_task():
+                    task.cancel()
+            self._held = None
+            self._held_ids.clear()
         pending, self._pending = self._pending, {}
         for item in pending.values():
             if not item.future.done():
@@ -288,16 +361,31 @@ async def open_connection(
     connect_timeout: float,
     client_software_version: str = "0",
     traffic: TrafficRecorder | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> BrokerConnection:
-    """Connect, set TCP_NODELAY, and negotiate API versions.
+    """Connect (through TLS when ``ssl_context`` is given), set TCP_NODELAY,
+    and negotiate API versions.
+
+    TLS uses ``host``, the bootstrap or advertised broker host, for SNI and
+    for the hostname check, so every connection is verified the same way.
 
     ApiVersions is sent at the highest version we know; a broker that answers
     UNSUPPORTED_VERSION gets it again at v0 (KIP-511).
     """
+    tls: dict[str, Any] = {}
+    if ssl_context is not None:
+        tls = {"ssl": ssl_context, "server_hostname": host, "ssl_handshake_timeout": connect_timeout}
     try:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, limit=_READ_CHUNK), connect_timeout
+            asyncio.open_connection(host, port, limit=_READ_CHUNK, **tls), connect_timeout
         )
+    except ssl.SSLCertVerificationError as exc:
+        raise errors.SslError(
+            f"broker {node_id} at {host}:{port}: its certificate did not verify: "
+            f"{exc.verify_message or _ssl_reason(exc)}"
+        ) from None
+    except ssl.SSLError as exc:
+        raise errors.SslError(f"broker {node_id} at {host}:{port}: {_ssl_reason(exc)}") from None
     except asyncio.TimeoutError:
         raise errors.ConnectionFailedError(
             f"broker {node_id} at {host}:{port}: no connection within {connect_timeout * 1000:.0f} ms"
@@ -313,6 +401,18 @@ async def open_connection(
     )
     try:
         conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)
+    except errors.ConnectionLostError as exc:
+        await conn.close()
+        if ssl_context is None:
+            raise
+        # With TLS 1.3 the broker checks the client certificate after the
+        # client's side of the handshake is done; a broker that refuses it
+        # (or its absence) may just hang up instead of sending an alert.
+        raise errors.SslError(
+            f"broker {node_id} at {host}:{port} closed the connection right after the TLS "
+            f"handshake, before answering ApiVersions: it most likely refused the client "
+            f"certificate, or needs one (ssl_certfile/ssl_keyfile) ({exc.message})"
+        ) from None
     except BaseException:
         await conn.close()
         raise
@@ -336,3 +436,11 @@ async def _negotiate(conn: BrokerConnection, software_version: str, timeout: flo
         if chosen is not None:
             versions[api.key] = chosen
     return versions
+
+
+def _ssl_reason(exc: ssl.SSLError) -> str:
+    """A short reason for a TLS error (OpenSSL's reason code, e.g. the peer's alert)."""
+    reason = getattr(exc, "reason", None)
+    if reason:
+        return reason.replace("_", " ").lower()
+    return str(exc)

@@ -128,7 +128,7 @@ ROWS: tuple[tuple[int, str, str, bool, bool, str], ...] = (
      "The broker hit a disk error while accessing the log"),
     (57, "LOG_DIR_NOT_FOUND", "LogDirNotFoundError", _F, _F,
      "The requested log directory is not configured on the broker"),
-    (58, "SASL_AUTHENTICATION_FAILED", "SaslAuthenticationFailedError", _F, _F,
+    (58, "SASL_AUTHENTICATION_FAILED", "SaslAuthenticationError", _F, _F,
      "SASL authentication failed"),
     (59, "UNKNOWN_PRODUCER_ID", "UnknownProducerIdError", _F, _F,
      "The broker has no state for this producer id (its records may have expired)"),

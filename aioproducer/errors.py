@@ -40,8 +40,10 @@ __all__ = [
     "NoBrokersAvailableError",
     "ProducerClosedError",
     "SerializationError",
+    "SslError",
     "TransactionAbortedError",
     "error_for_code",
+    "is_authentication_failure",
     "raise_for_code",
 ]  # the generated broker error classes are appended below
 
@@ -165,6 +167,17 @@ class CorruptResponseError(KafkaError):
     description = "Undecodable response from the broker"
 
 
+class SslError(KafkaError):
+    """The TLS handshake with a broker failed: its certificate did not verify
+    (unknown CA, hostname mismatch, expired) or it refused ours.
+
+    Not retriable: like Java's ``SslAuthenticationException``, trying again
+    with the same settings meets the same certificate.
+    """
+
+    description = "TLS handshake failed"
+
+
 class TransactionAbortedError(KafkaError):
     """The record's transaction was aborted before the record was sent."""
 
@@ -189,7 +202,8 @@ class ErrorSpec(NamedTuple):
 # Codes, names and flags follow Errors.java and the exception classes it maps
 # to (Apache Kafka 4.4). Class names are the CamelCased constant + "Error"
 # (a trailing _ERROR is not doubled), except where the Java client's
-# exception name reads better: RecordTooLarge, InvalidTopic, CorruptRecord.
+# exception name reads better: RecordTooLarge, InvalidTopic, CorruptRecord,
+# SaslAuthentication (Java's SaslAuthenticationException).
 from .error_codes import ROWS as _ROWS
 
 #: Every known protocol error code, in code order (0/NONE is not an error).
@@ -280,6 +294,20 @@ def error_for_code(code: int) -> type[BrokerResponseError]:
     return cls if cls is not None else _unknown_error_class(code)
 
 
+# UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED.
+_AUTHENTICATION_CODES = frozenset({33, 34, 58})
+
+
+def is_authentication_failure(exc: BaseException) -> bool:
+    """True for the errors that end a connection attempt for good (Java's
+    ``AuthenticationException``): a TLS or SASL failure, an unsupported mechanism.
+
+    Retrying with the same settings meets the same refusal, so the client
+    reports them at once instead of backing off until a timeout.
+    """
+    return isinstance(exc, SslError) or getattr(exc, "code", None) in _AUTHENTICATION_CODES
+
+
 def raise_for_code(code: int, message: str | None = None) -> None:
     """Raise the exception for ``code`` with ``message``; do nothing for 0."""
     if code != 0:
@@ -326,7 +354,9 @@ if TYPE_CHECKING:
     class TransactionCoordinatorFencedError(BrokerResponseError): ...
     class TransactionalIdAuthorizationFailedError(BrokerResponseError): ...
     class KafkaStorageError(BrokerResponseError): ...
-    class SaslAuthenticationFailedError(BrokerResponseError): ...
+    class SaslAuthenticationError(BrokerResponseError): ...
+    class UnsupportedSaslMechanismError(BrokerResponseError): ...
+    class IllegalSaslStateError(BrokerResponseError): ...
     class UnknownProducerIdError(BrokerResponseError): ...
     class IllegalGenerationError(BrokerResponseError): ...
     class UnknownMemberIdError(BrokerResponseError): ...

@@ -113,8 +113,11 @@ class Producer:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
+        security = self.config.security
+        sasl = f"/{security.sasl.mechanism}" if security.sasl is not None else ""
         return (
             f"<Producer {state} bootstrap={self.config.bootstrap_servers!r} "
+            f"security={security.protocol}{sasl} "
             f"acks={self.config.acks} idempotent={self.config.idempotent} {self._acc!r}>"
         )
 
@@ -138,6 +141,7 @@ class Producer:
             retry_backoff_ms=cfg.retry_backoff_ms,
             allow_auto_create_topics=cfg.allow_auto_create_topics,
             metrics=self._metrics if cfg.metrics_enabled else None,
+            security=cfg.security,
         )
         try:
             await client.bootstrap(self._max_block)

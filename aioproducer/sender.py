@@ -180,6 +180,14 @@ class Sender:
         conns: dict[int, BrokerConnection] = {}
         for node in list(ready.nodes):
             conn = self._client.ready_connection(node)
+            refused = self._client.authentication_failure(node) if conn is None else None
+            if refused is not None:
+                # TLS or SASL refused us: waiting out the delivery timeout
+                # would not change the answer (Java fails these batches too).
+                ready.nodes.discard(node)
+                for batch in self._acc.take_partitions(ready.partitions.get(node, ())):
+                    self._finish(batch, refused)
+                continue
             if conn is None or self._node_requests.get(node, 0) >= self._max_in_flight:
                 ready.nodes.discard(node)
                 delay = min(delay, _BLOCKED_POLL)
@@ -492,6 +500,10 @@ class Sender:
         except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
             self._pid_error = exc
             self._log.warning("could not get a producer id: %s", exc)
+            if errors.is_authentication_failure(exc):
+                # Refused by TLS or SASL: nothing queued can be sent until the
+                # settings change, so fail it now rather than at its deadline.
+                self.abort_queued(exc)
             await asyncio.sleep(self._config.retry_backoff_ms / 1000)
         else:
             self._pid_error = None

@@ -8,10 +8,11 @@ and this registry imports them, so the arrows run one way.
 from __future__ import annotations
 
 from .messages import API_VERSIONS, INIT_PRODUCER_ID, METADATA, PRODUCE, Api
+from .sasl_messages import SASL_APIS
 from .txn_messages import TXN_APIS
 
 __all__ = ["APIS_BY_KEY"]
 
 APIS_BY_KEY: dict[int, Api] = {
-    api.key: api for api in (API_VERSIONS, METADATA, PRODUCE, INIT_PRODUCER_ID, *TXN_APIS)
+    api.key: api for api in (API_VERSIONS, METADATA, PRODUCE, INIT_PRODUCER_ID, *TXN_APIS, *SASL_APIS)
 }

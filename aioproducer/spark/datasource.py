@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from ..config import config_from_properties
 from ..errors import ConfigurationError
+from ..security_properties import redact_properties
 from ..validation import check_topic
 from .columns import ColumnPlan, plan_columns
 from .writer import KafkaBatchWriter, stream_writer_class
@@ -65,6 +66,15 @@ class SinkOptions:
     transactional_id_prefix: str | None = None
     # Extra Spark-side options we accepted but do not interpret (for messages).
     ignored: tuple[str, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        # Security properties (kafka.sasl.jaas.config, kafka.ssl.key.password...)
+        # pass through to the producer; their values stay out of logs.
+        return (
+            f"SinkOptions(producer_properties={redact_properties(self.producer_properties)!r}, "
+            f"topic={self.topic!r}, transactional={self.transactional!r}, "
+            f"transactional_id_prefix={self.transactional_id_prefix!r}, ignored={self.ignored!r})"
+        )
 
     def task_properties(self, partition_id: int) -> dict[str, str]:
         """Producer properties for one task: a client id and, if transactional, its id."""

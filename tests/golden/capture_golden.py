@@ -155,8 +155,12 @@ def _records_json() -> str:
 
 
 @contextlib.contextmanager
-def tansu_behind_proxy() -> Iterator[tuple[ThreadedCaptureProxy, str, int, str]]:
+def tansu_behind_proxy(
+    *extra_args: str,
+) -> Iterator[tuple[ThreadedCaptureProxy, str, int, str]]:
     """Run Tansu (memory storage) behind a capture proxy on loopback.
+
+    ``extra_args`` go to ``tansu broker`` (e.g. ``--authentication``).
 
     Yields ``(proxy, bootstrap, broker_port, broker_version)``: clients given
     ``bootstrap`` go through the proxy, and so do their reconnects, because
@@ -176,6 +180,7 @@ def tansu_behind_proxy() -> Iterator[tuple[ThreadedCaptureProxy, str, int, str]]
             f"tcp://127.0.0.1:{proxy_port}",
             "--storage-engine",
             "memory://tansu/",
+            *extra_args,
         ],
         env=env,
         stdout=subprocess.DEVNULL,

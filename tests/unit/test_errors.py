@@ -134,6 +134,7 @@ NAME_OVERRIDES = {
     "MESSAGE_TOO_LARGE": "RecordTooLargeError",
     "INVALID_TOPIC_EXCEPTION": "InvalidTopicError",
     "CORRUPT_MESSAGE": "CorruptRecordError",
+    "SASL_AUTHENTICATION_FAILED": "SaslAuthenticationError",
 }
 
 

@@ -18,16 +18,18 @@ The cluster must be used from the event loop that started it.
 from __future__ import annotations
 
 import collections
-import dataclasses
+import ssl
 import uuid
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
 from .faults import FaultPlan, InterceptHandler
-from .handlers import valid_topic_name
 from .log import MockRecord, PartitionLog
+from .sasl import OAuthValidator, sasl_server_config
+from .sasl_session import SaslStats
 from .server import BrokerServer
+from .state import PartitionState, TopicState, valid_topic_name
 from .txn import TransactionCoordinator
 
 __all__ = ["MockCluster", "PartitionState", "TopicState"]
@@ -37,32 +39,24 @@ __all__ = ["MockCluster", "PartitionState", "TopicState"]
 _REPLICATION = 3
 
 
-@dataclasses.dataclass
-class PartitionState:
-    """One partition: its leader, the leader's epoch (KIP-101) and its log."""
-
-    index: int
-    leader: int
-    replicas: list[int]
-    log: PartitionLog
-    leader_epoch: int = 0
-
-
-@dataclasses.dataclass
-class TopicState:
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[PartitionState]
-
-    def __repr__(self) -> str:
-        return f"TopicState({self.name!r}, partitions={len(self.partitions)})"
-
-
 class MockCluster:
     """An in-memory Kafka cluster of ``brokers`` brokers on ``host``.
 
     ``base_port`` 0 picks free ports; otherwise broker ``i`` listens on
     ``base_port + i``.
+
+    Security, as a broker listener configures it:
+
+    * ``ssl_context``: a server-side context; every listener speaks TLS (and
+      asks for client certificates when the context requires them: mTLS);
+    * ``sasl_mechanisms``: every connection must authenticate with one of
+      them (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``, ``OAUTHBEARER``)
+      before any request but ApiVersions; ``users`` maps user names to
+      passwords (PLAIN and SCRAM); ``oauth_validator(token) -> claims`` checks
+      OAUTHBEARER tokens and raises to refuse one (default: Kafka's unsecured
+      JWT validator, see :func:`~aioproducer.testing.mock.sasl.validate_unsecured_jwt`);
+    * ``sasl_session_lifetime_ms``: sessions end after this long (KIP-368,
+      Kafka's ``connections.max.reauth.ms``); clients must re-authenticate.
     """
 
     def __init__(
@@ -73,6 +67,11 @@ class MockCluster:
         host: str = "127.0.0.1",
         *,
         base_port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_mechanisms: Sequence[str] | None = None,
+        users: Mapping[str, str] | None = None,
+        oauth_validator: OAuthValidator | None = None,
+        sasl_session_lifetime_ms: int | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -96,12 +95,21 @@ class MockCluster:
         self.duplicate_error_code = 0
         #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
         self.handler_errors: list[BaseException] = []
+        self.ssl_context = ssl_context
+        self.sasl_config = sasl_server_config(
+            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms
+        )
+        self.sasl_stats = SaslStats()
         self._started = False
 
     def __repr__(self) -> str:
         state = "running" if self._started else "stopped"
+        security = ", tls" if self.ssl_context is not None else ""
+        if self.sasl_config is not None:
+            security += f", sasl={self.sasl_config.mechanisms}"
         return (
-            f"MockCluster({state}, brokers={self._brokers}, topics={len(self.topic_states)}, "
+            f"MockCluster({state}{security}, brokers={self._brokers}, "
+            f"topics={len(self.topic_states)}, "
             f"bootstrap={self.bootstrap_servers if self._started else None!r})"
         )
 
@@ -230,7 +238,7 @@ class MockCluster:
 
     # -- request accounting ----------------------------------------------------
 
-    def _count_request(self, broker: int, api_key: int) -> None:
+    def count_request(self, broker: int, api_key: int) -> None:
         self._requests[(broker, api_key)] += 1
 
     def request_count(self, api_key: int | None = None, broker: int | None = None) -> int:
@@ -240,6 +248,20 @@ class MockCluster:
             for (node, key), n in self._requests.items()
             if (api_key is None or key == api_key) and (broker is None or node == broker)
         )
+
+    @property
+    def sasl_authentications(self) -> int:
+        """SASL authentications completed so far (re-authentications included)."""
+        return self.sasl_stats.authentications
+
+    @property
+    def sasl_failures(self) -> int:
+        """SASL authentications refused so far (bad credentials, unsupported mechanism)."""
+        return sum(self.sasl_stats.failed.values())
+
+    def sasl_authentications_by_mechanism(self) -> dict[str, int]:
+        """Completed authentications per mechanism."""
+        return dict(self.sasl_stats.completed)
 
     # -- fault injection ---------------------------------------------------------
 

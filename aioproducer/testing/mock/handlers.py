@@ -14,19 +14,17 @@ sends a version the codecs cannot read.
 from __future__ import annotations
 
 import inspect
-import re
 import struct
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ... import errors
 from ...protocol.records import CorruptBatchError, parse_record_batches
 from ...protocol.schema import Message
 from .faults import RequestContext
 from .log import code_of
-
-if TYPE_CHECKING:
-    from .cluster import MockCluster, TopicState
+from .sasl_session import SASL_API_VERSIONS
+from .state import ClusterView, TopicState, valid_topic_name
 
 __all__ = [
     "ADVERTISED_ONLY",
@@ -71,16 +69,10 @@ INVALID_TXN_STATE = code_of(errors.InvalidTxnStateError)
 UNKNOWN_TOPIC_ID = code_of(errors.UnknownTopicIdError)
 NOT_ATTEMPTED = code_of(errors.OperationNotAttemptedError)
 
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _BATCH_LENGTH = struct.Struct(">i")
 
 
-def valid_topic_name(name: str | None) -> bool:
-    """Kafka's Topic.validate: 1-249 of [a-zA-Z0-9._-], and not "." or ".."."""
-    return name is not None and name not in (".", "..") and _LEGAL_TOPIC.fullmatch(name) is not None
-
-
-async def respond(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body | None:
+async def respond(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body | None:
     """The response to one request, after scripted failures and intercepts."""
     no_answer = ctx.api_key == 0 and body.get("acks") == 0
     code = cluster.faults.take_api_failure(ctx.api_key, ctx.broker_id)
@@ -99,19 +91,21 @@ async def respond(cluster: MockCluster, ctx: RequestContext, body: Message) -> B
 # -- ApiVersions, Metadata, FindCoordinator ---------------------------------
 
 
-def api_versions_body(error_code: int = NONE) -> Body:
+def api_versions_body(error_code: int = NONE, *, sasl: bool = False) -> Body:
+    """The ApiVersions answer; a SASL listener adds SaslHandshake and SaslAuthenticate."""
+    versions = {**SUPPORTED_VERSIONS, **ADVERTISED_ONLY, **(SASL_API_VERSIONS if sasl else {})}
     keys = [
         {"api_key": key, "min_version": low, "max_version": high}
-        for key, (low, high) in sorted({**SUPPORTED_VERSIONS, **ADVERTISED_ONLY}.items())
+        for key, (low, high) in sorted(versions.items())
     ]
     return {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
 
 
-def _api_versions(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
-    return api_versions_body()
+def _api_versions(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
+    return api_versions_body(sasl=cluster.sasl_config is not None)
 
 
-def _brokers(cluster: MockCluster) -> list[Body]:
+def _brokers(cluster: ClusterView) -> list[Body]:
     return [
         {"node_id": node, "host": cluster.host, "port": server.port, "rack": None}
         for node, server in sorted(cluster.servers.items())
@@ -139,7 +133,7 @@ def _topic_body(topic: TopicState) -> Body:
     }
 
 
-def _metadata(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _metadata(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     requested = body.get("topics")
     # allow_auto_topic_creation exists from v4; older requests always allow it.
     allow = cluster.auto_create_topics and body.get("allow_auto_topic_creation", True)
@@ -175,7 +169,7 @@ def _metadata(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
     return _metadata_body(cluster, topics)
 
 
-def _metadata_body(cluster: MockCluster, topics: list[Body]) -> Body:
+def _metadata_body(cluster: ClusterView, topics: list[Body]) -> Body:
     return {
         "throttle_time_ms": 0,
         "brokers": _brokers(cluster),
@@ -185,7 +179,7 @@ def _metadata_body(cluster: MockCluster, topics: list[Body]) -> Body:
     }
 
 
-def _coordinator(cluster: MockCluster, key: str) -> Body:
+def _coordinator(cluster: ClusterView, key: str) -> Body:
     node = cluster.coordinator_for(key)
     return {
         "node_id": node,
@@ -196,7 +190,7 @@ def _coordinator(cluster: MockCluster, key: str) -> Body:
     }
 
 
-def _find_coordinator(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _find_coordinator(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     key_type = body.get("key_type", 0)
     if key_type not in (0, 1):
         return error_response(cluster, ctx, body, INVALID_REQUEST)
@@ -221,7 +215,7 @@ def _whole_batches(data: bytes) -> bool:
 
 
 def _produce_partition(
-    cluster: MockCluster, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+    cluster: ClusterView, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
 ) -> tuple[int, int]:
     """(error code, base offset) for one partition of a Produce request."""
     if body.acks not in (-1, 0, 1):
@@ -273,7 +267,7 @@ def _produce_partition(
     return NONE, partition.log.append(batch, transactional_open=batch.is_transactional)
 
 
-def _produce(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body | None:
+def _produce(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body | None:
     responses = []
     for topic_data in body.topic_data:
         parts = []
@@ -299,7 +293,7 @@ def _produce(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body |
 # -- producer ids and transactions --------------------------------------------
 
 
-def _init_producer_id(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _init_producer_id(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     code, pid, epoch = cluster.coordinator.init_producer_id(
         body.transactional_id,
         body.transaction_timeout_ms,
@@ -323,7 +317,7 @@ def _partition_results(topics: list[Message], codes: Callable[[str, int], int]) 
     ]
 
 
-def _add_partitions_to_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _add_partitions_to_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     code, txn = cluster.coordinator.check(
         24, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
     )
@@ -353,7 +347,7 @@ def _add_partitions_to_txn(cluster: MockCluster, ctx: RequestContext, body: Mess
     }
 
 
-def _add_offsets_to_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _add_offsets_to_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     code, txn = cluster.coordinator.check(
         25, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
     )
@@ -362,7 +356,7 @@ def _add_offsets_to_txn(cluster: MockCluster, ctx: RequestContext, body: Message
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-def _txn_offset_commit(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _txn_offset_commit(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     code, txn = cluster.coordinator.check(
         28, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
     )
@@ -389,7 +383,7 @@ def _txn_offset_commit_body(body: Message, code: int) -> Body:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _end_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
+def _end_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
     code, txn = cluster.coordinator.check(
         26, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
     )
@@ -398,7 +392,7 @@ def _end_txn(cluster: MockCluster, ctx: RequestContext, body: Message) -> Body:
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-_HANDLERS: dict[int, Callable[[MockCluster, RequestContext, Message], Body | None]] = {
+_HANDLERS: dict[int, Callable[[ClusterView, RequestContext, Message], Body | None]] = {
     0: _produce,
     3: _metadata,
     10: _find_coordinator,
@@ -411,7 +405,7 @@ _HANDLERS: dict[int, Callable[[MockCluster, RequestContext, Message], Body | Non
 }
 
 
-def error_response(cluster: MockCluster, ctx: RequestContext, body: Message, code: int) -> Body:
+def error_response(cluster: ClusterView, ctx: RequestContext, body: Message, code: int) -> Body:
     """A response that answers ``code`` wherever the API has an error field."""
     key, version = ctx.api_key, ctx.api_version
     if key == 0:
@@ -440,7 +434,7 @@ def error_response(cluster: MockCluster, ctx: RequestContext, body: Message, cod
         ]
         return _metadata_body(cluster, topics)
     if key == 18:
-        return api_versions_body(code)
+        return api_versions_body(code, sasl=cluster.sasl_config is not None)
     if key == 10 and version >= 4:
         return {
             "throttle_time_ms": 0,

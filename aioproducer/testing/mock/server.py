@@ -5,14 +5,19 @@ order and answered one at a time, in order (Kafka mutes a channel while a
 request is being processed). The loop is also where connection-level faults
 act: a stalled broker stops reading, a dropped connection is closed, a
 response is delayed, throttled or cut in the middle.
+
+On a secured cluster the listener speaks TLS (``asyncio.start_server(ssl=)``)
+and each connection has a :class:`~aioproducer.testing.mock.sasl_session.SaslSession`
+that answers the SASL requests and admits the others only once authenticated.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
-from typing import TYPE_CHECKING
+import time
 
 from ...protocol.apis import APIS_BY_KEY
 from ...protocol.framing import FrameDecoder, FrameTooLargeError, decode_request, encode_response
@@ -20,9 +25,8 @@ from ...protocol.messages import API_VERSIONS
 from ...protocol.schema import SchemaError
 from .faults import RequestContext
 from .handlers import SUPPORTED_VERSIONS, api_versions_body, error_response, respond
-
-if TYPE_CHECKING:
-    from .cluster import MockCluster
+from .sasl_session import SaslSession
+from .state import ClusterView
 
 __all__ = ["BrokerServer"]
 
@@ -36,10 +40,11 @@ _UNKNOWN_SERVER_ERROR = -1
 class _Connection:
     """One client connection to a mock broker."""
 
-    __slots__ = ("drop_after", "peer", "task", "writer")
+    __slots__ = ("drop_after", "peer", "sasl", "task", "writer")
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, sasl: SaslSession | None) -> None:
         self.writer = writer
+        self.sasl = sasl
         self.peer = writer.get_extra_info("peername")
         self.task: asyncio.Task[None] | None = None
         # Requests still to be answered before this connection is dropped.
@@ -60,7 +65,7 @@ class _Connection:
 class BrokerServer:
     """A broker of the mock cluster, listening on ``host:port``."""
 
-    def __init__(self, cluster: MockCluster, node_id: int, host: str, port: int = 0) -> None:
+    def __init__(self, cluster: ClusterView, node_id: int, host: str, port: int = 0) -> None:
         self.cluster = cluster
         self.node_id = node_id
         self.host = host
@@ -79,7 +84,9 @@ class BrokerServer:
 
     async def start(self) -> None:
         self._stopping = False
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, ssl=self.cluster.ssl_context
+        )
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -120,7 +127,10 @@ class BrokerServer:
     # -- the connection loop -----------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = _Connection(writer)
+        config = self.cluster.sasl_config
+        conn = _Connection(
+            writer, SaslSession(config, self.cluster.sasl_stats) if config is not None else None
+        )
         if getattr(self, "_stopping", False):
             # Accepted just before stop(): never registered, so close it here.
             conn.close()
@@ -138,7 +148,7 @@ class BrokerServer:
                     await self._running.wait()
                     if conn.closed or not await self._handle(conn, frame):
                         return
-        except (ConnectionError, FrameTooLargeError) as exc:
+        except (ConnectionError, FrameTooLargeError, ssl.SSLError) as exc:
             log.debug("broker %d: connection %s ended: %s", self.node_id, conn.peer, exc)
         except asyncio.CancelledError:
             pass
@@ -148,14 +158,25 @@ class BrokerServer:
 
     async def _handle(self, conn: _Connection, frame: bytes) -> bool:
         """Answer one request; False closes the connection."""
+        if conn.sasl is not None and conn.sasl.expects_raw_token:
+            # After SaslHandshake v0 the client sends bare tokens, not requests.
+            reply = conn.sasl.receive(frame, int(time.time() * 1000))
+            assert reply is not None
+            return await self._send(conn, reply.data, -1) and not reply.close
         if len(frame) < _HEADER.size:
             return False
         api_key, version, correlation_id = _HEADER.unpack_from(frame, 0)
-        self.cluster._count_request(self.node_id, api_key)
+        self.cluster.count_request(self.node_id, api_key)
         if conn.drop_after is not None:
             conn.drop_after -= 1
             if conn.drop_after <= 0:
                 return False  # dropped before answering
+        if conn.sasl is not None:
+            reply = conn.sasl.receive(frame, int(time.time() * 1000))
+            if reply is not None:
+                if reply.data and not await self._send(conn, reply.data, api_key):
+                    return False
+                return not reply.close
         supported = SUPPORTED_VERSIONS.get(api_key)
         if supported is None:
             # Kafka closes the connection on an API key it does not know.
@@ -164,7 +185,7 @@ class BrokerServer:
         if api_key == API_VERSIONS.key and version > supported[1]:
             # KIP-511: answer an ApiVersions too new to parse in v0 form, with
             # UNSUPPORTED_VERSION and the versions this broker speaks.
-            body = api_versions_body(_UNSUPPORTED_VERSION)
+            body = api_versions_body(_UNSUPPORTED_VERSION, sasl=conn.sasl is not None)
             return await self._send(
                 conn, encode_response(API_VERSIONS, 0, correlation_id, body), api_key
             )

@@ -1,0 +1,21 @@
+"""SASL authentication (KIP-43, KIP-152, KIP-368): mechanisms and the handshake.
+
+Each mechanism is a small exchange object (``first()`` then ``step(server)``)
+that knows nothing of sockets; :mod:`.handshake` carries its messages in
+SaslHandshake / SaslAuthenticate requests on a connection and keeps the
+session alive by authenticating again before the broker's lifetime ends.
+"""
+
+from __future__ import annotations
+
+from .credentials import MECHANISMS, SaslCredentials, SaslExchange
+from .oauthbearer import TokenProvider
+from .oidc import ClientCredentialsTokenProvider
+
+__all__ = [
+    "MECHANISMS",
+    "ClientCredentialsTokenProvider",
+    "SaslCredentials",
+    "SaslExchange",
+    "TokenProvider",
+]

@@ -1,0 +1,187 @@
+"""Security settings: check them together and build what connections use.
+
+:func:`build_security` turns the ``security_protocol``, ``ssl_*`` and
+``sasl_*`` settings of a :class:`~aioproducer.config.ProducerConfig` into a
+:class:`Security`: the ``ssl.SSLContext`` every connection wraps its socket
+in (or None), and the :class:`~aioproducer.sasl.SaslCredentials` every
+connection authenticates with (or None). Anything inconsistent or unreadable
+is a :class:`~aioproducer.errors.ConfigurationError` here, at construction:
+a mechanism missing for SASL, a password missing for PLAIN/SCRAM, a
+certificate file that does not exist or does not parse. Messages never quote
+a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import ConfigurationError
+from .sasl.credentials import MECHANISMS, SaslCredentials
+from .sasl.oauthbearer import TokenProvider
+from .sasl.oidc import ClientCredentialsTokenProvider
+from .sasl.scram import SCRAM_MECHANISMS, require_scramp
+
+if TYPE_CHECKING:
+    from .config import ProducerConfig
+
+__all__ = ["SECURITY_PROTOCOLS", "Security", "build_security", "build_ssl_context"]
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SSL_FILE_FIELDS = ("ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password")
+_SASL_FIELDS = (
+    "sasl_mechanism",
+    "sasl_plain_username",
+    "sasl_plain_password",
+    "sasl_oauth_token_provider",
+    "sasl_oauthbearer_token_endpoint_url",
+    "sasl_oauthbearer_client_id",
+    "sasl_oauthbearer_client_secret",
+    "sasl_oauthbearer_scope",
+)
+
+
+@dataclass(frozen=True)
+class Security:
+    """What every broker connection does before its first request."""
+
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
+    sasl: SaslCredentials | None = None
+
+
+def build_ssl_context(
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    password: str | None = None,
+    check_hostname: bool = True,
+) -> ssl.SSLContext:
+    """A client context: system CAs (or ``cafile``), a client certificate for mTLS."""
+    for name, path in (("ssl_cafile", cafile), ("ssl_certfile", certfile), ("ssl_keyfile", keyfile)):
+        if path is not None and not os.path.isfile(path):
+            raise ConfigurationError(f"{name}: no such file: {path!r}")
+    try:
+        context = ssl.create_default_context(cafile=cafile)
+    except (ssl.SSLError, ValueError) as exc:
+        raise ConfigurationError(f"ssl_cafile {cafile!r} holds no usable PEM certificate: {exc}") from None
+    if certfile is not None:
+        try:
+            context.load_cert_chain(certfile, keyfile, password)
+        except ssl.SSLError as exc:
+            # The password is never part of OpenSSL's message.
+            raise ConfigurationError(
+                f"ssl_certfile {certfile!r} / ssl_keyfile {keyfile!r} could not be loaded "
+                f"(not PEM, key does not match, or wrong ssl_password): {exc.reason or exc}"
+            ) from None
+    elif keyfile is not None:
+        raise ConfigurationError("ssl_keyfile needs ssl_certfile (the client certificate)")
+    context.check_hostname = check_hostname
+    return context
+
+
+def build_security(config: ProducerConfig) -> Security:
+    """Check the security settings of ``config`` together; build the context and credentials."""
+    protocol = str(config.security_protocol).strip().upper()
+    if protocol not in SECURITY_PROTOCOLS:
+        raise ConfigurationError(
+            f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+            f"got {config.security_protocol!r}"
+        )
+    uses_ssl = protocol in ("SSL", "SASL_SSL")
+    uses_sasl = protocol.startswith("SASL_")
+    if not isinstance(config.ssl_check_hostname, bool):
+        raise ConfigurationError(f"ssl_check_hostname must be True or False, got {config.ssl_check_hostname!r}")
+    context: ssl.SSLContext | None = None
+    if uses_ssl:
+        if config.ssl_context is not None:
+            if not isinstance(config.ssl_context, ssl.SSLContext):
+                raise ConfigurationError("ssl_context must be an ssl.SSLContext")
+            context = config.ssl_context
+        else:
+            context = build_ssl_context(
+                config.ssl_cafile,
+                config.ssl_certfile,
+                config.ssl_keyfile,
+                config.ssl_password,
+                config.ssl_check_hostname,
+            )
+    else:
+        given = [n for n in ("ssl_context", *_SSL_FILE_FIELDS) if getattr(config, n) is not None]
+        if given:
+            raise ConfigurationError(
+                f"{', '.join(given)} given but security_protocol is {protocol}: "
+                f"use SSL or SASL_SSL to connect with TLS"
+            )
+    sasl: SaslCredentials | None = None
+    if uses_sasl:
+        sasl = _sasl_credentials(config)
+    else:
+        given = [n for n in _SASL_FIELDS if getattr(config, n) is not None]
+        if given:
+            raise ConfigurationError(
+                f"{', '.join(given)} given but security_protocol is {protocol}: "
+                f"use SASL_SSL or SASL_PLAINTEXT to authenticate with SASL"
+            )
+    return Security(protocol, context, sasl)
+
+
+def _sasl_credentials(config: ProducerConfig) -> SaslCredentials:
+    protocol = config.security_protocol
+    mechanism = config.sasl_mechanism
+    if not mechanism:
+        raise ConfigurationError(
+            f"security_protocol={protocol} needs sasl_mechanism (one of {', '.join(MECHANISMS)})"
+        )
+    mechanism = mechanism.strip().upper()
+    if mechanism not in MECHANISMS:
+        raise ConfigurationError(
+            f"sasl_mechanism {config.sasl_mechanism!r} is not supported (supported: {', '.join(MECHANISMS)})"
+        )
+    if mechanism != "OAUTHBEARER":
+        oauth = [n for n in _SASL_FIELDS if n.startswith("sasl_oauth") and getattr(config, n) is not None]
+        if oauth:
+            raise ConfigurationError(f"{', '.join(oauth)} only apply to sasl_mechanism=OAUTHBEARER")
+        if not config.sasl_plain_username:
+            raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_username")
+        if not config.sasl_plain_password:
+            raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_password")
+        if mechanism in SCRAM_MECHANISMS:
+            require_scramp()
+        return SaslCredentials(mechanism, config.sasl_plain_username, config.sasl_plain_password)
+    if config.sasl_plain_username is not None or config.sasl_plain_password is not None:
+        raise ConfigurationError(
+            "sasl_plain_username/sasl_plain_password do not apply to OAUTHBEARER; "
+            "give sasl_oauth_token_provider or the sasl_oauthbearer_* token endpoint settings"
+        )
+    provider = config.sasl_oauth_token_provider
+    endpoint = config.sasl_oauthbearer_token_endpoint_url
+    if provider is not None and endpoint is not None:
+        raise ConfigurationError(
+            "give either sasl_oauth_token_provider or sasl_oauthbearer_token_endpoint_url, not both"
+        )
+    if provider is not None:
+        if not isinstance(provider, TokenProvider):
+            raise ConfigurationError(
+                "sasl_oauth_token_provider must have an `async def token(self) -> str` method"
+            )
+        return SaslCredentials(mechanism, token_provider=provider)
+    if endpoint is None:
+        raise ConfigurationError(
+            "sasl_mechanism=OAUTHBEARER needs sasl_oauth_token_provider or "
+            "sasl_oauthbearer_token_endpoint_url (with client id and secret)"
+        )
+    if not config.sasl_oauthbearer_client_id or not config.sasl_oauthbearer_client_secret:
+        raise ConfigurationError(
+            "sasl_oauthbearer_token_endpoint_url needs sasl_oauthbearer_client_id "
+            "and sasl_oauthbearer_client_secret"
+        )
+    provider = ClientCredentialsTokenProvider(
+        endpoint,
+        config.sasl_oauthbearer_client_id,
+        config.sasl_oauthbearer_client_secret,
+        config.sasl_oauthbearer_scope,
+    )
+    return SaslCredentials(mechanism, token_provider=provider)

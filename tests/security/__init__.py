@@ -1,0 +1,1 @@
+"""TLS and SASL: the mock cluster's secured listeners and the secure front to Tansu."""
