@@ -253,19 +253,24 @@ async def post_events(request: web.Request) -> web.Response:
         return web.json_response({"accepted": len(futures)}, status=202)
 
     # asyncio.wait, not gather: a cancelled handler must not cancel the records.
-    await asyncio.wait(futures)
+    try:
+        await asyncio.wait(futures)
+    except asyncio.CancelledError:  # the client went away; the records still count
+        for fut in futures:
+            metrics.watch(fut, topic)
+        raise
     results: list[dict[str, Any]] = []
     first_error: BaseException | None = None
     for fut in futures:
-        exc = fut.exception()
-        if exc is None:
+        error = fut.exception()
+        if error is None:
             md = fut.result()
             results.append({"partition": md.partition, "offset": md.offset})
             metrics.delivered.inc()
         else:
-            results.append({"error": str(exc)})
+            results.append({"error": str(error)})
             metrics.failed.inc()
-            first_error = first_error or exc
+            first_error = first_error or error
     if first_error is None:
         return web.json_response({"results": results})
     status = _status_for(first_error)
