@@ -219,7 +219,10 @@ class KafkaClient:
                     raise
         except BaseException as exc:
             if errors.is_authentication_failure(exc):
-                log.error("connection to node %s refused: %s", node_id, exc)
+                self._log.error(
+                    "connection to %s refused: %s", self.describe_node(node_id), exc,
+                    extra={"broker": node_id},
+                )
                 self._auth_failures[node_id] = exc
             failures = self._failures.get(node_id, 0) + 1
             self._failures[node_id] = failures

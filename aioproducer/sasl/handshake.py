@@ -131,7 +131,10 @@ async def _keep_authenticated(
             lifetime_ms = await asyncio.wait_for(
                 _exchange(conn, credentials, urgent=True), timeout
             )
-            log.debug("re-authenticated %r; next session lifetime %s ms", conn, lifetime_ms)
+            log.debug(
+                "[%s] re-authenticated %r; next session lifetime %s ms",
+                conn.client_id, conn, lifetime_ms,
+            )
         except asyncio.CancelledError:
             raise
         except asyncio.TimeoutError:
