@@ -7,7 +7,9 @@ Invariants this module keeps:
 * the accumulator never schedules timers, never completes or fails a batch and
   never touches producer-id state: it answers questions (:meth:`ready`,
   :meth:`drain`, :meth:`expired`) given ``now`` and the leaders, and the sender
-  acts on the answers. That keeps it testable without an event loop.
+  acts on the answers. That keeps it testable without an event loop;
+* :attr:`RecordAccumulator._nonempty` holds exactly the partitions with queued
+  batches, so a pass costs what is queued, not every partition ever written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .batch import ProducerBatch, pack_sizes
+from .idempotence import sequence_before
 from .protocol.compression import Codec
+from .protocol.records import parse_record_batches
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
 
@@ -38,8 +42,16 @@ class ReadyResult:
     unknown_leader_topics: set[str] = field(default_factory=set)
 
 
-def _send_order(batch: ProducerBatch) -> tuple[int, float]:
-    return (batch.base_sequence, batch.created)
+def _sent_before(a: ProducerBatch, b: ProducerBatch) -> bool:
+    """Was ``a`` first sent before ``b`` (same partition)?
+
+    Idempotent batches compare by sequence, across the wrap after 2**31-1: a
+    raw comparison would put a batch at sequence 0 before one at 2**31-2 that
+    precedes it, and the broker would refuse both as out of order.
+    """
+    if a.base_sequence >= 0 and b.base_sequence >= 0 and a.producer_id == b.producer_id:
+        return sequence_before(a.base_sequence, b.base_sequence)
+    return a.created < b.created
 
 
 class RecordAccumulator:
@@ -60,14 +72,22 @@ class RecordAccumulator:
         self.delivery_timeout = delivery_timeout_ms / 1000
         self.is_transactional = is_transactional
         self._deques: dict[TopicPartition, deque[ProducerBatch]] = {}
-        self._drain_start: dict[int, int] = {}
+        # The deques that hold a batch, by partition: ready/drain/expiry look only here.
+        self._nonempty: dict[TopicPartition, deque[ProducerBatch]] = {}
+        # Per node: the partition a full request left out, first in line next time.
+        self._drain_start: dict[int, TopicPartition] = {}
+        # Per node: when it last had a batch ready, and when it was last drained
+        # (KIP-794: partitions of a node ready but undrained for longer than
+        # partitioner_availability_timeout_ms get no new records).
+        self._ready_time: dict[int, float] = {}
+        self._drain_time: dict[int, float] = {}
         # Batches created and not yet completed or failed: flush() waits on these.
         self.incomplete: set[ProducerBatch] = set()
         self.flushing = 0
         self.closing = False
 
     def __repr__(self) -> str:
-        queued = sum(len(d) for d in self._deques.values())
+        queued = sum(len(d) for d in self._nonempty.values())
         return f"<RecordAccumulator queued={queued} incomplete={len(self.incomplete)}>"
 
     # -- filling -----------------------------------------------------------
@@ -106,9 +126,25 @@ class RecordAccumulator:
                 return last
         if abort_on_new_batch:
             return None
-        batch = self.new_batch(tp, now)
+        batch = self._new_batch(tp, now, self.batch_size)
         batch.try_append(timestamp_ms, key, value, headers, future, sizes)
+        dq.append(batch)
+        if len(dq) == 1:
+            self._nonempty[tp] = dq
+        self.incomplete.add(batch)
         return batch
+
+    def _new_batch(self, tp: TopicPartition, created: float, batch_size: int) -> ProducerBatch:
+        return ProducerBatch(
+            tp[0],
+            tp[1],
+            codec=self.codec,
+            batch_size=batch_size,
+            now=created,
+            delivery_timeout=self.delivery_timeout,
+            compression_level=self.compression_level,
+            is_transactional=self.is_transactional,
+        )
 
     def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
         """The batch of ``tp`` that still takes records, if any."""
@@ -120,21 +156,14 @@ class RecordAccumulator:
         return None
 
     def new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
-        """Start an empty batch at the back of ``tp``'s queue."""
-        batch = ProducerBatch(
-            tp[0],
-            tp[1],
-            codec=self.codec,
-            batch_size=self.batch_size,
-            now=now,
-            delivery_timeout=self.delivery_timeout,
-            compression_level=self.compression_level,
-            is_transactional=self.is_transactional,
-        )
+        """Start an empty batch at the back of ``tp``'s queue (the bulk path fills it)."""
+        batch = self._new_batch(tp, now, self.batch_size)
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
         dq.append(batch)
+        if len(dq) == 1:
+            self._nonempty[tp] = dq
         self.incomplete.add(batch)
         return batch
 
@@ -150,9 +179,7 @@ class RecordAccumulator:
         result = ReadyResult()
         urgent = memory_exhausted or self.flushing > 0 or self.closing
         linger = self.linger
-        for tp, dq in self._deques.items():
-            if not dq:
-                continue
+        for tp, dq in self._nonempty.items():
             leader = leader_of(tp[0], tp[1])
             if leader is None:
                 result.unknown_leader_topics.add(tp[0])
@@ -172,6 +199,9 @@ class RecordAccumulator:
                 result.nodes.add(leader)
             else:
                 result.next_check = min(result.next_check, wait)
+        for node in result.nodes:
+            self._ready_time[node] = now
+            self._drain_time.setdefault(node, now)
         return result
 
     def drain(
@@ -183,16 +213,23 @@ class RecordAccumulator:
     ) -> dict[int, list[ProducerBatch]]:
         """Take batches for each ready node, up to ``max_request_size`` per request.
 
-        The partition to start from rotates per node so that, when a request
-        fills up, the partitions left out get the first places next time.
+        When a request fills up, the partition left out gets the first place
+        at that node next time, so no partition waits behind the others forever.
         """
         muted_set = set(muted)
         out: dict[int, list[ProducerBatch]] = {}
         for node in ready.nodes:
+            self._drain_time[node] = now
             tps = ready.partitions.get(node, [])
             if not tps:
                 continue
-            start = self._drain_start.get(node, 0) % len(tps)
+            start = 0
+            first = self._drain_start.pop(node, None)
+            if first is not None:
+                try:
+                    start = tps.index(first)
+                except ValueError:
+                    pass
             taken: list[ProducerBatch] = []
             size = 0
             for i in range(len(tps)):
@@ -207,12 +244,14 @@ class RecordAccumulator:
                     continue
                 batch_size = head.builder.size_in_bytes
                 if taken and size + batch_size > max_request_size:
+                    self._drain_start[node] = tp
                     break
                 dq.popleft()
+                if not dq:
+                    del self._nonempty[tp]
                 head.sealed = True
                 taken.append(head)
                 size += batch_size
-            self._drain_start[node] = start + 1
             if taken:
                 out[node] = taken
         return out
@@ -221,42 +260,91 @@ class RecordAccumulator:
         """Put a batch that failed retriably back at the front of its partition.
 
         Retried batches queue ahead of new ones, among themselves in the order
-        they were first sent (base sequence when idempotent, else creation), so
-        that a partition's records keep their order.
+        they were first sent (base sequence when idempotent, wrap-aware, else
+        creation), so that a partition's records keep their order.
         """
-        batch.attempts += 1
-        batch.retry_at = now + backoff
-        batch.in_flight = False
-        tp = (batch.topic, batch.partition)
+        self._insert_retried([batch], now, backoff)
+
+    def _insert_retried(self, batches: list[ProducerBatch], now: float, backoff: float) -> None:
+        """Queue ``batches`` (consecutive, in order) where the first one belongs."""
+        first = batches[0]
+        for batch in batches:
+            batch.attempts += 1
+            batch.retry_at = now + backoff
+            batch.in_flight = False
+        tp = (first.topic, first.partition)
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
-        key = _send_order(batch)
         index = 0
         for queued in dq:
-            if not queued.attempts or _send_order(queued) > key:
+            if not queued.attempts or _sent_before(first, queued):
                 break
             index += 1
-        dq.insert(index, batch)
+        for offset, batch in enumerate(batches):
+            dq.insert(index + offset, batch)
+        self._nonempty[tp] = dq
+
+    def split(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """Split a batch the broker refused as too large into smaller ones (KIP-126).
+
+        The records keep their order, futures, timestamps and delivery deadline.
+        Each part holds at most ``batch_size`` bytes and at most half of the
+        refused batch, so that splitting again always makes progress, down to
+        one record per batch. The parts replace ``batch`` among the incomplete
+        batches; the caller queues them with :meth:`reenqueue_split`.
+        """
+        assert batch.payload is not None, "only a batch that was sent can be refused"
+        (parsed,) = parse_record_batches(batch.payload)
+        limit = max(1, min(self.batch_size, batch.builder.size_in_bytes // 2))
+        parts: list[ProducerBatch] = []
+        current: ProducerBatch | None = None
+        for record, future, sizes in zip(parsed.records, batch.futures, batch.sizes):
+            if current is None or not current.try_append(
+                record.timestamp_ms, record.key, record.value, record.headers, future, sizes
+            ):
+                current = self._new_batch((batch.topic, batch.partition), batch.created, limit)
+                current.try_append(
+                    record.timestamp_ms, record.key, record.value, record.headers, future, sizes
+                )
+                parts.append(current)
+        # The buffer memory the records hold moves with them.
+        total = batch.record_count
+        left = batch.reserved
+        for part in parts[:-1]:
+            part.reserved = batch.reserved * part.record_count // total
+            left -= part.reserved
+        parts[-1].reserved = left
+        batch.reserved = 0
+        batch.replace_by(parts)
+        self.incomplete.discard(batch)
+        self.incomplete.update(parts)
+        return parts
+
+    def reenqueue_split(self, parts: list[ProducerBatch], now: float) -> None:
+        """Queue the parts of a split batch, in order, where the batch belonged."""
+        self._insert_retried(parts, now, 0.0)
 
     def retried_heads(self) -> list[TopicPartition]:
         """Partitions whose next batch is a retry."""
-        return [tp for tp, dq in self._deques.items() if dq and dq[0].attempts]
+        return [tp for tp, dq in self._nonempty.items() if dq[0].attempts]
 
     def expired(self, now: float) -> list[ProducerBatch]:
         """Remove and return queued batches past their delivery timeout."""
         out: list[ProducerBatch] = []
-        for dq in self._deques.values():
-            if dq and dq[0].deadline <= now:
+        for tp, dq in list(self._nonempty.items()):
+            if dq[0].deadline <= now:
                 keep = [b for b in dq if b.deadline > now]
                 out.extend(b for b in dq if b.deadline <= now)
                 dq.clear()
                 dq.extend(keep)
+                if not dq:
+                    del self._nonempty[tp]
         return out
 
     def next_expiry(self) -> float:
         """The earliest delivery deadline of a queued batch (inf if none)."""
-        return min((dq[0].deadline for dq in self._deques.values() if dq), default=float("inf"))
+        return min((dq[0].deadline for dq in self._nonempty.values()), default=float("inf"))
 
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch that has been completed or failed, once its futures are resolved."""
@@ -270,13 +358,17 @@ class RecordAccumulator:
         return dq is not None and batch in dq
 
     def queued_batches(self) -> int:
-        return sum(len(dq) for dq in self._deques.values())
+        return sum(len(dq) for dq in self._nonempty.values())
+
+    def nonempty_partitions(self) -> list[TopicPartition]:
+        """Partitions with at least one queued batch."""
+        return list(self._nonempty)
 
     def take_partitions(self, partitions: Iterable[TopicPartition]) -> list[ProducerBatch]:
         """Remove and return every queued batch of ``partitions``, oldest first."""
         taken: list[ProducerBatch] = []
         for tp in partitions:
-            dq = self._deques.get(tp)
+            dq = self._nonempty.pop(tp, None)
             if dq:
                 taken.extend(dq)
                 dq.clear()
@@ -284,9 +376,33 @@ class RecordAccumulator:
 
     def take_all(self) -> list[ProducerBatch]:
         """Remove every queued batch (for abort on close)."""
-        out = [b for dq in self._deques.values() for b in dq]
+        out = [b for dq in self._nonempty.values() for b in dq]
         self._deques.clear()
+        self._nonempty.clear()
         return out
 
     def queued_topics(self) -> set[str]:
-        return {tp[0] for tp, dq in self._deques.items() if dq}
+        return {tp[0] for tp in self._nonempty}
+
+    def forget_topic(self, topic: str) -> bool:
+        """Drop an idle topic's empty queues; False (nothing dropped) if a batch is pending."""
+        if any(b.topic == topic for b in self.incomplete):
+            return False
+        for tp in [tp for tp in self._deques if tp[0] == topic]:
+            del self._deques[tp]
+        return True
+
+    # -- load, for the uniform sticky partitioner (KIP-794) ------------------
+
+    def queue_sizes(self, topic: str, partitions: Iterable[int]) -> list[int]:
+        """Queued batches of each of ``topic``'s ``partitions``."""
+        nonempty = self._nonempty
+        return [len(nonempty.get((topic, p), ())) for p in partitions]
+
+    def unavailable_nodes(self, timeout: float) -> set[int]:
+        """Nodes that have had a batch ready, undrained, for longer than ``timeout`` seconds."""
+        return {
+            node
+            for node, ready in self._ready_time.items()
+            if ready - self._drain_time.get(node, ready) > timeout
+        }

@@ -15,17 +15,23 @@ event-loop callback each, so other tasks run in between; ``done`` turns true
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .protocol.compression import Codec
 from .protocol.records import RecordBatchBuilder
 
-__all__ = ["RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
+__all__ = ["RECORD_HANDLE_OVERHEAD", "RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
 
 # Futures resolved per event-loop callback when a batch completes: about a
 # quarter of a millisecond of work, so a 10,000-record batch never holds the loop.
 RESOLVE_SLICE = 512
+# Memory a record enqueued on its own holds besides its encoded bytes until its
+# batch completes: its future (~160 B with the GC header), the packed sizes and
+# the timestamp ints (2 x 32 B) and three list slots. Counted in buffer_memory,
+# so that a stalled broker bounds what the process holds, not just the bytes.
+RECORD_HANDLE_OVERHEAD = 256
 
 
 def pack_sizes(key_size: int, value_size: int) -> int:
@@ -149,7 +155,7 @@ class ProducerBatch:
         timestamp_ms: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[tuple[str, bytes]] | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         sizes: int,
     ) -> bool:
@@ -197,6 +203,21 @@ class ProducerBatch:
         for callback in callbacks or ():
             callback(self)
 
+    def replace_by(self, parts: Sequence[ProducerBatch]) -> None:
+        """This batch was split (KIP-126): its records and futures now belong to
+        ``parts``, and whoever waits for it is woken once every part is done."""
+        self.decided = self.done = True
+        waiters, self._waiters = self._waiters, None
+        if not waiters:
+            return
+
+        def wake(_: object) -> None:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+        asyncio.gather(*(part.done_waiter() for part in parts)).add_done_callback(wake)
+
     def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
         """Resolve every record's future with its metadata (once), in slices."""
         if self.decided:
@@ -231,15 +252,20 @@ class ProducerBatch:
         stop = min(start + RESOLVE_SLICE, len(futures))
         topic, partition = self.topic, self.partition
         new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
-        step = 1 if base_offset >= 0 else 0  # acks=0: every offset is -1
-        append_time = log_append_time_ms >= 0
-        timestamps, sizes = self.timestamps, self.sizes
-        for j in range(start, stop):
-            ts = log_append_time_ms if append_time else timestamps[j]
-            packed = sizes[j]
-            offset = base_offset + step * (j if deltas is None else deltas[j])
+        if base_offset < 0:  # acks=0: every offset is -1
+            offsets: Iterable[int] = itertools.repeat(-1, stop - start)
+        elif deltas is None:
+            offsets = range(base_offset + start, base_offset + stop)
+        else:
+            offsets = [base_offset + d for d in deltas[start:stop]]
+        timestamps: Iterable[int] = (
+            itertools.repeat(log_append_time_ms, stop - start)
+            if log_append_time_ms >= 0
+            else self.timestamps[start:stop]
+        )
+        for fut, offset, ts, packed in zip(futures[start:stop], offsets, timestamps, self.sizes[start:stop]):
             try:
-                futures[j].set_result(
+                fut.set_result(
                     new(
                         RecordMetadata,
                         (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),

@@ -25,14 +25,13 @@ class BufferPool:
         # Seconds enqueue() calls have spent waiting for memory, all together
         # (Java's bufferpool-wait-time-total).
         self.wait_time_total = 0.0
+        # Someone is waiting for memory: the sender should send whatever it has.
+        # An attribute kept in step with the waiters, not a property: enqueue()
+        # reads it for every record.
+        self.exhausted = False
 
     def __repr__(self) -> str:
         return f"<BufferPool {self.available}/{self.total} free, {len(self._waiters)} waiting>"
-
-    @property
-    def exhausted(self) -> bool:
-        """Someone is waiting for memory: the sender should send whatever it has."""
-        return bool(self._waiters)
 
     @property
     def waiting(self) -> int:
@@ -54,6 +53,7 @@ class BufferPool:
         fut: asyncio.Future[None] = loop.create_future()
         entry = (size, fut)
         self._waiters.append(entry)
+        self.exhausted = True
         timer = loop.call_later(timeout, self._expire, entry, timeout)
         started = time.monotonic()
         try:
@@ -86,6 +86,7 @@ class BufferPool:
             self._waiters.remove(entry)
         except ValueError:
             return
+        self.exhausted = bool(self._waiters)
         self._grant()  # a smaller request behind the one that left may fit now
 
     def release(self, size: int) -> None:
@@ -103,10 +104,12 @@ class BufferPool:
             self._waiters.popleft()
             self.available -= size
             fut.set_result(None)
+        self.exhausted = bool(self._waiters)
 
     def fail_waiters(self, exc: BaseException) -> None:
         """Wake every waiter with ``exc`` (the producer is closing)."""
         waiters, self._waiters = self._waiters, deque()
+        self.exhausted = False
         for _size, fut in waiters:
             if not fut.done():
                 fut.set_exception(exc)

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from array import array
+from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import errors
 from .bulk_input import BulkColumns, read_columns
 from .bulk_result import BulkCall, BulkResult, BulkSpan
 from .partitioner import partition_for_key
-from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
+from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 
 if TYPE_CHECKING:
     from .accumulator import RecordAccumulator
@@ -38,15 +40,31 @@ if TYPE_CHECKING:
     from .partitioner import StickyPartitioner
     from .transactions import TransactionManager
 
-__all__ = ["SLICE_BYTES", "SLICE_RECORDS", "YIELD_INTERVAL", "BulkAppender"]
+__all__ = ["BULK_RECORD_OVERHEAD", "SLICE_BYTES", "SLICE_RECORDS", "YIELD_INTERVAL", "BulkAppender"]
 
 SLICE_RECORDS = 1024
 SLICE_BYTES = 256 * 1024
 # Longest stretch of encoding between two yields to the event loop (seconds).
 YIELD_INTERVAL = 0.001
-# Record bound on top of key, value and headers: fixed fields at their widest,
-# plus the lengths of key and value as 5-byte varints (as the per-record path).
-_RECORD_BOUND = MAX_RECORD_OVERHEAD + 10
+# Record bound on top of key, value (-1 when null) and headers: the per-record
+# path's, fixed fields at their widest and 5-byte varint lengths.
+_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
+# What the call keeps per record until its result is dropped (partition,
+# position, key and value sizes in arrays): counted in buffer_memory too.
+BULK_RECORD_OVERHEAD = 32
+
+
+# partition -> (append, span, batch) of the batch a slice writes to there
+_OpenBatches = dict[int, tuple[Any, BulkSpan, Any]]
+
+
+class _Job(NamedTuple):
+    """One bulk call on its way into the accumulator."""
+
+    call: BulkCall
+    cols: BulkColumns
+    sizes: list[int]  # buffer-memory reservation of each record
+    info: TopicInfo
 
 
 class BulkAppender:
@@ -62,6 +80,7 @@ class BulkAppender:
         txn: TransactionManager | None,
         wakeup: Callable[[], None],
         check_open: Callable[[], None],
+        next_sticky: Callable[[str, TopicInfo], None],
     ) -> None:
         self._config = config
         self._client = client
@@ -71,8 +90,10 @@ class BulkAppender:
         self._txn = txn
         self._wakeup = wakeup
         self._check_open = check_open
+        # Moves a topic's sticky partition on (KIP-794, adaptive when configured).
+        self._next_sticky = next_sticky
+        self._ignore_keys = config.partitioner_ignore_keys
         self._max_block = config.max_block_ms / 1000
-        self._max_record = min(config.max_request_size, config.buffer_memory)
         # A slice never asks for more than a quarter of the buffer at once, so
         # memory freed by the sender is taken up in small steps.
         self._slice_bytes = min(SLICE_BYTES, config.buffer_memory // 4)
@@ -110,24 +131,26 @@ class BulkAppender:
         if cols.count == 0:
             future.set_result(BulkResult(call))
             return future
-        await self._append_all(call, cols, sizes, info, deadline, now_ms)
+        await self._append_all(_Job(call, cols, sizes, info), deadline)
         return future
 
     def _record_bounds(self, cols: BulkColumns) -> list[int]:
         """Each record's buffer-memory reservation; RecordTooLargeError names the first too big."""
         vlen, klen = cols.value_lengths, cols.key_lengths
         if klen is None:
-            sizes = [_RECORD_BOUND + 1 + max(v, 0) for v in vlen]
+            sizes = [_RECORD_BOUND - 1 + v for v in vlen]
         else:
-            sizes = [_RECORD_BOUND + max(v, 0) + max(k, 0) for v, k in zip(vlen, klen)]
+            sizes = [_RECORD_BOUND + v + k for v, k in zip(vlen, klen)]
         if cols.header_sizes is not None:
             sizes = [s + h for s, h in zip(sizes, cols.header_sizes)]
-        elif cols.common_headers is not None:
-            from .protocol.records import headers_size
-
-            extra = headers_size(cols.common_headers)
+        else:
+            extra = headers_size(cols.common_headers)  # 1 (a zero count) without headers
             sizes = [s + extra for s in sizes]
-        limit = self._max_record - RECORD_BATCH_OVERHEAD
+        # sizes[i] + RECORD_BATCH_OVERHEAD: the record alone in a batch.
+        limit = min(
+            self._config.max_request_size - RECORD_BATCH_OVERHEAD,
+            self._config.buffer_memory - BULK_RECORD_OVERHEAD,
+        )
         if sizes and max(sizes) > limit:
             index = next(i for i, s in enumerate(sizes) if s > limit)
             bound = sizes[index] + RECORD_BATCH_OVERHEAD
@@ -138,6 +161,8 @@ class BulkAppender:
                 f"record {index} is {bound} bytes when serialized, larger than {which} "
                 f"({getattr(self._config, which)}); nothing of this call was buffered"
             )
+        overhead = BULK_RECORD_OVERHEAD
+        sizes = [s + overhead for s in sizes]
         return sizes
 
     @staticmethod
@@ -145,20 +170,13 @@ class BulkAppender:
         n = len(info.partitions)
         for i, p in enumerate(cols.partitions or (cols.partition,)):
             if p is not None and p >= n:
-                where = f"partition[{i}]" if cols.partitions else "partition"
+                where = f" (record {i})" if cols.partitions else ""
                 raise errors.InvalidPartitionError(
-                    f"{where} is {p}, not in the range [0...{n}) of topic {topic!r}"
+                    f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}"
                 )
 
-    async def _append_all(
-        self,
-        call: BulkCall,
-        cols: BulkColumns,
-        sizes: list[int],
-        info: TopicInfo,
-        deadline: float,
-        now_ms: int,
-    ) -> None:
+    async def _append_all(self, job: _Job, deadline: float) -> None:
+        call, cols, sizes, _info = job
         pool = self._pool
         n = cols.count
         start = 0
@@ -170,41 +188,127 @@ class BulkAppender:
                 stop = start + max(1, (stop - start) // 2)
                 reserve = sum(sizes[start:stop])
             if not pool.try_reserve(reserve):
+                # Records already buffered stay buffered; if nothing was, the call
+                # fails as a whole (its future was never handed out).
                 try:
                     await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
-                    self._check_state()
                 except asyncio.CancelledError:
-                    call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
+                    if start:
+                        call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
                     raise
-                except Exception as exc:
+                except errors.KafkaError as exc:
                     if start == 0:
-                        raise  # nothing was buffered: the call fails as a whole
+                        raise
+                    call.not_buffered(n - start, exc)
+                    return
+                try:
+                    self._check_state()  # the producer or the transaction may have moved on
+                except errors.KafkaError as exc:
+                    pool.release(reserve)
+                    if start == 0:
+                        raise
                     call.not_buffered(n - start, exc)
                     return
                 last_yield = time.perf_counter()
-            self._append_slice(call, cols, sizes, info, start, stop, now_ms)
+            self._append_slice(job, start, stop)
             start = stop
             if start < n and time.perf_counter() - last_yield >= YIELD_INTERVAL:
                 await asyncio.sleep(0)
                 last_yield = time.perf_counter()
                 try:
                     self._check_state()
-                except Exception as exc:
+                except errors.KafkaError as exc:
                     call.not_buffered(n - start, exc)
                     return
         self._wakeup()
 
-    def _append_slice(
-        self,
-        call: BulkCall,
-        cols: BulkColumns,
-        sizes: list[int],
-        info: TopicInfo,
-        start: int,
-        stop: int,
-        now_ms: int,
-    ) -> None:
+    def _append_slice(self, job: _Job, start: int, stop: int) -> None:
         """Encode records ``start..stop`` (their memory is reserved) in one pass."""
+        call, cols = job.call, job.cols
+        open_: _OpenBatches = {}
+        try:
+            uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
+            if uniform and (cols.keys is None or cols.partition is not None or self._ignore_keys):
+                self._append_runs(job, start, stop, open_)
+            elif uniform and None not in cols.keys[start:stop]:  # type: ignore[index]
+                self._append_keyed(job, start, stop, open_)
+            else:
+                self._append_each(job, start, stop, open_)
+        finally:
+            for _append, span, _batch in open_.values():
+                call.close_span(span)
+
+    def _append_runs(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
+        """Records that all go to one partition until its batch is full: sticky or
+        explicit partition, one timestamp and one set of headers for all. Each
+        batch takes a run of records in one ``append_run``."""
+        call, cols, sizes, info = job
+        topic, fixed = call.topic, cols.partition
+        now = time.monotonic()
+        entry = self._open(call, open_, fixed, topic, info, now)
+        moved = False
+        i = start
+        while True:
+            span, batch = entry[1], entry[2]
+            count = batch.builder.append_run(
+                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers
+            )
+            if count:
+                call.partitions[i : i + count] = array("i", [span.partition]) * count
+                call.ordinals[i : i + count] = array("q", range(span.first + span.count, span.first + span.count + count))
+                span.count += count
+                batch.reserved += sum(sizes[i : i + count])
+                if fixed is None:
+                    self._produced(topic, sum(sizes[i : i + count]) - count * BULK_RECORD_OVERHEAD)
+                i += count
+                moved = False
+            if i >= stop:
+                return
+            # The batch is full. KIP-794: unkeyed records move to another
+            # partition once batch_size bytes went to this one (the switch
+            # falls on a batch boundary); if the new partition's open batch has
+            # no room either, or it is not time to move, start a batch.
+            if fixed is None and not moved and self._switch_due(topic):
+                entry = self._open(call, open_, None, topic, info, now, move=True)
+                moved = True
+            else:
+                entry = self._open(call, open_, span.partition, topic, info, now, new=True)
+
+    def _append_keyed(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
+        """Keyed records: partitions first (murmur2), then one run per partition,
+        in call order within each partition (a stable sort by partition)."""
+        call, cols, sizes, info = job
+        n = len(info.partitions)
+        keys = cols.keys
+        assert keys is not None
+        chosen = [partition_for_key(key, n) for key in keys[start:stop]]
+        call.partitions[start:stop] = array("i", chosen)
+        order = sorted(range(start, stop), key=call.partitions.__getitem__)
+        ords = call.ordinals
+        now = time.monotonic()
+        pos = 0  # in order
+        for p, count in sorted(Counter(chosen).items()):
+            end = pos + count
+            entry = self._open(call, open_, p, call.topic, info, now)
+            while True:
+                span, batch = entry[1], entry[2]
+                taken = batch.builder.append_run(
+                    call.timestamp, cols.values, pos, end, keys, cols.common_headers, order
+                )
+                if taken:
+                    placed = order[pos : pos + taken]
+                    for i, ordinal in zip(placed, range(span.first + span.count, span.first + span.count + taken)):
+                        ords[i] = ordinal
+                    span.count += taken
+                    batch.reserved += sum(map(sizes.__getitem__, placed))
+                    pos += taken
+                if pos >= end:
+                    break
+                entry = self._open(call, open_, p, call.topic, info, now, new=True)
+
+    def _append_each(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
+        """Records whose partition, timestamp or headers vary: one append each."""
+        call, cols, sizes, info = job
         topic = call.topic
         values, keys = cols.values, cols.keys
         common_headers, headers = cols.common_headers, cols.headers
@@ -213,48 +317,54 @@ class BulkAppender:
         num_partitions = len(info.partitions)
         parts, ords = call.partitions, call.ordinals
         sticky = self._sticky
+        ignore_keys = self._ignore_keys
         now = time.monotonic()
-        # partition -> (append, span, batch) of the batch this slice writes to there
-        open_: dict[int, tuple[Any, BulkSpan, Any]] = {}
-        try:
-            for i in range(start, stop):
-                value = values[i]
-                key = keys[i] if keys is not None else None
-                ts = timestamp if timestamps is None or timestamps[i] is None else timestamps[i]
-                h = common_headers if headers is None else headers[i]
-                p = fixed if per_partition is None else per_partition[i]
-                if p is None and key is not None:
-                    p = partition_for_key(key, num_partitions)
-                entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
-                if entry is not None:
-                    delta = entry[0](ts, key, value, h)
-                    if delta is not None:
-                        span = entry[1]
-                        parts[i] = span.partition
-                        ords[i] = span.first + span.count
-                        span.count += 1
-                        entry[2].reserved += sizes[i]
-                        continue
-                # Slow path: a new partition for this slice, or a full batch.
-                entry = self._open(call, open_, p, topic, info, now)
+        for i in range(start, stop):
+            value = values[i]
+            key = keys[i] if keys is not None else None
+            ts = timestamp if timestamps is None or timestamps[i] is None else timestamps[i]
+            h = common_headers if headers is None else headers[i]
+            p = fixed if per_partition is None else per_partition[i]
+            if p is None and key is not None and not ignore_keys:
+                p = partition_for_key(key, num_partitions)
+            entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
+            if entry is not None:
                 delta = entry[0](ts, key, value, h)
-                if delta is None and p is None:
-                    # KIP-480: the sticky partition moves on when its batch is full.
-                    entry = self._open(call, open_, p, topic, info, now, move=True)
-                    delta = entry[0](ts, key, value, h)
-                if delta is None:  # the open batch is full: a new one always takes a record
-                    entry = self._open(call, open_, entry[1].partition, topic, info, now, new=True)
-                    entry[0](ts, key, value, h)
-                span = entry[1]
-                parts[i] = span.partition
-                ords[i] = span.first + span.count
-                span.count += 1
-                entry[2].reserved += sizes[i]
-                if p is None:
-                    sticky.used_topics.add(topic)
-        finally:
-            for _append, span, _batch in open_.values():
-                call.close_span(span)
+                if delta is not None:
+                    span = entry[1]
+                    parts[i] = span.partition
+                    ords[i] = span.first + span.count
+                    span.count += 1
+                    entry[2].reserved += sizes[i]
+                    if p is None:
+                        self._produced(topic, sizes[i] - BULK_RECORD_OVERHEAD)
+                    continue
+            # Slow path: a new partition for this slice, or a full batch.
+            entry = self._open(call, open_, p, topic, info, now)
+            delta = entry[0](ts, key, value, h)
+            if delta is None and p is None and self._switch_due(topic):
+                # KIP-794: the sticky partition moves on at a batch boundary.
+                entry = self._open(call, open_, p, topic, info, now, move=True)
+                delta = entry[0](ts, key, value, h)
+            if delta is None:  # the open batch is full: a new one always takes a record
+                entry = self._open(call, open_, entry[1].partition, topic, info, now, new=True)
+                entry[0](ts, key, value, h)
+            span = entry[1]
+            parts[i] = span.partition
+            ords[i] = span.first + span.count
+            span.count += 1
+            entry[2].reserved += sizes[i]
+            if p is None:
+                self._produced(topic, sizes[i] - BULK_RECORD_OVERHEAD)
+
+    def _produced(self, topic: str, size: int) -> None:
+        """Count bytes produced to the topic's sticky partition (KIP-794)."""
+        sticky = self._sticky
+        sticky.produced[topic] = sticky.produced.get(topic, 0) + size
+
+    def _switch_due(self, topic: str) -> bool:
+        """The sticky partition's batch is full: move on once batch_size bytes went there."""
+        return self._sticky.produced.get(topic, 0) >= self._sticky.batch_size
 
     def _custom_partitions(self, topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         """Run a custom partitioner for every record up front, before anything is buffered."""
@@ -277,7 +387,7 @@ class BulkAppender:
     def _open(
         self,
         call: BulkCall,
-        open_: dict[int, tuple[Any, BulkSpan, Any]],
+        open_: _OpenBatches,
         p: int | None,
         topic: str,
         info: TopicInfo,
@@ -293,17 +403,14 @@ class BulkAppender:
         """
         acc = self._acc
         if p is None:
-            # KIP-480: the sticky partition moves on when its batch is full or
-            # sent, or would need a new batch once it has taken records.
-            sticky = self._sticky
-            n = len(info.partitions)
-            p = sticky.partition(topic, n, info.available)
-            if move or (sticky.used(topic) and acc.open_batch(info.tps[p]) is None):
-                p = sticky.next_partition(topic, n, info.available)
+            if move:
+                self._next_sticky(topic, info)
+            p = self._sticky.partition(topic, len(info.partitions), info.available)
         tp = info.tps[p]
         batch = None if new else acc.open_batch(tp)
         if batch is None:
             batch = acc.new_batch(tp, now)
+            self._client.touch_topic(topic, now)
             self._wakeup()  # the sender starts the batch's linger clock
         old = open_.get(p)
         if old is not None:

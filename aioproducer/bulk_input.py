@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .validation import check_headers, to_bytes
 
@@ -45,6 +45,7 @@ def _arrow_views(arr: Any, what: str) -> list[memoryview | None]:
             out.extend(_arrow_views(chunk, what))
         return out
     t = arr.type
+    code: Literal["i", "q"]
     if pa.types.is_binary(t) or pa.types.is_string(t):
         code = "i"
     elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):
@@ -57,11 +58,12 @@ def _arrow_views(arr: Any, what: str) -> list[memoryview | None]:
     n = len(arr)
     if n == 0:
         return []
-    validity, offsets_buf, data_buf = arr.buffers()
-    offsets = memoryview(offsets_buf).cast(code)[arr.offset : arr.offset + n + 1]
+    _validity, offsets_buf, data_buf = arr.buffers()
+    offsets: Sequence[int] = memoryview(offsets_buf).cast(code)[arr.offset : arr.offset + n + 1]
     if sys.byteorder != "little":  # pragma: no cover - Arrow buffers are little-endian
-        offsets = array(code, offsets)
-        offsets.byteswap()
+        swapped = array(code, offsets)
+        swapped.byteswap()
+        offsets = swapped
     data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
     views: list[memoryview | None] = list(map(data.__getitem__, map(slice, offsets[:-1], offsets[1:])))
     if arr.null_count:
@@ -96,6 +98,31 @@ def bytes_column(
                 f"got {type(v).__name__}"
             )
     return list(column)
+
+
+def _arrow_lengths(arr: Any) -> array[int]:
+    """Element lengths of a pyarrow binary-like array, -1 for nulls, computed in Arrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    if isinstance(arr, pa.ChunkedArray):
+        out = array("q")
+        for chunk in arr.chunks:
+            out.extend(_arrow_lengths(chunk))
+        return out
+    lengths = pc.binary_length(arr).cast(pa.int64())
+    n = len(lengths)
+    if n == 0:
+        return array("q")
+    data = memoryview(lengths.buffers()[1]).cast("q")[lengths.offset : lengths.offset + n]
+    out = array("q", data)
+    if sys.byteorder != "little":  # pragma: no cover - Arrow buffers are little-endian
+        out.byteswap()
+    if arr.null_count:
+        for i, valid in enumerate(arr.is_valid().to_pylist()):
+            if not valid:
+                out[i] = -1
+    return out
 
 
 def _lengths(column: list[Any]) -> array[int]:
@@ -205,7 +232,7 @@ def read_columns(
     cols = BulkColumns()
     cols.values = bytes_column(values, "values", value_serializer, topic)
     n = cols.count = len(cols.values)
-    cols.value_lengths = _lengths(cols.values)
+    cols.value_lengths = _arrow_lengths(values) if is_arrow_array(values) else _lengths(cols.values)
     if keys is None and key_serializer is None:
         cols.keys = cols.key_lengths = None
     else:
@@ -214,7 +241,7 @@ def read_columns(
         cols.keys = bytes_column(keys, "keys", key_serializer, topic)
         if len(cols.keys) != n:
             raise ValueError(f"keys has {len(cols.keys)} entries for {n} values")
-        cols.key_lengths = _lengths(cols.keys)
+        cols.key_lengths = _arrow_lengths(keys) if is_arrow_array(keys) else _lengths(cols.keys)
     _headers(headers, n, cols)
     cols.timestamp, cols.timestamps = _per_record_or_one(timestamp_ms, n, "timestamp_ms")
     for i, ts in enumerate(cols.timestamps or (cols.timestamp,)):

@@ -50,7 +50,7 @@ class BulkSendError(errors.KafkaError):
 
 class _Acked(NamedTuple):
     first: int  # position of the run's first record in the call's stream for the partition
-    count: int
+    length: int
     base_offset: int  # -1 with acks=0
     log_append_time_ms: int  # -1: the records keep their create time
 
@@ -215,9 +215,9 @@ class BulkResult:
             for run in runs:
                 last = merged[-1] if merged else None
                 if last is not None and last[0] >= 0 and last[0] + last[1] == run.base_offset:
-                    last[1] += run.count
+                    last[1] += run.length
                 else:
-                    merged.append([run.base_offset, run.count])
+                    merged.append([run.base_offset, run.length])
             out[p] = [(base, count) for base, count in merged]
         return out
 
@@ -239,7 +239,7 @@ class BulkResult:
         runs = self._runs.get(p)
         if runs is not None:
             k = bisect.bisect_right(self._starts[p], ordinal) - 1
-            if k >= 0 and ordinal < runs[k].first + runs[k].count:
+            if k >= 0 and ordinal < runs[k].first + runs[k].length:
                 run = runs[k]
                 offset = -1 if run.base_offset < 0 else run.base_offset + ordinal - run.first
                 if run.log_append_time_ms >= 0:

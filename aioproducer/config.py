@@ -72,6 +72,14 @@ class ProducerConfig:
     metrics_num_samples: int = 2
     # ProducerInterceptor-like hooks (on_send, on_acknowledgement), in order.
     interceptors: Sequence[Any] = ()
+    metadata_max_idle_ms: int = 300000
+    # KIP-899: "rebootstrap" (Java 3.9+/4.0 default) or "none".
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300000
+    # KIP-794, the uniform sticky partitioner.
+    partitioner_adaptive_partitioning: bool = True
+    partitioner_availability_timeout_ms: int = 0
+    partitioner_ignore_keys: bool = False
     # Security: TLS and SASL (see security.py).
     security_protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
@@ -121,6 +129,9 @@ class ProducerConfig:
             ("connections_max_idle_ms", 1),
             ("metrics_sample_window_ms", 1),
             ("metrics_num_samples", 1),
+            ("metadata_max_idle_ms", 1),
+            ("metadata_recovery_rebootstrap_trigger_ms", 0),
+            ("partitioner_availability_timeout_ms", 0),
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -131,8 +142,15 @@ class ProducerConfig:
                 f"delivery_timeout_ms ({self.delivery_timeout_ms}) must be at least "
                 f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
             )
-        if not isinstance(self.metrics_enabled, bool):
-            raise ConfigurationError(f"metrics_enabled must be True or False, got {self.metrics_enabled!r}")
+        for name in ("allow_auto_create_topics", "partitioner_adaptive_partitioning",
+                     "partitioner_ignore_keys", "metrics_enabled"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.metadata_recovery_strategy not in ("rebootstrap", "none"):
+            raise ConfigurationError(
+                'metadata_recovery_strategy must be "rebootstrap" or "none", '
+                f"got {self.metadata_recovery_strategy!r}"
+            )
         for name in ("partitioner", "key_serializer", "value_serializer"):
             value = getattr(self, name)
             if value is not None and not callable(value):
@@ -217,6 +235,12 @@ JAVA_PROPERTY_NAMES: dict[str, str] = {
     "allow.auto.create.topics": "allow_auto_create_topics",
     "metrics.sample.window.ms": "metrics_sample_window_ms",
     "metrics.num.samples": "metrics_num_samples",
+    "metadata.max.idle.ms": "metadata_max_idle_ms",
+    "metadata.recovery.strategy": "metadata_recovery_strategy",
+    "metadata.recovery.rebootstrap.trigger.ms": "metadata_recovery_rebootstrap_trigger_ms",
+    "partitioner.adaptive.partitioning.enable": "partitioner_adaptive_partitioning",
+    "partitioner.availability.timeout.ms": "partitioner_availability_timeout_ms",
+    "partitioner.ignore.keys": "partitioner_ignore_keys",
 }
 # Per-codec levels (KIP-390) all map onto the one compression_level.
 for _codec in ("gzip", "lz4", "zstd"):
@@ -224,7 +248,12 @@ for _codec in ("gzip", "lz4", "zstd"):
 
 JAVA_PROPERTY_NAMES.update(SECURITY_PROPERTY_NAMES)
 _BOOLEAN_FIELDS = {
-    "enable_idempotence", "allow_auto_create_topics", "ssl_check_hostname", "metrics_enabled"
+    "enable_idempotence",
+    "allow_auto_create_topics",
+    "ssl_check_hostname",
+    "partitioner_adaptive_partitioning",
+    "partitioner_ignore_keys",
+    "metrics_enabled",
 }
 
 _FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(ProducerConfig) if f.init}
@@ -239,7 +268,7 @@ def _coerce(prop: str, field_name: str, value: Any) -> Any:
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise ConfigurationError(f"{prop} must be true or false, got {value!r}")
-    if field_name == "acks" or field_name == "bootstrap_servers":
+    if field_name in ("acks", "bootstrap_servers", "metadata_recovery_strategy"):
         return text
     if kind.startswith("int") and "str" not in kind:
         try:

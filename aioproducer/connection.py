@@ -20,6 +20,7 @@ new requests in a queue, in order, until :meth:`resume_writes`; only
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import socket
 import ssl
@@ -29,12 +30,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import errors
+from .logs import ClientLogger
 from .protocol.apis import APIS_BY_KEY
 from .protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
 from .protocol.messages import API_VERSIONS, Api, negotiate_version
 from .protocol.schema import Message
 
-__all__ = ["BrokerConnection", "open_connection"]
+__all__ = ["BrokerConnection", "ThrottleStats", "open_connection"]
 
 log = logging.getLogger("aioproducer.connection")
 
@@ -59,6 +61,31 @@ class _Pending:
     deadline: float
     # Re-authentication traffic does not make an idle connection look used.
     urgent: bool = False
+
+
+class ThrottleStats:
+    """``throttle_time_ms`` the broker reported on one connection: last, max, average."""
+
+    __slots__ = ("count", "last", "max", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0
+        self.max = 0
+        self.total = 0
+
+    def record(self, ms: int) -> None:
+        self.count += 1
+        self.last = ms
+        self.max = max(self.max, ms)
+        self.total += ms
+
+    @property
+    def avg(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def __repr__(self) -> str:
+        return f"<ThrottleStats last={self.last} avg={self.avg:.1f} max={self.max} ms>"
 
 
 class BrokerConnection:
@@ -86,18 +113,27 @@ class BrokerConnection:
         self._writer = writer
         self._loop = asyncio.get_running_loop()
         self._pending: dict[int, _Pending] = {}
+        # Correlation ids of recent requests sent expecting no response (acks=0
+        # Produce). Some brokers (Tansu) answer them anyway; such an answer is
+        # dropped instead of being taken for a stream out of step.
+        self._unanswered: collections.deque[int] = collections.deque(maxlen=256)
         self._next_correlation_id = 0
         self._closed_error: BaseException | None = None
         self._decoder = FrameDecoder()
         self._drain_lock = asyncio.Lock()
         self._timer: asyncio.TimerHandle | None = None
         self._traffic = traffic
+        self._log = ClientLogger(log, client_id or "aioproducer")
         # Frames held back while the connection re-authenticates, and their ids.
         self._held: list[bytes] | None = None
         self._held_ids: set[int] = set()
         self._quiet: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.last_used = time.monotonic()
+        # KIP-219: the broker answers at once with throttle_time_ms and then
+        # stops reading from us for that long; we send nothing until then.
+        self.throttled_until = 0.0  # time.monotonic()
+        self.throttle_time_ms = ThrottleStats()
         self._read_task = self._loop.create_task(self._read_loop())
 
     def __repr__(self) -> str:
@@ -116,6 +152,11 @@ class BrokerConnection:
     @property
     def in_flight(self) -> int:
         return len(self._pending)
+
+    def has_overdue_request(self) -> bool:
+        """Is a request past its deadline still unanswered (the connection is about to fail)?"""
+        now = self._loop.time()
+        return any(p.deadline <= now for p in self._pending.values())
 
     def version_for(self, api: Api) -> int:
         """The negotiated version of ``api``, or UnsupportedVersionError."""
@@ -181,6 +222,7 @@ class BrokerConnection:
         if self._traffic is not None:
             self._traffic.request_sent(len(frame), time.monotonic())
         if not expect_response:
+            self._unanswered.append(cid)
             fut.set_result(Message())
             return fut
         deadline = self._loop.time() + (self.request_timeout if timeout is None else timeout)
@@ -291,6 +333,12 @@ class BrokerConnection:
     def _dispatch(self, frame: bytes) -> None:
         cid = read_correlation_id(frame)
         pending = self._pending.pop(cid, None)
+        if pending is None and cid in self._unanswered:
+            self._log.debug(
+                "%s", self._describe(f"dropped a response to request {cid}, sent acks=0"),
+                extra={"broker": self.node_id},
+            )
+            return
         if pending is None:
             # A response to nothing we sent: the stream is out of step.
             raise errors.CorruptResponseError(self._describe(f"unexpected correlation id {cid}"))
@@ -310,6 +358,10 @@ class BrokerConnection:
                     )
                 )
             return
+        throttle_ms = message.get("throttle_time_ms") or 0
+        if throttle_ms > 0:
+            self.throttle_time_ms.record(throttle_ms)
+            self.throttled_until = max(self.throttled_until, time.monotonic() + throttle_ms / 1000)
         if not pending.future.done():
             pending.future.set_result(message)
 

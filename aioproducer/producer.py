@@ -19,7 +19,7 @@ from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator
-from .batch import RecordMetadata
+from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .buffer_pool import BufferPool
 from .bulk import BulkAppender
 from .bulk_result import BulkResult
@@ -40,6 +40,10 @@ from .validation import check_headers, check_topic, to_bytes
 __all__ = ["Producer"]
 
 log = logging.getLogger("aioproducer.producer")
+# A tight loop of enqueue() calls gives the event loop a turn at least this
+# often (in records, about half a millisecond of work), not only when a record
+# opens a new batch: with 1 MiB batches that would be every ~10,000 records.
+YIELD_EVERY_RECORDS = 100
 Headers = Sequence[tuple[str, bytes]]
 # Producers without a client_id are named producer-1, producer-2, ... as in Java.
 _client_numbers = itertools.count(1)
@@ -85,14 +89,21 @@ class Producer:
             compression_level=config.compression_level,
             is_transactional=config.transactional_id is not None,
         )
-        self._sticky = StickyPartitioner()
+        self._sticky = StickyPartitioner(config.batch_size)
+        # KIP-794: unkeyed (or every, with partitioner_ignore_keys) record goes
+        # through the uniform sticky partitioner.
+        self._ignore_keys = config.partitioner_ignore_keys
         self._started = False
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
+        self._start_lock: asyncio.Lock | None = None
+        # A record opened a new batch: the next enqueue yields to the sender first.
+        self._yield_due = False
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
-        self._max_record = min(config.max_request_size, config.buffer_memory)
+        self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
+        self._unyielded = 0  # records enqueued since the last yield to the event loop
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
         # Topics already validated and known to the metadata: skips checks per record.
@@ -124,11 +135,21 @@ class Producer:
     # -- lifecycle ---------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect to the cluster (bounded by ``max_block_ms``) and start sending."""
-        if self._closed:
-            raise errors.ProducerClosedError("the producer is closed; create a new one")
-        if self._started:
-            return
+        """Connect to the cluster (bounded by ``max_block_ms``) and start sending.
+
+        Calls made while a start is under way wait for it: one client and one
+        sender, whatever the number of callers.
+        """
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._closed:
+                raise errors.ProducerClosedError("the producer is closed; create a new one")
+            if self._started:
+                return
+            await self._start()
+
+    async def _start(self) -> None:
         cfg = self.config
         client = KafkaClient(
             cfg.bootstrap_servers,
@@ -139,12 +160,19 @@ class Producer:
             reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
             connections_max_idle_ms=cfg.connections_max_idle_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
             allow_auto_create_topics=cfg.allow_auto_create_topics,
             metrics=self._metrics if cfg.metrics_enabled else None,
+            metadata_max_idle_ms=cfg.metadata_max_idle_ms,
+            metadata_recovery_strategy=cfg.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms=cfg.metadata_recovery_rebootstrap_trigger_ms,
+            forget_topics=self._forget_idle_topics,
             security=cfg.security,
         )
         try:
             await client.bootstrap(self._max_block)
+            if self._closed:
+                raise errors.ProducerClosedError("the producer was closed while starting")
         except BaseException:
             await client.close()
             raise
@@ -160,6 +188,7 @@ class Producer:
                 transaction_timeout_ms=cfg.transaction_timeout_ms,
                 max_block_ms=cfg.max_block_ms,
                 retry_backoff_ms=cfg.retry_backoff_ms,
+                on_partitions_added=self._wake_sender,
             )
         self._sender = Sender(
             cfg, client, self._acc, self._pool, seq, self._txn,
@@ -168,9 +197,13 @@ class Producer:
         self._sender.start()
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
-            self._sender.wakeup, self._check_open,
+            self._sender.wakeup, self._check_open, self._next_sticky_partition,
         )
         self._started = True
+
+    def _wake_sender(self) -> None:
+        if self._sender is not None:
+            self._sender.wakeup()
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -184,7 +217,10 @@ class Producer:
 
         Records still pending when ``timeout`` runs out fail with
         KafkaTimeoutError. With ``timeout=None`` close waits for every record,
-        which each batch's ``delivery_timeout_ms`` bounds. Calling it twice is safe.
+        which each batch's ``delivery_timeout_ms`` bounds. A transaction left
+        open is aborted first, as the Java producer does (within ``timeout``,
+        else ``max_block_ms``), so ``read_committed`` consumers are not held
+        back until ``transaction_timeout_ms``. Calling it twice is safe.
         """
         if self._close_lock is None:
             self._close_lock = asyncio.Lock()
@@ -193,6 +229,11 @@ class Producer:
                 return
             self._closed = True
             self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
+            if self._client is not None:
+                # An enqueue() waiting for metadata fails now, not max_block_ms later.
+                self._client.fail_metadata_waiters(
+                    errors.ProducerClosedError("the producer was closed")
+                )
             if self._sender is None or self._client is None:
                 return
             # Shielded: a close() that is itself cancelled still stops the
@@ -202,6 +243,10 @@ class Producer:
     async def _shutdown(self, timeout: float | None) -> None:
         assert self._sender is not None and self._client is not None
         try:
+            started = time.monotonic()
+            await self._abort_open_transaction(timeout)
+            if timeout is not None:
+                timeout = max(0.0, timeout - (time.monotonic() - started))
             self._acc.closing = True
             self._sender.wakeup()
             done = await self._wait_batches(list(self._acc.incomplete), timeout)
@@ -217,6 +262,22 @@ class Producer:
             # Anything left (a request cancelled by stop) still resolves.
             self._sender.abort(errors.ProducerClosedError("the producer was closed"))
             await self._client.close()
+
+    async def _abort_open_transaction(self, timeout: float | None) -> None:
+        """On close: abort a transaction that was begun and not ended (Java does too).
+
+        A commit under way is left to finish (Java's ``isCompleting``).
+        """
+        txn = self._txn
+        if txn is None or txn.state not in (
+            txn.state.IN_TRANSACTION, txn.state.ABORTABLE_ERROR, txn.state.ABORTING
+        ):
+            return
+        self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
+        try:
+            await asyncio.wait_for(self._abort(), timeout)
+        except (errors.KafkaError, asyncio.TimeoutError) as exc:
+            self._log.warning("aborting the transaction on close failed: %s", exc)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until it is acknowledged or failed.
@@ -277,7 +338,22 @@ class Producer:
         Waits only for metadata and buffer space, together bounded by
         ``max_block_ms`` (then KafkaTimeoutError). Invalid input raises at once
         and buffers nothing.
+
+        Cancellation is atomic: every wait comes before the record is
+        appended, and nothing awaits after it. A cancelled ``enqueue()`` has
+        appended nothing (and holds no buffer memory); one that returned has
+        appended the record, whose future then resolves whatever the caller does.
         """
+        if self._yield_due:
+            # The previous record opened a batch, or YIELD_EVERY_RECORDS were
+            # enqueued since the last yield: let the sender and other tasks
+            # run once, so they keep going while the caller keeps producing (a
+            # loop of enqueue() calls would otherwise never let them run). Done
+            # here, before anything is appended, so that a cancellation never
+            # strands an appended record.
+            self._yield_due = False
+            self._unyielded = 0
+            await asyncio.sleep(0)
         if self._closed:
             raise errors.ProducerClosedError("cannot send: the producer is closed")
         if self._sender is None:
@@ -309,21 +385,32 @@ class Producer:
         size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
             self._check_size(size + RECORD_BATCH_OVERHEAD)
+        reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
 
         client = self._client
-        info = client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+        assert client is not None
+        info = client.snapshot.topics.get(topic)
         deadline = 0.0
-        if info is None or not info.partitions:
+        if (
+            info is None
+            or not info.partitions
+            or (type(partition) is int and partition >= len(info.partitions))
+        ):
+            # Unknown topic, or a partition added since the last refresh: wait
+            # for metadata that has it, up to max_block_ms (as Java does).
             deadline = time.monotonic() + self._max_block
-            await client.partitions_for(topic, self._max_block)  # type: ignore[union-attr]
-            info = client.snapshot.topics[topic]  # type: ignore[union-attr]
+            wanted = partition + 1 if type(partition) is int and partition > 0 else 1
+            await client.partitions_for(topic, self._max_block, wanted)
+            info = client.snapshot.topics.get(topic)
+            if info is None or not info.partitions:
+                raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
         pool = self._pool
-        if pool.available >= size and not pool.exhausted:  # BufferPool.try_reserve, inlined
-            pool.available -= size
-        elif not pool.try_reserve(size):
+        if pool.available >= reserve and not pool.exhausted:  # BufferPool.try_reserve, inlined
+            pool.available -= reserve
+        elif not pool.try_reserve(reserve):
             if not deadline:
                 deadline = time.monotonic() + self._max_block
-            await self._pool.reserve(size, max(0.0, deadline - time.monotonic()))
+            await self._pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
 
         if deadline:  # we waited: the producer or the transaction may have moved on
             try:
@@ -332,66 +419,70 @@ class Producer:
                 if self._txn is not None:
                     self._txn.check_can_send()
             except BaseException:
-                pool.release(size)
+                pool.release(reserve)
                 raise
         fut: asyncio.Future[RecordMetadata] = self._create_future()
         now = time.monotonic()
         sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
         acc = self._acc
         try:
-            if partition is None and key is None and self._custom_partitioner is None:
+            if (
+                partition is None
+                and (key is None or self._ignore_keys)
+                and self._custom_partitioner is None
+            ):
                 sticky = self._sticky
                 chosen = sticky.current.get(topic)
                 if chosen is None or chosen >= len(info.partitions):
                     chosen = sticky.partition(topic, len(info.partitions), info.available)
-                # KIP-480: a record that would open a new batch first moves the
-                # topic to another partition, so batches fill one at a time.
                 batch = acc.append(
-                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now,
-                    topic in sticky.used_topics, sizes,
+                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
-                if batch is None:
-                    chosen = sticky.next_partition(topic, len(info.partitions), info.available)
-                    batch = acc.append(
-                        info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
-                    )
-                sticky.used_topics.add(topic)
+                # KIP-794: move on once batch_size bytes went to this partition
+                # and its batch has no room for another record like this one
+                # (so the switch falls on a batch boundary), or after twice
+                # that regardless. StickyPartitioner.appended, inlined: per record.
+                produced = sticky.produced.get(topic, 0) + size
+                sticky.produced[topic] = produced
+                limit = sticky.batch_size
+                if produced >= limit and batch is not None and (
+                    produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
+                ):
+                    self._next_sticky_partition(topic, info)
             else:
                 chosen = self._choose_partition(topic, partition, key, info)
                 batch = acc.append(
                     info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
         except BaseException:
-            self._pool.release(size)
+            self._pool.release(reserve)
             raise
         assert batch is not None
-        batch.reserved += size
+        batch.reserved += reserve
         if size > batch.max_record_size:
             batch.max_record_size = size
         if self._txn is not None:
             self._txn.add_partition((topic, chosen))
+        self._unyielded += 1
         if len(batch.futures) == 1:
-            # A new batch: the sender starts its linger clock. Yield once so it
-            # can ship full batches while the caller keeps producing; a loop
-            # of enqueue() calls otherwise never lets the sender run.
+            client.touch_topic(topic, now)
+            # A new batch: the sender starts its linger clock.
             self._sender.wakeup()  # type: ignore[union-attr]
-            await asyncio.sleep(0)
+            self._yield_due = True
+        elif self._unyielded >= YIELD_EVERY_RECORDS:
+            self._yield_due = True
         return fut
 
     async def _intercepted_enqueue(
-        self,
-        topic: str,
-        value: Any,
-        *,
-        key: Any = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Headers | None = None,
+        self, topic: str, value: Any, **options: Any
     ) -> asyncio.Future[RecordMetadata]:
-        """``enqueue`` with the configured interceptors around it (see interceptors.py)."""
+        """``enqueue`` with the configured interceptors around it (see interceptors.py).
+
+        ``options`` are enqueue's keywords, which ProducerRecord's fields mirror.
+        """
         chain = self._interceptors
         assert chain is not None
-        record = chain.on_send(ProducerRecord(topic, value, key, partition, timestamp_ms, headers))
+        record = chain.on_send(ProducerRecord(topic, value, **options))
         try:
             fut = await Producer.enqueue(
                 self, record.topic, record.value, key=record.key, partition=record.partition,
@@ -481,16 +572,43 @@ class Producer:
         )
         return await fut
 
+    def _next_sticky_partition(self, topic: str, info: TopicInfo) -> None:
+        """Switch the topic's sticky partition (KIP-794's BuiltInPartitioner.nextPartition)."""
+        available: Sequence[int] = info.available
+        queue_sizes = None
+        cfg = self.config
+        if cfg.partitioner_adaptive_partitioning and len(info.partitions) > 1:
+            if cfg.partitioner_availability_timeout_ms > 0 and available:
+                slow = self._acc.unavailable_nodes(cfg.partitioner_availability_timeout_ms / 1000)
+                if slow:
+                    kept = [p for p in available if info.partitions[p].leader not in slow]
+                    available = kept or available
+            queue_sizes = self._acc.queue_sizes(topic, available or range(len(info.partitions)))
+        self._sticky.next_partition(topic, len(info.partitions), available, queue_sizes)
+
+    def _forget_idle_topics(self, topics: list[str]) -> list[str]:
+        """Drop the state of idle topics (metadata_max_idle_ms) that have no pending record.
+
+        Sequence numbers are kept: the broker remembers them for this
+        producer id, and a partition restarted at 0 would be refused.
+        """
+        dropped = []
+        for topic in topics:
+            if self._acc.forget_topic(topic):
+                self._sticky.forget(topic)
+                dropped.append(topic)
+        return dropped
+
     def _check_size(self, size: int) -> None:
         if size > self.config.max_request_size:
             raise errors.RecordTooLargeError(
                 f"the record is {size} bytes when serialized, larger than "
                 f"max_request_size ({self.config.max_request_size})"
             )
-        if size > self.config.buffer_memory:
+        if size + RECORD_HANDLE_OVERHEAD > self.config.buffer_memory:
             raise errors.RecordTooLargeError(
-                f"the record is {size} bytes when serialized, larger than "
-                f"buffer_memory ({self.config.buffer_memory})"
+                f"the record is {size} bytes when serialized (plus {RECORD_HANDLE_OVERHEAD} "
+                f"of bookkeeping), larger than buffer_memory ({self.config.buffer_memory})"
             )
 
     def _choose_partition(
@@ -504,6 +622,11 @@ class Producer:
                 raise errors.InvalidPartitionError(
                     f"partition {partition} is not in the range [0...{num_partitions}) "
                     f"of topic {topic!r}"
+                    + (
+                        f" (metadata refreshed for up to max_block_ms={self.config.max_block_ms})"
+                        if partition >= num_partitions
+                        else ""
+                    )
                 )
             return partition
         custom = self._custom_partitioner
@@ -561,7 +684,12 @@ class Producer:
 
     async def abort_transaction(self) -> None:
         """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
-        txn = self._transactions()
+        self._transactions()
+        await self._abort()
+
+    async def _abort(self) -> None:
+        txn = self._txn
+        assert txn is not None
         txn.start_abort()
         assert self._sender is not None
         self._sender.abort_queued(

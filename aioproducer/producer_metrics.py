@@ -254,7 +254,8 @@ class ProducerMetrics:
             self._batch_size.record(size, now)
             self._queue_time.record((now - batch.created) * 1000, now)
             self._compression.record(ratio, now)
-            self._record_size.record(batch.reserved, now, count)
+            # Encoded bytes, not batch.reserved: that also counts each record's bookkeeping.
+            self._record_size.record(uncompressed, now, count)
             self._record_size_max.record(batch.max_record_size, now)
             t_records, t_bytes, t_compression, _retries, _errors = self._topic(batch.topic)
             t_records.record(count, now)

@@ -13,13 +13,83 @@ from dataclasses import dataclass
 
 from . import errors
 
-__all__ = ["Action", "Outcome", "RetryConfig", "classify", "retry_backoff"]
+__all__ = [
+    "Action",
+    "Outcome",
+    "RetryConfig",
+    "Written",
+    "classify",
+    "retry_backoff",
+    "written_after",
+]
 
 
 class Action(enum.Enum):
     COMPLETE = "complete"
     RETRY = "retry"
     FAIL = "fail"
+    SPLIT = "split"  # refused as too large: retry its records in smaller batches (KIP-126)
+
+
+class Written(enum.Enum):
+    """What a Produce answer says about whether the leader appended the batch."""
+
+    MAYBE = "maybe"  # the leader may hold it: its sequence may have landed
+    NO = "no"  # refused before the append; an earlier attempt may still have landed
+    REFUSED_SEQUENCE = "refused sequence"  # the broker checked this very stamping: not held
+
+
+# Answers the leader can give *after* appending the batch (Kafka's
+# ReplicaManager.appendRecords, then DelayedProduce for acks=all): the batch may
+# be in the log although the request failed, so its sequence may have landed.
+_MAYBE_WRITTEN: dict[int | None, str] = {
+    errors.RequestTimedOutError.code: "appended; acks=all timed out waiting for the replicas",
+    errors.NetworkExceptionError.code: "the broker may have handled it before the connection broke",
+    errors.NotEnoughReplicasAfterAppendError.code: "appended; the ISR shrank before it was replicated",
+    errors.NotLeaderOrFollowerError.code: (
+        "appended, then leadership moved before acks=all completed (DelayedProduce)"
+    ),
+    errors.KafkaStorageError.code: "the log directory failed, possibly after the append",
+    errors.UnknownServerError.code: "an unexpected failure anywhere in the append path",
+}
+# Answers given by checks made before anything is appended.
+_NOT_WRITTEN: dict[int | None, str] = {
+    errors.NotEnoughReplicasError.code: "min.insync.replicas is checked before the append",
+    errors.CorruptRecordError.code: "validated before the append",
+    errors.RecordTooLargeError.code: "validated before the append",
+    errors.RecordListTooLargeError.code: "validated before the append",
+    errors.InvalidRecordError.code: "validated before the append",
+    errors.InvalidTimestampError.code: "validated before the append",
+    errors.InvalidRequiredAcksError.code: "validated before the append",
+    errors.UnknownTopicOrPartitionError.code: "the replica is looked up before the append",
+    errors.InvalidProducerEpochError.code: "the producer state is checked before the append",
+    errors.TopicAuthorizationFailedError.code: "authorization comes first",
+    errors.ClusterAuthorizationFailedError.code: "authorization comes first",
+    errors.TransactionalIdAuthorizationFailedError.code: "authorization comes first",
+    errors.UnsupportedVersionError.code: "the request was not handled",
+    errors.UnsupportedForMessageFormatError.code: "validated before the append",
+    errors.PolicyViolationError.code: "validated before the append",
+    errors.InvalidTxnStateError.code: "the transaction is checked before the append",
+}
+# The broker compared this batch's sequence with its producer state and
+# refused it: nothing written under this stamping (KIP-360).
+_SEQUENCE_REFUSED = frozenset(
+    {errors.OutOfOrderSequenceNumberError.code, errors.UnknownProducerIdError.code}
+)
+
+
+def written_after(code: int | None) -> Written:
+    """Whether the batch may be in the log after an attempt answered ``code``.
+
+    ``None`` stands for no answer at all (connection lost, request timed out on
+    the client): the broker may have appended it. An unlisted code counts as
+    MAYBE, the safe side: an idempotent producer then never renumbers the batch.
+    """
+    if code in _SEQUENCE_REFUSED:
+        return Written.REFUSED_SEQUENCE
+    if code in _NOT_WRITTEN:
+        return Written.NO
+    return Written.MAYBE
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,16 +131,21 @@ def classify(
     rand: float,
     idempotent: bool = False,
     first_pending: bool = True,
+    splittable: bool = False,
 ) -> Outcome:
     """Decide what to do with a batch after an attempt ended with ``error``.
 
-    ``attempts`` counts the retries already made. A retriable error is retried
+    ``attempts`` counts the retries already made. A batch of several records
+    that the broker refused as too large is ``splittable`` (KIP-126) unless an
+    earlier attempt may have been written. A retriable error is retried
     while retries remain and the retry can start before the batch's delivery
     deadline; otherwise the batch fails with the error itself, so the user sees
     the cause rather than a bare timeout.
     """
     if error is None:
         return Outcome(Action.COMPLETE)
+    if splittable and getattr(error, "code", None) in _TOO_LARGE_CODES:
+        return Outcome(Action.SPLIT, error)
     refresh = bool(getattr(error, "invalid_metadata", False))
     bump = False
     if idempotent:
@@ -100,6 +175,12 @@ def classify(
 # epoch is stale): an idempotent producer recovers with a new epoch (KIP-360).
 _RESET_PRODUCER_CODES = frozenset(
     {errors.UnknownProducerIdError.code, errors.InvalidProducerEpochError.code}
+)
+
+
+# The batch exceeds the broker's max.message.bytes or its segment size.
+_TOO_LARGE_CODES = frozenset(
+    {errors.RecordTooLargeError.code, errors.RecordListTooLargeError.code}
 )
 
 

@@ -8,7 +8,9 @@ It reads top to bottom::
         ask for metadata if some leader is unknown
         drain ready nodes that have a connection and room in flight
         for each node: start one Produce request
-        sleep until woken (new batch, response, flush) or the next deadline
+        sleep until woken (new batch, response, connection attempt ended,
+        metadata refreshed, flush) or the next deadline (linger, retry or
+        reconnect backoff, throttle, expiry); never polls
 
 Each Produce request ends in :meth:`Sender._apply`, the one place where batch
 outcomes take effect: complete the futures, put the batch back at the front of
@@ -36,7 +38,7 @@ from .idempotence import SequenceState
 from .logs import ClientLogger
 from .protocol.compression import Codec
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
-from .retry import Action, RetryConfig, classify
+from .retry import Action, RetryConfig, Written, classify, written_after
 from .transactions import TransactionManager
 
 if TYPE_CHECKING:
@@ -49,17 +51,6 @@ log = logging.getLogger("aioproducer.sender")
 # Compressing a batch at least this large runs in a worker thread: the codecs
 # release the GIL, and the event loop keeps serving other tasks meanwhile.
 OFFLOAD_COMPRESSION_BYTES = 64 * 1024
-# Broker answers after which the batch may be in the log anyway: the leader wrote
-# it but replication timed out, or the broker lost the connection to a follower.
-_MAYBE_WRITTEN_CODES = frozenset(
-    {errors.RequestTimedOutError.code, errors.NetworkExceptionError.code}
-)
-# Sequence errors: the broker compared this batch's sequence with what it holds.
-_NOT_WRITTEN_SEQUENCE_CODES = frozenset(
-    {errors.OutOfOrderSequenceNumberError.code, errors.UnknownProducerIdError.code}
-)
-# Poll interval while a ready node waits for its connection or in-flight room.
-_BLOCKED_POLL = 0.005
 
 
 class Sender:
@@ -92,6 +83,10 @@ class Sender:
         self._wakeup = asyncio.Event()
         self._running = True
         self._task: asyncio.Task[None] | None = None
+        #: Loop passes so far: the loop runs on events and deadlines, not on a timer.
+        self.passes = 0
+        # A connection attempt that ends or a metadata refresh may make a node ready.
+        client.add_listener(self.wakeup)
         self._rand = random.Random()
         # Idempotence (KIP-98): producer id, epoch and sequences; None when off.
         self._seq = seq
@@ -99,8 +94,6 @@ class Sender:
         # first batch, and a failure makes the transaction abortable instead of
         # bumping the epoch.
         self._txn = txn
-        if txn is not None:
-            txn._wakeup = self.wakeup
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_error: BaseException | None = None
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
@@ -130,6 +123,7 @@ class Sender:
 
     async def _run(self) -> None:
         while self._running:
+            self.passes += 1
             try:
                 delay = self._run_once(time.monotonic())
             except Exception:
@@ -167,16 +161,11 @@ class Sender:
             self._client.request_update()
         delay = ready.next_check
         seq = self._seq
-        if seq is not None and not seq.ready:
-            # No producer id yet, or a new epoch is due: send nothing until the
-            # requests out have finished and InitProducerId has answered.
-            if (
-                self._txn is None
-                and all(t.done() for t in self._requests)
-                and (self._pid_task is None or self._pid_task.done())
-            ):
+        if seq is not None:
+            if not seq.ready:
+                ready.nodes.clear()  # no producer id yet: nothing can be stamped
+            if self._txn is None and self._producer_id_due(seq):
                 self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
-            ready.nodes.clear()
         conns: dict[int, BrokerConnection] = {}
         for node in list(ready.nodes):
             conn = self._client.ready_connection(node)
@@ -188,9 +177,13 @@ class Sender:
                 for batch in self._acc.take_partitions(ready.partitions.get(node, ())):
                     self._finish(batch, refused)
                 continue
-            if conn is None or self._node_requests.get(node, 0) >= self._max_in_flight:
+            if conn is None:
+                # Woken when the connection attempt ends; else at the end of
+                # a reconnect backoff or a throttle (KIP-219).
                 ready.nodes.discard(node)
-                delay = min(delay, _BLOCKED_POLL)
+                delay = min(delay, self._client.not_ready_until(node) - now)
+            elif self._node_requests.get(node, 0) >= self._max_in_flight:
+                ready.nodes.discard(node)  # a request that ends wakes the loop
             else:
                 conns[node] = conn
         if conns:
@@ -200,11 +193,14 @@ class Sender:
                 # partition: hold it back until that partition has nothing in flight.
                 retried = self._acc.retried_heads()
                 muted.update(tp for tp in retried if self._in_flight_by_tp.get(tp))
-                if seq.stale:
-                    # Batches sent before an epoch bump are still pending there,
-                    # under the old epoch: new batches (which would start the new
-                    # epoch at sequence 0) wait until those are done.
-                    muted.update(seq.stale.difference(retried))
+                # New batches wait where the sequence state is unresolved or
+                # older-id batches are pending; retries there keep their stamps.
+                held = seq.held()
+                if held:
+                    muted.update(held.difference(retried))
+                # A partition due for a new id sends nothing until it arrives;
+                # every other partition keeps going (KIP-360).
+                muted.update(seq.waiting_for_id())
             if self._txn is not None:
                 muted.update(
                     tp
@@ -215,8 +211,6 @@ class Sender:
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
-        if ready.unknown_leader_topics:
-            delay = min(delay, self._config.retry_backoff_ms / 1000)
         deadlines = [self._acc.next_expiry()]
         deadlines.extend(b.deadline for b in self._in_flight)
         return max(0.0, min(delay, min(deadlines) - now, 1.0))
@@ -378,9 +372,10 @@ class Sender:
                 error = errors.error_for_code(part.error_code)(
                     f"{batch.topic}-{batch.partition}: {detail.strip()}".rstrip(": ")
                 )
-                if part.error_code in _MAYBE_WRITTEN_CODES:
+                written = written_after(part.error_code)
+                if written is Written.MAYBE:
                     batch.maybe_written = True
-                elif part.error_code in _NOT_WRITTEN_SEQUENCE_CODES:
+                elif written is Written.REFUSED_SEQUENCE:
                     # The broker checked this very sequence against its state and
                     # refused it: this stamping holds nothing written (KIP-360).
                     batch.maybe_written = False
@@ -422,7 +417,12 @@ class Sender:
             rand=self._rand.random(),
             idempotent=seq is not None,
             first_pending=seq is None or seq.is_first_pending(batch),
+            # A batch holding bulk records (spans, no per-record futures) fails whole.
+            splittable=batch.record_count > 1 and not batch.maybe_written and not batch.spans,
         )
+        if outcome.action is Action.SPLIT:
+            self._split(batch, now)
+            return
         if outcome.refresh_metadata:
             self._client.request_update()
         if outcome.bump_epoch and self._txn is not None:
@@ -446,32 +446,75 @@ class Sender:
         else:
             self._finish(batch, outcome.error)
 
+    def _split(self, batch: ProducerBatch, now: float) -> None:
+        """Retry the records of a batch refused as too large in smaller batches (KIP-126)."""
+        parts = self._acc.split(batch)
+        self._log.info(
+            "%s-%s: a batch of %d records was too large for the broker; retrying it as %d batches",
+            batch.topic, batch.partition, batch.record_count, len(parts),
+            extra={"partition": f"{batch.topic}-{batch.partition}"},
+        )
+        if self._seq is not None and batch.base_sequence >= 0:
+            self._seq.split(batch, parts)
+        self._acc.reenqueue_split(parts, now)
+
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
+        seq = self._seq if batch.base_sequence >= 0 else None
         if error is not None and not batch.decided:
             if self._txn is not None:
                 self._txn.batch_failed(error)
-            if self._seq is not None and batch.base_sequence >= 0:
-                # Its sequence numbers will never be acknowledged: the next batch
-                # of the partition would leave a gap, and the batch may even have
-                # been written. Continue on a new epoch (KIP-360); a transactional
-                # producer renumbers when the transaction is aborted.
-                reason = f"{batch.topic}-{batch.partition} failed after it was sent: {error}"
+            if seq is not None:
                 if self._txn is not None:
+                    # Its sequences will never be acknowledged: a transactional
+                    # producer renumbers on a new epoch when the user aborts.
                     self._txn.epoch_bump_needed = True
                 else:
-                    self._seq.request_bump(reason, (batch.topic, batch.partition))
+                    # Still in flight (expired), or answered in a way that leaves
+                    # the append possible: the broker may hold its sequences.
+                    seq.failed(batch, may_have_landed=batch.maybe_written or batch.in_flight)
             batch.fail(error)
             if self._metrics is not None:
                 self._metrics.failed(batch.topic, batch.record_count, time.monotonic())
+        elif error is None and seq is not None:
+            seq.acknowledged(batch)
+        if seq is not None:
+            seq.finished(batch)  # whatever path got here, the batch is no longer pending
         self._in_flight.discard(batch)
         self._acc.finished(batch)
-        if self._seq is not None:
-            self._seq.finished(batch)
         if batch.reserved:
             self._pool.release(batch.reserved)
             batch.reserved = 0
 
     # -- producer id ---------------------------------------------------------
+
+    def _producer_id_due(self, seq: SequenceState) -> bool:
+        """Whether to ask for a producer id now: at start, or for a bump (KIP-360).
+
+        A bump waits only until the partitions due for the new id have nothing
+        in flight (their batches are renumbered, and a sequence the broker may
+        be handling must not be reused); requests elsewhere, even ones stuck on
+        an unresponsive broker, do not hold it up.
+        """
+        if self._pid_task is not None and not self._pid_task.done():
+            return False
+        if not seq.ready:
+            return True
+        return seq.bump_needed and not any(
+            self._in_flight_by_tp.get(tp) for tp in seq.waiting_for_id()
+        )
+
+    def _producer_id_node(self) -> int:
+        """The broker to ask: the least loaded one this sender talks to (a stalled
+        broker holds its requests), else any known one (Java's leastLoadedNode)."""
+        best: int | None = None
+        load = 0
+        for node in self._write_locks:  # brokers this sender has produced to
+            if node not in self._client.snapshot.brokers:
+                continue
+            conn = self._client.ready_connection(node)
+            if conn is not None and (best is None or conn.in_flight < load):
+                best, load = node, conn.in_flight
+        return self._client.any_node() if best is None or load else best
 
     async def _init_producer_id(self) -> None:
         """Get a producer id: at start, and as the way out of a broken sequence state.
@@ -487,7 +530,7 @@ class Sender:
         assert seq is not None
         timeout = self._config.request_timeout_ms / 1000
         try:
-            node = self._client.any_node()
+            node = self._producer_id_node()
             conn = await self._client.connection(node, timeout)
             body: dict[str, Any] = {
                 "transactional_id": None,

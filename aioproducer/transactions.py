@@ -25,7 +25,7 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import errors
@@ -82,7 +82,10 @@ class TransactionManager:
         transaction_timeout_ms: int,
         max_block_ms: int,
         retry_backoff_ms: int,
+        on_partitions_added: Callable[[], None] | None = None,
     ) -> None:
+        """``on_partitions_added`` is called when AddPartitionsToTxn has answered
+        (the sender waits for it before draining those partitions)."""
         self._client = client
         # The unit tests drive the state machine with no client at all.
         self._log = ClientLogger(log, getattr(client, "client_id", None) or "aioproducer")
@@ -100,7 +103,7 @@ class TransactionManager:
         self._offsets_added = False
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
-        self._wakeup: Any = None  # set by the sender: called when partitions are added
+        self._on_partitions_added = on_partitions_added
 
     def __repr__(self) -> str:
         return f"<TransactionManager {self.transactional_id!r} {self.state.value} partitions={len(self._added)}>"
@@ -318,8 +321,8 @@ class TransactionManager:
             self._log.warning("adding partitions to the transaction failed: %s", exc)
             self.batch_failed(exc)
         finally:
-            if self._wakeup is not None:
-                self._wakeup()
+            if self._on_partitions_added is not None:
+                self._on_partitions_added()
 
     # -- coordinator plumbing -------------------------------------------------
 

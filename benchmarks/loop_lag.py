@@ -1,6 +1,7 @@
 """Event-loop lag while large batches are compressed, with and without offloading.
 
     python -m benchmarks.loop_lag [--bootstrap host:port] [--codec gzip] [--batch-size 1048576]
+                                  [--path enqueue|bulk]
 
 A ticker task asks to wake every millisecond and records how late it wakes;
 meanwhile the producer sends compressible records in large batches. The sender
@@ -23,7 +24,9 @@ from aioproducer import sender as sender_module
 from aioproducer.testing.local_broker import bootstrap_or_local
 
 
-async def measure(bootstrap: str, codec: str, batch_size: int, records: int, threshold: int) -> list[float]:
+async def measure(
+    bootstrap: str, codec: str, batch_size: int, records: int, threshold: int, path: str = "enqueue"
+) -> list[float]:
     sender_module.OFFLOAD_COMPRESSION_BYTES = threshold
     lags: list[float] = []
     stop = asyncio.Event()
@@ -44,8 +47,12 @@ async def measure(bootstrap: str, codec: str, batch_size: int, records: int, thr
         tick = asyncio.create_task(ticker())
         # One task producing at full speed: it never yields on its own, so the
         # lag shows how often the producer itself gives the loop back.
-        for i in range(records):
-            await producer.enqueue("loop-lag", values[i % 1000])
+        if path == "bulk":
+            for _ in range(records // 10_000):
+                await producer.enqueue_many("loop-lag", values * 10)
+        else:
+            for i in range(records):
+                await producer.enqueue("loop-lag", values[i % 1000])
         await producer.flush()
         stop.set()
         await tick
@@ -64,12 +71,15 @@ def main() -> None:
     parser.add_argument("--codec", default="gzip", choices=["gzip", "zstd", "lz4", "snappy"])
     parser.add_argument("--batch-size", type=int, default=1 << 20)
     parser.add_argument("--records", type=int, default=60_000)
+    parser.add_argument("--path", choices=["enqueue", "bulk"], default="enqueue")
     args = parser.parse_args()
     default = sender_module.OFFLOAD_COMPRESSION_BYTES
     with bootstrap_or_local(args.bootstrap) as bootstrap:
         for name, threshold in (("offloaded", default), ("inline", 1 << 62)):
-            lags = asyncio.run(measure(bootstrap, args.codec, args.batch_size, args.records, threshold))
-            print(f"{args.codec:6s} batch {args.batch_size:>8d} B  {name:9s}  {summary(lags)}")
+            lags = asyncio.run(
+                measure(bootstrap, args.codec, args.batch_size, args.records, threshold, args.path)
+            )
+            print(f"{args.path:7s} {args.codec:6s} batch {args.batch_size:>8d} B  {name:9s}  {summary(lags)}")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ APIs are in ``txn_messages.py``; ``apis.py`` registers every API by key.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .schema import BOOL, INT16, INT32, INT64, RECORDS, STRING, UUID, Array, Field, Struct
 

@@ -256,6 +256,90 @@ class RecordBatchBuilder:
         self.record_count = count + 1
         return count
 
+    def append_run(
+        self,
+        timestamp_ms: int,
+        values: Sequence[bytes | bytearray | memoryview | None],
+        start: int,
+        stop: int,
+        keys: Sequence[bytes | bytearray | memoryview | None] | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        order: Sequence[int] | None = None,
+    ) -> int:
+        """Encode ``values[start:stop]`` (with ``keys`` if given) as far as they fit.
+
+        With ``order``, the records are ``values[order[start]]``,
+        ``values[order[start + 1]]`` ... instead. Every record gets
+        ``timestamp_ms`` and ``headers``. Returns how many records were
+        appended; the batch is full when that is short of ``stop - start``.
+        One loop and one buffer extend for the whole run: the bulk path's encoder.
+        """
+        if self._sealed:
+            raise RuntimeError("cannot append to a record batch after build()")
+        count = self.record_count
+        if not count:
+            self.base_timestamp = self.max_timestamp = timestamp_ms
+        elif timestamp_ms > self.max_timestamp:
+            self.max_timestamp = timestamp_ms
+        ts = _varint_bytes(timestamp_ms - self.base_timestamp)
+        hdr = _headers_bytes(headers) if headers else _ZERO
+        fixed = _ZERO + ts  # attributes byte and timestamp delta
+        base_size = 1 + len(ts) + len(hdr)
+        table = _UVARINT
+        room = self.batch_size - RECORD_BATCH_OVERHEAD - len(self._buf)
+        parts: list[bytes | bytearray | memoryview] = []
+        extend = parts.extend
+        first = count
+        indices = range(start, stop) if order is None else order[start:stop]
+        if keys is None:
+            # Unkeyed: everything but the offset delta and the value is constant;
+            # the value's length prefix is recomputed only when the length changes.
+            head = fixed  # attributes, timestamp delta
+            tail = _NULL  # null key, then the value's length
+            last_len = -2
+            vsize = 0
+            vpre = _NULL
+            for i in indices:
+                value = values[i]
+                vlen = -1 if value is None else len(value)
+                if vlen != last_len:
+                    last_len = vlen
+                    if vlen < 0:
+                        vpre, vsize = _NULL, 1
+                    else:
+                        vpre = table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
+                        vsize = len(vpre) + vlen
+                    tail = _NULL + vpre
+                off = table[count << 1] if count < 8192 else _uvarint(count << 1)
+                size = base_size + len(off) + 1 + vsize
+                lpre = table[size << 1] if size < 8192 else _uvarint(size << 1)
+                size += len(lpre)
+                if size > room and count:
+                    break
+                room -= size
+                extend((lpre, head, off, tail, value or b"", hdr))
+                count += 1
+        else:
+            for i in indices:
+                value = values[i]
+                key = keys[i]
+                klen = 0 if key is None else len(key)
+                kpre = _NULL if key is None else table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
+                off = table[count << 1] if count < 8192 else _uvarint(count << 1)
+                vlen = 0 if value is None else len(value)
+                vpre = _NULL if value is None else table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
+                size = base_size + len(off) + len(kpre) + klen + len(vpre) + vlen
+                lpre = table[size << 1] if size < 8192 else _uvarint(size << 1)
+                size += len(lpre)
+                if size > room and count:
+                    break
+                room -= size
+                extend((lpre, fixed, off, kpre, key or b"", vpre, value or b"", hdr))
+                count += 1
+        self._buf += b"".join(parts)
+        self.record_count = count
+        return count - first
+
     def has_room_for(
         self,
         key_len: int | None,

@@ -5,9 +5,11 @@ The contract is Spark's Kafka sink's: ``value`` (string or binary, required),
 ``headers`` (array<struct<key: string, value: binary>>) and ``timestamp``
 (timestamp). Other columns are ignored. :func:`plan_columns` checks a schema on
 the driver; :func:`arrow_chunks` and :func:`row_chunks` turn a task's input
-into chunks of ``(topic, value, key, partition, timestamp_ms, headers)`` tuples
-ready for ``Producer.enqueue``. Schema mistakes raise :class:`SinkSchemaError`
-on the driver; rows the sink cannot write raise :class:`SinkWriteError` in the task.
+into chunks of per-topic columns ready for ``Producer.enqueue_many``: Arrow
+value and key arrays are handed over as they are (the producer reads their
+buffers in place), never turned into a Python object per row. Schema mistakes
+raise :class:`SinkSchemaError` on the driver; rows the sink cannot write raise
+:class:`SinkWriteError` in the task.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
 
 __all__ = [
+    "CHUNK_ROWS",
     "Chunk",
     "ColumnPlan",
     "SinkSchemaError",
     "SinkWriteError",
+    "TopicColumns",
     "arrow_chunks",
     "plan_columns",
     "row_chunks",
@@ -47,9 +51,10 @@ __all__ = [
 # (topic, value, key, partition, timestamp_ms, headers)
 Record = tuple[str, bytes | None, bytes | None, int | None, int | None, list | None]
 
-# Rows converted per chunk: large enough to amortise the hand-over to the event
-# loop, small enough that a chunk of big values stays a small multiple of them.
-CHUNK_ROWS = 2048
+# Rows per chunk: large enough to amortise the hand-over to the event loop and
+# the per-call costs of enqueue_many, small enough that a chunk of big values
+# stays a small multiple of them.
+CHUNK_ROWS = 8192
 
 _HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
@@ -79,12 +84,57 @@ class ColumnPlan:
 
 
 @dataclass
-class Chunk:
-    """Records ready to enqueue plus what they add to the task's counters."""
+class TopicColumns:
+    """One topic's rows of a chunk, column by column, as ``enqueue_many`` takes them.
 
-    records: list[Record]
+    ``values`` and ``keys`` are Arrow arrays (Arrow input) or lists of bytes;
+    the other columns are None when the DataFrame does not have them.
+    """
+
+    topic: str
+    values: Any
+    keys: Any = None
+    partitions: list[int | None] | None = None
+    timestamps: list[int | None] | None = None
+    headers: list[list[tuple[str, bytes | None]] | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def records(self) -> list[Record]:
+        """The rows as ``(topic, value, key, partition, timestamp_ms, headers)`` (tests, logs)."""
+        n = len(self)
+        none = [None] * n
+        return list(zip(
+            [self.topic] * n,
+            _plain(self.values),
+            none if self.keys is None else _plain(self.keys),
+            self.partitions or none,
+            self.timestamps or none,
+            self.headers or none,
+        ))
+
+
+def _plain(column: Any) -> list[bytes | None]:
+    if isinstance(column, list):
+        return [None if v is None else bytes(v) for v in column]
+    return [v.encode() if isinstance(v, str) else v for v in column.to_pylist()]
+
+
+@dataclass
+class Chunk:
+    """Rows ready to produce, per topic, plus what they add to the task's counters."""
+
+    parts: list[TopicColumns]
     nbytes: int
     topics: Counter[str]
+
+    @property
+    def rows(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    def records(self) -> list[Record]:
+        return [record for part in self.parts for record in part.records()]
 
 
 def _headers_ok(dt: DataType) -> bool:
@@ -160,17 +210,6 @@ def _null_topic_error(row_number: int) -> SinkWriteError:
 # -- Arrow input (the fast path) -----------------------------------------------------
 
 
-def _bytes_column(column: pa.Array) -> list[bytes | None]:
-    import pyarrow as pa
-
-    # Strings go out as their UTF-8 bytes: a cast to binary reuses the buffers.
-    if pa.types.is_string(column.type):
-        column = column.cast(pa.binary())
-    elif pa.types.is_large_string(column.type):
-        column = column.cast(pa.large_binary())
-    return column.to_pylist()
-
-
 def _byte_count(column: pa.Array) -> int:
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
@@ -201,50 +240,62 @@ def _headers_column(column: pa.Array) -> list[list[tuple[str, bytes | None]] | N
     ]
 
 
+def _split_by_topic(
+    columns: TopicColumns, topic_col: pa.Array, first_row: int
+) -> list[TopicColumns]:
+    """Rows of each topic of a chunk, in row order within a topic."""
+    import pyarrow.compute as pc
+
+    if topic_col.null_count:
+        first_null = topic_col.is_null().to_pylist().index(True)
+        raise _null_topic_error(first_row + first_null + 1)
+    topics = pc.unique(topic_col).to_pylist()
+    if len(topics) == 1:
+        columns.topic = topics[0]
+        return [columns]
+    out = []
+    for topic in topics:
+        rows = pc.indices_nonzero(pc.equal(topic_col, topic))
+        picked = rows.to_pylist()
+        out.append(TopicColumns(
+            topic,
+            columns.values.take(rows),
+            None if columns.keys is None else columns.keys.take(rows),
+            *(
+                None if column is None else [column[i] for i in picked]
+                for column in (columns.partitions, columns.timestamps, columns.headers)
+            ),
+        ))
+    return out
+
+
 def arrow_chunks(batches: Iterable[pa.RecordBatch], plan: ColumnPlan) -> Iterator[Chunk]:
-    """Slice Arrow record batches into chunks of records, column by column."""
+    """Slice Arrow record batches into chunks of per-topic columns."""
     seen = 0
     for batch in batches:
         for offset in range(0, batch.num_rows, CHUNK_ROWS):
             part = batch.slice(offset, CHUNK_ROWS)  # zero-copy
-            n = part.num_rows
             value_col = part.column(plan.value)
-            values = _bytes_column(value_col)
             nbytes = _byte_count(value_col)
+            key_col = None
             if plan.key is not None:
-                keys: Iterable[Any] = _bytes_column(part.column(plan.key))
-                nbytes += _byte_count(part.column(plan.key))
-            else:
-                keys = itertools.repeat(None, n)
+                key_col = part.column(plan.key)
+                nbytes += _byte_count(key_col)
+            columns = TopicColumns(
+                plan.fixed_topic or "",
+                value_col,
+                key_col,
+                part.column(plan.partition).to_pylist() if plan.partition is not None else None,
+                _millis_column(part.column(plan.timestamp)) if plan.timestamp is not None else None,
+                _headers_column(part.column(plan.headers)) if plan.headers is not None else None,
+            )
             if plan.fixed_topic is not None:
-                topics: Iterable[Any] = itertools.repeat(plan.fixed_topic, n)
-                counts = Counter({plan.fixed_topic: n})
+                parts = [columns]
             else:
                 assert plan.topic is not None
-                topic_col = part.column(plan.topic)
-                if topic_col.null_count:
-                    first_null = topic_col.is_null().to_pylist().index(True)
-                    raise _null_topic_error(seen + first_null + 1)
-                topics = topic_col.to_pylist()
-                counts = Counter(topics)
-            partitions = (
-                part.column(plan.partition).to_pylist()
-                if plan.partition is not None
-                else itertools.repeat(None, n)
-            )
-            stamps = (
-                _millis_column(part.column(plan.timestamp))
-                if plan.timestamp is not None
-                else itertools.repeat(None, n)
-            )
-            headers = (
-                _headers_column(part.column(plan.headers))
-                if plan.headers is not None
-                else itertools.repeat(None, n)
-            )
-            records = list(zip(topics, values, keys, partitions, stamps, headers))
-            seen += n
-            yield Chunk(records, nbytes, counts)
+                parts = _split_by_topic(columns, part.column(plan.topic), seen)
+            seen += part.num_rows
+            yield Chunk(parts, nbytes, Counter({p.topic: len(p) for p in parts}))
 
 
 # -- Row input (streaming on Spark 4.0, which has no Arrow stream writer) -------------
@@ -267,16 +318,15 @@ def _to_millis(value: datetime | None) -> int | None:
 
 
 def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
-    """Group Spark Rows into chunks of records."""
+    """Group Spark Rows into chunks of per-topic columns."""
     seen = 0
     it = iter(rows)
     while True:
         block = list(itertools.islice(it, CHUNK_ROWS))
         if not block:
             return
-        records: list[Record] = []
+        parts: dict[str, TopicColumns] = {}
         nbytes = 0
-        counts: Counter[str] = Counter()
         for row in block:
             seen += 1
             value = _to_bytes(row[plan.value])
@@ -287,20 +337,28 @@ def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
                 topic = row[plan.topic]  # type: ignore[index]
                 if topic is None:
                     raise _null_topic_error(seen)
-            raw_headers = row[plan.headers] if plan.headers is not None else None
-            headers = (
-                None
-                if raw_headers is None
-                else [(h["key"], _to_bytes(h["value"])) for h in raw_headers]
-            )
-            records.append((
-                topic,
-                value,
-                key,
-                row[plan.partition] if plan.partition is not None else None,
-                _to_millis(row[plan.timestamp]) if plan.timestamp is not None else None,
-                headers,
-            ))
+            columns = parts.get(topic)
+            if columns is None:
+                columns = parts[topic] = TopicColumns(
+                    topic, [],
+                    [] if plan.key is not None else None,
+                    [] if plan.partition is not None else None,
+                    [] if plan.timestamp is not None else None,
+                    [] if plan.headers is not None else None,
+                )
+            columns.values.append(value)
+            if columns.keys is not None:
+                columns.keys.append(key)
+            if columns.partitions is not None:
+                columns.partitions.append(row[plan.partition])  # type: ignore[index]
+            if columns.timestamps is not None:
+                columns.timestamps.append(_to_millis(row[plan.timestamp]))  # type: ignore[index]
+            if columns.headers is not None:
+                raw_headers = row[plan.headers]  # type: ignore[index]
+                columns.headers.append(
+                    None
+                    if raw_headers is None
+                    else [(h["key"], _to_bytes(h["value"])) for h in raw_headers]
+                )
             nbytes += (0 if value is None else len(value)) + (0 if key is None else len(key))
-            counts[topic] += 1
-        yield Chunk(records, nbytes, counts)
+        yield Chunk(list(parts.values()), nbytes, Counter({t: len(c) for t, c in parts.items()}))

@@ -14,148 +14,20 @@ plans the query, on the driver, with the DataFrame's schema. Options and
 columns are checked there, so a mistake fails ``save()`` / ``start()`` before
 any task runs; the returned writer is pickled and shipped to the tasks.
 
-The option names mirror Spark's own Kafka sink: ``kafka.bootstrap.servers``
-(required), ``topic`` and any ``kafka.<Java producer property>``, plus the
-opt-in ``transactional`` mode.
+The options are described and checked in :mod:`aioproducer.spark.options`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
 from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourceWriter
 from pyspark.sql.types import StructType
 
-from ..config import config_from_properties
 from ..errors import ConfigurationError
-from ..security_properties import redact_properties
-from ..validation import check_topic
 from .columns import ColumnPlan, plan_columns
+from .options import SinkOptions, parse_options
 from .writer import KafkaBatchWriter, stream_writer_class
 
 __all__ = ["AioproducerDataSource", "SinkOptions", "parse_options"]
-
-KAFKA_PREFIX = "kafka."
-
-# Producer properties the sink owns: records are already bytes, partitions come
-# from the ``partition`` column and transactional ids from the prefix option.
-_RESERVED = {
-    "key.serializer": "keys are written as the bytes of the 'key' column",
-    "value.serializer": "values are written as the bytes of the 'value' column",
-    "partitioner.class": "use the 'partition' column to choose partitions",
-    "transactional.id": (
-        "set option('transactional', 'true') and option('transactional.id.prefix', ...) "
-        "instead; each task derives its own id from the prefix"
-    ),
-}
-
-# Options Spark itself passes to every data source (or that belong to the
-# streaming engine); they are not ours to reject.
-_SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
-
-
-@dataclass(frozen=True)
-class SinkOptions:
-    """The sink's options after checking; picklable, shipped to every task."""
-
-    producer_properties: dict[str, str]
-    topic: str | None = None
-    transactional: bool = False
-    transactional_id_prefix: str | None = None
-    # Extra Spark-side options we accepted but do not interpret (for messages).
-    ignored: tuple[str, ...] = field(default=())
-
-    def __repr__(self) -> str:
-        # Security properties (kafka.sasl.jaas.config, kafka.ssl.key.password...)
-        # pass through to the producer; their values stay out of logs.
-        return (
-            f"SinkOptions(producer_properties={redact_properties(self.producer_properties)!r}, "
-            f"topic={self.topic!r}, transactional={self.transactional!r}, "
-            f"transactional_id_prefix={self.transactional_id_prefix!r}, ignored={self.ignored!r})"
-        )
-
-    def task_properties(self, partition_id: int) -> dict[str, str]:
-        """Producer properties for one task: a client id and, if transactional, its id."""
-        props = dict(self.producer_properties)
-        props.setdefault("client.id", f"aioproducer-spark-{partition_id}")
-        if self.transactional:
-            props["transactional.id"] = self.transactional_id(partition_id)
-        return props
-
-    def transactional_id(self, partition_id: int) -> str:
-        # Stable across task attempts: the retry's init_transactions() fences the
-        # failed attempt and aborts whatever it left open.
-        return f"{self.transactional_id_prefix}-{partition_id}"
-
-
-def _parse_bool(name: str, value: str) -> bool:
-    text = value.strip().lower()
-    if text in ("true", "false"):
-        return text == "true"
-    raise ConfigurationError(f"option {name!r} must be true or false, got {value!r}")
-
-
-def parse_options(options: Mapping[str, Any]) -> SinkOptions:
-    """Check the data source options; raise ConfigurationError naming the bad one.
-
-    Spark hands options over case-insensitively with lower-cased names, which
-    matches Java producer properties (all lower case) exactly.
-    """
-    props: dict[str, str] = {}
-    topic: str | None = None
-    transactional = False
-    prefix: str | None = None
-    ignored: list[str] = []
-    for raw_name, raw_value in options.items():
-        name = str(raw_name).strip().lower()
-        value = "" if raw_value is None else str(raw_value)
-        if name.startswith(KAFKA_PREFIX):
-            prop = name[len(KAFKA_PREFIX):]
-            if prop in _RESERVED:
-                raise ConfigurationError(f"option 'kafka.{prop}' is not supported: {_RESERVED[prop]}")
-            props[prop] = value
-        elif name == "topic":
-            topic = value.strip()
-            check_topic(topic)
-        elif name == "transactional":
-            transactional = _parse_bool(name, value)
-        elif name == "transactional.id.prefix":
-            prefix = value.strip() or None
-        elif name in _SPARK_OPTIONS:
-            ignored.append(name)
-        else:
-            raise ConfigurationError(
-                f"unknown option {raw_name!r} for the aioproducer sink; producer properties "
-                f"take the 'kafka.' prefix (e.g. 'kafka.linger.ms'), other options are "
-                f"'topic', 'transactional' and 'transactional.id.prefix'"
-            )
-    if not props.get("bootstrap.servers", "").strip():
-        raise ConfigurationError(
-            "option 'kafka.bootstrap.servers' is required (e.g. 'host1:9092,host2:9092')"
-        )
-    if transactional and prefix is None:
-        raise ConfigurationError(
-            "option('transactional', 'true') needs option('transactional.id.prefix', ...): "
-            "a name that stays the same when the job is retried or restarted, so a new task "
-            "attempt fences the one it replaces"
-        )
-    if prefix is not None and not transactional:
-        raise ConfigurationError(
-            "option 'transactional.id.prefix' is only used with option('transactional', 'true')"
-        )
-    opts = SinkOptions(
-        producer_properties=props,
-        topic=topic,
-        transactional=transactional,
-        transactional_id_prefix=prefix,
-        ignored=tuple(ignored),
-    )
-    # Build one configuration now: an unknown or inconsistent property fails the
-    # query at analysis time instead of failing every task.
-    config_from_properties(opts.task_properties(0))
-    return opts
 
 
 class AioproducerDataSource(DataSource):

@@ -1,8 +1,9 @@
 """Write tasks of the Spark sink: one producer per task, on the task's own event loop.
 
 Each Spark task runs :func:`write_partition`: ``asyncio.run`` starts a producer,
-feeds it the task's rows through ``enqueue`` (whose buffer-memory backpressure
-bounds what is held in memory), flushes and reports a
+feeds it the task's rows a chunk at a time through the bulk path
+(``enqueue_many``, straight from the Arrow arrays; its buffer-memory
+backpressure bounds what is held in memory), flushes and reports a
 :class:`KafkaCommitMessage`. The first failed delivery fails the task with that
 error's message. In transactional mode the task's records form one Kafka
 transaction whose id is stable across attempts, so a retried attempt fences the
@@ -22,7 +23,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
@@ -32,11 +33,10 @@ from pyspark.sql.datasource import (
 )
 
 from .. import errors
+from ..bulk_result import BulkSendError
 from ..producer import Producer
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
-
-if TYPE_CHECKING:  # the data source module imports this one
-    from .datasource import SinkOptions
+from .options import SinkOptions
 
 try:  # Spark 4.1+: Arrow batches for streaming writes too.
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
@@ -80,46 +80,37 @@ def _task_identity() -> tuple[int, int]:
 
 
 class _Outstanding:
-    """Record futures not yet checked, in enqueue order, one list per chunk.
+    """The futures of the bulk calls not yet checked, in call order."""
 
-    Polling them once per chunk is several times cheaper than a done-callback
-    per record (each of which costs the event loop a scheduled call).
-    """
-
-    __slots__ = ("_chunks", "_pos")
+    __slots__ = ("_futures",)
 
     def __init__(self) -> None:
-        self._chunks: deque[list[asyncio.Future[Any]]] = deque()
-        self._pos = 0
+        self._futures: deque[asyncio.Future[Any]] = deque()
 
-    def add(self, futures: list[asyncio.Future[Any]]) -> None:
-        self._chunks.append(futures)
+    def add(self, future: asyncio.Future[Any]) -> None:
+        self._futures.append(future)
 
     def first_error(self) -> BaseException | None:
-        """Check the futures resolved so far; return the first failure, if any."""
-        chunks = self._chunks
-        while chunks:
-            futures = chunks[0]
-            for i in range(self._pos, len(futures)):
-                fut = futures[i]
-                if not fut.done():
-                    self._pos = i
-                    return None
-                if not fut.cancelled():
-                    exc = fut.exception()
-                    if exc is not None:
-                        return exc
-            chunks.popleft()
-            self._pos = 0
+        """Check the calls resolved so far; return the first failed record's error, if any."""
+        futures = self._futures
+        while futures and futures[0].done():
+            fut = futures.popleft()
+            if fut.cancelled():
+                continue
+            exc = fut.exception()
+            if isinstance(exc, BulkSendError):
+                failure = next(iter(exc.result.errors.values()))
+                return failure.error
+            if exc is not None:
+                return exc
         return None
 
     def discard(self) -> None:
         """Mark every failure as seen, so asyncio does not log each one at exit."""
-        for futures in self._chunks:
-            for fut in futures:
-                if fut.done() and not fut.cancelled():
-                    fut.exception()
-        self._chunks.clear()
+        for fut in self._futures:
+            if fut.done() and not fut.cancelled():
+                fut.exception()
+        self._futures.clear()
 
 
 async def _produce(
@@ -147,7 +138,6 @@ async def _produce(
             await producer.init_transactions()
             await producer.begin_transaction()
             in_transaction = True
-        enqueue = producer.enqueue
         pending = loop.run_in_executor(pool, next, chunks, None)
         while True:
             chunk = await pending
@@ -155,18 +145,15 @@ async def _produce(
             if chunk is None:
                 break
             pending = loop.run_in_executor(pool, next, chunks, None)
-            futures: list[asyncio.Future[Any]] = []
-            outstanding.add(futures)  # before enqueueing: a failure below still sees them
-            append = futures.append
-            for topic, value, key, partition, timestamp_ms, headers in chunk.records:
-                append(await enqueue(
-                    topic, value, key=key, partition=partition,
-                    timestamp_ms=timestamp_ms, headers=headers,
+            for part in chunk.parts:
+                outstanding.add(await producer.enqueue_many(
+                    part.topic, part.values, keys=part.keys, partition=part.partitions,
+                    timestamp_ms=part.timestamps, headers=part.headers,
                 ))
             error = outstanding.first_error()
             if error is not None:
                 raise error
-            records += len(chunk.records)
+            records += chunk.rows
             nbytes += chunk.nbytes
             topics.update(chunk.topics)
         await producer.flush()

@@ -46,22 +46,23 @@ async def test_unkeyed_records_fill_sticky_batches_in_order_and_result_points_at
 
 
 async def test_keys_go_to_their_murmur2_partition_with_headers() -> None:
-    keys = [b"customer-%d" % (i % 37) for i in range(600)]
-    values = [b"v%d" % i for i in range(600)]
-    per_record = [[("n", b"%d" % i)] if i % 2 else None for i in range(600)]
+    keys = [b"customer-%d" % (i % 37) for i in range(3000)]
+    values = [b"v%d" % i for i in range(3000)]
+    per_record = [[("n", b"%d" % i)] if i % 2 else None for i in range(3000)]
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("keyed", partitions=6)
         async with Producer(cluster.bootstrap_servers) as p:
-            common = await p.send_many("keyed", values[:300], keys=keys[:300], headers=[("src", b"bulk")])
-            own = await p.send_many("keyed", values[300:], keys=keys[300:], headers=per_record[300:])
+            # More records than one slice: several slices, each grouped by partition.
+            common = await p.send_many("keyed", values[:2500], keys=keys[:2500], headers=[("src", b"bulk")])
+            own = await p.send_many("keyed", values[2500:], keys=keys[2500:], headers=per_record[2500:])
         stored = by_offset(cluster.records("keyed"))
-    for i in range(300):
+    for i in range(2500):
         md = common[i]
         assert md.partition == partition_for_key(keys[i], 6)
         rec = stored[(md.partition, md.offset)]
         assert (rec.key, rec.value, rec.headers) == (keys[i], values[i], [("src", b"bulk")])
-    for j in range(300):
-        i = 300 + j
+    for j in range(500):
+        i = 2500 + j
         md = own[j]
         rec = stored[(md.partition, md.offset)]
         assert md.partition == partition_for_key(keys[i], 6)
@@ -170,18 +171,18 @@ async def test_bad_input_raises_typed_errors_and_buffers_nothing() -> None:
             await p.send("bad", b"warm-up")
             good = [b"ok"] * 10
             cases = [
-                (TypeError, dict(values=good[:5] + ["text"] + good[:4])),
-                (TypeError, dict(values=b"not a list")),
-                (TypeError, dict(values=pa.array([1, 2, 3]))),
-                (ValueError, dict(values=good, keys=[b"k"] * 9)),
-                (TypeError, dict(values=good, keys=[b"k"] * 9 + [7])),
-                (TypeError, dict(values=good, headers=[("h", "not bytes")])),
-                (ValueError, dict(values=good, headers=[None] * 3)),
-                (ValueError, dict(values=good, timestamp_ms=-1)),
-                (ValueError, dict(values=good, timestamp_ms=[1] * 9 + [-5])),
-                (TypeError, dict(values=good, partition="0")),
-                (errors.InvalidPartitionError, dict(values=good, partition=[0] * 9 + [2])),
-                (errors.RecordTooLargeError, dict(values=good[:3] + [b"x" * 20_000])),
+                (TypeError, {"values": good[:5] + ["text"] + good[:4]}),
+                (TypeError, {"values": b"not a list"}),
+                (TypeError, {"values": pa.array([1, 2, 3])}),
+                (ValueError, {"values": good, "keys": [b"k"] * 9}),
+                (TypeError, {"values": good, "keys": [b"k"] * 9 + [7]}),
+                (TypeError, {"values": good, "headers": [("h", "not bytes")]}),
+                (ValueError, {"values": good, "headers": [None] * 3}),
+                (ValueError, {"values": good, "timestamp_ms": -1}),
+                (ValueError, {"values": good, "timestamp_ms": [1] * 9 + [-5]}),
+                (TypeError, {"values": good, "partition": "0"}),
+                (errors.InvalidPartitionError, {"values": good, "partition": [0] * 9 + [2]}),
+                (errors.RecordTooLargeError, {"values": good[:3] + [b"x" * 20_000]}),
             ]
             for exc_type, kwargs in cases:
                 with pytest.raises(exc_type) as info:
@@ -228,3 +229,20 @@ async def test_buffer_memory_backpressure_and_max_block_ms() -> None:
     assert stored.count(b"x" * 100) == first_missing
     assert b"y" * 16_500 not in stored
     assert [result[i].offset for i in range(first_missing)] == list(range(1, first_missing + 1))
+
+
+async def test_a_bulk_batch_refused_as_too_large_fails_naming_its_records() -> None:
+    # Bulk records carry no future of their own, so such a batch is not split
+    # (KIP-126); its records fail, by index, and the producer goes on.
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("big", partitions=1)
+        cluster.max_message_bytes = 1500
+        async with Producer(cluster.bootstrap_servers, linger_ms=50) as p:
+            fut = await p.enqueue_many("big", [b"x" * 100] * 60)
+            with pytest.raises(BulkSendError) as info:
+                await asyncio.wait_for(fut, 10)
+            after = await asyncio.wait_for(p.send("big", b"after"), 5)
+        assert [r.value for r in cluster.records("big")] == [b"after"] and after.offset == 0
+    failure = info.value.result.errors[0]
+    assert failure.indices == list(range(60))
+    assert isinstance(failure.error, errors.RecordTooLargeError)  # MESSAGE_TOO_LARGE

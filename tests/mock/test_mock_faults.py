@@ -176,15 +176,20 @@ async def test_delay_responses_and_timeout_retry_is_deduplicated() -> None:
 
 
 @pytest.mark.asyncio
-async def test_throttle_sets_field_and_delays() -> None:
+async def test_throttle_answers_at_once_then_mutes_the_channel() -> None:
+    # KIP-219: the throttled response is not held back; the channel is muted after it.
     async with MockCluster(brokers=1) as cluster:
         client = await _raw(cluster)
-        cluster.throttle(0, 250)
+        cluster.throttle(0, 400)
         start = time.monotonic()
         response = await client.request(3, 12, {"topics": []})
-        assert response.throttle_time_ms == 250 and time.monotonic() - start >= 0.25
+        answered = time.monotonic() - start
+        assert response.throttle_time_ms == 400
         cluster.throttle(0, 0)
+        # The next request on this connection is read only when the mute ends.
         assert (await client.request(3, 12, {"topics": []})).throttle_time_ms == 0
+        muted = time.monotonic() - start
+        assert answered < 0.4 <= muted
         await client.close()
 
 

@@ -4,6 +4,7 @@ librdkafka vouches for (test_mock_fidelity): aborted records stay invisible."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -59,3 +60,38 @@ async def test_injected_fencing_is_final() -> None:
                 with pytest.raises(errors.ProducerFencedError):
                     await first.begin_transaction()
         assert [r.value for r in cluster.records("t", include_uncommitted=True)] == []
+
+
+async def test_retried_epoch_bump_whose_answer_was_lost_is_accepted() -> None:
+    """KIP-360: InitProducerId naming the epoch before the last bump is a retry of
+    that bump; the coordinator answers the current epoch instead of fencing."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        lost: list[tuple[int, int]] = []
+
+        def lose_the_bump_answer(body: Any, ctx: Any) -> Any:
+            if body.get("producer_id", -1) < 0 or lost:
+                return None  # the first InitProducerId, or the retry: served normally
+            code, pid, epoch = cluster.coordinator.init_producer_id(
+                body.transactional_id, body.transaction_timeout_ms,
+                body.producer_id, body.producer_epoch, ctx.api_version,
+            )
+            lost.append((pid, epoch))
+            cluster.drop_connections(ctx.broker_id)  # the answer never arrives
+            return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid,
+                    "producer_epoch": epoch}
+
+        cluster.intercept(22, lose_the_bump_answer)
+        async with Producer(cluster.bootstrap_servers, transactional_id="bump", linger_ms=0) as p:
+            await p.init_transactions()
+            await p.begin_transaction()
+            # A sequence error fails the batch: the abort moves to a new epoch.
+            cluster.fail_produce("t", 0, errors.OutOfOrderSequenceNumberError.code)
+            with pytest.raises(errors.OutOfOrderSequenceNumberError):
+                await asyncio.wait_for(p.send("t", b"failed", partition=0), 5)
+            await asyncio.wait_for(p.abort_transaction(), 10)
+            assert lost == [(1000, 1)]
+            async with p.transaction():
+                await p.send("t", b"committed", partition=0)
+        assert [r.value for r in cluster.records("t")] == [b"committed"]
+        assert cluster.coordinator.by_id["bump"].producer_epoch == 1  # bumped once

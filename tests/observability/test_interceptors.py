@@ -59,7 +59,7 @@ async def test_on_send_changes_the_record_and_every_outcome_is_acknowledged() ->
         async with Producer(cluster.bootstrap_servers, linger_ms=0, interceptors=[hook]) as p:
             md = await p.send("moved", b"v", headers=[("h", b"1")])
             with pytest.raises(errors.InvalidPartitionError):
-                await p.send("moved", b"bad", partition=7)
+                await p.send("moved", b"bad", partition=-1)
             cluster.fail_produce("moved", 1, errors.TopicAuthorizationFailedError.code)
             with pytest.raises(errors.TopicAuthorizationFailedError):
                 await p.send("moved", b"refused")

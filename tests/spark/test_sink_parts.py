@@ -24,13 +24,14 @@ from pyspark.sql.types import (
 
 from aioproducer.errors import ConfigurationError, InvalidTopicError
 from aioproducer.spark.columns import (
+    CHUNK_ROWS,
     SinkSchemaError,
     SinkWriteError,
     arrow_chunks,
     plan_columns,
     row_chunks,
 )
-from aioproducer.spark.datasource import parse_options
+from aioproducer.spark.options import parse_options
 from aioproducer.spark.writer import (
     KafkaBatchWriter,
     KafkaCommitMessage,
@@ -139,11 +140,13 @@ def test_arrow_and_row_conversion_agree() -> None:
         names=FULL.fieldNames(),
     )
     (chunk,) = list(arrow_chunks([batch], plan))
-    assert chunk.records == [
+    assert chunk.records() == [
         ("t1", b"v1", b"k1", 2, 1714564800123, [("h", b"x")]),
         ("t2", None, None, None, None, None),
     ]
     assert chunk.nbytes == 4 and dict(chunk.topics) == {"t1": 1, "t2": 1}
+    # Values and keys reach the producer as Arrow arrays, read in place.
+    assert all(isinstance(p.values, pa.Array) and isinstance(p.keys, pa.Array) for p in chunk.parts)
 
     rows = [
         Row(Key="k1", value=bytearray(b"v1"), topic="t1", partition=2,
@@ -151,24 +154,26 @@ def test_arrow_and_row_conversion_agree() -> None:
         Row(Key=None, value=None, topic="t2", partition=None, headers=None, timestamp=None, other=2),
     ]
     (row_chunk,) = list(row_chunks(rows, plan))
-    assert row_chunk.records == chunk.records
+    assert row_chunk.records() == chunk.records()
     assert row_chunk.nbytes == chunk.nbytes and row_chunk.topics == chunk.topics
 
 
 def test_chunks_are_bounded_and_null_topics_are_reported_by_row() -> None:
     schema = StructType([StructField("topic", StringType()), StructField("value", StringType())])
     plan = plan_columns(schema, None)
-    values = [f"v{i}" for i in range(5000)]
-    topics: list[str | None] = ["t"] * 5000
+    n = 2 * CHUNK_ROWS + 5
+    values = [f"v{i}" for i in range(n)]
+    topics: list[str | None] = ["t"] * n
     batch = pa.record_batch([pa.array(topics), pa.array(values)], names=["topic", "value"])
-    sizes = [len(c.records) for c in arrow_chunks([batch], plan)]
-    assert sum(sizes) == 5000 and max(sizes) <= 2048
-    topics[4321] = None
+    sizes = [c.rows for c in arrow_chunks([batch], plan)]
+    assert sum(sizes) == n and max(sizes) <= CHUNK_ROWS
+    topics[CHUNK_ROWS + 4321] = None
     batch = pa.record_batch([pa.array(topics), pa.array(values)], names=["topic", "value"])
-    with pytest.raises(SinkWriteError, match="row 4322 of this task has a null 'topic'"):
+    row = f"row {CHUNK_ROWS + 4322} of this task has a null 'topic'"
+    with pytest.raises(SinkWriteError, match=row):
         list(arrow_chunks([batch], plan))
     rows = [Row(topic=t, value=v) for t, v in zip(topics, values)]
-    with pytest.raises(SinkWriteError, match="row 4322 of this task has a null 'topic'"):
+    with pytest.raises(SinkWriteError, match=row):
         list(row_chunks(rows, plan))
 
 

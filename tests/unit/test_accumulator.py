@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aioproducer.accumulator import RecordAccumulator
 from aioproducer.batch import pack_sizes
+from aioproducer.idempotence import MAX_SEQUENCE
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import parse_record_batches
 
@@ -155,6 +156,26 @@ def test_retries_requeue_in_sequence_order_ahead_of_new_batches() -> None:
     assert order == [0, 10, 20, -1]
 
 
+def test_retries_straddling_the_sequence_wrap_requeue_in_send_order() -> None:
+    """Sequences wrap after 2**31-1: the batch at 0 was sent after the one at MAX-1."""
+    acc = make(batch_size=150)
+    for _ in range(3):
+        fill(acc, ("t", 0), 1, now=0.0)
+    sent = []
+    for step, sequence in enumerate((MAX_SEQUENCE - 1, MAX_SEQUENCE, 0)):
+        (b,) = acc.drain(1.0 + step, acc.ready(1.0 + step, leaders), 10**6)[1]
+        b.base_sequence = sequence
+        b.producer_id = 7
+        sent.append(b)
+    for b in (sent[2], sent[0], sent[1]):  # responses in any order
+        acc.reenqueue(b, now=3.0, backoff=0.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b.base_sequence)
+    assert order == [MAX_SEQUENCE - 1, MAX_SEQUENCE, 0]
+
+
 def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     acc = make()
     fill(acc, ("t", 0), 1, now=0.0)
@@ -163,3 +184,73 @@ def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     fill(acc, ("t", 2), 1, now=1.0)
     acc.reenqueue(first, now=1.0, backoff=0.0)
     assert acc.retried_heads() == [("t", 0)]
+
+
+def test_split_keeps_records_futures_deadline_and_memory_and_queues_parts_first() -> None:
+    """KIP-126: each part at most half the refused batch, records in order."""
+    acc = make(batch_size=100_000)
+    for i in range(10):
+        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, Fut(), 0.0)
+    (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    big.reserved = 1000
+    big.payload = big.builder.build()
+    fill(acc, ("t", 0), 1, now=2.0)  # a newer batch behind it
+    parts = acc.split(big)
+    assert len(parts) >= 2 and all(p.builder.size_in_bytes <= big.builder.size_in_bytes // 2 for p in parts)
+    assert [f for p in parts for f in p.futures] == big.futures
+    assert [t for p in parts for t in p.timestamps] == [1000 + i for i in range(10)]
+    assert all(p.deadline == big.deadline for p in parts)
+    assert sum(p.reserved for p in parts) == 1000 and big.reserved == 0
+    assert big.done and big not in acc.incomplete and set(parts) <= acc.incomplete
+    acc.reenqueue_split(parts, now=3.0)
+    order = []
+    while acc.queued_batches():
+        (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
+        order.append(b)
+    assert order[: len(parts)] == parts and order[-1].created == 2.0
+    values = [r.value[:1] for p in parts for r in parse_record_batches(p.builder.build())[0].records]
+    assert values == [b"%d" % i for i in range(10)]
+
+
+def test_only_partitions_with_queued_batches_are_visited() -> None:
+    acc = make(batch_size=200, linger_ms=0)
+    for p in range(3):
+        fill(acc, ("t", p), 1, now=0.0)
+    assert sorted(acc.nonempty_partitions()) == [("t", 0), ("t", 1), ("t", 2)]
+    drained = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)
+    batches = [b for bs in drained.values() for b in bs]
+    assert len(batches) == 3 and acc.nonempty_partitions() == []
+    # Every partition ever written still has its (empty) queue; none is visited.
+    assert acc.ready(2.0, leaders).partitions == {} and acc.next_expiry() == float("inf")
+    # A retry puts its partition back; expiry takes it out again.
+    acc.reenqueue(batches[0], now=2.0, backoff=0.0)
+    assert acc.nonempty_partitions() == [(batches[0].topic, batches[0].partition)]
+    assert acc.retried_heads() == acc.nonempty_partitions()
+    assert acc.expired(100.0) == [batches[0]] and acc.nonempty_partitions() == []
+    fill(acc, ("t", 1), 3, now=3.0)
+    assert acc.nonempty_partitions() == [("t", 1)] and acc.queued_batches() == 3
+    assert acc.take_all() and acc.nonempty_partitions() == [] and acc.queued_batches() == 0
+
+
+def test_forget_topic_keeps_topics_with_pending_batches() -> None:
+    acc = make()
+    fill(acc, ("a", 0), 1, now=0.0)
+    fill(acc, ("b", 0), 1, now=0.0)
+    (batch,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1][:1] or [None]
+    assert batch is not None
+    assert acc.forget_topic(batch.topic) is False  # in flight: still incomplete
+    acc.finished(batch)
+    assert acc.forget_topic(batch.topic) is True
+
+
+def test_queue_sizes_and_unavailable_nodes_for_the_partitioner() -> None:
+    acc = make(batch_size=150, linger_ms=0)
+    fill(acc, ("t", 0), 3, now=0.0)  # one record per batch: 3 batches on node 1
+    fill(acc, ("t", 1), 1, now=0.0)  # node 2
+    assert acc.queue_sizes("t", [0, 1, 2, 5]) == [3, 1, 0, 0]
+    ready = acc.ready(1.0, leaders)
+    ready.nodes.discard(1)  # node 1 has no connection: not drained
+    acc.drain(1.0, ready, 10**6)
+    acc.ready(1.5, leaders)
+    assert acc.unavailable_nodes(0.4) == {1}
+    assert acc.unavailable_nodes(0.6) == set()

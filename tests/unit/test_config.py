@@ -77,3 +77,34 @@ def test_bootstrap_forms() -> None:
         parse_bootstrap("nohost")
     with pytest.raises(ConfigurationError):
         parse_bootstrap("")
+
+
+def test_metadata_and_partitioner_settings_match_java() -> None:
+    cfg = ProducerConfig().validate()
+    assert cfg.metadata_max_idle_ms == 300000
+    assert (cfg.metadata_recovery_strategy, cfg.metadata_recovery_rebootstrap_trigger_ms) == (
+        "rebootstrap",
+        300000,
+    )
+    assert cfg.partitioner_adaptive_partitioning is True
+    assert (cfg.partitioner_availability_timeout_ms, cfg.partitioner_ignore_keys) == (0, False)
+    cfg = config_from_properties(
+        {
+            "metadata.max.idle.ms": "60000",
+            "metadata.recovery.strategy": "none",
+            "metadata.recovery.rebootstrap.trigger.ms": "1000",
+            "partitioner.adaptive.partitioning.enable": "false",
+            "partitioner.availability.timeout.ms": "250",
+            "partitioner.ignore.keys": "true",
+        }
+    )
+    assert cfg.metadata_max_idle_ms == 60000 and cfg.metadata_recovery_strategy == "none"
+    assert cfg.metadata_recovery_rebootstrap_trigger_ms == 1000
+    assert cfg.partitioner_adaptive_partitioning is False
+    assert cfg.partitioner_availability_timeout_ms == 250 and cfg.partitioner_ignore_keys is True
+    with pytest.raises(ConfigurationError, match="metadata_recovery_strategy"):
+        Producer("a:1", metadata_recovery_strategy="sometimes")
+    with pytest.raises(ConfigurationError, match="partitioner_ignore_keys"):
+        Producer("a:1", partitioner_ignore_keys="yes")
+    with pytest.raises(ConfigurationError, match="metadata_max_idle_ms"):
+        Producer("a:1", metadata_max_idle_ms=0)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import collections
 import random
 
 import pytest
 
-from aioproducer.partitioner import StickyPartitioner, murmur2, partition_for_key
+from aioproducer.partitioner import (
+    StickyPartitioner,
+    cumulative_frequencies,
+    murmur2,
+    next_sticky_partition,
+    partition_for_key,
+    weighted_index,
+)
 
 
 # Vectors from the Java client's UtilsTest.testMurmur2.
@@ -32,18 +40,64 @@ def test_partition_for_key_is_to_positive_mod() -> None:
 
 
 def test_sticky_stays_until_told_then_moves_to_an_available_partition() -> None:
-    sp = StickyPartitioner(random.Random(1))
+    sp = StickyPartitioner(100, random.Random(1))
     first = sp.partition("t", 6, [0, 2, 4])
     assert first in (0, 2, 4)
     assert all(sp.partition("t", 6, [0, 2, 4]) == first for _ in range(10))
-    nxt = sp.next_partition("t", 6, [0, 2, 4])
-    assert nxt in (0, 2, 4) and nxt != first
-    assert not sp.used("t")
-    sp.mark_used("t")
-    assert sp.used("t")
+    seen = {sp.next_partition("t", 6, [0, 2, 4]) for _ in range(60)}
+    assert seen == {0, 2, 4}
+    assert sp.produced["t"] == 0
 
 
 def test_sticky_without_available_partitions_uses_any() -> None:
-    sp = StickyPartitioner(random.Random(2))
+    sp = StickyPartitioner(100, random.Random(2))
     seen = {sp.next_partition("t", 3, []) for _ in range(50)}
     assert seen == {0, 1, 2}
+
+
+def test_switch_after_batch_size_bytes_when_the_batch_is_full_and_at_twice_regardless() -> None:
+    # KIP-794 / Java's BuiltInPartitioner.updatePartitionInfo.
+    sp = StickyPartitioner(100, random.Random(3))
+    sp.partition("t", 4, [0, 1, 2, 3])
+    assert not sp.appended("t", 60, batch_full=True)  # 60 < batch_size
+    assert not sp.appended("t", 60, batch_full=False)  # 120: batch not full, keep filling it
+    assert sp.appended("t", 10, batch_full=True)  # 130 and full: switch
+    sp.next_partition("t", 4, [0, 1, 2, 3])
+    assert not sp.appended("t", 150, batch_full=False)
+    assert sp.appended("t", 50, batch_full=False)  # 200 = 2 x batch_size: switch anyway
+
+
+def test_cumulative_frequency_table_matches_java_example() -> None:
+    # The example in BuiltInPartitioner.updatePartitionLoadStats: sizes 0 3 1 -> 4 5 8.
+    assert cumulative_frequencies([0, 3, 1]) == [4, 5, 8]
+    assert cumulative_frequencies([2, 2, 2]) is None  # all equal: uniform
+    assert cumulative_frequencies([5]) is None
+    table = [4, 5, 8]
+    # First entry strictly greater than rand % 8.
+    assert [weighted_index(table, r) for r in range(8)] == [0, 0, 0, 0, 1, 2, 2, 2]
+    assert weighted_index(table, 12) == 1  # 12 % 8 == 4
+
+
+def test_next_partition_weights_by_queue_size() -> None:
+    rand = random.Random(4)
+    counts = collections.Counter(
+        next_sticky_partition([10, 11, 12], [0, 3, 1], rand.getrandbits(31)) for _ in range(8000)
+    )
+    # Weights 4/8, 1/8, 3/8.
+    assert abs(counts[10] / 8000 - 0.5) < 0.03
+    assert abs(counts[11] / 8000 - 0.125) < 0.03
+    assert abs(counts[12] / 8000 - 0.375) < 0.03
+    # Without load information the choice is uniform.
+    uniform = collections.Counter(
+        next_sticky_partition([10, 11, 12], None, rand.getrandbits(31)) for _ in range(6000)
+    )
+    assert all(abs(n / 6000 - 1 / 3) < 0.03 for n in uniform.values())
+
+
+def test_sticky_next_partition_uses_queue_sizes_of_available_partitions() -> None:
+    sp = StickyPartitioner(100, random.Random(5))
+    picks = collections.Counter(
+        sp.next_partition("t", 4, [0, 1, 3], [0, 9, 0]) for _ in range(3000)
+    )
+    assert 2 not in picks  # not available
+    assert picks[1] < picks[0] / 5 and picks[1] < picks[3] / 5  # weight 1 against 10

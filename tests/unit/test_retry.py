@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import errors
-from aioproducer.retry import Action, RetryConfig, classify, retry_backoff
+from aioproducer.retry import Action, RetryConfig, Written, classify, retry_backoff, written_after
 
 CFG = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
 
@@ -83,3 +83,52 @@ def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> 
     assert mids == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
     assert reconnect_delay(3, 50, 1000, 0.0) == pytest.approx(0.16)
     assert reconnect_delay(3, 50, 1000, 0.999) == pytest.approx(0.24, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("code", "written"),
+    [
+        (None, Written.MAYBE),  # no answer: connection lost or client-side timeout
+        (errors.NotEnoughReplicasAfterAppendError.code, Written.MAYBE),  # appended
+        (errors.RequestTimedOutError.code, Written.MAYBE),
+        (errors.NetworkExceptionError.code, Written.MAYBE),
+        (errors.NotLeaderOrFollowerError.code, Written.MAYBE),  # after append, acks=all
+        (errors.KafkaStorageError.code, Written.MAYBE),
+        (errors.UnknownServerError.code, Written.MAYBE),
+        (9999, Written.MAYBE),  # unknown: the safe side
+        (errors.NotEnoughReplicasError.code, Written.NO),  # checked before the append
+        (errors.RecordTooLargeError.code, Written.NO),
+        (errors.CorruptRecordError.code, Written.NO),
+        (errors.InvalidProducerEpochError.code, Written.NO),
+        (errors.OutOfOrderSequenceNumberError.code, Written.REFUSED_SEQUENCE),
+        (errors.UnknownProducerIdError.code, Written.REFUSED_SEQUENCE),
+    ],
+)
+def test_whether_an_answer_leaves_the_batch_possibly_written(code: int | None, written: Written) -> None:
+    assert written_after(code) is written
+
+
+def test_too_large_batch_of_several_records_is_split_a_single_record_fails() -> None:
+    cfg = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    for error in (errors.RecordTooLargeError("x"), errors.RecordListTooLargeError("x")):
+        split = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
+                         idempotent=True, splittable=True)
+        assert split.action is Action.SPLIT
+        single = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
+                          idempotent=True, splittable=False)
+        assert single.action is Action.FAIL and single.error is error
+
+
+def test_node_preference_is_least_loaded_first() -> None:
+    from aioproducer.node_selection import node_preference
+
+    order = [3, 1, 2, 4, 5]
+    # 1 and 4 idle and live, 2 busy (3 in flight), 3 busy (1), 5 connecting; nothing else may connect.
+    live = {1: 0, 2: 3, 3: 1, 4: 0}
+    assert node_preference(order, live, connecting=[5], can_connect=[]) == [1, 4, 5, 3, 2]
+    # A node we may connect to ranks before busy connections (a stalled broker
+    # keeps its requests until they time out), after idle ones.
+    assert node_preference([2, 6], {2: 1}, connecting=[], can_connect=[6]) == [6, 2]
+    # Nodes neither live, connecting nor connectable (backing off) are left out.
+    assert node_preference([7, 8], {}, connecting=[], can_connect=[8]) == [8]
+    assert node_preference([7], {}, connecting=[], can_connect=[]) == []

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from aioproducer.protocol import messages
 from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.framing import (
     decode_request,

@@ -82,6 +82,8 @@ class MockCluster:
         self.auto_create_topics = auto_create_topics
         self.cluster_id = f"mock-{uuid.uuid4().hex[:16]}"
         self.servers: dict[int, BrokerServer] = {}
+        # Extra listeners for broker 0 (see add_bootstrap_listener).
+        self._aliases: list[BrokerServer] = []
         self._brokers = brokers
         self._base_port = base_port
         self.topic_states: dict[str, TopicState] = {}
@@ -93,6 +95,10 @@ class MockCluster:
         #: Error code answered for a retried batch already written: 0 (NONE,
         #: what Kafka does) or DUPLICATE_SEQUENCE_NUMBER (46, older brokers).
         self.duplicate_error_code = 0
+        #: Largest record batch a partition accepts, in bytes (Kafka's
+        #: ``max.message.bytes``); a larger one is answered MESSAGE_TOO_LARGE.
+        #: None: no limit.
+        self.max_message_bytes: int | None = None
         #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
         self.handler_errors: list[BaseException] = []
         self.ssl_context = ssl_context
@@ -133,9 +139,10 @@ class MockCluster:
 
     async def stop(self) -> None:
         """Close every listener and connection."""
-        for server in self.servers.values():
+        for server in [*self.servers.values(), *self._aliases]:
             server.resume()
             await server.stop()
+        self._aliases.clear()
         self._started = False
 
     async def __aenter__(self) -> MockCluster:
@@ -181,6 +188,26 @@ class MockCluster:
         topic = TopicState(name, uuid.uuid4(), parts)
         self.topic_states[name] = topic
         self._topic_ids[topic.topic_id] = topic
+
+    def delete_topic(self, name: str) -> None:
+        """Delete ``name`` and its records (KeyError if it does not exist)."""
+        topic = self.topic_states.pop(name)
+        self._topic_ids.pop(topic.topic_id, None)
+
+    def add_partitions(self, name: str, count: int) -> None:
+        """Grow ``name`` to ``count`` partitions (CreatePartitions); leaders round-robin."""
+        topic = self.topic_states[name]
+        if count <= len(topic.partitions):
+            raise ValueError(f"topic {name!r} already has {len(topic.partitions)} partitions")
+        for index in range(len(topic.partitions), count):
+            leader = self._next_leader % self._brokers
+            self._next_leader += 1
+            replicas = [
+                (leader + i) % self._brokers for i in range(min(_REPLICATION, self._brokers))
+            ]
+            topic.partitions.append(
+                PartitionState(index, leader, replicas, PartitionLog(name, index))
+            )
 
     def ensure_topic(self, name: str) -> TopicState:
         """The topic ``name``, auto-created with the default partition count if missing."""
@@ -236,6 +263,27 @@ class MockCluster:
             if self.has_partition(topic, index):
                 self.topic_states[topic].partitions[index].log.write_marker(producer_id, commit)
 
+    # -- addresses ---------------------------------------------------------------
+
+    async def add_bootstrap_listener(self) -> str:
+        """Serve broker 0 on one more port, never advertised in metadata; returns ``host:port``.
+
+        Plays the part of a stable bootstrap address (a DNS alias or a load
+        balancer) in front of brokers whose own addresses change.
+        """
+        server = BrokerServer(self, 0, self.host, 0)
+        await server.start()
+        self._aliases.append(server)
+        return f"{self.host}:{server.port}"
+
+    async def move_brokers(self) -> None:
+        """Restart every broker on a new port; its old address refuses connections."""
+        for node, old in sorted(self.servers.items()):
+            await old.stop()
+            server = BrokerServer(self, node, self.host, 0)
+            await server.start()
+            self.servers[node] = server
+
     # -- request accounting ----------------------------------------------------
 
     def count_request(self, broker: int, api_key: int) -> None:
@@ -272,13 +320,24 @@ class MockCluster:
             raise KeyError(f"no broker {broker}")
         return [self.servers[broker]]
 
-    def fail_produce(self, topic: str, partition: int, error_code: int, count: int = 1) -> None:
+    def fail_produce(
+        self,
+        topic: str,
+        partition: int,
+        error_code: int,
+        count: int = 1,
+        *,
+        after_append: bool = False,
+    ) -> None:
         """The next ``count`` Produce requests touching the partition answer ``error_code`` for it.
 
-        Nothing is written for that partition; other partitions of the same
-        request are handled normally.
+        Nothing is written for that partition, unless ``after_append``: then the
+        batch goes through every check and is written, and only the answer is
+        the error, as with NOT_ENOUGH_REPLICAS_AFTER_APPEND or a REQUEST_TIMED_OUT
+        after the leader appended. Other partitions of the request are handled
+        normally.
         """
-        self.faults.add_produce_failure(topic, partition, error_code, count)
+        self.faults.add_produce_failure(topic, partition, error_code, count, after_append)
 
     def move_leader(self, topic: str, partition: int, to_broker: int | None = None) -> int:
         """Move the partition's leadership (to the next broker if None); returns the new leader.
@@ -332,7 +391,11 @@ class MockCluster:
         self._targets(broker)[0].resume()
 
     def throttle(self, broker: int, ms: int) -> None:
-        """Responses of ``broker`` carry ``throttle_time_ms=ms`` and are delayed by it (0 clears)."""
+        """Throttle ``broker`` as KIP-219 does (0 clears).
+
+        Each response carries ``throttle_time_ms=ms`` and is sent at once; then
+        the broker reads nothing more from that connection for ``ms``.
+        """
         self._targets(broker)
         if ms > 0:
             self.faults.throttle_ms[broker] = ms

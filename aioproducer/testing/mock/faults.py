@@ -74,7 +74,7 @@ class FaultPlan:
 
     def clear(self) -> None:
         """Forget every fault (stalled brokers are resumed by the cluster)."""
-        # (topic, partition) -> queue of [error code, remaining requests]
+        # (topic, partition) -> queue of [error code, remaining requests, after append (0/1)]
         self.produce_failures: dict[tuple[str, int], list[list[int]]] = {}
         self.api_failures: list[_ApiFailure] = []
         self.delays: list[_Delay] = []
@@ -92,8 +92,12 @@ class FaultPlan:
 
     # -- scripting ---------------------------------------------------------
 
-    def add_produce_failure(self, topic: str, partition: int, error_code: int, count: int) -> None:
-        self.produce_failures.setdefault((topic, partition), []).append([error_code, count])
+    def add_produce_failure(
+        self, topic: str, partition: int, error_code: int, count: int, after_append: bool = False
+    ) -> None:
+        self.produce_failures.setdefault((topic, partition), []).append(
+            [error_code, count, int(after_append)]
+        )
 
     def add_api_failure(
         self, api_key: int, error_code: int, count: int, broker: int | None
@@ -107,19 +111,19 @@ class FaultPlan:
 
     # -- queries (each one consumes what fires) -----------------------------
 
-    def take_produce_failure(self, topic: str, partition: int) -> int | None:
-        """The error code for this partition in the current Produce, if one is scripted."""
+    def take_produce_failure(self, topic: str, partition: int) -> tuple[int, bool] | None:
+        """(error code, after append) for this partition in the current Produce, if scripted."""
         queue = self.produce_failures.get((topic, partition))
         if not queue:
             return None
-        code, remaining = queue[0]
+        code, remaining, after_append = queue[0]
         if remaining <= 1:
             queue.pop(0)
             if not queue:
                 del self.produce_failures[(topic, partition)]
         else:
             queue[0][1] = remaining - 1
-        return code
+        return code, bool(after_append)
 
     def take_api_failure(self, api_key: int, broker: int) -> int | None:
         for failure in self.api_failures:

@@ -60,10 +60,12 @@ NONE = 0
 CORRUPT = code_of(errors.CorruptRecordError)
 UNKNOWN_TOPIC = code_of(errors.UnknownTopicOrPartitionError)
 NOT_LEADER = code_of(errors.NotLeaderOrFollowerError)
+LEADER_NOT_AVAILABLE = code_of(errors.LeaderNotAvailableError)
 INVALID_TOPIC = code_of(errors.InvalidTopicError)
 INVALID_ACKS = code_of(errors.InvalidRequiredAcksError)
 INVALID_REQUEST = code_of(errors.InvalidRequestError)
 INVALID_RECORD = code_of(errors.InvalidRecordError)
+MESSAGE_TOO_LARGE = code_of(errors.RecordTooLargeError)
 INVALID_EPOCH = code_of(errors.InvalidProducerEpochError)
 INVALID_TXN_STATE = code_of(errors.InvalidTxnStateError)
 UNKNOWN_TOPIC_ID = code_of(errors.UnknownTopicIdError)
@@ -164,7 +166,11 @@ def _metadata(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
             if not allow:
                 topics.append({"error_code": UNKNOWN_TOPIC, "name": name})
                 continue
-            topic = cluster.ensure_topic(name)
+            cluster.ensure_topic(name)
+            # As Kafka's KafkaApis does: the response that creates a topic
+            # reports LEADER_NOT_AVAILABLE and no partitions; clients ask again.
+            topics.append({"error_code": LEADER_NOT_AVAILABLE, "name": name, "partitions": []})
+            continue
         topics.append(_topic_body(topic))
     return _metadata_body(cluster, topics)
 
@@ -222,7 +228,19 @@ def _produce_partition(
         return INVALID_ACKS, -1
     injected = cluster.faults.take_produce_failure(topic, index)
     if injected is not None:
-        return injected, -1
+        code, after_append = injected
+        if not after_append:
+            return code, -1
+        written, _ = _append_partition(cluster, ctx, body, topic, index, data)
+        # Refused by a check: that answer stands; written: the scripted one.
+        return (code if written == NONE else written), -1
+    return _append_partition(cluster, ctx, body, topic, index, data)
+
+
+def _append_partition(
+    cluster: ClusterView, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+) -> tuple[int, int]:
+    """Check and write one partition's batch: (error code, base offset)."""
     state = cluster.topic_states.get(topic)
     if state is None or not 0 <= index < len(state.partitions):
         return UNKNOWN_TOPIC, -1
@@ -231,6 +249,9 @@ def _produce_partition(
         return NOT_LEADER, -1
     if not data or not _whole_batches(data):
         return CORRUPT, -1
+    if cluster.max_message_bytes is not None and len(data) > cluster.max_message_bytes:
+        # Checked before the producer state, as Kafka's LogValidator does.
+        return MESSAGE_TOO_LARGE, -1
     try:
         batches = parse_record_batches(data, verify_crc=True)
     except CorruptBatchError:

@@ -199,6 +199,15 @@ class PartitionLog:
                 self._open.setdefault(pid, []).append(stored)
         return base
 
+    def seed_producer(self, producer_id: int, epoch: int, last_sequence: int) -> None:
+        """Remember ``producer_id`` as if its last batch here ended at ``last_sequence``.
+
+        Lets a test start a producer near the sequence wrap (2**31-1) without
+        writing two billion records first.
+        """
+        entry = self._producers[producer_id] = _ProducerEntry(epoch)
+        entry.batches.append((last_sequence, last_sequence, self.next_offset))
+
     def write_marker(self, producer_id: int, commit: bool) -> None:
         """End ``producer_id``'s transaction here: its open batches become visible or hidden."""
         pending = self._open.pop(producer_id, [])

@@ -4,7 +4,7 @@ Each connection is served like a Kafka broker serves it: requests are read in
 order and answered one at a time, in order (Kafka mutes a channel while a
 request is being processed). The loop is also where connection-level faults
 act: a stalled broker stops reading, a dropped connection is closed, a
-response is delayed, throttled or cut in the middle.
+response is delayed or cut in the middle, a throttled channel is muted (KIP-219).
 
 On a secured cluster the listener speaks TLS (``asyncio.start_server(ssl=)``)
 and each connection has a :class:`~aioproducer.testing.mock.sasl_session.SaslSession`
@@ -220,15 +220,18 @@ class BrokerServer:
         throttle_ms = self.cluster.faults.throttle_ms.get(self.node_id, 0)
         if throttle_ms:
             response["throttle_time_ms"] = throttle_ms
-        return await self._send(
-            conn,
-            encode_response(api, version, correlation_id, response),
-            api_key,
-            throttle_ms / 1000,
+        sent = await self._send(
+            conn, encode_response(api, version, correlation_id, response), api_key
         )
+        if sent and throttle_ms:
+            # KIP-219: the response goes out at once; then the broker mutes the
+            # channel, reading nothing more from this connection until the
+            # throttle time has passed.
+            await asyncio.sleep(throttle_ms / 1000)
+        return sent
 
-    async def _send(self, conn: _Connection, data: bytes, api_key: int, wait: float = 0.0) -> bool:
-        wait += self.cluster.faults.take_delay(api_key, self.node_id)
+    async def _send(self, conn: _Connection, data: bytes, api_key: int) -> bool:
+        wait = self.cluster.faults.take_delay(api_key, self.node_id)
         if wait > 0:
             await asyncio.sleep(wait)
         if conn.closed:

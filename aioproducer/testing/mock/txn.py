@@ -56,6 +56,10 @@ class Transaction:
     producer_epoch: int
     timeout_ms: int
     status: TxnStatus = TxnStatus.EMPTY
+    # The producer id and epoch before the last bump: an InitProducerId that
+    # names them retries a bump whose answer was lost (KIP-360).
+    last_producer_id: int = -1
+    last_epoch: int = -1
     partitions: set[tuple[str, int]] = dataclasses.field(default_factory=set)
     groups: set[str] = dataclasses.field(default_factory=set)
     # (group, topic, partition) -> offset, committed with the transaction.
@@ -129,6 +133,11 @@ class TransactionCoordinator:
         if producer_id >= 0 and (
             producer_id != txn.producer_id or producer_epoch != txn.producer_epoch
         ):
+            if (producer_id, producer_epoch) == (txn.last_producer_id, txn.last_epoch):
+                # The bump this request asks for was made and its answer lost:
+                # answer the current id and epoch again, without a new bump
+                # (Kafka's TransactionMetadata.prepareIncrementProducerEpoch).
+                return NONE, txn.producer_id, txn.producer_epoch
             return fenced_code(22, version), -1, -1
         # A new session for the id: abort what the previous one left open and
         # bump the epoch, which fences that previous producer.
@@ -138,6 +147,10 @@ class TransactionCoordinator:
         if pid != txn.producer_id:
             del self._by_pid[txn.producer_id]
             self._by_pid[pid] = txn
+        if producer_id >= 0:
+            txn.last_producer_id, txn.last_epoch = txn.producer_id, txn.producer_epoch
+        else:  # a new session, not a bump: there is no retry to recognise
+            txn.last_producer_id, txn.last_epoch = -1, -1
         txn.producer_id, txn.producer_epoch, txn.timeout_ms = pid, epoch, timeout_ms
         txn.status = TxnStatus.EMPTY
         return error, pid, epoch

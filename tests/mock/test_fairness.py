@@ -1,0 +1,144 @@
+"""A producing task shares the event loop, and buffer memory counts what records hold.
+
+Fairness is checked by counting how often a ticker task gets to run, never by
+timing: the machine running the tests may be slow or busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from aioproducer import Producer, bulk, producer
+from aioproducer.batch import RECORD_HANDLE_OVERHEAD, RESOLVE_SLICE
+from aioproducer.bulk import BULK_RECORD_OVERHEAD
+from aioproducer.protocol.records import MAX_RECORD_OVERHEAD
+from aioproducer.testing import MockCluster
+
+pytestmark = pytest.mark.asyncio
+
+
+class Ticker:
+    """Counts its turns on the event loop."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._stop = False
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while not self._stop:
+            self.ticks += 1
+            await asyncio.sleep(0)
+
+    async def stop(self) -> None:
+        self._stop = True
+        await self._task
+
+
+def one_big_batch(cluster: MockCluster) -> Producer:
+    """A producer whose records all fit one batch that never lingers out."""
+    return Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000,
+                    max_request_size=16 << 20)
+
+
+async def test_a_tight_enqueue_loop_inside_one_batch_lets_other_tasks_run() -> None:
+    records = 20 * producer.YIELD_EVERY_RECORDS
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("fair", partitions=1)
+        # One huge batch: the loop never opens a new one, the old yield point.
+        async with one_big_batch(cluster) as p:
+            await p.enqueue("fair", b"warm-up")
+            await p.flush()
+            ticker = Ticker()
+            await asyncio.sleep(0)
+            start = ticker.ticks
+            for _ in range(records):
+                await p.enqueue("fair", b"x" * 100)
+            during = ticker.ticks - start
+            await ticker.stop()
+            await p.flush()
+    assert during >= records // producer.YIELD_EVERY_RECORDS - 1
+
+
+async def test_a_long_bulk_call_yields_between_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)  # yield after every slice
+    slices = 30
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("fair-bulk", partitions=1)
+        async with one_big_batch(cluster) as p:
+            await p.enqueue("fair-bulk", b"warm-up")
+            await p.flush()
+            ticker = Ticker()
+            await asyncio.sleep(0)
+            start = ticker.ticks
+            fut = await p.enqueue_many("fair-bulk", [b"x" * 10] * (slices * bulk.SLICE_RECORDS))
+            during = ticker.ticks - start
+            await ticker.stop()
+            await p.flush()
+            assert len(fut.result()) == slices * bulk.SLICE_RECORDS
+    assert during >= slices - 1
+
+
+async def test_a_large_batch_resolves_its_futures_in_slices() -> None:
+    records = 10 * RESOLVE_SLICE
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("slices", partitions=1)
+        async with one_big_batch(cluster) as p:
+            futures = [await p.enqueue("slices", b"x" * 10) for _ in range(records)]
+            seen: list[int] = []
+            ticker = Ticker()
+            for fut in (futures[0], futures[-1]):
+                fut.add_done_callback(lambda _f: seen.append(ticker.ticks))
+            await p.flush()
+            # flush() returns only once the last slice has run.
+            assert all(f.done() for f in futures)
+            await ticker.stop()
+    assert [f.result().offset for f in futures] == list(range(records))
+    assert seen[1] - seen[0] >= records // RESOLVE_SLICE - 2
+
+
+async def test_buffer_memory_counts_each_records_bookkeeping() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("acct", partitions=1)
+        async with Producer(cluster.bootstrap_servers, linger_ms=10_000) as p:
+            pool = p._pool
+            await p.enqueue("acct", b"warm-up")
+            await p.flush()
+            assert pool.available == pool.total
+            fut = await p.enqueue("acct", b"v" * 100)
+            # encoded bound (fixed fields and 5-byte lengths at their widest,
+            # null key -1, the value, an empty header count) plus the future
+            # and its bookkeeping
+            bound = MAX_RECORD_OVERHEAD + 12 - 1 + 100 + 1
+            single = bound + RECORD_HANDLE_OVERHEAD
+            assert pool.total - pool.available == single
+            # ... which covers at least the future itself.
+            assert single - bound >= sys.getsizeof(fut)
+            many = await p.enqueue_many("acct", [b"v" * 100] * 10)
+            per_bulk_record = bound + BULK_RECORD_OVERHEAD
+            assert pool.total - pool.available == single + 10 * per_bulk_record
+            await p.flush()
+            assert pool.available == pool.total
+            assert (await fut).offset == 1 and len(many.result()) == 10
+
+
+async def test_a_stalled_broker_bounds_records_held_by_buffer_memory_with_overhead() -> None:
+    buffer_memory = 256 * 1024
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("stall", partitions=1)
+        async with Producer(cluster.bootstrap_servers, buffer_memory=buffer_memory,
+                            max_block_ms=200, linger_ms=1) as p:
+            await p.send("stall", b"warm-up")
+            cluster.stall_broker(cluster.broker_ids[0])
+            held = []
+            with pytest.raises(Exception) as info:
+                while True:
+                    held.append(await p.enqueue("stall", b"v" * 100))
+            assert type(info.value).__name__ == "KafkaTimeoutError"
+            cluster.resume_broker(cluster.broker_ids[0])
+            await p.flush()
+    # Without the bookkeeping in the count, ~1,970 records of 133 B would fit.
+    assert len(held) <= buffer_memory // (MAX_RECORD_OVERHEAD + 12 + 100 + sys.getsizeof(held[0]))

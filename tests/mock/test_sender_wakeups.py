@@ -1,0 +1,106 @@
+"""The sender loop runs on events and deadlines and honours throttling (KIP-219).
+
+Pass counts are compared with the events that could explain them, never with
+wall-clock performance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from aioproducer import Producer
+from aioproducer.testing import MockCluster
+
+PRODUCE = 0
+WINDOW = 1.0
+# A polling loop makes ~200 passes a second; events and deadlines explain a few dozen.
+MAX_PASSES = 40
+
+
+def _producer(cluster: MockCluster, **config: Any) -> Producer:
+    settings: dict[str, Any] = {"linger_ms": 0, "retry_backoff_ms": 50}
+    settings.update(config)
+    return Producer(cluster.bootstrap_servers, **settings)
+
+
+async def _passes_during(producer: Producer, window: float) -> int:
+    sender = producer._sender
+    assert sender is not None
+    before = sender.passes
+    await asyncio.sleep(window)
+    return sender.passes - before
+
+
+@pytest.mark.asyncio
+async def test_no_polling_while_a_stalled_broker_has_no_in_flight_room() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        producer = _producer(
+            cluster,
+            request_timeout_ms=5000,
+            delivery_timeout_ms=10000,
+            max_in_flight_requests_per_connection=1,
+        )
+        await producer.start()
+        try:
+            await producer.send("t", b"warm")
+            cluster.stall_broker(0)
+            futures = [await producer.enqueue("t", b"x" * 100)]
+            await asyncio.sleep(0.1)
+            client = producer._client
+            assert client is not None and client.in_flight(0) == 1  # no room left
+            futures += [await producer.enqueue("t", b"x" * 100) for _ in range(20)]  # queued
+            passes = await _passes_during(producer, WINDOW)
+            assert passes <= MAX_PASSES, passes
+            cluster.resume_broker(0)
+            await asyncio.gather(*futures)
+        finally:
+            await producer.close()
+        assert len(cluster.records("t")) == 22
+
+
+@pytest.mark.asyncio
+async def test_no_polling_while_a_broker_is_down() -> None:
+    async with MockCluster(brokers=2) as cluster:
+        cluster.create_topic("t", partitions=2)
+        down = next(p for p in (0, 1) if cluster.leader("t", p) == 1)
+        producer = _producer(
+            cluster, request_timeout_ms=1000, delivery_timeout_ms=3000, reconnect_backoff_max_ms=1000
+        )
+        await producer.start()
+        try:
+            await producer.send("t", b"warm", partition=down)
+            await cluster.servers[1].stop()  # refuses connections from now on
+            futures = [await producer.enqueue("t", b"x", partition=down) for _ in range(5)]
+            # Woken by connection attempts (exponential backoff), metadata
+            # refreshes (backoff) and responses, not by a timer.
+            passes = await _passes_during(producer, WINDOW)
+            assert passes <= MAX_PASSES, passes
+        finally:
+            await producer.close(timeout=0.1)
+        assert all(f.done() for f in futures)
+
+
+@pytest.mark.asyncio
+async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        async with _producer(cluster) as producer:
+            await producer.send("t", b"before")
+            client = producer._client
+            assert client is not None
+            cluster.throttle(0, 700)
+            await producer.send("t", b"throttled")  # answered at once, then the channel is muted
+            cluster.throttle(0, 0)
+            held = await producer.enqueue("t", b"held back")
+            await asyncio.sleep(0.3)
+            # KIP-219: the producer keeps the batch until the throttle time is over
+            # instead of writing into a channel the broker is not reading.
+            assert not held.done() and client.in_flight(0) == 0
+            stats = client.throttle_stats()[0]
+            assert (stats.last, stats.max, stats.count) == (700, 700, 1)
+            assert (await asyncio.wait_for(held, 5)).offset == 2
+        assert [r.value for r in cluster.records("t")] == [b"before", b"throttled", b"held back"]
