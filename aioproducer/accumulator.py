@@ -348,7 +348,10 @@ class RecordAccumulator:
 
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch that has been completed or failed, once its futures are resolved."""
-        batch.when_done(self._forget)
+        if batch.decided and not batch.done:  # still resolving its futures in slices
+            batch.when_done(self._forget)
+        else:
+            self.incomplete.discard(batch)
 
     def _forget(self, batch: ProducerBatch) -> None:
         self.incomplete.discard(batch)

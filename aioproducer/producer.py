@@ -473,6 +473,24 @@ class Producer:
             self._yield_due = True
         return fut
 
+    async def enqueue_many(
+        self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
+        partition: Any = None, timestamp_ms: Any = None,
+    ) -> asyncio.Future[BulkResult]:
+        """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`.bulk`).
+
+        ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
+        The future resolves to a BulkResult, or fails with BulkSendError naming
+        the failed records. Bad input raises at once and buffers nothing.
+        """
+        self._check_open()
+        assert self._bulk is not None
+        return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
+
+    async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:
+        """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
+        return await (await self.enqueue_many(topic, values, **columns))
+
     async def _intercepted_enqueue(
         self, topic: str, value: Any, **options: Any
     ) -> asyncio.Future[RecordMetadata]:
@@ -529,48 +547,6 @@ class Producer:
         if client is None or not client.snapshot.updated_at:
             return math.nan
         return now - client.snapshot.updated_at
-
-    async def enqueue_many(
-        self,
-        topic: str,
-        values: Any,
-        *,
-        keys: Any = None,
-        headers: Any = None,
-        partition: int | Sequence[int | None] | None = None,
-        timestamp_ms: int | Sequence[int | None] | None = None,
-    ) -> asyncio.Future[BulkResult]:
-        """Buffer many records of ``topic`` at once; return one future for all of them.
-
-        ``values`` (and ``keys``) are lists of bytes-like objects or None, or
-        pyarrow binary/string arrays (read in place). ``headers`` is one list of
-        ``(str, bytes)`` pairs for every record or one list (or None) per record;
-        ``partition`` and ``timestamp_ms`` are one value or one per record. The
-        future resolves to a :class:`BulkResult` once every record is
-        acknowledged, or fails with ``BulkSendError`` (its ``result.errors``
-        names the failed records) if any failed. Bad input raises at once and
-        buffers nothing; waiting for metadata and memory is bounded by
-        ``max_block_ms``.
-        """
-        self._check_open()
-        assert self._bulk is not None
-        return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
-
-    async def send_many(
-        self,
-        topic: str,
-        values: Any,
-        *,
-        keys: Any = None,
-        headers: Any = None,
-        partition: int | Sequence[int | None] | None = None,
-        timestamp_ms: int | Sequence[int | None] | None = None,
-    ) -> BulkResult:
-        """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
-        fut = await self.enqueue_many(
-            topic, values, keys=keys, headers=headers, partition=partition, timestamp_ms=timestamp_ms
-        )
-        return await fut
 
     def _next_sticky_partition(self, topic: str, info: TopicInfo) -> None:
         """Switch the topic's sticky partition (KIP-794's BuiltInPartitioner.nextPartition)."""

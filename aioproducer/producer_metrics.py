@@ -31,6 +31,7 @@ from .metrics import (
     Sensor,
     WindowedCount,
 )
+from .protocol.records import RECORD_BATCH_OVERHEAD
 
 __all__ = ["NodeTraffic", "ProducerMetrics"]
 
@@ -95,7 +96,7 @@ class ProducerMetrics:
         )
         self._retries = s("record-retries", meter=("record-retry", "records retried"))
         self._errors = s("record-errors", meter=("record-error", "records that failed"))
-        self._record_size = s("record-size", avg=("record-size-avg", "bytes per record (upper bound)"))
+        self._record_size = s("record-size", avg=("record-size-avg", "bytes per record, encoded"))
         self._record_size_max = s("record-size-max", max_=("record-size-max", "largest record, bytes"))
         self._batch_size = s(
             "batch-size",
@@ -254,8 +255,8 @@ class ProducerMetrics:
             self._batch_size.record(size, now)
             self._queue_time.record((now - batch.created) * 1000, now)
             self._compression.record(ratio, now)
-            # Encoded bytes, not batch.reserved: that also counts each record's bookkeeping.
-            self._record_size.record(uncompressed, now, count)
+            # Encoded bytes (batch.reserved also counts each record's future and bookkeeping).
+            self._record_size.record(uncompressed - RECORD_BATCH_OVERHEAD, now, count)
             self._record_size_max.record(batch.max_record_size, now)
             t_records, t_bytes, t_compression, _retries, _errors = self._topic(batch.topic)
             t_records.record(count, now)

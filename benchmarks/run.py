@@ -1,15 +1,20 @@
-"""Benchmark orchestrator: every client in its own process, one fresh topic per run.
+"""Throughput benchmark: every client in the same patterns, each in its own process.
 
 Usage (from the repository root)::
 
-    python -m benchmarks.run                      # all clients, 200k x 100 B records
-    python -m benchmarks.run --records 20000 --clients aiokafka,confluent
-    python -m benchmarks.run --bootstrap 127.0.0.1:9092 --idempotence on
+    python -m benchmarks.run --quick              # 20k records, one run per case (~2-3 min)
+    python -m benchmarks.run                      # the full matrix: 200k records, 3 repeats
+    python -m benchmarks.run --patterns a,c --clients aioproducer,aiokafka --loop uvloop
+    python -m benchmarks.run --bootstrap 127.0.0.1:9092
 
-Each client process reports wall time and CPU (user+sys of the whole process)
-from its first send until every record is acknowledged; this script prints a
-table with throughput and CPU per record relative to aiokafka, and checks that
-the broker holds exactly the expected number of records for every run.
+Patterns and the default matrix are described in :mod:`benchmarks.matrix`.
+Every run gets a fresh topic; afterwards the broker's record count is checked
+with librdkafka (an independent reader) and the topic is deleted. Repeats are
+interleaved (every case once, then every case again) so that a burst of load
+on a shared machine spreads over all clients instead of hitting one. The
+results go to ``docs/benchmarks.md`` (tables), ``docs/benchmarks.png`` (chart)
+and ``docs/benchmarks.json`` (raw runs; ``python -m benchmarks.report`` redraws
+the first two from it).
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import platform
 import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -30,89 +35,87 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/run.py`` too
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.local_broker import LocalBroker
+from aioproducer.testing.local_broker import bootstrap_or_local
+from benchmarks import matrix, report
+from benchmarks.clients._common import WARMUP_RECORDS
 from tests.support.verify import count_records, create_topic
 
-ALL_CLIENTS = ("aiokafka", "confluent", "kafka_python", "aioproducer_enqueue", "aioproducer_send")
-# Clients whose idempotence setting is swept by --idempotence; the others run with it off.
-AIOPRODUCER_CLIENTS = {"aioproducer_enqueue", "aioproducer_send"}
-BASELINE = "aiokafka"
+DOCS = REPO_ROOT / "docs"
 
 
-@dataclass
-class Run:
-    client: str
-    idempotence: bool
-    status: str = "failed"
-    error: str = ""
-    results: list[dict[str, Any]] = field(default_factory=list)
-    count_notes: list[str] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        if self.client in AIOPRODUCER_CLIENTS:
-            return f"{self.client} (idem {'on' if self.idempotence else 'off'})"
-        return self.client
-
-    def median(self, key: str) -> float | None:
-        values = [r[key] for r in self.results if r.get("status") == "ok"]
-        return statistics.median(values) if values else None
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--records", type=int, default=200_000, help="records per run (default 200000)")
-    p.add_argument("--size", type=int, default=100, help="value size in bytes (default 100)")
-    p.add_argument("--clients", default=",".join(ALL_CLIENTS),
-                   help=f"comma-separated subset of: {','.join(ALL_CLIENTS)}")
-    p.add_argument("--idempotence", choices=("on", "off", "both"), default="both",
-                   help="for the aioproducer clients (default both); other clients run with it off")
+    p.add_argument("--quick", action="store_true",
+                   help="20,000 records and one run per case (a smoke run)")
+    p.add_argument("--records", type=int, help="records per run (default 200000, quick 20000)")
+    p.add_argument("--repeat", type=int, help="runs per case (default 3, quick 1)")
+    p.add_argument("--patterns", default="a,b,c,d", help="comma list of a,b,c,d")
+    p.add_argument("--clients", default=",".join(matrix.CLIENTS),
+                   help=f"comma list of {','.join(matrix.CLIENTS)}")
+    p.add_argument("--sizes", help="comma list of value sizes in bytes (replaces the default matrix)")
+    p.add_argument("--idempotence", choices=("on", "off", "both"),
+                   help="replaces the default matrix")
+    p.add_argument("--loop", choices=("asyncio", "uvloop", "both"),
+                   help="event loop of the asyncio clients (replaces the default matrix)")
     p.add_argument("--bootstrap", help="use this broker instead of spawning a local Tansu")
-    p.add_argument("--partitions", type=int, default=4,
-                   help="partitions per fresh topic (default 4)")
+    p.add_argument("--partitions", type=int, default=4, help="partitions per fresh topic")
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=16384,
                    help="producer batch size in bytes for every client (default 16384)")
-    p.add_argument("--concurrency", type=int, default=1000, help="tasks for aioproducer_send")
-    p.add_argument("--repeat", type=int, default=1, help="runs per client; the table shows medians")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per client process")
+    p.add_argument("--timeout", type=float,
+                   help="seconds per client process (default 60 + 1 s per 2,000 records)")
     p.add_argument("--no-verify", action="store_true", help="skip the broker record count check")
-    p.add_argument("--json", metavar="PATH", help="also write all raw results to PATH")
+    p.add_argument("--output", default=str(DOCS / "benchmarks.md"),
+                   help="Markdown report; the chart and raw JSON go beside it ('-': none)")
     args = p.parse_args(argv)
-    args.client_list = [c.strip() for c in args.clients.split(",") if c.strip()]
-    unknown = [c for c in args.client_list if c not in ALL_CLIENTS]
-    if unknown:
+    args.records = args.records or (20_000 if args.quick else 200_000)
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    args.timeout = args.timeout or 60 + args.records / 2000
+    args.client_list = tuple(_csv(args.clients))
+    args.pattern_list = "".join(_csv(args.patterns))
+    if unknown := [c for c in args.client_list if c not in matrix.CLIENTS]:
         p.error(f"unknown clients: {', '.join(unknown)}")
+    if unknown := [x for x in args.pattern_list if x not in matrix.PATTERNS]:
+        p.error(f"unknown patterns: {', '.join(unknown)}")
     return args
 
 
-def plan(args: argparse.Namespace) -> list[Run]:
-    idem = {"on": [True], "off": [False], "both": [False, True]}[args.idempotence]
-    runs: list[Run] = []
-    # Baseline first so its numbers exist even if a later client hangs.
-    for client in sorted(args.client_list, key=lambda c: c != BASELINE):
-        for flag in idem if client in AIOPRODUCER_CLIENTS else [False]:
-            runs.append(Run(client, flag))
-    return runs
+def plan(args: argparse.Namespace) -> list[matrix.Case]:
+    if args.sizes is None and args.idempotence is None and args.loop is None:
+        return matrix.default_matrix(args.records, args.client_list, args.pattern_list)
+    idem = args.idempotence or "on"
+    loop = args.loop or "asyncio"
+    return matrix.custom_matrix(
+        args.records, args.client_list, args.pattern_list,
+        sizes=[int(s) for s in _csv(args.sizes or "100")],
+        idems=[True, False] if idem == "both" else [idem == "on"],
+        loops=["asyncio", "uvloop"] if loop == "both" else [loop],
+    )
 
 
-def run_client(args: argparse.Namespace, bootstrap: str, run: Run, topic: str) -> dict[str, Any]:
+def run_client(
+    args: argparse.Namespace, bootstrap: str, case: matrix.Case, topic: str, extra: list[str]
+) -> dict[str, Any]:
+    """Run one client process; its JSON result line, or a failure naming what went wrong."""
+    v = case.variant
     cmd = [
-        sys.executable, "-m", f"benchmarks.clients.{run.client}",
-        "--bootstrap", bootstrap,
-        "--topic", topic,
-        "--records", str(args.records),
-        "--size", str(args.size),
-        "--linger-ms", str(args.linger_ms),
-        "--batch-size", str(args.batch_size),
-        "--idempotence", "on" if run.idempotence else "off",
-        "--concurrency", str(args.concurrency),
+        sys.executable, "-m", f"benchmarks.clients.{case.client}",
+        "--bootstrap", bootstrap, "--topic", topic, "--pattern", case.pattern,
+        "--records", str(case.records), "--size", str(v.size),
+        "--linger-ms", str(args.linger_ms), "--batch-size", str(args.batch_size),
+        "--idempotence", "on" if v.idempotence else "off",
+        "--loop", "asyncio" if v.loop == "-" else v.loop,
+        "--partitions", str(args.partitions), *extra,
     ]
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
                               timeout=args.timeout, check=False)
     except subprocess.TimeoutExpired:
-        return {"status": "failed", "error": f"timed out after {args.timeout:.0f}s"}
+        return {"status": "failed", "error": f"timed out after {args.timeout:.0f} s"}
     for line in reversed(proc.stdout.splitlines()):
         try:
             result = json.loads(line)
@@ -122,111 +125,154 @@ def run_client(args: argparse.Namespace, bootstrap: str, run: Run, topic: str) -
             if result["status"] == "failed" and proc.stderr.strip():
                 result["stderr_tail"] = proc.stderr.strip()[-2000:]
             return result
-    tail = (proc.stderr or proc.stdout).strip()[-2000:]
     return {"status": "failed", "error": f"exit code {proc.returncode}, no result line",
-            "stderr_tail": tail}
+            "stderr_tail": (proc.stderr or proc.stdout).strip()[-2000:]}
 
 
-def fmt(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    """Best effort: the broker keeps every record in memory, so drop what was counted."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
+    except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil the numbers
+        print(f"    (could not delete {topic}: {exc})", flush=True)
 
 
-def print_table(runs: list[Run], args: argparse.Namespace) -> None:
-    base = next((r for r in runs if r.client == BASELINE and r.results), None)
-    base_rps = base.median("records_per_s") if base else None
-    base_cpu = base.median("cpu_us_per_record") if base else None
-    headers = ["client", "records/s", "CPU µs/rec", "rate vs aiokafka", "CPU vs aiokafka",
-               "wall s", "broker count"]
-    rows: list[list[str]] = []
-    for r in runs:
-        rps = r.median("records_per_s")
-        cpu = r.median("cpu_us_per_record")
-        if r.status != "ok":
-            rows.append([r.label, r.status.upper(), "", "", "", "", (r.error or "")[:70]])
-            continue
-        rows.append([
-            r.label,
-            fmt(rps, ",.0f"),
-            fmt(cpu, ".2f"),
-            fmt(rps / base_rps, ".2f") + "x" if rps and base_rps else "n/a",
-            fmt(cpu / base_cpu, ".2f") + "x" if cpu and base_cpu else "n/a",
-            fmt(r.median("wall_s"), ".2f"),
-            "; ".join(r.count_notes) or "-",
-        ])
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()
-    print()
-    print(f"{args.records:,} records x {args.size} B, linger {args.linger_ms} ms, acks=all, "
-          f"{args.partitions} partitions, median of {args.repeat} run(s)")
-    print(line)
-    print("-" * len(line))
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-    print("CPU = user+sys of the whole client process (all threads) over the measured span.")
-    print("Ratios: rate >1x is faster than aiokafka; CPU <1x is cheaper than aiokafka.")
+def measure(
+    args: argparse.Namespace, bootstrap: str, case: matrix.Case, extra: list[str] | None = None
+) -> dict[str, Any]:
+    """One run of ``case`` on a fresh topic, with the broker-side count check.
+
+    ``args`` needs ``timeout``, ``linger_ms``, ``batch_size``, ``partitions`` and
+    ``no_verify``; ``extra`` are more arguments for the client process.
+    """
+    v = case.variant
+    topic = f"bench-{case.pattern}-{case.client}-{uuid.uuid4().hex[:8]}"
+    row: dict[str, Any] = {**asdict(case), **asdict(v), "topic": topic}
+    del row["variant"]
+    try:
+        create_topic(bootstrap, topic, args.partitions)
+    except Exception as exc:  # noqa: BLE001 - report, go on with the next case
+        return {**row, "status": "failed", "error": f"topic creation: {type(exc).__name__}: {exc}"}
+    try:
+        result = run_client(args, bootstrap, case, topic, extra or [])
+        row.update({k: val for k, val in result.items() if k not in ("loop", "client", "pattern")})
+        if row["status"] == "ok" and not args.no_verify:
+            expected = case.records + WARMUP_RECORDS
+            try:
+                got = count_records(bootstrap, topic, expected,
+                                    timeout=max(30.0, case.records / 5000), grace=0.3)
+            except Exception as exc:  # noqa: BLE001 - a failed check is reported
+                row["count_error"] = f"{type(exc).__name__}: {exc}"
+                got = -1
+            row["broker_count"], row["expected_count"] = got, expected
+    finally:
+        _delete_topic(bootstrap, topic)
+    return row
+
+
+def _progress(row: dict[str, Any]) -> str:
+    if row["status"] != "ok":
+        return f"{row['status']}: {row.get('error', '')}"
+    msg = f"{row['records_per_s']:,.0f} rec/s, {row['cpu_us_per_record']:.2f} µs CPU/rec"
+    if "broker_count" in row:
+        ok = row["broker_count"] == row["expected_count"]
+        msg += f", broker holds {row['broker_count']:,}" + ("" if ok else " MISMATCH")
+    return msg
+
+
+def environment(args: argparse.Namespace) -> dict[str, Any]:
+    """What a reader needs to judge the numbers: host, versions, settings."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for dist in ("aiokafka", "confluent-kafka", "kafka-python", "uvloop"):
+        try:
+            versions[dist] = version(dist)
+        except PackageNotFoundError:
+            versions[dist] = "not installed"
+    try:
+        import confluent_kafka
+
+        versions["librdkafka"] = confluent_kafka.libversion()[0]
+    except ImportError:
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, check=False).stdout.strip()
+    cpu = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        models = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines()
+                  if ln.startswith("model name")]
+        cpu = models[0] if models else cpu
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "mode": "quick" if args.quick else "full",
+        "records": args.records, "repeat": args.repeat, "linger_ms": args.linger_ms,
+        "batch_size": args.batch_size, "partitions": args.partitions,
+        "python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu,
+        "aioproducer_commit": commit or "unknown", "versions": versions,
+        "load_before": os.getloadavg()[0],
+    }
+
+
+def run_all(
+    args: argparse.Namespace, bootstrap: str, cases: list[matrix.Case], rows: list[dict[str, Any]]
+) -> None:
+    """Every case ``args.repeat`` times, interleaved; appends each run's row to ``rows``."""
+    settled: set[matrix.Case] = set()  # failed or skipped once: not repeated
+    for rep in range(args.repeat):
+        for case in cases:
+            if case in settled:
+                continue
+            print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeat} {case.pattern} "
+                  f"{case.client} ({case.variant.label})", flush=True)
+            row = measure(args, bootstrap, case)
+            row["repeat"] = rep
+            rows.append(row)
+            print("    " + _progress(row), flush=True)
+            if row["status"] != "ok":
+                settled.add(case)
+                for ln in (row.get("stderr_tail") or "").splitlines()[-6:]:
+                    print("    | " + ln, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    broker: LocalBroker | None = None
-    bootstrap = args.bootstrap
-    if bootstrap is None:
-        broker = LocalBroker().start()
-        bootstrap = broker.bootstrap_servers
-        print(f"started Tansu at {bootstrap} (pid {broker.pid}, log {broker.log_path})")
-    runs = plan(args)
-    all_results: list[dict[str, Any]] = []
+    cases = plan(args)
+    meta = environment(args)
+    meta["broker"] = f"external {args.bootstrap}" if args.bootstrap else "local Tansu (memory storage)"
+    print(f"{len(cases)} cases x {args.repeat} repeat(s), {args.records:,} records each", flush=True)
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
     try:
-        for run in runs:
-            for i in range(args.repeat):
-                mode = "idem" if run.idempotence else "plain"
-                topic = f"bench-{run.client}-{mode}-{uuid.uuid4().hex[:8]}"
-                try:
-                    create_topic(bootstrap, topic, args.partitions)
-                except Exception as exc:  # noqa: BLE001 - report, go on with the next client
-                    run.status, run.error = "failed", f"topic creation: {type(exc).__name__}: {exc}"
-                    break
-                print(f"[{time.strftime('%H:%M:%S')}] {run.label} run {i + 1}/{args.repeat} "
-                      f"-> {topic}", flush=True)
-                result = run_client(args, bootstrap, run, topic)
-                result.setdefault("client", run.client)
-                all_results.append(result)
-                if result["status"] != "ok":
-                    run.status, run.error = result["status"], result.get("error", "")
-                    print(f"    {result['status']}: {run.error}", flush=True)
-                    if result.get("stderr_tail"):
-                        tail = result["stderr_tail"].splitlines()[-12:]
-                        print("\n".join("    | " + ln for ln in tail), flush=True)
-                    break
-                run.status = "ok"
-                run.results.append(result)
-                msg = (f"    {result['records_per_s']:,.0f} rec/s, "
-                       f"{result['cpu_us_per_record']:.2f} µs CPU/rec")
-                if not args.no_verify:
-                    expected = args.records + int(result.get("warmup_records", 0))
-                    try:
-                        got = count_records(bootstrap, topic, expected,
-                                            timeout=max(30.0, args.records / 5000))
-                    except Exception as exc:  # noqa: BLE001 - a failed check is reported
-                        note = f"count failed ({type(exc).__name__}: {exc}) MISMATCH"
-                    else:
-                        result["broker_count"] = got
-                        note = (f"{got:,} ok" if got == expected
-                                else f"{got:,} != {expected:,} MISMATCH")
-                    if note not in run.count_notes:
-                        run.count_notes.append(note)
-                    msg += f", broker holds {note}"
-                print(msg, flush=True)
-    finally:
-        if broker is not None:
-            broker.stop()
-    print_table(runs, args)
-    if args.json:
-        Path(args.json).write_text(json.dumps(all_results, indent=2) + "\n")
-    mismatch = any("MISMATCH" in n for r in runs for n in r.count_notes)
-    failed = any(r.status == "failed" for r in runs)
-    return 1 if (mismatch or failed) else 0
+        with bootstrap_or_local(args.bootstrap, announce=lambda b: print(f"started Tansu at {b}")) as bootstrap:
+            run_all(args, bootstrap, cases, rows)
+    except KeyboardInterrupt:
+        print("interrupted: reporting the runs done so far", flush=True)
+        meta["interrupted"] = True
+    meta["elapsed_s"] = time.monotonic() - started
+    meta["load_after"] = os.getloadavg()[0]
+    summary = report.summarize(rows)
+    print()
+    print(report.text_tables(summary))
+    if args.output != "-":
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
+        chart = out.with_suffix(".png")
+        chart_note = report.write_chart(summary, chart)
+        out.write_text(report.markdown(summary, meta, chart.name if chart_note is None else None,
+                                       report.failure_notes(rows)))
+        print(f"wrote {out}, {out.with_suffix('.json')}" + (f", {chart}" if chart_note is None
+                                                            else f" (no chart: {chart_note})"))
+    # Non-zero when aioproducer failed or any broker count disagreed; a peer's
+    # failure is a row in the table, not a failed benchmark.
+    bad = [r for r in rows if (r["status"] == "failed" and r["client"] == "aioproducer")
+           or r.get("broker_count", r.get("expected_count")) != r.get("expected_count")]
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
