@@ -17,13 +17,15 @@ async def test_ping_counts_the_brokers_that_answer() -> None:
 
 
 async def test_ping_times_out_on_a_stalled_cluster_and_recovers() -> None:
-    async with MockCluster(brokers=1) as cluster:
-        async with Producer(cluster.bootstrap_servers, request_timeout_ms=30_000) as producer:
-            cluster.stall_broker(0)
-            with pytest.raises(errors.KafkaTimeoutError, match="within 300 ms"):
-                await within(producer.ping(0.3), 5, "ping")
-            cluster.resume_broker(0)
-            assert await within(producer.ping(5.0), 10, "ping") == 1
+    async with (
+        MockCluster(brokers=1) as cluster,
+        Producer(cluster.bootstrap_servers, request_timeout_ms=30_000) as producer,
+    ):
+        cluster.stall_broker(0)
+        with pytest.raises(errors.KafkaTimeoutError, match="within 300 ms"):
+            await within(producer.ping(0.3), 5, "ping")
+        cluster.resume_broker(0)
+        assert await within(producer.ping(5.0), 10, "ping") == 1
 
 
 async def test_ping_fails_when_no_broker_can_be_reached() -> None:
