@@ -533,6 +533,24 @@ class KafkaClient:
                 )
         self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
 
+    async def probe(self, timeout: float) -> int:
+        """One fresh metadata round trip within ``timeout`` seconds; the broker count.
+
+        Raises KafkaTimeoutError if no broker answered in time (a stalled
+        broker), or the last connection error if every candidate failed.
+        """
+        before = self.snapshot.updated_at
+        await self.wait_for_update(timeout)
+        if self.snapshot.updated_at != before:
+            return len(self.snapshot.brokers)
+        if self._last_refresh_error is not None:
+            raise errors.NoBrokersAvailableError(
+                f"no broker answered a metadata request: {self._last_refresh_error}"
+            )
+        raise errors.KafkaTimeoutError(
+            f"no broker answered a metadata request within {timeout * 1000:.0f} ms"
+        )
+
     async def partitions_for(self, topic: str, timeout: float, min_count: int = 1) -> int:
         """Number of partitions of ``topic``, fetching metadata for up to ``timeout`` seconds.
 

@@ -718,6 +718,18 @@ class Producer:
         count = await self._client.partitions_for(topic, self._max_block)
         return list(range(count))
 
+    async def ping(self, timeout: float | None = None) -> int:
+        """Check that the cluster answers: one fresh metadata round trip.
+
+        Returns the number of brokers in the answer. Raises KafkaTimeoutError
+        when nothing answered within ``timeout`` seconds (default
+        ``max_block_ms``), or NoBrokersAvailableError when no broker could be
+        reached. Meant for health checks; sending does not need it.
+        """
+        self._check_open()
+        assert self._client is not None
+        return await self._client.probe(self._max_block if timeout is None else timeout)
+
     def _check_open(self) -> None:
         if self._closed:
             raise errors.ProducerClosedError("the producer is closed")

@@ -1,0 +1,1 @@
+"""Runnable examples; a package so that tests and benchmarks can import them."""

@@ -1,0 +1,89 @@
+"""The FastAPI lifespan example against the mock cluster (skipped without FastAPI)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+httpx = pytest.importorskip("httpx")
+
+from aioproducer import errors
+from aioproducer.testing import MockCluster
+from examples.fastapi_service import create_app
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.kafka_cluster(brokers=1, default_partitions=2)]
+
+
+async def test_the_lifespan_runs_the_producer_for_the_app(kafka_cluster: MockCluster) -> None:
+    app = create_app(kafka_cluster.bootstrap_servers, linger_ms=0)
+    # httpx's ASGI transport does not run the lifespan: enter it as the server would.
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+            resp = await client.post("/events/orders", json={"id": 17, "total": 990})
+            assert resp.status_code == 200, resp.text
+            where = resp.json()
+            bad = await client.post("/events/no%20spaces", json={"id": 1})
+            assert bad.status_code == 400
+            assert "illegal characters" in bad.json()["detail"]
+        producer = app.state.producer
+    [record] = kafka_cluster.records("orders")
+    assert (record.partition, record.offset) == (where["partition"], where["offset"])
+    assert (record.key, json.loads(record.value)) == (b"17", {"id": 17, "total": 990})
+    with pytest.raises(errors.ProducerClosedError):  # the lifespan's exit closed it
+        await producer.send("orders", b"late")
+
+
+async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster) -> None:
+    app = create_app(
+        kafka_cluster.bootstrap_servers,
+        buffer_memory=8 * 1024,
+        batch_size=1024,
+        max_block_ms=200,
+        request_timeout_ms=60_000,
+        delivery_timeout_ms=120_000,
+    )
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+            assert (await client.post("/events/t", json={"id": 1})).status_code == 200
+            kafka_cluster.stall_broker(kafka_cluster.broker_ids[0])
+            producer = app.state.producer
+            for size in (500, 1):  # fill the 8 kB buffer to the last byte behind the stall
+                with pytest.raises(errors.KafkaTimeoutError):
+                    for _ in range(100):
+                        await producer.enqueue("t", b"x" * size)
+            resp = await client.post("/events/t", json={"id": 2})
+            assert resp.status_code == 503
+            assert resp.headers["Retry-After"] == "1"
+            assert "memory" in resp.json()["detail"]
+            kafka_cluster.resume_broker(kafka_cluster.broker_ids[0])
+            await producer.flush(timeout=30)
+            assert (await client.post("/events/t", json={"id": 3})).status_code == 200
+
+
+def readme_fastapi_snippet() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    [snippet] = [b for b in blocks if "FastAPI(lifespan=lifespan)" in b]
+    return snippet
+
+
+async def test_the_readme_example_works_as_written(kafka_cluster: MockCluster) -> None:
+    source = readme_fastapi_snippet().replace('"kafka:9092"', repr(kafka_cluster.bootstrap_servers))
+    namespace: dict[str, Any] = {"__name__": "readme_fastapi"}
+    exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    app = namespace["app"]
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+            resp = await client.post("/events/readme", json={"n": 1})
+            assert resp.status_code == 200, resp.text
+    [record] = kafka_cluster.records("readme")
+    assert resp.json() == {"partition": record.partition, "offset": record.offset}
+    assert json.loads(record.value) == {"n": 1}
