@@ -1,7 +1,7 @@
 """Security settings: check them together and build what connections use.
 
 :func:`build_security` turns the ``security_protocol``, ``ssl_*`` and
-``sasl_*`` settings of a :class:`~aioproducer.config.ProducerConfig` into a
+``sasl_*`` settings of a producer's configuration into a
 :class:`Security`: the ``ssl.SSLContext`` every connection wraps its socket
 in (or None), and the :class:`~aioproducer.sasl.SaslCredentials` every
 connection authenticates with (or None). Anything inconsistent or unreadable
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import ssl
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .errors import ConfigurationError
 from .sasl.credentials import MECHANISMS, SaslCredentials
@@ -24,8 +24,30 @@ from .sasl.oauthbearer import TokenProvider
 from .sasl.oidc import ClientCredentialsTokenProvider
 from .sasl.scram import SCRAM_MECHANISMS, require_scramp
 
-if TYPE_CHECKING:
-    from .config import ProducerConfig
+
+
+class SecuritySettings(Protocol):
+    """The settings :func:`build_security` reads (a ``ProducerConfig`` has them all).
+
+    A protocol rather than an import of ``config.py``, which imports this
+    module: the arrows run one way.
+    """
+
+    security_protocol: str
+    ssl_context: Any
+    ssl_cafile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile: str | None
+    ssl_password: str | None
+    ssl_check_hostname: bool
+    sasl_mechanism: str | None
+    sasl_plain_username: str | None
+    sasl_plain_password: str | None
+    sasl_oauth_token_provider: TokenProvider | None
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_id: str | None
+    sasl_oauthbearer_client_secret: str | None
+    sasl_oauthbearer_scope: str | None
 
 __all__ = ["SECURITY_PROTOCOLS", "Security", "build_security", "build_ssl_context"]
 
@@ -82,7 +104,7 @@ def build_ssl_context(
     return context
 
 
-def build_security(config: ProducerConfig) -> Security:
+def build_security(config: SecuritySettings) -> Security:
     """Check the security settings of ``config`` together; build the context and credentials."""
     protocol = str(config.security_protocol).strip().upper()
     if protocol not in SECURITY_PROTOCOLS:
@@ -128,7 +150,7 @@ def build_security(config: ProducerConfig) -> Security:
     return Security(protocol, context, sasl)
 
 
-def _sasl_credentials(config: ProducerConfig) -> SaslCredentials:
+def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
     protocol = config.security_protocol
     mechanism = config.sasl_mechanism
     if not mechanism:
