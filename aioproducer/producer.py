@@ -4,17 +4,24 @@
 to ``max_block_ms``) for metadata and buffer memory, appends it to a batch and
 returns the record's future; ``send`` also waits for that future. Everything
 after that (batching, retries, expiry) belongs to the sender.
+
+This module holds the lifecycle (start, flush, close) and the per-record hot
+path, kept in one function on purpose (no call per record beyond the append).
+The transaction methods come from :mod:`.producer_transactions`, the partition
+rules from :mod:`.partition_selection`, the gauges from :mod:`.producer_metrics`.
+
+Invariants: a cancelled ``enqueue`` appended nothing and holds no memory; every
+wait is bounded by ``max_block_ms``; after ``close`` every record's future resolves.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import itertools
 import logging
-import math
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import errors
@@ -24,18 +31,19 @@ from .buffer_pool import BufferPool
 from .bulk import BulkAppender
 from .bulk_result import BulkResult
 from .client import KafkaClient
-from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
 from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
 from .logs import ClientLogger
 from .metrics import MetricConfig, MetricName
-from .partitioner import StickyPartitioner, partition_for_key
-from .producer_metrics import ProducerMetrics
+from .partition_selection import choose_partition, forget_idle_topics, next_sticky_partition
+from .partitioner import StickyPartitioner
+from .producer_metrics import ProducerMetrics, add_producer_gauges
+from .producer_transactions import TransactionalProducerMixin
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .sender import Sender
 from .transactions import TransactionManager
-from .validation import check_headers, check_topic, to_bytes
+from .validation import check_headers, check_record_size, check_topic, to_bytes
 
 __all__ = ["Producer"]
 
@@ -49,7 +57,7 @@ Headers = Sequence[tuple[str, bytes]]
 _client_numbers = itertools.count(1)
 
 
-class Producer:
+class Producer(TransactionalProducerMixin):
     """An asyncio Kafka producer with the Java producer's semantics.
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
@@ -114,7 +122,11 @@ class Producer:
             MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
             enabled=config.metrics_enabled,
         )
-        self._add_gauges()
+        add_producer_gauges(
+            self._metrics, self._pool,
+            sender=lambda: self._sender, client=lambda: self._client,
+            interceptors=lambda: self._interceptors,
+        )
         self._interceptors: InterceptorChain | None = None
         if config.interceptors:
             self._interceptors = InterceptorChain(config.interceptors, self._log)
@@ -166,7 +178,7 @@ class Producer:
             metadata_max_idle_ms=cfg.metadata_max_idle_ms,
             metadata_recovery_strategy=cfg.metadata_recovery_strategy,
             metadata_recovery_rebootstrap_trigger_ms=cfg.metadata_recovery_rebootstrap_trigger_ms,
-            forget_topics=self._forget_idle_topics,
+            forget_topics=functools.partial(forget_idle_topics, self._acc, self._sticky),
             security=cfg.security,
         )
         try:
@@ -197,7 +209,8 @@ class Producer:
         self._sender.start()
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
-            self._sender.wakeup, self._check_open, self._next_sticky_partition,
+            self._sender.wakeup, self._check_open,
+            functools.partial(next_sticky_partition, self._sticky, self._acc, cfg),
         )
         self._started = True
 
@@ -262,22 +275,6 @@ class Producer:
             # Anything left (a request cancelled by stop) still resolves.
             self._sender.abort(errors.ProducerClosedError("the producer was closed"))
             await self._client.close()
-
-    async def _abort_open_transaction(self, timeout: float | None) -> None:
-        """On close: abort a transaction that was begun and not ended (Java does too).
-
-        A commit under way is left to finish (Java's ``isCompleting``).
-        """
-        txn = self._txn
-        if txn is None or txn.state not in (
-            txn.state.IN_TRANSACTION, txn.state.ABORTABLE_ERROR, txn.state.ABORTING
-        ):
-            return
-        self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
-        try:
-            await asyncio.wait_for(self._abort(), timeout)
-        except (errors.KafkaError, asyncio.TimeoutError) as exc:
-            self._log.warning("aborting the transaction on close failed: %s", exc)
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until it is acknowledged or failed.
@@ -384,7 +381,9 @@ class Producer:
         # Upper bound of the record's encoded size: lengths as 5-byte varints.
         size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
-            self._check_size(size + RECORD_BATCH_OVERHEAD)
+            check_record_size(
+                size + RECORD_BATCH_OVERHEAD, self.config.max_request_size, self.config.buffer_memory
+            )
         reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
 
         client = self._client
@@ -448,9 +447,11 @@ class Producer:
                 if produced >= limit and batch is not None and (
                     produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
                 ):
-                    self._next_sticky_partition(topic, info)
+                    next_sticky_partition(sticky, acc, self.config, topic, info)
             else:
-                chosen = self._choose_partition(topic, partition, key, info)
+                chosen = choose_partition(
+                    topic, partition, key, info, self._custom_partitioner, self.config.max_block_ms
+                )
                 batch = acc.append(
                     info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
                 )
@@ -526,189 +527,6 @@ class Producer:
         gauges (buffer, connections, requests in flight, metadata age) remain.
         """
         return self._metrics.measure(time.monotonic())
-
-    def _add_gauges(self) -> None:
-        pool = self._pool
-        gauge = self._metrics.add_gauge
-        gauge("buffer-total-bytes", lambda now: pool.total)
-        gauge("buffer-available-bytes", lambda now: pool.available)
-        gauge("bufferpool-wait-time-total", lambda now: pool.wait_time_total * 1e9)
-        gauge("waiting-threads", lambda now: pool.waiting)
-        gauge("requests-in-flight",
-              lambda now: 0 if self._sender is None else self._sender.requests_in_flight)
-        gauge("connection-count",
-              lambda now: 0 if self._client is None else self._client.connection_count)
-        gauge("metadata-age", self._metadata_age)
-        gauge("interceptor-error-total",
-              lambda now: 0 if self._interceptors is None else self._interceptors.errors)
-
-    def _metadata_age(self, now: float) -> float:
-        client = self._client
-        if client is None or not client.snapshot.updated_at:
-            return math.nan
-        return now - client.snapshot.updated_at
-
-    def _next_sticky_partition(self, topic: str, info: TopicInfo) -> None:
-        """Switch the topic's sticky partition (KIP-794's BuiltInPartitioner.nextPartition)."""
-        available: Sequence[int] = info.available
-        queue_sizes = None
-        cfg = self.config
-        if cfg.partitioner_adaptive_partitioning and len(info.partitions) > 1:
-            if cfg.partitioner_availability_timeout_ms > 0 and available:
-                slow = self._acc.unavailable_nodes(cfg.partitioner_availability_timeout_ms / 1000)
-                if slow:
-                    kept = [p for p in available if info.partitions[p].leader not in slow]
-                    available = kept or available
-            queue_sizes = self._acc.queue_sizes(topic, available or range(len(info.partitions)))
-        self._sticky.next_partition(topic, len(info.partitions), available, queue_sizes)
-
-    def _forget_idle_topics(self, topics: list[str]) -> list[str]:
-        """Drop the state of idle topics (metadata_max_idle_ms) that have no pending record.
-
-        Sequence numbers are kept: the broker remembers them for this
-        producer id, and a partition restarted at 0 would be refused.
-        """
-        dropped = []
-        for topic in topics:
-            if self._acc.forget_topic(topic):
-                self._sticky.forget(topic)
-                dropped.append(topic)
-        return dropped
-
-    def _check_size(self, size: int) -> None:
-        if size > self.config.max_request_size:
-            raise errors.RecordTooLargeError(
-                f"the record is {size} bytes when serialized, larger than "
-                f"max_request_size ({self.config.max_request_size})"
-            )
-        if size + RECORD_HANDLE_OVERHEAD > self.config.buffer_memory:
-            raise errors.RecordTooLargeError(
-                f"the record is {size} bytes when serialized (plus {RECORD_HANDLE_OVERHEAD} "
-                f"of bookkeeping), larger than buffer_memory ({self.config.buffer_memory})"
-            )
-
-    def _choose_partition(
-        self, topic: str, partition: int | None, key: bytes | None, info: TopicInfo
-    ) -> int:
-        num_partitions = len(info.partitions)
-        if partition is not None:
-            if isinstance(partition, bool) or not isinstance(partition, int):
-                raise TypeError(f"partition must be an int, got {type(partition).__name__}")
-            if not 0 <= partition < num_partitions:
-                raise errors.InvalidPartitionError(
-                    f"partition {partition} is not in the range [0...{num_partitions}) "
-                    f"of topic {topic!r}"
-                    + (
-                        f" (metadata refreshed for up to max_block_ms={self.config.max_block_ms})"
-                        if partition >= num_partitions
-                        else ""
-                    )
-                )
-            return partition
-        custom = self._custom_partitioner
-        if custom is not None:
-            chosen = custom(topic, key, num_partitions, info.available)
-            if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
-                raise errors.InvalidPartitionError(
-                    f"the partitioner returned {chosen!r} for topic {topic!r} with "
-                    f"{num_partitions} partitions"
-                )
-            return chosen
-        assert key is not None
-        return partition_for_key(key, num_partitions)
-
-    # -- transactions --------------------------------------------------------
-
-    def _transactions(self) -> TransactionManager:
-        self._check_open()
-        if self._txn is None:
-            raise errors.IllegalStateError(
-                "transactions need a transactional_id in the producer configuration"
-            )
-        return self._txn
-
-    async def init_transactions(self) -> None:
-        """Get the producer id for ``transactional_id``, fencing older producers.
-
-        Bounded by ``max_block_ms``. Call once, after start() and before the
-        first begin_transaction().
-        """
-        await self._transactions().init()
-        self._sender.wakeup()  # type: ignore[union-attr]
-
-    async def begin_transaction(self) -> None:
-        """Start a transaction; records sent until commit or abort belong to it."""
-        self._transactions().begin()
-
-    async def commit_transaction(self) -> None:
-        """Flush, then commit. If a record failed, raises; abort_transaction() then."""
-        txn = self._transactions()
-        txn.start_commit()
-        self._acc.flushing += 1
-        try:
-            self._sender.wakeup()  # type: ignore[union-attr]
-            if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
-                raise errors.KafkaTimeoutError(
-                    f"commit could not flush the transaction's records within "
-                    f"{self.config.max_block_ms} ms; call commit_transaction() again or abort"
-                )
-        finally:
-            self._acc.flushing -= 1
-        if txn.state is not txn.state.COMMITTING:
-            txn.start_commit()  # raises the failure that made the transaction abortable
-        await txn.end(commit=True)
-
-    async def abort_transaction(self) -> None:
-        """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
-        self._transactions()
-        await self._abort()
-
-    async def _abort(self) -> None:
-        txn = self._txn
-        assert txn is not None
-        txn.start_abort()
-        assert self._sender is not None
-        self._sender.abort_queued(
-            errors.TransactionAbortedError("the transaction was aborted before this record was sent")
-        )
-        if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
-            raise errors.KafkaTimeoutError(
-                f"records of the aborted transaction still in flight after "
-                f"{self.config.max_block_ms} ms; call abort_transaction() again"
-            )
-        await txn.end(commit=False)
-
-    async def send_offsets_to_transaction(
-        self, offsets: Mapping[tuple[str, int], int], group_id: str
-    ) -> None:
-        """Commit consumer offsets ``{(topic, partition): next_offset}`` with the transaction."""
-        await self._transactions().send_offsets(offsets, group_id)
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Producer]:
-        """``async with producer.transaction():`` commits on exit, aborts on an exception."""
-        await self.begin_transaction()
-        try:
-            yield self
-        except BaseException:
-            await self._abort_quietly()
-            raise
-        try:
-            await self.commit_transaction()
-        except errors.ProducerFencedError:
-            raise
-        except (errors.KafkaError, asyncio.TimeoutError):
-            await self._abort_quietly()
-            raise
-
-    async def _abort_quietly(self) -> None:
-        txn = self._txn
-        if txn is None or txn.state in (txn.state.FATAL_ERROR, txn.state.READY):
-            return
-        try:
-            await self.abort_transaction()
-        except (errors.KafkaError, asyncio.TimeoutError) as exc:
-            self._log.warning("aborting the transaction failed: %s", exc)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""

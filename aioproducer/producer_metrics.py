@@ -16,6 +16,7 @@ connections) are read from their owners when measured.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -288,3 +289,47 @@ class ProducerMetrics:
 
     def measure(self, now: float) -> dict[MetricName, float]:
         return self.registry.measure(now)
+
+
+def add_producer_gauges(
+    metrics: ProducerMetrics,
+    pool: Any,
+    *,
+    sender: Callable[[], Any],
+    client: Callable[[], Any],
+    interceptors: Callable[[], Any],
+) -> None:
+    """Register the producer's gauges, read when measured.
+
+    ``pool`` is the producer's BufferPool; ``sender``, ``client`` and
+    ``interceptors`` return the producer's current ones (None before start, or
+    without interceptors), so a gauge reads 0 (NaN for the metadata age) then.
+    """
+    gauge = metrics.add_gauge
+    gauge("buffer-total-bytes", lambda now: pool.total)
+    gauge("buffer-available-bytes", lambda now: pool.available)
+    gauge("bufferpool-wait-time-total", lambda now: pool.wait_time_total * 1e9)
+    gauge("waiting-threads", lambda now: pool.waiting)
+
+    def requests_in_flight(now: float) -> float:
+        current = sender()
+        return 0 if current is None else current.requests_in_flight
+
+    def connection_count(now: float) -> float:
+        current = client()
+        return 0 if current is None else current.connection_count
+
+    def metadata_age(now: float) -> float:
+        current = client()
+        if current is None or not current.snapshot.updated_at:
+            return math.nan
+        return now - current.snapshot.updated_at
+
+    def interceptor_errors(now: float) -> float:
+        chain = interceptors()
+        return 0 if chain is None else chain.errors
+
+    gauge("requests-in-flight", requests_in_flight)
+    gauge("connection-count", connection_count)
+    gauge("metadata-age", metadata_age)
+    gauge("interceptor-error-total", interceptor_errors)

@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import errors
+from .batch import RECORD_HANDLE_OVERHEAD
 
-__all__ = ["MAX_TOPIC_LENGTH", "check_headers", "check_topic", "to_bytes"]
+__all__ = ["MAX_TOPIC_LENGTH", "check_headers", "check_record_size", "check_topic", "to_bytes"]
 
 # Kafka's Topic.validate: at most 249 characters of [a-zA-Z0-9._-], not "." or "..".
 MAX_TOPIC_LENGTH = 249
@@ -90,3 +91,20 @@ def check_headers(headers: Any) -> list[tuple[str, bytes]]:
             )
         out.append((name, None if value is None else bytes(value)))  # type: ignore[arg-type]
     return out
+
+
+def check_record_size(size: int, max_request_size: int, buffer_memory: int) -> None:
+    """Raise RecordTooLargeError if a record of ``size`` bytes (serialized) can never be sent.
+
+    It must fit in one request, and with its bookkeeping in the buffer memory.
+    """
+    if size > max_request_size:
+        raise errors.RecordTooLargeError(
+            f"the record is {size} bytes when serialized, larger than "
+            f"max_request_size ({max_request_size})"
+        )
+    if size + RECORD_HANDLE_OVERHEAD > buffer_memory:
+        raise errors.RecordTooLargeError(
+            f"the record is {size} bytes when serialized (plus {RECORD_HANDLE_OVERHEAD} "
+            f"of bookkeeping), larger than buffer_memory ({buffer_memory})"
+        )

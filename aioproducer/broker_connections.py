@@ -1,0 +1,371 @@
+"""Connections to every broker: opened on demand, backed off, closed when idle.
+
+:class:`BrokerConnections` keeps one :class:`BrokerConnection` per node and
+knows where each node is (the bootstrap servers, then the brokers of the
+latest :class:`ClusterSnapshot`). :class:`~aioproducer.client.KafkaClient`
+extends it with the cluster metadata; what to refresh, and when, is its
+business: this class only asks, through :meth:`BrokerConnections.request_update`.
+
+Invariants:
+
+* at most one connection attempt per node at a time; a failed attempt backs
+  off exponentially, with jitter, from ``reconnect_backoff_ms`` to
+  ``reconnect_backoff_max_ms``; a success clears the backoff;
+* bootstrap servers get negative node ids, as in the Java client;
+* every connection is secured the same way (TLS, then SASL); a TLS or SASL
+  refusal is kept per node (:meth:`BrokerConnections.authentication_failure`),
+  not retried as if it were a network hiccup (Java's ``AuthenticationException``);
+* a connection that drops, or fails to open to a known broker, asks for a
+  metadata refresh (the broker may have restarted or left);
+* cluster-wide requests go to the least loaded node (Java's ``leastLoadedNode``),
+  chosen by the pure rules of :mod:`.node_selection`;
+* every attempt that ends, either way, calls the listeners.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from . import errors
+from .cluster import ClusterSnapshot
+from .connection import BrokerConnection, ThrottleStats, open_connection
+from .logs import ClientLogger
+from .node_selection import node_preference, reconnect_delay
+from .sasl.handshake import authenticate
+from .security import Security
+
+if TYPE_CHECKING:
+    from .producer_metrics import ProducerMetrics
+
+__all__ = ["BrokerConnections", "parse_bootstrap"]
+
+log = logging.getLogger("aioproducer.client")
+
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    """Parse ``"h1:9092,h2:9092"`` or a list of ``host:port`` (IPv6 as ``[::1]:9092``)."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    result = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise errors.ConfigurationError(
+                f"bootstrap server {item!r} is not of the form host:port"
+            )
+        result.append((host.strip("[]"), int(port)))
+    if not result:
+        raise errors.ConfigurationError("bootstrap_servers names no server")
+    return result
+
+
+class BrokerConnections(abc.ABC):
+    """The connections of a client; :class:`~aioproducer.client.KafkaClient` adds metadata."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Iterable[str],
+        *,
+        client_id: str | None,
+        request_timeout_ms: int,
+        reconnect_backoff_ms: int,
+        reconnect_backoff_max_ms: int,
+        connections_max_idle_ms: int,
+        metrics: ProducerMetrics | None,
+        security: Security | None,
+    ) -> None:
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self._log = ClientLogger(log, client_id or "aioproducer")
+        self._metrics = metrics
+        # Nodes whose connection was lost and not yet re-established: a flap
+        # logs one warning when it is lost and one line when it is back.
+        self._lost: set[int] = set()
+        self._request_timeout_ms = request_timeout_ms
+        self._backoff_ms = (reconnect_backoff_ms, reconnect_backoff_max_ms)
+        self._max_idle = connections_max_idle_ms / 1000
+        self._security = security or Security()
+        self._auth_failures: dict[int, BaseException] = {}
+        # The latest metadata: where the brokers are (KafkaClient replaces it).
+        self.snapshot = ClusterSnapshot()
+        self._conns: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
+        self._failures: dict[int, int] = {}
+        self._retry_at: dict[int, float] = {}
+        # Until the first Metadata response names the brokers (or again, KIP-899).
+        self._use_bootstrap = True
+        self._listeners: list[Callable[[], None]] = []
+        self._closed = False
+
+    @abc.abstractmethod
+    def request_update(self) -> None:
+        """Ask for a metadata refresh (a connection dropped, or failed to open)."""
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when a connection attempt ends or metadata is refreshed."""
+        self._listeners.append(callback)
+
+    def _notify(self) -> None:
+        for callback in self._listeners:
+            callback()
+
+    # -- connections -------------------------------------------------------
+
+    def _address(self, node_id: int) -> tuple[str, int]:
+        if node_id < 0:
+            return self._bootstrap[-node_id - 1]
+        broker = self.snapshot.brokers.get(node_id)
+        if broker is None:
+            raise errors.KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
+        return broker.host, broker.port
+
+    def ready_connection(self, node_id: int) -> BrokerConnection | None:
+        """The live, unthrottled connection to ``node_id``; starts one in the background if none.
+
+        Never waits: the sender asks this each loop and skips nodes not ready.
+        A connection attempt that ends, either way, calls the listeners.
+        """
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.closed:
+            # KIP-219: send nothing to a broker that asked us to back off.
+            return None if conn.throttled_until > time.monotonic() else conn
+        if conn is not None:
+            self._connection_lost(node_id, conn)
+        self._start_connect(node_id)
+        return None
+
+    @property
+    def connection_count(self) -> int:
+        """Open broker connections (Java's connection-count)."""
+        return sum(1 for c in self._conns.values() if not c.closed)
+
+    def describe_node(self, node_id: int) -> str:
+        """``broker <id> (<host>:<port>)`` for log lines."""
+        try:
+            host, port = self._address(node_id)
+        except errors.KafkaError:
+            return f"broker {node_id}"
+        return f"broker {node_id} ({host}:{port})"
+
+    def _connection_lost(self, node_id: int, conn: BrokerConnection) -> None:
+        """Forget a connection that ended without us closing it; warn once per loss."""
+        if self._conns.get(node_id) is conn:
+            del self._conns[node_id]
+        # A connection that dropped, even an idle one, may mean the broker
+        # restarted or left: refresh metadata as the Java client does.
+        self.request_update()
+        if self._metrics is not None:
+            self._metrics.connection_closed(time.monotonic())
+        if node_id not in self._lost:
+            self._lost.add(node_id)
+            # Bootstrap addresses (negative ids) only stand in until metadata
+            # names the brokers: losing one is no news.
+            self._log.log(
+                logging.WARNING if node_id >= 0 else logging.DEBUG,
+                "lost the connection to %s: %s; reconnecting",
+                self.describe_node(node_id), conn.closed_error,
+                extra={"broker": node_id},
+            )
+
+    def not_ready_until(self, node_id: int) -> float:
+        """When :meth:`ready_connection` may next say yes without an event (inf: on an event)."""
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.closed:
+            return conn.throttled_until
+        retry_at = self._retry_at.get(node_id, 0.0)
+        if node_id not in self._connecting and retry_at > time.monotonic():
+            return retry_at
+        return float("inf")
+
+    def throttle_stats(self) -> dict[int, ThrottleStats]:
+        """Per live connection: the ``throttle_time_ms`` its broker reported (KIP-219)."""
+        return {n: c.throttle_time_ms for n, c in self._conns.items() if not c.closed}
+
+    def in_flight(self, node_id: int) -> int:
+        """Requests awaiting a response on the connection to ``node_id``."""
+        conn = self._conns.get(node_id)
+        return 0 if conn is None or conn.closed else conn.in_flight
+    def authentication_failure(self, node_id: int) -> BaseException | None:
+        """The TLS/SASL error of the last connection attempt to ``node_id``, if any."""
+        return self._auth_failures.get(node_id)
+
+    def is_backing_off(self, node_id: int) -> bool:
+        return self._retry_at.get(node_id, 0.0) > time.monotonic()
+
+    def next_connect_time(self, node_id: int) -> float:
+        return self._retry_at.get(node_id, 0.0)
+
+    def _start_connect(self, node_id: int) -> asyncio.Task[BrokerConnection] | None:
+        task = self._connecting.get(node_id)
+        if task is not None or self._closed or self.is_backing_off(node_id):
+            return task
+        task = asyncio.get_running_loop().create_task(self._connect(node_id))
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+        self._connecting[node_id] = task
+        return task
+
+    async def _connect(self, node_id: int) -> BrokerConnection:
+        try:
+            host, port = self._address(node_id)
+            timeout = self._request_timeout_ms / 1000
+            conn = await open_connection(
+                node_id,
+                host,
+                port,
+                client_id=self.client_id,
+                request_timeout_ms=self._request_timeout_ms,
+                connect_timeout=timeout,
+                ssl_context=self._security.ssl_context,
+                traffic=None if self._metrics is None else self._metrics.node_traffic(node_id),
+            )
+            if self._security.sasl is not None:
+                try:
+                    await authenticate(conn, self._security.sasl, timeout)
+                except BaseException:
+                    await conn.close()
+                    raise
+        except BaseException as exc:
+            if errors.is_authentication_failure(exc):
+                self._log.error(
+                    "connection to %s refused: %s", self.describe_node(node_id), exc,
+                    extra={"broker": node_id},
+                )
+                self._auth_failures[node_id] = exc
+            failures = self._failures.get(node_id, 0) + 1
+            self._failures[node_id] = failures
+            delay = reconnect_delay(failures, *self._backoff_ms, random.random())
+            self._retry_at[node_id] = time.monotonic() + delay
+            self._log.debug(
+                "connecting to %s failed (%s); retry in %.3fs",
+                self.describe_node(node_id), exc, delay, extra={"broker": node_id},
+            )
+            if node_id >= 0:
+                self.request_update()
+            raise
+        finally:
+            self._connecting.pop(node_id, None)
+            self._notify()
+        self._failures.pop(node_id, None)
+        self._retry_at.pop(node_id, None)
+        self._auth_failures.pop(node_id, None)
+        if self._metrics is not None:
+            self._metrics.connection_created(time.monotonic())
+        if node_id in self._lost:
+            self._lost.discard(node_id)
+            self._log.info(
+                "reconnected to %s", self.describe_node(node_id), extra={"broker": node_id}
+            )
+        old = self._conns.get(node_id)
+        if old is not None and not old.closed:
+            await old.close()
+        self._conns[node_id] = conn
+        return conn
+
+    async def connection(self, node_id: int, timeout: float) -> BrokerConnection:
+        """A live connection to ``node_id``, connecting (once) if needed."""
+        conn = self._conns.get(node_id)
+        if conn is not None and not conn.closed:
+            return conn
+        if conn is not None:
+            self._connection_lost(node_id, conn)
+        wait = self._retry_at.get(node_id, 0.0) - time.monotonic()
+        if wait > 0:
+            if wait >= timeout:
+                raise errors.ConnectionFailedError(f"node {node_id}: backing off after failures")
+            await asyncio.sleep(wait)
+        task = self._start_connect(node_id)
+        if task is None:
+            raise errors.ProducerClosedError("the client is closed")
+        return await asyncio.wait_for(asyncio.shield(task), timeout)
+
+    def _known_nodes(self) -> list[int]:
+        """The nodes to pick from: the brokers metadata named, or the bootstrap servers."""
+        if self._use_bootstrap or not self.snapshot.brokers:
+            nodes = [-(i + 1) for i in range(len(self._bootstrap))]
+        else:
+            nodes = list(self.snapshot.brokers)
+        # A random start spreads cluster-wide requests over the brokers.
+        offset = random.randrange(len(nodes))
+        return nodes[offset:] + nodes[:offset]
+
+    def _preference(self) -> list[int]:
+        nodes = self._known_nodes()
+        now = time.monotonic()
+        live: dict[int, int] = {}
+        for node in nodes:
+            conn = self._conns.get(node)
+            if (
+                conn is not None
+                and not conn.closed
+                and conn.throttled_until <= now
+                and not conn.has_overdue_request()
+            ):
+                live[node] = conn.in_flight
+        can_connect = [n for n in nodes if n not in self._conns and not self.is_backing_off(n)]
+        return node_preference(nodes, live, self._connecting, can_connect)
+
+    def least_loaded_node(self) -> int | None:
+        """Java's ``leastLoadedNode``: where a cluster-wide request should go now.
+
+        A live connection with the fewest requests in flight (none throttled or
+        with a request past its deadline), else a node being connected to, else
+        one we may connect to now; None when every node is backing off.
+        """
+        order = self._preference()
+        return order[0] if order else None
+
+    def any_node(self) -> int:
+        """:meth:`least_loaded_node`, or else the known node whose backoff ends first."""
+        node = self.least_loaded_node()
+        if node is not None:
+            return node
+        return min(self._known_nodes(), key=self.next_connect_time)
+
+    def _forget_moved_brokers(self, old: ClusterSnapshot, new: ClusterSnapshot) -> None:
+        """A broker at a new address starts afresh: no backoff earned at the old one."""
+        for node, broker in new.brokers.items():
+            before = old.brokers.get(node)
+            if before is not None and (before.host, before.port) != (broker.host, broker.port):
+                self._retry_at.pop(node, None)
+                self._failures.pop(node, None)
+
+    async def _close_bootstrap_connections(self) -> None:
+        # Once the real node ids are known, a bootstrap connection is a second
+        # connection to some broker: it must not count as another node.
+        for node_id in [n for n, c in self._conns.items() if n < 0 and c.in_flight == 0]:
+            await self._conns.pop(node_id).close()
+
+    async def _close_idle_connections(self, now: float) -> None:
+        """Forget lost connections; close those idle for ``connections_max_idle_ms``."""
+        for node_id, conn in list(self._conns.items()):
+            if conn.closed:
+                self._connection_lost(node_id, conn)
+            elif conn.in_flight == 0 and now - conn.last_used > self._max_idle:
+                self._log.debug(
+                    "closing the idle connection to %s", self.describe_node(node_id),
+                    extra={"broker": node_id},
+                )
+                del self._conns[node_id]
+                await conn.close()
+
+    async def _close_connections(self, tasks: Iterable[asyncio.Task[Any]]) -> None:
+        """Cancel ``tasks`` and the connection attempts, wait for them, close every connection."""
+        pending = list(tasks) + list(self._connecting.values())
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            try:
+                await task
+            except BaseException:  # noqa: BLE001 - cancelled or failed, either way done
+                pass
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            await conn.close()

@@ -1,0 +1,163 @@
+"""The transaction API of :class:`~aioproducer.Producer` (Java's KafkaProducer transactions).
+
+:class:`TransactionalProducerMixin` holds the public transaction methods
+(``init_transactions``, ``begin_transaction``, ``commit_transaction``,
+``abort_transaction``, ``send_offsets_to_transaction``, ``transaction()``) and
+the abort of a transaction left open on close. ``Producer`` inherits them, so
+they are methods of ``Producer`` itself; the protocol and the state machine
+stay in :mod:`.transactions` (:class:`TransactionManager`).
+
+Invariants:
+
+* every method but the close-time abort needs a started, open producer
+  configured with a ``transactional_id`` (else IllegalStateError or
+  ProducerClosedError, at once);
+* a commit sends EndTxn(commit) only after every record of the transaction
+  was acknowledged; a failed record makes it raise, and the transaction must
+  be aborted;
+* an abort first fails the records not yet sent (TransactionAbortedError),
+  waits for those in flight, then sends EndTxn(abort);
+* every wait is bounded by ``max_block_ms`` (or close's ``timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from . import errors
+
+if TYPE_CHECKING:
+    from .accumulator import RecordAccumulator
+    from .config import ProducerConfig
+    from .logs import ClientLogger
+    from .producer import Producer
+    from .sender import Sender
+    from .transactions import TransactionManager
+
+__all__ = ["TransactionalProducerMixin"]
+
+
+class TransactionalProducerMixin:
+    """Transaction methods of :class:`~aioproducer.Producer`; not used on its own."""
+
+    if TYPE_CHECKING:  # what Producer provides, for type checkers
+        config: ProducerConfig
+        _log: ClientLogger
+        _acc: RecordAccumulator
+        _sender: Sender | None
+        _txn: TransactionManager | None
+        _max_block: float
+
+        def _check_open(self) -> None: ...
+
+        async def _wait_batches(self, batches: list[Any], timeout: float | None) -> bool: ...
+
+    def _transactions(self) -> TransactionManager:
+        self._check_open()
+        if self._txn is None:
+            raise errors.IllegalStateError(
+                "transactions need a transactional_id in the producer configuration"
+            )
+        return self._txn
+
+    async def init_transactions(self) -> None:
+        """Get the producer id for ``transactional_id``, fencing older producers.
+
+        Bounded by ``max_block_ms``. Call once, after start() and before the
+        first begin_transaction().
+        """
+        await self._transactions().init()
+        self._sender.wakeup()  # type: ignore[union-attr]
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction; records sent until commit or abort belong to it."""
+        self._transactions().begin()
+
+    async def commit_transaction(self) -> None:
+        """Flush, then commit. If a record failed, raises; abort_transaction() then."""
+        txn = self._transactions()
+        txn.start_commit()
+        self._acc.flushing += 1
+        try:
+            self._sender.wakeup()  # type: ignore[union-attr]
+            if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
+                raise errors.KafkaTimeoutError(
+                    f"commit could not flush the transaction's records within "
+                    f"{self.config.max_block_ms} ms; call commit_transaction() again or abort"
+                )
+        finally:
+            self._acc.flushing -= 1
+        if txn.state is not txn.state.COMMITTING:
+            txn.start_commit()  # raises the failure that made the transaction abortable
+        await txn.end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
+        self._transactions()
+        await self._abort()
+
+    async def _abort(self) -> None:
+        txn = self._txn
+        assert txn is not None
+        txn.start_abort()
+        assert self._sender is not None
+        self._sender.abort_queued(
+            errors.TransactionAbortedError("the transaction was aborted before this record was sent")
+        )
+        if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
+            raise errors.KafkaTimeoutError(
+                f"records of the aborted transaction still in flight after "
+                f"{self.config.max_block_ms} ms; call abort_transaction() again"
+            )
+        await txn.end(commit=False)
+
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[tuple[str, int], int], group_id: str
+    ) -> None:
+        """Commit consumer offsets ``{(topic, partition): next_offset}`` with the transaction."""
+        await self._transactions().send_offsets(offsets, group_id)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """``async with producer.transaction():`` commits on exit, aborts on an exception."""
+        await self.begin_transaction()
+        try:
+            yield self  # type: ignore[misc]
+        except BaseException:
+            await self._abort_quietly()
+            raise
+        try:
+            await self.commit_transaction()
+        except errors.ProducerFencedError:
+            raise
+        except (errors.KafkaError, asyncio.TimeoutError):
+            await self._abort_quietly()
+            raise
+
+    async def _abort_quietly(self) -> None:
+        txn = self._txn
+        if txn is None or txn.state in (txn.state.FATAL_ERROR, txn.state.READY):
+            return
+        try:
+            await self.abort_transaction()
+        except (errors.KafkaError, asyncio.TimeoutError) as exc:
+            self._log.warning("aborting the transaction failed: %s", exc)
+
+    async def _abort_open_transaction(self, timeout: float | None) -> None:
+        """On close: abort a transaction that was begun and not ended (Java does too).
+
+        A commit under way is left to finish (Java's ``isCompleting``).
+        """
+        txn = self._txn
+        if txn is None or txn.state not in (
+            txn.state.IN_TRANSACTION, txn.state.ABORTABLE_ERROR, txn.state.ABORTING
+        ):
+            return
+        self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
+        try:
+            await asyncio.wait_for(self._abort(), timeout)
+        except (errors.KafkaError, asyncio.TimeoutError) as exc:
+            self._log.warning("aborting the transaction on close failed: %s", exc)
