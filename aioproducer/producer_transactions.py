@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import errors
 
@@ -33,12 +33,14 @@ if TYPE_CHECKING:
     from .accumulator import RecordAccumulator
     from .config import ProducerConfig
     from .logs import ClientLogger
-    from .producer import Producer
     from .sender import Sender
     from .transactions import TransactionManager
 
 __all__ = ["TransactionalProducerMixin"]
 
+
+# The producer itself, typed without importing producer.py (which imports this module).
+_P = TypeVar("_P", bound="TransactionalProducerMixin")
 
 class TransactionalProducerMixin:
     """Transaction methods of :class:`~aioproducer.Producer`; not used on its own."""
@@ -121,11 +123,11 @@ class TransactionalProducerMixin:
         await self._transactions().send_offsets(offsets, group_id)
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Producer]:
+    async def transaction(self: _P) -> AsyncIterator[_P]:
         """``async with producer.transaction():`` commits on exit, aborts on an exception."""
         await self.begin_transaction()
         try:
-            yield self  # type: ignore[misc]
+            yield self
         except BaseException:
             await self._abort_quietly()
             raise
