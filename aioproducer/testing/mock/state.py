@@ -69,6 +69,7 @@ class ClusterView(Protocol):
     coordinator: TransactionCoordinator
     faults: FaultPlan
     duplicate_error_code: int
+    max_message_bytes: int | None
     handler_errors: list[BaseException]
     ssl_context: ssl.SSLContext | None
     sasl_config: SaslServerConfig | None
