@@ -308,6 +308,10 @@ class RecordAccumulator:
                     record.timestamp_ms, record.key, record.value, record.headers, future, sizes
                 )
                 parts.append(current)
+        # The parts' sequence ranges are fixed by the refused batch: none may take
+        # new records, or its range would overlap the next batch's (KIP-126).
+        for part in parts:
+            part.sealed = True
         # The buffer memory the records hold moves with them.
         total = batch.record_count
         left = batch.reserved

@@ -254,3 +254,19 @@ def test_queue_sizes_and_unavailable_nodes_for_the_partitioner() -> None:
     acc.ready(1.5, leaders)
     assert acc.unavailable_nodes(0.4) == {1}
     assert acc.unavailable_nodes(0.6) == set()
+
+
+def test_split_parts_take_no_new_records() -> None:
+    """A part's sequence range is fixed by the refused batch: a record appended
+    after the split opens a new batch instead of growing the last part."""
+    acc = make(batch_size=100_000)
+    for i in range(10):
+        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, Fut(), 0.0)
+    (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    big.payload = big.builder.build()
+    parts = acc.split(big)
+    acc.reenqueue_split(parts, now=3.0)
+    counts = [p.record_count for p in parts]
+    batch = acc.append(("t", 0), 2000, None, b"late", None, Fut(), 4.0)
+    assert batch is not None and batch not in parts
+    assert [p.record_count for p in parts] == counts
