@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 
 from . import errors
 
@@ -18,8 +19,12 @@ __all__ = ["BufferPool"]
 
 
 class BufferPool:
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, on_exhausted: Callable[[], None] | None = None) -> None:
         self.total = total
+        # Called when a caller starts waiting: full batches are then ready at
+        # once (Java's "exhausted" rule), so the sender must look now, not at
+        # its next deadline.
+        self._on_exhausted = on_exhausted
         self.available = total
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
         # Seconds enqueue() calls have spent waiting for memory, all together
@@ -54,6 +59,8 @@ class BufferPool:
         entry = (size, fut)
         self._waiters.append(entry)
         self.exhausted = True
+        if self._on_exhausted is not None:
+            self._on_exhausted()
         timer = loop.call_later(timeout, self._expire, entry, timeout)
         started = time.monotonic()
         try:

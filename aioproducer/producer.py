@@ -88,7 +88,7 @@ class Producer(TransactionalProducerMixin):
         self._client: KafkaClient | None = None
         self._sender: Sender | None = None
         self._bulk: BulkAppender | None = None
-        self._pool = BufferPool(config.buffer_memory)
+        self._pool = BufferPool(config.buffer_memory, on_exhausted=self._wake_sender)
         self._acc = RecordAccumulator(
             batch_size=config.batch_size,
             linger_ms=config.linger_ms,

@@ -18,6 +18,8 @@ PRODUCE = 0
 WINDOW = 1.0
 # A polling loop makes ~200 passes a second; events and deadlines explain a few dozen.
 MAX_PASSES = 40
+# Buffers' worth of records a test produces while callers wait for memory.
+ROUNDS = 6
 
 
 def _producer(cluster: MockCluster, **config: Any) -> Producer:
@@ -104,3 +106,28 @@ async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() ->
             assert (stats.last, stats.max, stats.count) == (700, 700, 1)
             assert (await asyncio.wait_for(held, 5)).offset == 2
         assert [r.value for r in cluster.records("t")] == [b"before", b"throttled", b"held back"]
+
+
+@pytest.mark.asyncio
+async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() -> None:
+    """Java sends every batch at once while a caller waits for buffer memory, whatever
+    linger_ms says; the sender must hear of the wait instead of sleeping to its next
+    deadline."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        producer = _producer(cluster, linger_ms=60_000, delivery_timeout_ms=120_000,
+                             batch_size=1 << 20, buffer_memory=64 * 1024)
+        async with producer:
+            await producer.partitions_for("t")
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            futures = []
+            for _ in range(ROUNDS * 64):  # ROUNDS buffers' worth of 1 KiB records
+                futures.append(await producer.enqueue("t", b"x" * 1024))
+            elapsed = loop.time() - started
+            await producer.flush(timeout=10)
+            assert all(f.done() and f.exception() is None for f in futures)
+        assert len(cluster.records("t")) == ROUNDS * 64
+        # Told of the wait, the sender ships at once (milliseconds); asleep, it
+        # wakes only at its 1 s cap.
+        assert elapsed < 0.5, f"callers waited {elapsed:.2f} s for memory the sender could free"
