@@ -328,27 +328,17 @@ class BulkAppender:
             if p is None and key is not None and not ignore_keys:
                 p = partition_for_key(key, num_partitions)
             entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
-            if entry is not None:
+            if entry is None or entry[0](ts, key, value, h) is None:
+                # Slow path: a new partition for this slice, or a full batch.
+                entry = self._open(call, open_, p, topic, info, now)
                 delta = entry[0](ts, key, value, h)
-                if delta is not None:
-                    span = entry[1]
-                    parts[i] = span.partition
-                    ords[i] = span.first + span.count
-                    span.count += 1
-                    entry[2].reserved += sizes[i]
-                    if p is None:
-                        self._produced(topic, sizes[i] - BULK_RECORD_OVERHEAD)
-                    continue
-            # Slow path: a new partition for this slice, or a full batch.
-            entry = self._open(call, open_, p, topic, info, now)
-            delta = entry[0](ts, key, value, h)
-            if delta is None and p is None and self._switch_due(topic):
-                # KIP-794: the sticky partition moves on at a batch boundary.
-                entry = self._open(call, open_, p, topic, info, now, move=True)
-                delta = entry[0](ts, key, value, h)
-            if delta is None:  # the open batch is full: a new one always takes a record
-                entry = self._open(call, open_, entry[1].partition, topic, info, now, new=True)
-                entry[0](ts, key, value, h)
+                if delta is None and p is None and self._switch_due(topic):
+                    # KIP-794: the sticky partition moves on at a batch boundary.
+                    entry = self._open(call, open_, p, topic, info, now, move=True)
+                    delta = entry[0](ts, key, value, h)
+                if delta is None:  # the open batch is full: a new one always takes a record
+                    entry = self._open(call, open_, entry[1].partition, topic, info, now, new=True)
+                    entry[0](ts, key, value, h)
             span = entry[1]
             parts[i] = span.partition
             ords[i] = span.first + span.count
