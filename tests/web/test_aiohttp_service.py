@@ -232,16 +232,23 @@ async def test_shutdown_with_requests_in_flight_keeps_every_acknowledged_event_o
     session = aiohttp.ClientSession()  # not the test client's: it must outlive the server
     url = client.make_url(f"/events/{TOPIC}")
 
+    first_answer = asyncio.Event()
+
     async def post(i: int) -> tuple[int, dict[str, Any] | None]:
         try:
             async with session.post(url, json={"id": f"e{i}"}) as resp:
-                return i, (await resp.json()) if resp.status == 200 else None
+                body = (await resp.json()) if resp.status == 200 else None
         except aiohttp.ClientError:
             return i, None
+        if body is not None:
+            first_answer.set()
+        return i, body
 
     try:
         tasks = [asyncio.create_task(post(i)) for i in range(300)]
-        await asyncio.sleep(0.3)  # some answered, some waiting for their acknowledgement
+        # Shut down once one request is answered (a fixed sleep is too short on a loaded
+        # machine): with 0.2 s acknowledgements most of the others are still in flight.
+        await asyncio.wait_for(first_answer.wait(), 20)
         await client.server.close()  # graceful: handlers finish, then the producer closes
         outcomes = await asyncio.gather(*tasks)
     finally:
