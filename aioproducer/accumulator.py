@@ -185,11 +185,14 @@ class RecordAccumulator:
                 result.unknown_leader_topics.add(tp[0])
                 continue
             result.partitions.setdefault(leader, []).append(tp)
-            if leader in result.nodes:
-                continue
             head = dq[0]
             if head.attempts and head.retry_at > now:
+                # Looked at even when the leader is already ready: the partition
+                # that made it ready may be muted, and this retry must not wait
+                # for the sender's idle cap.
                 result.next_check = min(result.next_check, head.retry_at - now)
+                continue
+            if leader in result.nodes:
                 continue
             if urgent or len(dq) > 1 or head.is_full():
                 result.nodes.add(leader)

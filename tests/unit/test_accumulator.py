@@ -96,6 +96,19 @@ def test_retried_batch_goes_to_front_and_backs_off() -> None:
     assert drained[0] is batch and batch.attempts == 1
 
 
+def test_a_retry_backoff_sets_the_next_check_even_when_its_leader_is_ready() -> None:
+    acc = make(batch_size=200)
+    fill(acc, ("t", 2), 1, now=0.0)
+    (batch,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    fill(acc, ("t", 0), 1, now=1.0)  # same leader, lingers 10 ms: makes node 1 ready
+    acc.reenqueue(batch, now=1.0, backoff=0.1)  # visited after partition 0
+    r = acc.ready(1.02, leaders)
+    assert r.nodes == {1}
+    assert abs(r.next_check - 0.08) < 1e-9  # partition 0 may be muted: wake for the retry
+    drained = acc.drain(1.02, r, 10**6, muted={("t", 0)})
+    assert drained.get(1, []) == []
+
+
 def test_muted_partition_is_skipped() -> None:
     acc = make()
     fill(acc, ("t", 0), 1, now=0.0)
