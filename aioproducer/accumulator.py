@@ -113,10 +113,29 @@ class RecordAccumulator:
         """
         if sizes is None:
             sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
+        batch = self.try_append(tp, timestamp_ms, key, value, headers, future, sizes)
+        if batch is not None:
+            return batch
+        if abort_on_new_batch:
+            return None
+        batch = self.new_batch(tp, now)
+        batch.try_append(timestamp_ms, key, value, headers, future, sizes)
+        return batch
+
+    def try_append(
+        self,
+        tp: TopicPartition,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes]] | None,
+        future: Any,
+        sizes: int,
+    ) -> ProducerBatch | None:
+        """Append a record to ``tp``'s open batch if it has room; None (nothing
+        appended) when there is no such batch: :meth:`append` then starts one."""
         dq = self._deques.get(tp)
-        if dq is None:
-            dq = self._deques[tp] = deque()
-        elif dq:
+        if dq:
             last = dq[-1]
             # ProducerBatch.try_append, inlined: this runs for every record.
             if not last.sealed and last.builder.append(timestamp_ms, key, value, headers) is not None:
@@ -124,15 +143,7 @@ class RecordAccumulator:
                 last.sizes.append(sizes)
                 last.timestamps.append(timestamp_ms)
                 return last
-        if abort_on_new_batch:
-            return None
-        batch = self._new_batch(tp, now, self.batch_size)
-        batch.try_append(timestamp_ms, key, value, headers, future, sizes)
-        dq.append(batch)
-        if len(dq) == 1:
-            self._nonempty[tp] = dq
-        self.incomplete.add(batch)
-        return batch
+        return None
 
     def _new_batch(self, tp: TopicPartition, created: float, batch_size: int) -> ProducerBatch:
         return ProducerBatch(
@@ -156,7 +167,7 @@ class RecordAccumulator:
         return None
 
     def new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
-        """Start an empty batch at the back of ``tp``'s queue (the bulk path fills it)."""
+        """Start an empty batch at the back of ``tp``'s queue."""
         batch = self._new_batch(tp, now, self.batch_size)
         dq = self._deques.get(tp)
         if dq is None:

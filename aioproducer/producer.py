@@ -105,13 +105,16 @@ class Producer(TransactionalProducerMixin):
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
         self._start_lock: asyncio.Lock | None = None
-        # A record opened a new batch: the next enqueue yields to the sender first.
-        self._yield_due = False
+        # Records until enqueue yields to the event loop; 0 after a record
+        # opened a new batch, so that the sender runs first.
+        self._yield_in = YIELD_EVERY_RECORDS
+        # Started, open and not transactional: enqueue has no state to check.
+        self._plain = False
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
+        self._serializing = config.key_serializer is not None or config.value_serializer is not None
         self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
-        self._unyielded = 0  # records enqueued since the last yield to the event loop
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
         # Topics already validated and known to the metadata: skips checks per record.
@@ -213,6 +216,7 @@ class Producer(TransactionalProducerMixin):
             functools.partial(next_sticky_partition, self._sticky, self._acc, cfg),
         )
         self._started = True
+        self._plain = self._txn is None
 
     def _wake_sender(self) -> None:
         if self._sender is not None:
@@ -241,6 +245,7 @@ class Producer(TransactionalProducerMixin):
             if self._closed:
                 return
             self._closed = True
+            self._plain = False
             self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
             if self._client is not None:
                 # An enqueue() waiting for metadata fails now, not max_block_ms later.
@@ -341,39 +346,31 @@ class Producer(TransactionalProducerMixin):
         appended nothing (and holds no buffer memory); one that returned has
         appended the record, whose future then resolves whatever the caller does.
         """
-        if self._yield_due:
+        if self._yield_in <= 0:
             # The previous record opened a batch, or YIELD_EVERY_RECORDS were
             # enqueued since the last yield: let the sender and other tasks
             # run once, so they keep going while the caller keeps producing (a
             # loop of enqueue() calls would otherwise never let them run). Done
             # here, before anything is appended, so that a cancellation never
             # strands an appended record.
-            self._yield_due = False
-            self._unyielded = 0
+            self._yield_in = YIELD_EVERY_RECORDS
             await asyncio.sleep(0)
-        if self._closed:
-            raise errors.ProducerClosedError("cannot send: the producer is closed")
-        if self._sender is None:
-            raise errors.IllegalStateError("call 'await producer.start()' before sending")
-        if self._txn is not None:
-            self._txn.check_can_send()
+        if not self._plain:
+            self._check_can_send()
         if topic not in self._topics_seen:
             check_topic(topic)
             if len(self._topics_seen) < 10000:
                 self._topics_seen.add(topic)
-        # Fast paths for the common case: bytes in, no serializer.
-        if type(value) is not bytes or self._value_serializer is not None:
-            value = to_bytes(value, "value", self._value_serializer, topic)
-        if key is not None or self._key_serializer is not None:
-            if type(key) is not bytes or self._key_serializer is not None:
-                key = to_bytes(key, "key", self._key_serializer, topic)
+        # Fast path for the common case: bytes in, no serializer.
+        if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
+            key, value = self._serialize(topic, key, value)
         if headers is not None:
             headers = check_headers(headers)
             header_size = headers_size(headers)
         else:
             header_size = 1
         if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
+            timestamp_ms = time.time_ns() // 1_000_000
         elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
             raise ValueError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
         key_size = -1 if key is None else len(key)
@@ -413,65 +410,55 @@ class Producer(TransactionalProducerMixin):
 
         if deadline:  # we waited: the producer or the transaction may have moved on
             try:
-                if self._closed:
-                    raise errors.ProducerClosedError("cannot send: the producer is closed")
-                if self._txn is not None:
-                    self._txn.check_can_send()
+                self._check_can_send()
             except BaseException:
                 pool.release(reserve)
                 raise
         fut: asyncio.Future[RecordMetadata] = self._create_future()
-        now = time.monotonic()
         sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
         acc = self._acc
         try:
-            if (
-                partition is None
-                and (key is None or self._ignore_keys)
-                and self._custom_partitioner is None
-            ):
-                sticky = self._sticky
-                chosen = sticky.current.get(topic)
+            if partition is None and (key is None or self._ignore_keys) and self._custom_partitioner is None:
+                sticky: StickyPartitioner | None = self._sticky
+                chosen = sticky.current.get(topic)  # type: ignore[union-attr]
                 if chosen is None or chosen >= len(info.partitions):
-                    chosen = sticky.partition(topic, len(info.partitions), info.available)
-                batch = acc.append(
-                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
-                )
-                # KIP-794: move on once batch_size bytes went to this partition
-                # and its batch has no room for another record like this one
-                # (so the switch falls on a batch boundary), or after twice
-                # that regardless. StickyPartitioner.appended, inlined: per record.
-                produced = sticky.produced.get(topic, 0) + size
-                sticky.produced[topic] = produced
-                limit = sticky.batch_size
-                if produced >= limit and batch is not None and (
-                    produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
-                ):
-                    next_sticky_partition(sticky, acc, self.config, topic, info)
+                    chosen = sticky.partition(topic, len(info.partitions), info.available)  # type: ignore[union-attr]
             else:
+                sticky = None
                 chosen = choose_partition(
                     topic, partition, key, info, self._custom_partitioner, self.config.max_block_ms
                 )
-                batch = acc.append(
-                    info.tps[chosen], timestamp_ms, key, value, headers, fut, now, False, sizes
-                )
+            tp = info.tps[chosen]
+            batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes)
+            if batch is None:
+                now = time.monotonic()
+                batch = acc.append(tp, timestamp_ms, key, value, headers, fut, now, False, sizes)
+                assert batch is not None
+                client.touch_topic(topic, now)
+                # A new batch: the sender starts its linger clock, and the
+                # next enqueue yields to it first.
+                self._sender.wakeup()  # type: ignore[union-attr]
+                self._yield_in = 0
         except BaseException:
             self._pool.release(reserve)
             raise
-        assert batch is not None
+        # From here on the record is appended: nothing may raise or wait.
+        self._yield_in -= 1
         batch.reserved += reserve
         if size > batch.max_record_size:
             batch.max_record_size = size
         if self._txn is not None:
-            self._txn.add_partition((topic, chosen))
-        self._unyielded += 1
-        if len(batch.futures) == 1:
-            client.touch_topic(topic, now)
-            # A new batch: the sender starts its linger clock.
-            self._sender.wakeup()  # type: ignore[union-attr]
-            self._yield_due = True
-        elif self._unyielded >= YIELD_EVERY_RECORDS:
-            self._yield_due = True
+            self._txn.add_partition(tp)
+        if sticky is not None:
+            # KIP-794: move on once batch_size bytes went to this partition
+            # and its batch has no room for another record like this one
+            # (so the switch falls on a batch boundary), or after twice
+            # that regardless. StickyPartitioner.appended, inlined: per record.
+            produced = sticky.produced.get(topic, 0) + size
+            sticky.produced[topic] = produced
+            limit = sticky.batch_size
+            if produced >= limit and (produced >= 2 * limit or batch.builder.size_in_bytes + size > limit):
+                next_sticky_partition(sticky, acc, self.config, topic, info)
         return fut
 
     async def enqueue_many(
@@ -547,6 +534,23 @@ class Producer(TransactionalProducerMixin):
         self._check_open()
         assert self._client is not None
         return await self._client.probe(self._max_block if timeout is None else timeout)
+
+    def _check_can_send(self) -> None:
+        """Raise unless records may be appended now: started, open, and the
+        transaction (if any) in a state that takes records."""
+        if self._closed:
+            raise errors.ProducerClosedError("cannot send: the producer is closed")
+        if self._sender is None:
+            raise errors.IllegalStateError("call 'await producer.start()' before sending")
+        if self._txn is not None:
+            self._txn.check_can_send()
+
+    def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+        """Key and value as bytes: through the configured serializers, else bytes-like to bytes."""
+        value = to_bytes(value, "value", self._value_serializer, topic)
+        if key is not None or self._key_serializer is not None:
+            key = to_bytes(key, "key", self._key_serializer, topic)
+        return key, value
 
     def _check_open(self) -> None:
         if self._closed:

@@ -218,22 +218,22 @@ class RecordBatchBuilder:
         count = self.record_count
         if count:
             delta = timestamp_ms - self.base_timestamp
-            zz = (delta << 1) ^ (delta >> 63)
-            ts = _UVARINT[zz] if 0 <= zz < _TABLE_LIMIT else _varint_bytes(delta)
+            # zigzag(delta) is 2 * delta for the usual small non-negative delta.
+            ts = _UVARINT[delta << 1] if 0 <= delta < 8192 else _varint_bytes(delta)
             off = _UVARINT[count << 1] if count < 8192 else _uvarint(count << 1)
         else:
             ts = off = _ZERO
         if key is None:
-            klen = -1
             kpre = _NULL
+            key = b""
             size = 1
         else:
             klen = len(key)
             kpre = _UVARINT[klen << 1] if klen < 8192 else _uvarint(klen << 1)
             size = len(kpre) + klen
         if value is None:
-            vlen = -1
             vpre = _NULL
+            value = b""
             size += 1
         else:
             vlen = len(value)
@@ -247,7 +247,7 @@ class RecordBatchBuilder:
         if count and RECORD_BATCH_OVERHEAD + len(buf) + len(lpre) + size > self.batch_size:
             return None
         # One join and one extend beat nine extends of the bytearray.
-        buf += b"".join((lpre, _ZERO, ts, off, kpre, key or b"", vpre, value or b"", hdr))
+        buf += b"".join((lpre, _ZERO, ts, off, kpre, key, vpre, value, hdr))
         if count:
             if timestamp_ms > self.max_timestamp:
                 self.max_timestamp = timestamp_ms
