@@ -263,14 +263,13 @@ class ProducerBatch:
             if log_append_time_ms >= 0
             else self.timestamps[start:stop]
         )
+        last = key_size = value_size = -1
         for fut, offset, ts, packed in zip(futures[start:stop], offsets, timestamps, self.sizes[start:stop]):
+            if packed != last:  # unpacked only when it changes: records often share sizes
+                last = packed
+                key_size, value_size = (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1
             try:
-                fut.set_result(
-                    new(
-                        RecordMetadata,
-                        (topic, partition, offset, ts, (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1),
-                    )
-                )
+                fut.set_result(new(RecordMetadata, (topic, partition, offset, ts, key_size, value_size)))
             except asyncio.InvalidStateError:
                 pass  # the caller cancelled its wait; the record is written all the same
         if stop < len(futures):
