@@ -226,28 +226,27 @@ class RecordBatchBuilder:
         if key is None:
             kpre = _NULL
             key = b""
-            size = 1
         else:
             klen = len(key)
             kpre = _UVARINT[klen << 1] if klen < 8192 else _uvarint(klen << 1)
-            size = len(kpre) + klen
         if value is None:
             vpre = _NULL
             value = b""
-            size += 1
         else:
             vlen = len(value)
             vpre = _UVARINT[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
-            size += len(vpre) + vlen
+        # Everything after the length prefix (attributes, always 0 for producer
+        # records, deltas, key, value, headers), joined first: its length is
+        # then the record's size, with no sum of the parts' sizes.
         hdr = _headers_bytes(headers) if headers else _ZERO
-        # attributes byte (always 0 for producer records) + deltas + headers
-        size += 1 + len(ts) + len(off) + len(hdr)
+        body = b"".join((_ZERO, ts, off, kpre, key, vpre, value, hdr))
+        size = len(body)
         lpre = _UVARINT[size << 1] if size < 8192 else _uvarint(size << 1)
         buf = self._buf
         if count and RECORD_BATCH_OVERHEAD + len(buf) + len(lpre) + size > self.batch_size:
             return None
-        # One join and one extend beat nine extends of the bytearray.
-        buf += b"".join((lpre, _ZERO, ts, off, kpre, key, vpre, value, hdr))
+        buf += lpre
+        buf += body
         if count:
             if timestamp_ms > self.max_timestamp:
                 self.max_timestamp = timestamp_ms
