@@ -20,7 +20,6 @@ its partition to retry, or fail it; then release its buffer memory.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import random
 import time
@@ -36,9 +35,9 @@ from .config import ProducerConfig
 from .connection import BrokerConnection
 from .idempotence import SequenceState
 from .logs import ClientLogger
-from .protocol.compression import Codec
+from .produce_request import build_payloads, partition_outcomes, produce_body
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
-from .retry import Action, RetryConfig, Written, classify, written_after
+from .retry import Action, RetryConfig, Written, classify
 from .transactions import TransactionManager
 
 if TYPE_CHECKING:
@@ -48,9 +47,10 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("aioproducer.sender")
 
-# Compressing a batch at least this large runs in a worker thread: the codecs
-# release the GIL, and the event loop keeps serving other tasks meanwhile.
-OFFLOAD_COMPRESSION_BYTES = 64 * 1024
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Sender:
@@ -80,7 +80,11 @@ class Sender:
         self._muted: set[TopicPartition] = set()
         self._in_flight: set[ProducerBatch] = set()
         self._requests: set[asyncio.Task[None]] = set()
-        self._wakeup = asyncio.Event()
+        # Set by wakeup(); _sleep returns at once while it is set. The loop
+        # waits on a bare future with a timer, not on Event.wait() under
+        # wait_for, which would create a task on every pass.
+        self._woken = False
+        self._waiter: asyncio.Future[None] | None = None
         self._running = True
         self._task: asyncio.Task[None] | None = None
         #: Loop passes so far: the loop runs on events and deadlines, not on a timer.
@@ -112,7 +116,10 @@ class Sender:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="aioproducer-sender")
 
     def wakeup(self) -> None:
-        self._wakeup.set()
+        self._woken = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     @property
     def requests_in_flight(self) -> int:
@@ -129,14 +136,22 @@ class Sender:
             except Exception:
                 self._log.exception("unexpected error in the sender loop")
                 delay = 0.1
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self._wakeup.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
+            if delay > 0 and not self._woken:
+                await self._sleep(delay)
             else:
                 await asyncio.sleep(0)
-            self._wakeup.clear()
+            self._woken = False
+
+    async def _sleep(self, delay: float) -> None:
+        """Wait ``delay`` seconds or until :meth:`wakeup`, whichever comes first."""
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(delay, _release, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
 
     def _run_once(self, now: float) -> float:
         """One pass: expire, drain, send. Returns seconds until the next pass."""
@@ -302,84 +317,31 @@ class Sender:
 
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""
-        await self._build_payloads(batches)
+        await build_payloads(batches)
         if self._metrics is not None:
             self._metrics.batches_sent(batches, time.monotonic())
-        topic_data: dict[str, list[dict[str, Any]]] = {}
-        for batch in batches:
-            topic_data.setdefault(batch.topic, []).append(
-                {"index": batch.partition, "records": batch.payload}
-            )
-        body = {
-            "transactional_id": self._config.transactional_id,
-            "acks": self._acks,
-            "timeout_ms": self._config.request_timeout_ms,
-            "topic_data": [
-                {"name": topic, "partition_data": parts} for topic, parts in topic_data.items()
-            ],
-        }
+        body = produce_body(
+            batches,
+            transactional_id=self._config.transactional_id,
+            acks=self._acks,
+            timeout_ms=self._config.request_timeout_ms,
+        )
         fut = conn.send(PRODUCE, body, expect_response=self._acks != 0)
         await conn.drain()
         return fut
 
-    async def _build_payloads(self, batches: list[ProducerBatch]) -> None:
-        loop = asyncio.get_running_loop()
-        for batch in batches:
-            if batch.payload is not None:
-                continue
-            build = batch.builder.build
-            kwargs = {
-                "producer_id": batch.producer_id,
-                "producer_epoch": batch.producer_epoch,
-                "base_sequence": batch.base_sequence,
-            }
-            if (
-                batch.builder.codec != Codec.NONE
-                and batch.builder.size_in_bytes >= OFFLOAD_COMPRESSION_BYTES
-            ):
-                batch.payload = await loop.run_in_executor(None, functools.partial(build, **kwargs))
-            else:
-                batch.payload = build(**kwargs)
-
     def _apply_response(self, batches: list[ProducerBatch], response: Any) -> None:
-        results: dict[TopicPartition, Any] = {}
-        for topic in response.responses:
-            for part in topic.partition_responses:
-                results[(topic.name, part.index)] = part
         now = time.monotonic()
-        for batch in batches:
-            part = results.get((batch.topic, batch.partition))
-            if part is None:
-                self._apply(
-                    batch,
-                    errors.CorruptResponseError(
-                        f"produce response does not mention {batch.topic}-{batch.partition}"
-                    ),
-                    -1,
-                    -1,
-                    now,
-                )
-                continue
-            error = None
-            if part.error_code:
-                detail = part.get("error_message") or ""
-                record_errors = part.get("record_errors") or []
-                if record_errors:
-                    detail += " " + "; ".join(
-                        f"record {e.batch_index}: {e.batch_index_error_message}"
-                        for e in record_errors
-                    )
-                error = errors.error_for_code(part.error_code)(
-                    f"{batch.topic}-{batch.partition}: {detail.strip()}".rstrip(": ")
-                )
-                written = written_after(part.error_code)
-                if written is Written.MAYBE:
-                    batch.maybe_written = True
-                elif written is Written.REFUSED_SEQUENCE:
-                    # The broker checked this very sequence against its state and
-                    # refused it: this stamping holds nothing written (KIP-360).
-                    batch.maybe_written = False
-            self._apply(batch, error, part.base_offset, part.log_append_time_ms, now)
+        for batch, error, written, base_offset, log_append_time in partition_outcomes(
+            batches, response
+        ):
+            if written is Written.MAYBE:
+                batch.maybe_written = True
+            elif written is Written.REFUSED_SEQUENCE:
+                # The broker checked this very sequence against its state and
+                # refused it: this stamping holds nothing written (KIP-360).
+                batch.maybe_written = False
+            self._apply(batch, error, base_offset, log_append_time, now)
 
     def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
         """The request failed as a whole (connection lost, timed out, undecodable):

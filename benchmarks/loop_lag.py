@@ -20,14 +20,14 @@ import statistics
 import time
 
 from aioproducer import Producer
-from aioproducer import sender as sender_module
+from aioproducer import produce_request
 from aioproducer.testing.local_broker import bootstrap_or_local
 
 
 async def measure(
     bootstrap: str, codec: str, batch_size: int, records: int, threshold: int, path: str = "enqueue"
 ) -> list[float]:
-    sender_module.OFFLOAD_COMPRESSION_BYTES = threshold
+    produce_request.OFFLOAD_COMPRESSION_BYTES = threshold
     lags: list[float] = []
     stop = asyncio.Event()
 
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--path", choices=["enqueue", "bulk"], default="enqueue")
     args = parser.parse_args()
-    default = sender_module.OFFLOAD_COMPRESSION_BYTES
+    default = produce_request.OFFLOAD_COMPRESSION_BYTES
     with bootstrap_or_local(args.bootstrap) as bootstrap:
         for name, threshold in (("offloaded", default), ("inline", 1 << 62)):
             lags = asyncio.run(

@@ -1,0 +1,120 @@
+"""What goes into a Produce request, and what its answer says about each batch.
+
+The sender drains batches and hands them here: :func:`build_payloads` turns
+each into its record batch bytes (KIP-98, stamped with the producer state it
+was given), :func:`produce_body` groups them by topic into the request body,
+and :func:`partition_outcomes` reads the response back into one outcome per
+batch. Applying the outcomes (completing futures, retrying, failing) stays in
+the sender, the one place where they take effect.
+
+Invariants: a batch's bytes are built once and kept across retries (a retry
+resends the same records; only a new producer state restamps them); a batch
+the response does not mention gets an error, never silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+from . import errors
+from .batch import ProducerBatch
+from .protocol.compression import Codec
+from .retry import Written, written_after
+
+__all__ = [
+    "OFFLOAD_COMPRESSION_BYTES",
+    "BatchOutcome",
+    "build_payloads",
+    "partition_outcomes",
+    "produce_body",
+]
+
+# Compressing a batch at least this large runs in a worker thread: the codecs
+# release the GIL, and the event loop keeps serving other tasks meanwhile.
+OFFLOAD_COMPRESSION_BYTES = 64 * 1024
+
+
+async def build_payloads(batches: list[ProducerBatch]) -> None:
+    """Build the bytes of every batch that has none yet, with its producer state."""
+    loop = asyncio.get_running_loop()
+    for batch in batches:
+        if batch.payload is not None:
+            continue
+        build = functools.partial(
+            batch.builder.build,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+        )
+        if (
+            batch.builder.codec != Codec.NONE
+            and batch.builder.size_in_bytes >= OFFLOAD_COMPRESSION_BYTES
+        ):
+            batch.payload = await loop.run_in_executor(None, build)
+        else:
+            batch.payload = build()
+
+
+def produce_body(
+    batches: list[ProducerBatch], *, transactional_id: str | None, acks: int, timeout_ms: int
+) -> dict[str, Any]:
+    """The Produce request body carrying ``batches`` (built), grouped by topic."""
+    topic_data: dict[str, list[dict[str, Any]]] = {}
+    for batch in batches:
+        topic_data.setdefault(batch.topic, []).append(
+            {"index": batch.partition, "records": batch.payload}
+        )
+    return {
+        "transactional_id": transactional_id,
+        "acks": acks,
+        "timeout_ms": timeout_ms,
+        "topic_data": [
+            {"name": topic, "partition_data": parts} for topic, parts in topic_data.items()
+        ],
+    }
+
+
+class BatchOutcome(NamedTuple):
+    """What a Produce response says about one batch of the request."""
+
+    batch: ProducerBatch
+    error: errors.KafkaError | None
+    # Whether the leader may hold the batch after this answer; None when it
+    # says nothing new (no error, or no mention of the partition).
+    written: Written | None
+    base_offset: int
+    log_append_time_ms: int
+
+
+def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[BatchOutcome]:
+    """One outcome per batch, in request order, from a decoded Produce response."""
+    results: dict[tuple[str, int], Any] = {}
+    for topic in response.responses:
+        for part in topic.partition_responses:
+            results[(topic.name, part.index)] = part
+    for batch in batches:
+        part = results.get((batch.topic, batch.partition))
+        if part is None:
+            missing = errors.CorruptResponseError(
+                f"produce response does not mention {batch.topic}-{batch.partition}"
+            )
+            yield BatchOutcome(batch, missing, None, -1, -1)
+            continue
+        if not part.error_code:
+            yield BatchOutcome(batch, None, None, part.base_offset, part.log_append_time_ms)
+            continue
+        detail = part.get("error_message") or ""
+        record_errors = part.get("record_errors") or []
+        if record_errors:
+            detail += " " + "; ".join(
+                f"record {e.batch_index}: {e.batch_index_error_message}" for e in record_errors
+            )
+        error = errors.error_for_code(part.error_code)(
+            f"{batch.topic}-{batch.partition}: {detail.strip()}".rstrip(": ")
+        )
+        yield BatchOutcome(
+            batch, error, written_after(part.error_code), part.base_offset, part.log_append_time_ms
+        )

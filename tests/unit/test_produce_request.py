@@ -1,0 +1,88 @@
+"""Produce request bodies and responses read back per batch: bytes in, outcomes out."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aioproducer import errors
+from aioproducer.batch import ProducerBatch
+from aioproducer.produce_request import build_payloads, partition_outcomes, produce_body
+from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.framing import decode_response, encode_response
+from aioproducer.protocol.messages import PRODUCE
+from aioproducer.protocol.records import parse_record_batches
+from aioproducer.retry import Written
+
+VERSION = 8  # the first version with record_errors and error_message
+
+
+def _batch(topic: str, partition: int, *values: bytes) -> ProducerBatch:
+    batch = ProducerBatch(topic, partition, codec=Codec.NONE, batch_size=16384, now=0.0,
+                          delivery_timeout=120.0)
+    for value in values:
+        assert batch.try_append(1000, None, value, None, object(), len(value) + 1)
+    return batch
+
+
+def _response(partitions: dict[str, list[dict[str, object]]]) -> object:
+    """A Produce response as a broker would send it, decoded by the client's codec."""
+    body = {
+        "responses": [
+            {"name": topic, "partition_responses": parts} for topic, parts in partitions.items()
+        ],
+        "throttle_time_ms": 0,
+    }
+    frame = encode_response(PRODUCE, VERSION, 7, body)
+    return decode_response(PRODUCE, VERSION, frame[4:])
+
+
+def _part(index: int, error_code: int = 0, base_offset: int = -1, **extra: object) -> dict[str, object]:
+    return {"index": index, "error_code": error_code, "base_offset": base_offset,
+            "log_append_time_ms": -1, "log_start_offset": 0, "record_errors": [],
+            "error_message": None, **extra}
+
+
+def test_body_groups_built_batches_by_topic() -> None:
+    batches = [_batch("a", 0, b"x"), _batch("b", 1, b"y"), _batch("a", 2, b"z")]
+    asyncio.run(build_payloads(batches))
+    body = produce_body(batches, transactional_id=None, acks=-1, timeout_ms=30000)
+    assert [t["name"] for t in body["topic_data"]] == ["a", "b"]
+    assert [p["index"] for p in body["topic_data"][0]["partition_data"]] == [0, 2]
+    (parsed,) = parse_record_batches(body["topic_data"][1]["partition_data"][0]["records"])
+    assert [r.value for r in parsed.records] == [b"y"]
+
+
+def test_payload_is_built_once_and_kept_for_retries() -> None:
+    batch = _batch("a", 0, b"x")
+    batch.producer_id, batch.producer_epoch, batch.base_sequence = 5, 1, 10
+    asyncio.run(build_payloads([batch]))
+    first = batch.payload
+    batch.base_sequence = 99
+    asyncio.run(build_payloads([batch]))
+    assert batch.payload is first
+    (parsed,) = parse_record_batches(first)
+    assert (parsed.producer_id, parsed.base_sequence) == (5, 10)
+
+
+def test_outcomes_in_request_order_with_errors_and_what_was_written() -> None:
+    ok, refused, duplicate_seq, missing = (
+        _batch("t", 0, b"a"), _batch("t", 1, b"b"), _batch("t", 2, b"c"), _batch("u", 0, b"d"),
+    )
+    response = _response({"t": [
+        _part(2, error_code=45),  # OUT_OF_ORDER_SEQUENCE_NUMBER
+        _part(0, base_offset=41),
+        _part(1, error_code=87, record_errors=[  # INVALID_RECORD
+            {"batch_index": 0, "batch_index_error_message": "bad timestamp"}],
+            error_message="one record refused"),
+    ]})
+    outcomes = list(partition_outcomes([ok, refused, duplicate_seq, missing], response))
+    assert [o.batch for o in outcomes] == [ok, refused, duplicate_seq, missing]
+    assert outcomes[0].error is None and outcomes[0].base_offset == 41
+    assert outcomes[0].written is None
+    assert isinstance(outcomes[1].error, errors.KafkaError) and outcomes[1].error.code == 87
+    assert "one record refused" in str(outcomes[1].error)
+    assert "record 0: bad timestamp" in str(outcomes[1].error)
+    assert outcomes[1].written is Written.NO
+    assert outcomes[2].written is Written.REFUSED_SEQUENCE
+    assert isinstance(outcomes[3].error, errors.CorruptResponseError)
+    assert "u-0" in str(outcomes[3].error)
