@@ -19,8 +19,7 @@ import os
 import statistics
 import time
 
-from aioproducer import Producer
-from aioproducer import produce_request
+from aioproducer import Producer, produce_request
 from aioproducer.testing.local_broker import bootstrap_or_local
 
 
