@@ -65,6 +65,9 @@ class _Job(NamedTuple):
     cols: BulkColumns
     sizes: list[int]  # buffer-memory reservation of each record
     info: TopicInfo
+    # Each key's murmur2 partition, -1 for a null key, when the keys came as an
+    # Arrow array (hashed in one vectorized pass); None: hash key by key.
+    key_partitions: array[int] | None
 
 
 class BulkAppender:
@@ -131,8 +134,23 @@ class BulkAppender:
         if cols.count == 0:
             future.set_result(BulkResult(call))
             return future
-        await self._append_all(_Job(call, cols, sizes, info), deadline)
+        job = _Job(call, cols, sizes, info, self._arrow_key_partitions(cols, info))
+        await self._append_all(job, deadline)
         return future
+
+    def _arrow_key_partitions(self, cols: BulkColumns, info: TopicInfo) -> array[int] | None:
+        """Every key's partition at once when keys came as an Arrow array and choose it."""
+        if (
+            cols.key_array is None
+            or cols.partition is not None
+            or self._ignore_keys
+            or self._config.partitioner is not None  # it chose every partition already
+        ):
+            return None
+        # numpy comes with pyarrow; neither is needed unless an Arrow array arrives.
+        from .partition_vector import arrow_key_partitions
+
+        return arrow_key_partitions(cols.key_array, len(info.partitions))
 
     def _record_bounds(self, cols: BulkColumns) -> list[int]:
         """Each record's buffer-memory reservation; RecordTooLargeError names the first too big."""
@@ -176,7 +194,7 @@ class BulkAppender:
                 )
 
     async def _append_all(self, job: _Job, deadline: float) -> None:
-        call, cols, sizes, _info = job
+        call, cols, sizes = job.call, job.cols, job.sizes
         pool = self._pool
         n = cols.count
         start = 0
@@ -230,7 +248,7 @@ class BulkAppender:
             uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
             if uniform and (cols.keys is None or cols.partition is not None or self._ignore_keys):
                 self._append_runs(job, start, stop, open_)
-            elif uniform and None not in cols.keys[start:stop]:  # type: ignore[index]
+            elif uniform and self._all_keyed(job, start, stop):
                 self._append_keyed(job, start, stop, open_)
             else:
                 self._append_each(job, start, stop, open_)
@@ -238,11 +256,18 @@ class BulkAppender:
             for _append, span, _batch in open_.values():
                 call.close_span(span)
 
+    @staticmethod
+    def _all_keyed(job: _Job, start: int, stop: int) -> bool:
+        """No null key among records ``start..stop`` (a null key goes to the sticky partition)."""
+        if job.key_partitions is not None:
+            return -1 not in job.key_partitions[start:stop]
+        return None not in job.cols.keys[start:stop]  # type: ignore[index]
+
     def _append_runs(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records that all go to one partition until its batch is full: sticky or
         explicit partition, one timestamp and one set of headers for all. Each
         batch takes a run of records in one ``append_run``."""
-        call, cols, sizes, info = job
+        call, cols, sizes, info = job.call, job.cols, job.sizes, job.info
         topic, fixed = call.topic, cols.partition
         now = time.monotonic()
         entry = self._open(call, open_, fixed, topic, info, now)
@@ -277,12 +302,15 @@ class BulkAppender:
     def _append_keyed(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Keyed records: partitions first (murmur2), then one run per partition,
         in call order within each partition (a stable sort by partition)."""
-        call, cols, sizes, info = job
+        call, cols, sizes, info, key_partitions = job
         n = len(info.partitions)
         keys = cols.keys
         assert keys is not None
-        chosen = [partition_for_key(key, n) for key in keys[start:stop]]
-        call.partitions[start:stop] = array("i", chosen)
+        if key_partitions is not None:
+            chosen = key_partitions[start:stop]
+        else:
+            chosen = array("i", [partition_for_key(key, n) for key in keys[start:stop]])
+        call.partitions[start:stop] = chosen
         order = sorted(range(start, stop), key=call.partitions.__getitem__)
         ords = call.ordinals
         now = time.monotonic()
@@ -308,7 +336,7 @@ class BulkAppender:
 
     def _append_each(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records whose partition, timestamp or headers vary: one append each."""
-        call, cols, sizes, info = job
+        call, cols, sizes, info, key_partitions = job
         topic = call.topic
         values, keys = cols.values, cols.keys
         common_headers, headers = cols.common_headers, cols.headers
@@ -326,7 +354,10 @@ class BulkAppender:
             h = common_headers if headers is None else headers[i]
             p = fixed if per_partition is None else per_partition[i]
             if p is None and key is not None and not ignore_keys:
-                p = partition_for_key(key, num_partitions)
+                if key_partitions is not None:
+                    p = key_partitions[i]
+                else:
+                    p = partition_for_key(key, num_partitions)
             entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
             if entry is None or entry[0](ts, key, value, h) is None:
                 # Slow path: a new partition for this slice, or a full batch.

@@ -159,6 +159,7 @@ class BulkColumns:
         "count",
         "header_sizes",
         "headers",
+        "key_array",
         "key_lengths",
         "keys",
         "partition",
@@ -171,6 +172,9 @@ class BulkColumns:
 
     values: list[Any]
     keys: list[Any] | None
+    # The Arrow array the keys came from (None: keys came as a list, or none):
+    # the bulk path hashes it in one vectorized pass.
+    key_array: Any
     value_lengths: array[int]
     key_lengths: array[int] | None
     common_headers: list[tuple[str, bytes]] | None
@@ -233,6 +237,7 @@ def read_columns(
     cols.values = bytes_column(values, "values", value_serializer, topic)
     n = cols.count = len(cols.values)
     cols.value_lengths = _arrow_lengths(values) if is_arrow_array(values) else _lengths(cols.values)
+    cols.key_array = None
     if keys is None and key_serializer is None:
         cols.keys = cols.key_lengths = None
     else:
@@ -241,7 +246,11 @@ def read_columns(
         cols.keys = bytes_column(keys, "keys", key_serializer, topic)
         if len(cols.keys) != n:
             raise ValueError(f"keys has {len(cols.keys)} entries for {n} values")
-        cols.key_lengths = _arrow_lengths(keys) if is_arrow_array(keys) else _lengths(cols.keys)
+        if is_arrow_array(keys):
+            cols.key_array = keys
+            cols.key_lengths = _arrow_lengths(keys)
+        else:
+            cols.key_lengths = _lengths(cols.keys)
     _headers(headers, n, cols)
     cols.timestamp, cols.timestamps = _per_record_or_one(timestamp_ms, n, "timestamp_ms")
     for i, ts in enumerate(cols.timestamps or (cols.timestamp,)):
