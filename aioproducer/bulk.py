@@ -147,9 +147,11 @@ class BulkAppender:
             or self._config.partitioner is not None  # it chose every partition already
         ):
             return None
-        # numpy comes with pyarrow; neither is needed unless an Arrow array arrives.
-        from .partition_vector import arrow_key_partitions
-
+        try:
+            # numpy: optional, as pyarrow (18+) itself has it; only Arrow keys get here.
+            from .partition_vector import arrow_key_partitions
+        except ImportError:
+            return None  # without numpy, key by key (murmur2 in Python)
         return arrow_key_partitions(cols.key_array, len(info.partitions))
 
     def _record_bounds(self, cols: BulkColumns) -> list[int]:

@@ -2,8 +2,8 @@
 
 The bulk path imports this module only when keys arrive as a pyarrow
 binary-like array (binary, string, large_binary, large_string, or a chunked
-array of them); pyarrow depends on numpy, so numpy is there whenever such an
-array is. The hashes are computed from the array's offsets and data buffers:
+array of them), and hashes key by key when numpy is not installed (pyarrow 18+
+does not need it). The hashes are computed from the array's offsets and data buffers:
 no key becomes a Python object.
 
 The result is exactly :func:`aioproducer.partitioner.partition_for_key` of
