@@ -40,6 +40,7 @@ def _key_buffers(arr: Any) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa  # type: ignore[import-untyped]
 
     t = arr.type
+    dtype: np.dtype[Any]
     if pa.types.is_binary(t) or pa.types.is_string(t):
         dtype = np.dtype("<i4")
     elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):

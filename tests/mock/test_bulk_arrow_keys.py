@@ -7,6 +7,7 @@ land exactly where ``send(key=...)`` puts each one, with or without numpy.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 
 import pyarrow as pa
@@ -109,5 +110,33 @@ async def test_keys_do_not_choose_when_a_partition_or_partitioner_does() -> None
     assert seen == [raw(k) for k in KEYS[:2000]]
     # Sticky, not by key: long runs on one partition whatever the keys.
     parts = [md.partition for md in ignored]
-    switches = sum(a != b for a, b in zip(parts, parts[1:]))
+    switches = sum(a != b for a, b in itertools.pairwise(parts))
     assert switches < 20
+
+
+@pytest.mark.parametrize("copy_limit", [None, 0])
+async def test_arrow_columns_copied_or_viewed_give_the_same_records(
+    copy_limit: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Columns up to ARROW_COPY_LIMIT bytes become bytes objects; bigger ones are
+    # read as memoryviews of the Arrow buffers (0: every column is "big").
+    from aioproducer import bulk_input
+
+    if copy_limit is not None:
+        monkeypatch.setattr(bulk_input, "ARROW_COPY_LIMIT", copy_limit)
+    values = pa.array([None if i % 13 == 0 else v for i, v in enumerate(VALUES)], pa.large_binary())
+    keys = pa.array(KEYS, pa.string())
+    elements = bulk_input.bytes_column(values.slice(1, 5), "values", None, "bulk")
+    assert all(type(e) is (bytes if copy_limit is None else memoryview) for e in elements)
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("bulk", partitions=6)
+        async with Producer(cluster.bootstrap_servers) as p:
+            sliced = await p.send_many("bulk", values.slice(100, 1000), keys=keys.slice(100, 1000))
+            chunked = await p.send_many(
+                "bulk", pa.chunked_array([values.slice(0, 50), values.slice(2000)]),
+                keys=pa.chunked_array([keys.slice(0, 50), keys.slice(2000)]),
+            )
+        stored = {(r.partition, r.offset): (r.key, r.value) for r in cluster.records("bulk")}
+    picked = list(range(100, 1100)) + list(range(50)) + list(range(2000, N))
+    got = [stored[(md.partition, md.offset)] for md in list(sliced) + list(chunked)]
+    assert got == [(raw(KEYS[i]), values[i].as_py()) for i in picked]

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("numpy")
 
-from aioproducer import partition_vector  # noqa: E402
-from aioproducer.partition_vector import arrow_key_partitions, murmur2_arrow  # noqa: E402
-from aioproducer.partitioner import murmur2, partition_for_key  # noqa: E402
-from tests.unit.test_partitioner import JAVA_MURMUR2  # noqa: E402
+from aioproducer import partition_vector
+from aioproducer.partition_vector import arrow_key_partitions, murmur2_arrow
+from aioproducer.partitioner import murmur2, partition_for_key
+from tests.unit.test_partitioner import JAVA_MURMUR2
 
 BINARY_TYPES = [pa.binary(), pa.large_binary()]
 STRING_TYPES = [pa.string(), pa.large_string()]

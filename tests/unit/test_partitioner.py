@@ -16,7 +16,6 @@ from aioproducer.partitioner import (
     weighted_index,
 )
 
-
 # Vectors from the Java client's UtilsTest.testMurmur2.
 JAVA_MURMUR2 = [
     (b"21", -973932308),
