@@ -2,9 +2,9 @@
 
 The bulk path imports this module only when keys arrive as a pyarrow
 binary-like array (binary, string, large_binary, large_string, or a chunked
-array of them), and hashes key by key when numpy is not installed (pyarrow 18+
-does not need it). The hashes are computed from the array's offsets and data buffers:
-no key becomes a Python object.
+array of them); without numpy (pyarrow 18+ does not need it) the bulk path
+hashes key by key instead. The hashes are computed from the array's offsets
+and data buffers: no key becomes a Python object.
 
 The result is exactly :func:`aioproducer.partitioner.partition_for_key` of
 every key (Java's ``Utils.toPositive(Utils.murmur2(key)) % numPartitions``).
