@@ -139,7 +139,7 @@ class BulkAppender:
         return future
 
     def _arrow_key_partitions(self, cols: BulkColumns, info: TopicInfo) -> array[int] | None:
-        """Every key's partition at once when keys came as an Arrow array and choose it."""
+        """Each key's murmur2 partition in one pass, when keys came as an Arrow array and decide."""
         if (
             cols.key_array is None
             or cols.partition is not None
@@ -148,7 +148,7 @@ class BulkAppender:
         ):
             return None
         try:
-            # numpy: optional, as pyarrow (18+) itself has it; only Arrow keys get here.
+            # numpy is optional (pyarrow 18+ does not require it either).
             from .partition_vector import arrow_key_partitions
         except ImportError:
             return None  # without numpy, key by key (murmur2 in Python)
