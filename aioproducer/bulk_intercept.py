@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .bulk_input import is_arrow_array
+from .bulk_input import bytes_column, is_arrow_array
 from .bulk_result import BulkResult, BulkSendError
 from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
 
@@ -27,13 +27,14 @@ __all__ = ["intercepted_enqueue_many"]
 EnqueueMany = Callable[[str, Any, Any, Any, Any, Any], Awaitable["asyncio.Future[BulkResult]"]]
 
 
-def _as_list(column: Any) -> list[Any]:
+def _as_list(column: Any, what: str, topic: str) -> list[Any]:
     if is_arrow_array(column):
-        return list(column.to_pylist())
+        return bytes_column(column, what, None, topic)  # string arrays give bytes, as without hooks
     if isinstance(column, (str, bytes, bytearray, memoryview)) or not isinstance(column, Sequence):
-        # Left to the bulk path's own checks, which name the problem.
-        raise TypeError(f"values/keys must be a sequence or an Arrow array, got {type(column).__name__}")
-    return list(column)
+        raise TypeError(
+            f"{what} must be a list or an Arrow binary array, got {type(column).__name__}"
+        )
+    return list(column)  # objects stay as given: the serializers run after the hooks
 
 
 def _per_record(column: Any, n: int, one_for_all: bool) -> list[Any]:
@@ -48,9 +49,9 @@ def _per_record(column: Any, n: int, one_for_all: bool) -> list[Any]:
 def _records(
     topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any
 ) -> list[ProducerRecord]:
-    vals = _as_list(values)
+    vals = _as_list(values, "values", topic)
     n = len(vals)
-    keys_ = [None] * n if keys is None else _as_list(keys)
+    keys_ = [None] * n if keys is None else _as_list(keys, "keys", topic)
     if len(keys_) != n:
         raise ValueError(f"keys has {len(keys_)} entries for {n} values")
     common = headers is None or (

@@ -152,7 +152,9 @@ async def test_bulk_records_meet_the_hooks_one_by_one() -> None:
         cluster.create_topic("plain", partitions=3)
         async with Producer(cluster.bootstrap_servers, linger_ms=2, interceptors=[hook]) as p:
             moved = await p.send_many("moved", values[:200], headers=[("src", b"bulk")])
-            arrow = await p.send_many("plain", pa.array(values[200:], pa.binary()), keys=[b"k"] * 100)
+            arrow = await p.send_many(
+                "plain", pa.array(values[200:], pa.binary()), keys=pa.array(["k"] * 100)
+            )
         stored = {r.value: r for t in ("moved", "plain") for r in cluster.records(t)}
     assert len(stored) == 300
     for i in range(200):  # on_send's changes reached the broker: header added, partition 1
