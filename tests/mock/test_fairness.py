@@ -82,6 +82,49 @@ async def test_a_long_bulk_call_yields_between_slices(monkeypatch: pytest.Monkey
     assert during >= slices - 1
 
 
+async def test_a_tight_loop_of_short_bulk_calls_lets_other_tasks_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each call is one slice: the yield between slices never comes, so the
+    # time spent is counted across calls and the yield falls before a slice.
+    monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)
+    calls = 30
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("fair-calls", partitions=1)
+        async with one_big_batch(cluster) as p:
+            await p.enqueue("fair-calls", b"warm-up")
+            await p.flush()
+            ticker = Ticker()
+            await asyncio.sleep(0)
+            start = ticker.ticks
+            futures = [await p.enqueue_many("fair-calls", [b"x" * 10] * 100) for _ in range(calls)]
+            during = ticker.ticks - start
+            await ticker.stop()
+            await p.flush()
+            assert [len(f.result()) for f in futures] == [100] * calls
+    assert during >= calls - 1
+
+
+async def test_a_bulk_call_cancelled_at_its_first_yield_buffers_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("fair-cancel", partitions=1)
+        async with one_big_batch(cluster) as p:
+            await p.enqueue("fair-cancel", b"warm-up")
+            await p.flush()
+            pool = p._pool
+            call = asyncio.create_task(p.enqueue_many("fair-cancel", [b"x" * 10] * 100))
+            await asyncio.sleep(0)  # the call checked its columns and yields before its first slice
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert pool.available == pool.total
+            last = await p.send("fair-cancel", b"after")
+    assert last.offset == 1  # the cancelled call's records never reached the broker
+
+
 async def test_a_large_batch_resolves_its_futures_in_slices() -> None:
     records = 10 * RESOLVE_SLICE
     async with MockCluster(brokers=1) as cluster:
