@@ -1,0 +1,117 @@
+"""What buffered records leave for the cyclic garbage collector to walk.
+
+A full collection walks every tracked object in the process, and it runs on
+the event loop: its pause grows with what pending records hold. A record of
+the per-record path holds exactly one tracked object, the future it hands out;
+records of a bulk call hold none; and everything a record used dies by
+reference counting once it is done, with no cycle left for the collector.
+Counted with the collector off, so that nothing is collected behind the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from aioproducer import Producer
+from aioproducer.testing import MockCluster
+
+# A new batch, the list the test keeps the futures in, a metadata refresh the
+# loop may run meanwhile: a few dozen objects, far below one per record.
+SLACK = 100
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def futures_alive() -> int:
+    return sum(1 for o in gc.get_objects() if type(o) is asyncio.Future)
+
+
+def pending_producer(cluster: MockCluster) -> Producer:
+    """Records stay buffered: one large batch that does not linger out during the test."""
+    return Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=60_000,
+                    max_request_size=16 << 20)
+
+
+async def warm_up(p: Producer, topic: str) -> None:
+    """Metadata, connection and producer id in place; flush: the batch does not linger."""
+    await p.enqueue(topic, b"warm-up")
+    await p.flush()
+
+
+@pytest.mark.asyncio
+async def test_a_pending_record_holds_one_tracked_object_its_future() -> None:
+    records = 2000
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("gc", partitions=1)
+        async with pending_producer(cluster) as p:
+            await warm_up(p, "gc")
+            with collector_off():
+                before = len(gc.get_objects())
+                futures = [await p.enqueue("gc", b"x" * 100) for _ in range(records)]
+                added = len(gc.get_objects()) - before
+                await p.flush()
+                assert [f.result().offset for f in futures] == list(range(1, records + 1))
+    assert records - SLACK <= added <= records + SLACK
+
+
+@pytest.mark.asyncio
+async def test_done_records_die_by_reference_counting() -> None:
+    records = 2000
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("gc-done", partitions=1)
+        async with pending_producer(cluster) as p:
+            await warm_up(p, "gc-done")
+            with collector_off():
+                before = futures_alive()
+                for _ in range(records):
+                    await p.enqueue("gc-done", b"x" * 100)  # fire and forget
+                assert futures_alive() >= before + records  # the batch holds them
+                await p.flush()
+                await asyncio.sleep(0)
+                # Freed without a collection: nothing they were part of formed a cycle.
+                assert futures_alive() - before < SLACK
+
+
+@pytest.mark.asyncio
+async def test_a_bulk_call_holds_no_tracked_object_per_record() -> None:
+    records = 5000
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("gc-bulk", partitions=1)
+        async with pending_producer(cluster) as p:
+            await warm_up(p, "gc-bulk")
+            values = [b"x" * 100] * records
+            with collector_off():
+                before = len(gc.get_objects())
+                result = await p.enqueue_many("gc-bulk", values)
+                added = len(gc.get_objects()) - before
+                await p.flush()
+                assert len(result.result()) == records
+    assert added < SLACK
+
+
+def test_large_module_level_tables_are_not_walked_by_the_collector() -> None:
+    """A table of bytes kept as a tuple is untracked after one collection;
+    as a list, every full collection would walk all of its entries."""
+    gc.collect()
+    walked = [
+        f"{name}.{attr} ({len(value)} entries)"
+        for name, module in list(sys.modules.items())
+        if name.startswith("aioproducer")
+        for attr, value in list(vars(module).items())
+        if isinstance(value, (list, dict, set, tuple)) and len(value) > 1000 and gc.is_tracked(value)
+    ]
+    assert walked == []
