@@ -284,7 +284,8 @@ class BulkAppender:
         while True:
             span, batch = entry[1], entry[2]
             count = batch.builder.append_run(
-                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers
+                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers,
+                lengths=cols.value_lengths,
             )
             if count:
                 call.partitions[i : i + count] = array("i", [span.partition]) * count
