@@ -97,7 +97,7 @@ class CallbackTimes:
                 in_gc = sum(d for _s, d, _g in times._gc.pauses[seen:])
                 times.slow.append((start, wall * 1000, cpu * 1000, in_gc * 1000, _name(handle)))
 
-        asyncio.events.Handle._run = run  # type: ignore[method-assign]
+        asyncio.events.Handle._run = run  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 
@@ -40,66 +40,59 @@ def futures_alive() -> int:
     return sum(1 for o in gc.get_objects() if type(o) is asyncio.Future)
 
 
-def pending_producer(cluster: MockCluster) -> Producer:
-    """Records stay buffered: one large batch that does not linger out during the test."""
-    return Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=60_000,
-                    max_request_size=16 << 20)
-
-
-async def warm_up(p: Producer, topic: str) -> None:
-    """Metadata, connection and producer id in place; flush: the batch does not linger."""
-    await p.enqueue(topic, b"warm-up")
-    await p.flush()
+@asynccontextmanager
+async def pending(topic: str) -> AsyncIterator[Producer]:
+    """A started producer whose records stay buffered (one large batch that does
+    not linger out during the test) until it is flushed."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic(topic, partitions=1)
+        async with Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=60_000,
+                            max_request_size=16 << 20) as p:
+            # Metadata, connection and producer id in place before counting.
+            await p.enqueue(topic, b"warm-up")
+            await p.flush()
+            yield p
 
 
 @pytest.mark.asyncio
 async def test_a_pending_record_holds_one_tracked_object_its_future() -> None:
     records = 2000
-    async with MockCluster(brokers=1) as cluster:
-        cluster.create_topic("gc", partitions=1)
-        async with pending_producer(cluster) as p:
-            await warm_up(p, "gc")
-            with collector_off():
-                before = len(gc.get_objects())
-                futures = [await p.enqueue("gc", b"x" * 100) for _ in range(records)]
-                added = len(gc.get_objects()) - before
-                await p.flush()
-                assert [f.result().offset for f in futures] == list(range(1, records + 1))
+    async with pending("gc") as p:
+        with collector_off():
+            before = len(gc.get_objects())
+            futures = [await p.enqueue("gc", b"x" * 100) for _ in range(records)]
+            added = len(gc.get_objects()) - before
+            await p.flush()
+            assert [f.result().offset for f in futures] == list(range(1, records + 1))
     assert records - SLACK <= added <= records + SLACK
 
 
 @pytest.mark.asyncio
 async def test_done_records_die_by_reference_counting() -> None:
     records = 2000
-    async with MockCluster(brokers=1) as cluster:
-        cluster.create_topic("gc-done", partitions=1)
-        async with pending_producer(cluster) as p:
-            await warm_up(p, "gc-done")
-            with collector_off():
-                before = futures_alive()
-                for _ in range(records):
-                    await p.enqueue("gc-done", b"x" * 100)  # fire and forget
-                assert futures_alive() >= before + records  # the batch holds them
-                await p.flush()
-                await asyncio.sleep(0)
-                # Freed without a collection: nothing they were part of formed a cycle.
-                assert futures_alive() - before < SLACK
+    async with pending("gc-done") as p:
+        with collector_off():
+            before = futures_alive()
+            for _ in range(records):
+                await p.enqueue("gc-done", b"x" * 100)  # fire and forget
+            assert futures_alive() >= before + records  # the batch holds them
+            await p.flush()
+            await asyncio.sleep(0)
+            # Freed without a collection: nothing they were part of formed a cycle.
+            assert futures_alive() - before < SLACK
 
 
 @pytest.mark.asyncio
 async def test_a_bulk_call_holds_no_tracked_object_per_record() -> None:
     records = 5000
-    async with MockCluster(brokers=1) as cluster:
-        cluster.create_topic("gc-bulk", partitions=1)
-        async with pending_producer(cluster) as p:
-            await warm_up(p, "gc-bulk")
-            values = [b"x" * 100] * records
-            with collector_off():
-                before = len(gc.get_objects())
-                result = await p.enqueue_many("gc-bulk", values)
-                added = len(gc.get_objects()) - before
-                await p.flush()
-                assert len(result.result()) == records
+    values = [b"x" * 100] * records
+    async with pending("gc-bulk") as p:
+        with collector_off():
+            before = len(gc.get_objects())
+            result = await p.enqueue_many("gc-bulk", values)
+            added = len(gc.get_objects()) - before
+            await p.flush()
+            assert len(result.result()) == records
     assert added < SLACK
 
 
