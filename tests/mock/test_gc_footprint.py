@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 import pytest
 
 from aioproducer import Producer
+from aioproducer.batch import RESOLVE_SLICE
 from aioproducer.testing import MockCluster
 
 # A new batch, the list the test keeps the futures in, a metadata refresh the
@@ -80,6 +82,29 @@ async def test_done_records_die_by_reference_counting() -> None:
             await asyncio.sleep(0)
             # Freed without a collection: nothing they were part of formed a cycle.
             assert futures_alive() - before < SLACK
+
+
+@pytest.mark.asyncio
+async def test_a_completing_batch_lets_go_of_each_slice_of_futures_once_resolved() -> None:
+    """Futures nobody else holds die slice by slice, not with the whole batch:
+    their deaths then offset new allocations in the collector's count."""
+    records = 3 * RESOLVE_SLICE
+    async with pending("gc-slices") as p:
+        with collector_off():
+            refs = [weakref.ref(await p.enqueue("gc-slices", b"x" * 10)) for _ in range(records - 1)]
+            last = await p.enqueue("gc-slices", b"x" * 10)
+            seen: list[tuple[bool, bool]] = []  # (first future freed, batch done)
+
+            async def watch() -> None:
+                while not last.done():
+                    seen.append((refs[0]() is None, last.done()))
+                    await asyncio.sleep(0)
+
+            watcher = asyncio.create_task(watch())
+            await p.flush()
+            await watcher
+    assert (True, False) in seen
+    assert last.result().offset == records
 
 
 @pytest.mark.asyncio
