@@ -123,7 +123,7 @@ class BulkAppender:
         info = self._client.snapshot.topics.get(topic)
         if info is None or not info.partitions:
             await self._client.partitions_for(topic, self._max_block)
-            began = time.perf_counter()
+            self._unyielded, began = 0.0, time.perf_counter()
             info = self._client.snapshot.topics[topic]
             self._check_state()
         self._check_partitions(topic, cols, info)
