@@ -10,7 +10,7 @@ from aioproducer.produce_request import build_payloads, partition_outcomes, prod
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.framing import decode_response, encode_response
 from aioproducer.protocol.messages import PRODUCE
-from aioproducer.protocol.records import parse_record_batches
+from aioproducer.protocol.record_parsing import parse_record_batches
 from aioproducer.retry import Written
 
 VERSION = 8  # the first version with record_errors and error_message
