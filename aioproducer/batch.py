@@ -271,7 +271,9 @@ class ProducerBatch:
                 last = packed
                 key_size, value_size = (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1
             try:
-                fut.set_result(new(RecordMetadata, (topic, partition, offset, ts, key_size, value_size)))
+                fut.set_result(
+                    new(RecordMetadata, (topic, partition, offset, ts, key_size, value_size))
+                )
             except asyncio.InvalidStateError:
                 pass  # the caller cancelled its wait; the record is written all the same
         # Let go of the futures just resolved: one its caller no longer holds

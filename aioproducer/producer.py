@@ -114,7 +114,9 @@ class Producer(TransactionalProducerMixin):
         self._max_block = config.max_block_ms / 1000
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
-        self._serializing = config.key_serializer is not None or config.value_serializer is not None
+        self._serializing = (
+            config.key_serializer is not None or config.value_serializer is not None
+        )
         self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
@@ -363,7 +365,11 @@ class Producer(TransactionalProducerMixin):
             if len(self._topics_seen) < 10000:
                 self._topics_seen.add(topic)
         # Fast path for the common case: bytes in, no serializer.
-        if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
+        if (
+            type(value) is not bytes
+            or (key is not None and type(key) is not bytes)
+            or self._serializing
+        ):
             key, value = self._serialize(topic, key, value)
         if headers is not None:
             headers = check_headers(headers)
@@ -419,13 +425,17 @@ class Producer(TransactionalProducerMixin):
         sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
         acc = self._acc
         try:
-            if partition is None and (key is None or self._ignore_keys) and self._custom_partitioner is None:
-                sticky: StickyPartitioner | None = self._sticky
-                chosen = sticky.current.get(topic)  # type: ignore[union-attr]
+            sticky: StickyPartitioner | None = None
+            if (
+                partition is None
+                and (key is None or self._ignore_keys)
+                and self._custom_partitioner is None
+            ):
+                sticky = self._sticky
+                chosen = sticky.current.get(topic)
                 if chosen is None or chosen >= len(info.partitions):
-                    chosen = sticky.partition(topic, len(info.partitions), info.available)  # type: ignore[union-attr]
+                    chosen = sticky.partition(topic, len(info.partitions), info.available)
             else:
-                sticky = None
                 chosen = choose_partition(
                     topic, partition, key, info, self._custom_partitioner, self.config.max_block_ms
                 )
@@ -458,7 +468,9 @@ class Producer(TransactionalProducerMixin):
             produced = sticky.produced.get(topic, 0) + size
             sticky.produced[topic] = produced
             limit = sticky.batch_size
-            if produced >= limit and (produced >= 2 * limit or batch.builder.size_in_bytes + size > limit):
+            if produced >= limit and (
+                produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
+            ):
                 next_sticky_partition(sticky, acc, self.config, topic, info)
         return fut
 
