@@ -292,19 +292,22 @@ async def test_requests_before_authentication_close_the_connection() -> None:
 @pytest.mark.asyncio
 async def test_session_expiry_closes_the_connection_and_reauthentication_renews_it() -> None:
     async with MockCluster(
-        brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=300
+        brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=1200
     ) as cluster:
+        # Sessions of 1.2 s; each wait below is at least 0.4 s away from the
+        # session end it must not cross, and a slow machine only pushes the
+        # others further past theirs.
         client = await RawClient.connect(cluster.bootstrap_servers)
         answer = await _raw_sasl(client, 1, "PLAIN", PLAIN_TOKEN)
-        assert answer.error_code == 0 and 0 < answer.session_lifetime_ms <= 300
+        assert answer.error_code == 0 and 0 < answer.session_lifetime_ms <= 1200
         await client.request(METADATA.key, 9, {"topics": None})
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.8)
         again = await _raw_sasl(client, 1, "PLAIN", PLAIN_TOKEN)  # re-authenticate in time
         assert again.error_code == 0 and again.session_lifetime_ms > 0
-        await asyncio.sleep(0.2)  # past the first session's end, within the second's
+        await asyncio.sleep(0.6)  # past the first session's end, within the second's
         await client.request(METADATA.key, 9, {"topics": None})
         assert cluster.sasl_authentications == 2
-        await asyncio.sleep(0.35)  # the second session is over
+        await asyncio.sleep(0.7)  # the second session is over
         client.send(METADATA.key, 9, {"topics": None})
         assert await client.read_frame() is None
         assert cluster.sasl_stats.expired_sessions == 1
