@@ -218,7 +218,13 @@ async def test_librdkafka_refuses_a_bad_server_certificate(pki: Pki, case: str) 
         ca = pki.other_ca_file if case == "unknown_ca" else pki.ca_file
         conf = {"security.protocol": "SSL", **pki.librdkafka_ssl(ca_file=ca)}
         err = await _first_error(cluster.bootstrap_servers, conf)
-        assert err.code() == confluent_kafka.KafkaError._SSL, err
+        # librdkafka reports the failed verification as _SSL, or, when its socket
+        # is torn down first (a busy machine makes that likelier), as _TRANSPORT
+        # with the same OpenSSL reason.
+        assert err.code() in (
+            confluent_kafka.KafkaError._SSL,
+            confluent_kafka.KafkaError._TRANSPORT,
+        ), err
         assert "certificate verify failed" in err.str() or "verify" in err.str().lower()
         assert cluster.request_count() == 0
 
