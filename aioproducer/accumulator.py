@@ -22,7 +22,7 @@ from typing import Any
 from .batch import ProducerBatch, pack_sizes
 from .idempotence import sequence_before
 from .protocol.compression import Codec
-from .protocol.records import parse_record_batches
+from .protocol.record_parsing import parse_record_batches
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
 

@@ -11,9 +11,10 @@ of records that land in one batch are filed as one span (see
 of them have reported.
 
 Records are taken in slices of at most :data:`SLICE_RECORDS` records and
-:data:`SLICE_BYTES` bytes: memory is reserved per slice, and between slices
-the call yields to the event loop whenever it has run for
-``YIELD_INTERVAL`` seconds, so other tasks (and the sender) keep running.
+:data:`SLICE_BYTES` bytes: memory is reserved per slice, and before a slice
+the call yields to the event loop once bulk calls have run for
+``YIELD_INTERVAL`` seconds without yielding (counted across calls, so that a
+loop of short calls yields too), so other tasks (and the sender) keep running.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ __all__ = ["BULK_RECORD_OVERHEAD", "SLICE_BYTES", "SLICE_RECORDS", "YIELD_INTERV
 
 SLICE_RECORDS = 1024
 SLICE_BYTES = 256 * 1024
-# Longest stretch of encoding between two yields to the event loop (seconds).
+# Longest stretch of bulk work (checks and encoding, across calls) between two
+# yields to the event loop (seconds).
 YIELD_INTERVAL = 0.001
 # Record bound on top of key, value (-1 when null) and headers: the per-record
 # path's, fixed fields at their widest and 5-byte varint lengths.
@@ -65,6 +67,9 @@ class _Job(NamedTuple):
     cols: BulkColumns
     sizes: list[int]  # buffer-memory reservation of each record
     info: TopicInfo
+    # Each key's murmur2 partition, -1 for a null key, when the keys came as an
+    # Arrow array (hashed in one vectorized pass); None: hash key by key.
+    key_partitions: array[int] | None
 
 
 class BulkAppender:
@@ -97,6 +102,9 @@ class BulkAppender:
         # A slice never asks for more than a quarter of the buffer at once, so
         # memory freed by the sender is taken up in small steps.
         self._slice_bytes = min(SLICE_BYTES, config.buffer_memory // 4)
+        # Seconds of bulk work since a call last gave the event loop a turn,
+        # across calls: a loop of calls yields as often as one long call.
+        self._unyielded = 0.0
 
     def _check_state(self) -> None:
         self._check_open()
@@ -107,6 +115,7 @@ class BulkAppender:
         self, topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any
     ) -> asyncio.Future[BulkResult]:
         self._check_state()
+        began = time.perf_counter()
         cfg = self._config
         cols = read_columns(
             topic, values, keys, headers, partition, timestamp_ms,
@@ -117,6 +126,7 @@ class BulkAppender:
         info = self._client.snapshot.topics.get(topic)
         if info is None or not info.partitions:
             await self._client.partitions_for(topic, self._max_block)
+            self._unyielded, began = 0.0, time.perf_counter()
             info = self._client.snapshot.topics[topic]
             self._check_state()
         self._check_partitions(topic, cols, info)
@@ -131,29 +141,52 @@ class BulkAppender:
         if cols.count == 0:
             future.set_result(BulkResult(call))
             return future
-        await self._append_all(_Job(call, cols, sizes, info), deadline)
+        job = _Job(call, cols, sizes, info, self._arrow_key_partitions(cols, info))
+        await self._append_all(job, deadline, began)
         return future
 
+    def _arrow_key_partitions(self, cols: BulkColumns, info: TopicInfo) -> array[int] | None:
+        """Each key's murmur2 partition in one pass, when keys came as an Arrow array and decide."""
+        if (
+            cols.key_array is None
+            or cols.partition is not None
+            or self._ignore_keys
+            or self._config.partitioner is not None  # it chose every partition already
+        ):
+            return None
+        try:
+            # numpy is optional (pyarrow 18+ does not require it either).
+            from .partition_vector import arrow_key_partitions
+        except ImportError:
+            return None  # without numpy, key by key (murmur2 in Python)
+        return arrow_key_partitions(cols.key_array, len(info.partitions))
+
     def _record_bounds(self, cols: BulkColumns) -> list[int]:
-        """Each record's buffer-memory reservation; RecordTooLargeError names the first too big."""
+        """Each record's buffer-memory reservation; RecordTooLargeError names the first too big.
+
+        One pass over the records in the common case (no per-record headers):
+        this runs before the call's first yield.
+        """
         vlen, klen = cols.value_lengths, cols.key_lengths
+        # Besides key and value: the record's fixed fields and what the call
+        # keeps per record, and the common headers (1, a zero count, without).
+        fixed = _RECORD_BOUND + BULK_RECORD_OVERHEAD
+        if cols.header_sizes is None:
+            fixed += headers_size(cols.common_headers)
         if klen is None:
-            sizes = [_RECORD_BOUND - 1 + v for v in vlen]
+            sizes = [fixed - 1 + v for v in vlen]
         else:
-            sizes = [_RECORD_BOUND + v + k for v, k in zip(vlen, klen)]
+            sizes = [fixed + v + k for v, k in zip(vlen, klen)]
         if cols.header_sizes is not None:
             sizes = [s + h for s, h in zip(sizes, cols.header_sizes)]
-        else:
-            extra = headers_size(cols.common_headers)  # 1 (a zero count) without headers
-            sizes = [s + extra for s in sizes]
-        # sizes[i] + RECORD_BATCH_OVERHEAD: the record alone in a batch.
-        limit = min(
+        # sizes[i] - BULK_RECORD_OVERHEAD + RECORD_BATCH_OVERHEAD: the record alone in a batch.
+        limit = BULK_RECORD_OVERHEAD + min(
             self._config.max_request_size - RECORD_BATCH_OVERHEAD,
             self._config.buffer_memory - BULK_RECORD_OVERHEAD,
         )
         if sizes and max(sizes) > limit:
             index = next(i for i, s in enumerate(sizes) if s > limit)
-            bound = sizes[index] + RECORD_BATCH_OVERHEAD
+            bound = sizes[index] - BULK_RECORD_OVERHEAD + RECORD_BATCH_OVERHEAD
             which = (
                 "max_request_size" if bound > self._config.max_request_size else "buffer_memory"
             )
@@ -161,8 +194,6 @@ class BulkAppender:
                 f"record {index} is {bound} bytes when serialized, larger than {which} "
                 f"({getattr(self._config, which)}); nothing of this call was buffered"
             )
-        overhead = BULK_RECORD_OVERHEAD
-        sizes = [s + overhead for s in sizes]
         return sizes
 
     @staticmethod
@@ -175,52 +206,74 @@ class BulkAppender:
                     f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}"
                 )
 
-    async def _append_all(self, job: _Job, deadline: float) -> None:
-        call, cols, sizes, _info = job
+    async def _append_all(self, job: _Job, deadline: float, resumed: float) -> None:
+        """Append the call's records slice by slice; ``resumed``: when the call
+        last started running (its checks of the columns count as work too)."""
+        call, cols, sizes = job.call, job.cols, job.sizes
         pool = self._pool
         n = cols.count
         start = 0
-        last_yield = time.perf_counter()
-        while start < n:
-            stop = min(n, start + SLICE_RECORDS)
-            reserve = sum(sizes[start:stop])
-            while stop - start > 1 and reserve > self._slice_bytes:
-                stop = start + max(1, (stop - start) // 2)
+        try:
+            while start < n:
+                # Checked before the first slice too: a loop of short calls
+                # gives the loop back as often as one long call does.
+                if self._unyielded + time.perf_counter() - resumed >= YIELD_INTERVAL:
+                    go_on = await self._take_turn(call, start, n)
+                    self._unyielded, resumed = 0.0, time.perf_counter()
+                    if not go_on:
+                        return
+                stop = min(n, start + SLICE_RECORDS)
                 reserve = sum(sizes[start:stop])
-            if not pool.try_reserve(reserve):
-                # Records already buffered stay buffered; if nothing was, the call
-                # fails as a whole (its future was never handed out).
-                try:
-                    await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
-                except asyncio.CancelledError:
-                    if start:
-                        call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
-                    raise
-                except errors.KafkaError as exc:
-                    if start == 0:
+                while stop - start > 1 and reserve > self._slice_bytes:
+                    stop = start + max(1, (stop - start) // 2)
+                    reserve = sum(sizes[start:stop])
+                if not pool.try_reserve(reserve):
+                    try:
+                        await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
+                    except asyncio.CancelledError:
+                        if start:
+                            call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
                         raise
-                    call.not_buffered(n - start, exc)
-                    return
-                try:
-                    self._check_state()  # the producer or the transaction may have moved on
-                except errors.KafkaError as exc:
-                    pool.release(reserve)
-                    if start == 0:
-                        raise
-                    call.not_buffered(n - start, exc)
-                    return
-                last_yield = time.perf_counter()
-            self._append_slice(job, start, stop)
-            start = stop
-            if start < n and time.perf_counter() - last_yield >= YIELD_INTERVAL:
-                await asyncio.sleep(0)
-                last_yield = time.perf_counter()
-                try:
-                    self._check_state()
-                except errors.KafkaError as exc:
-                    call.not_buffered(n - start, exc)
-                    return
+                    except errors.KafkaError as exc:
+                        self._stop_early(call, start, n, exc)
+                        return
+                    finally:
+                        self._unyielded, resumed = 0.0, time.perf_counter()
+                    try:
+                        self._check_state()  # the producer or the transaction may have moved on
+                    except errors.KafkaError as exc:
+                        pool.release(reserve)
+                        self._stop_early(call, start, n, exc)
+                        return
+                self._append_slice(job, start, stop)
+                start = stop
+        finally:
+            self._unyielded += time.perf_counter() - resumed
         self._wakeup()
+
+    async def _take_turn(self, call: BulkCall, start: int, n: int) -> bool:
+        """Let other tasks run before record ``start``; False if the call stops there."""
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            if start:
+                call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
+            raise
+        try:
+            self._check_state()
+        except errors.KafkaError as exc:
+            self._stop_early(call, start, n, exc)
+            return False
+        return True
+
+    @staticmethod
+    def _stop_early(call: BulkCall, start: int, n: int, exc: BaseException) -> None:
+        """The call stops at record ``start`` of ``n``: records already buffered
+        stay buffered and the rest fail with ``exc``; if nothing was buffered,
+        the call raises ``exc`` as a whole (its future was never handed out)."""
+        if not start:
+            raise exc
+        call.not_buffered(n - start, exc)
 
     def _append_slice(self, job: _Job, start: int, stop: int) -> None:
         """Encode records ``start..stop`` (their memory is reserved) in one pass."""
@@ -230,7 +283,7 @@ class BulkAppender:
             uniform = cols.partitions is None and cols.timestamps is None and cols.headers is None
             if uniform and (cols.keys is None or cols.partition is not None or self._ignore_keys):
                 self._append_runs(job, start, stop, open_)
-            elif uniform and None not in cols.keys[start:stop]:  # type: ignore[index]
+            elif uniform and self._all_keyed(job, start, stop):
                 self._append_keyed(job, start, stop, open_)
             else:
                 self._append_each(job, start, stop, open_)
@@ -238,11 +291,18 @@ class BulkAppender:
             for _append, span, _batch in open_.values():
                 call.close_span(span)
 
+    @staticmethod
+    def _all_keyed(job: _Job, start: int, stop: int) -> bool:
+        """No null key among records ``start..stop`` (a null key goes to the sticky partition)."""
+        if job.key_partitions is not None:
+            return -1 not in job.key_partitions[start:stop]
+        return None not in job.cols.keys[start:stop]  # type: ignore[index]
+
     def _append_runs(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records that all go to one partition until its batch is full: sticky or
         explicit partition, one timestamp and one set of headers for all. Each
         batch takes a run of records in one ``append_run``."""
-        call, cols, sizes, info = job
+        call, cols, sizes, info = job.call, job.cols, job.sizes, job.info
         topic, fixed = call.topic, cols.partition
         now = time.monotonic()
         entry = self._open(call, open_, fixed, topic, info, now)
@@ -251,7 +311,8 @@ class BulkAppender:
         while True:
             span, batch = entry[1], entry[2]
             count = batch.builder.append_run(
-                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers
+                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers,
+                lengths=cols.value_lengths,
             )
             if count:
                 call.partitions[i : i + count] = array("i", [span.partition]) * count
@@ -277,12 +338,15 @@ class BulkAppender:
     def _append_keyed(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Keyed records: partitions first (murmur2), then one run per partition,
         in call order within each partition (a stable sort by partition)."""
-        call, cols, sizes, info = job
+        call, cols, sizes, info, key_partitions = job
         n = len(info.partitions)
         keys = cols.keys
         assert keys is not None
-        chosen = [partition_for_key(key, n) for key in keys[start:stop]]
-        call.partitions[start:stop] = array("i", chosen)
+        if key_partitions is not None:
+            chosen = key_partitions[start:stop]
+        else:
+            chosen = array("i", [partition_for_key(key, n) for key in keys[start:stop]])
+        call.partitions[start:stop] = chosen
         order = sorted(range(start, stop), key=call.partitions.__getitem__)
         ords = call.ordinals
         now = time.monotonic()
@@ -308,7 +372,7 @@ class BulkAppender:
 
     def _append_each(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records whose partition, timestamp or headers vary: one append each."""
-        call, cols, sizes, info = job
+        call, cols, sizes, info, key_partitions = job
         topic = call.topic
         values, keys = cols.values, cols.keys
         common_headers, headers = cols.common_headers, cols.headers
@@ -326,7 +390,10 @@ class BulkAppender:
             h = common_headers if headers is None else headers[i]
             p = fixed if per_partition is None else per_partition[i]
             if p is None and key is not None and not ignore_keys:
-                p = partition_for_key(key, num_partitions)
+                if key_partitions is not None:
+                    p = key_partitions[i]
+                else:
+                    p = partition_for_key(key, num_partitions)
             entry = open_.get(p) if p is not None else open_.get(sticky.current.get(topic, -1))
             if entry is None or entry[0](ts, key, value, h) is None:
                 # Slow path: a new partition for this slice, or a full batch.

@@ -29,6 +29,7 @@ from .accumulator import RecordAccumulator
 from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .buffer_pool import BufferPool
 from .bulk import BulkAppender
+from .bulk_intercept import intercepted_enqueue_many
 from .bulk_result import BulkResult
 from .client import KafkaClient
 from .config import ProducerConfig, config_from_properties
@@ -483,9 +484,15 @@ class Producer(TransactionalProducerMixin):
         ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
         The future resolves to a BulkResult, or fails with BulkSendError naming
         the failed records. Bad input raises at once and buffers nothing.
+        Configured interceptors see every record (see :mod:`.bulk_intercept`).
         """
         self._check_open()
         assert self._bulk is not None
+        if self._interceptors is not None:
+            return await intercepted_enqueue_many(
+                self._interceptors, self._bulk.enqueue_many,
+                topic, values, keys, headers, partition, timestamp_ms,
+            )
         return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
 
     async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:

@@ -28,25 +28,22 @@ values and header values have length -1. All varints are zigzag encoded.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from collections.abc import Sequence
 
 from crc32c import crc32c
 
-from .compression import Codec, compress, decompress
-from .varint import _SMALL_UVARINT, decode_varint, encode_uvarint, size_of_varint
+from .compression import Codec, compress
+from .record_runs import encode_uniform_run
+from .varint import _SMALL_UVARINT, encode_uvarint, size_of_varint
 
 __all__ = [
     "MAX_RECORD_OVERHEAD",
     "RECORD_BATCH_OVERHEAD",
     "CorruptBatchError",
-    "Record",
-    "RecordBatch",
     "RecordBatchBuilder",
     "estimate_record_size",
     "headers_size",
-    "parse_record_batches",
     "restamp_producer_state",
 ]
 
@@ -77,11 +74,13 @@ assert _FULL.size == RECORD_BATCH_OVERHEAD
 # Every unsigned varint of one or two bytes (values below 2**14), looked up
 # rather than computed on the append path: record lengths, key/value lengths
 # and offset/timestamp deltas are nearly always in this range. ~700 KB, built
-# in a few milliseconds at import.
+# in a few milliseconds at import. A tuple, not a list: a tuple of bytes is
+# untracked by the cyclic garbage collector after its first pass, so full
+# collections do not walk its 16,384 entries again and again.
 _TABLE_LIMIT = 1 << 14
-_UVARINT: list[bytes] = _SMALL_UVARINT + [
+_UVARINT: tuple[bytes, ...] = _SMALL_UVARINT + tuple(
     bytes(((value & 0x7F) | 0x80, value >> 7)) for value in range(128, _TABLE_LIMIT)
-]
+)
 _NULL = _UVARINT[1]  # zigzag(-1)
 _ZERO = _UVARINT[0]
 
@@ -265,6 +264,7 @@ class RecordBatchBuilder:
         keys: Sequence[bytes | bytearray | memoryview | None] | None = None,
         headers: Sequence[tuple[str, bytes | None]] | None = None,
         order: Sequence[int] | None = None,
+        lengths: Sequence[int] | None = None,
     ) -> int:
         """Encode ``values[start:stop]`` (with ``keys`` if given) as far as they fit.
 
@@ -272,7 +272,9 @@ class RecordBatchBuilder:
         ``values[order[start + 1]]`` ... instead. Every record gets
         ``timestamp_ms`` and ``headers``. Returns how many records were
         appended; the batch is full when that is short of ``stop - start``.
-        One loop and one buffer extend for the whole run: the bulk path's encoder.
+        One loop and one buffer extend for the whole run: the bulk path's
+        encoder. ``lengths`` (each value's length, -1 for None) lets unkeyed
+        runs of one value length skip the loop (see :mod:`.record_runs`).
         """
         if self._sealed:
             raise RuntimeError("cannot append to a record batch after build()")
@@ -291,7 +293,18 @@ class RecordBatchBuilder:
         extend = parts.extend
         first = count
         indices = range(start, stop) if order is None else order[start:stop]
-        if keys is None:
+        uniform = -1
+        if keys is None and order is None and lengths is not None and stop > start:
+            # Only the records that could fit are looked at: a record takes at
+            # least 7 bytes besides its value (one per varint and attributes).
+            # Past them the batch is full whatever the lengths are.
+            window = min(stop, start + max(0, room) // (lengths[start] + 7) + 1)
+            run = lengths[start:window]
+            if run[0] >= 0 and min(run) == max(run):
+                uniform = run[0]
+        if uniform >= 0:
+            count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)  # type: ignore[arg-type]
+        elif keys is None:
             # Unkeyed: everything but the offset delta and the value is constant;
             # the value's length prefix is recomputed only when the length changes.
             head = fixed  # attributes, timestamp delta
@@ -428,170 +441,5 @@ def restamp_producer_state(
     return bytes(out)
 
 
-@dataclasses.dataclass(slots=True)
-class Record:
-    """One record as parsed from a batch, with absolute offset and timestamp."""
-
-    offset: int
-    timestamp_ms: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
-
-
-@dataclasses.dataclass
-class RecordBatch:
-    """A parsed v2 batch: its header fields and decompressed records."""
-
-    base_offset: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    codec: Codec
-    is_transactional: bool
-    is_control: bool
-    timestamp_type: int  # 0 create time, 1 log-append time
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records: list[Record]
-
-
 class CorruptBatchError(ValueError):
     """A record batch failed validation (magic, CRC, lengths or records)."""
-
-
-def parse_record_batches(
-    data: bytes | bytearray | memoryview, *, verify_crc: bool = True
-) -> list[RecordBatch]:
-    """Parse concatenated v2 batches, e.g. a Produce request's or Fetch response's records.
-
-    A truncated batch at the end (brokers may cut a fetch response mid-batch)
-    is dropped silently; anything malformed raises :class:`CorruptBatchError`.
-    """
-    view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
-    end = len(view)
-    pos = 0
-    batches: list[RecordBatch] = []
-    while end - pos >= RECORD_BATCH_OVERHEAD:
-        (
-            base_offset,
-            length,
-            leader_epoch,
-            magic,
-            crc,
-            attributes,
-            last_delta,
-            base_ts,
-            max_ts,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            count,
-        ) = _FULL.unpack_from(view, pos)
-        batch_end = pos + 12 + length
-        if magic != MAGIC:
-            raise CorruptBatchError(
-                f"batch at byte {pos} has magic {magic}; only magic 2 is supported"
-            )
-        if length < RECORD_BATCH_OVERHEAD - 12:
-            raise CorruptBatchError(f"batch at byte {pos} has invalid length {length}")
-        if batch_end > end:
-            break  # partial trailing batch
-        if verify_crc:
-            actual = crc32c(view[pos + _ATTRIBUTES_OFFSET : batch_end])
-            if actual != crc:
-                raise CorruptBatchError(
-                    f"batch at byte {pos} fails its CRC check: "
-                    f"stored {crc:#010x}, computed {actual:#010x}"
-                )
-        try:
-            codec = Codec(attributes & _CODEC_MASK)
-        except ValueError:
-            raise CorruptBatchError(
-                f"batch at byte {pos} uses unknown codec {attributes & _CODEC_MASK}"
-            ) from None
-        body = view[pos + RECORD_BATCH_OVERHEAD : batch_end]
-        if codec != Codec.NONE:
-            try:
-                body = memoryview(decompress(codec, body))
-            except ValueError as exc:
-                raise CorruptBatchError(f"batch at byte {pos}: {exc}") from exc
-        try:
-            records = _parse_records(body, count, base_offset, base_ts)
-        except (ValueError, IndexError, UnicodeDecodeError) as exc:
-            raise CorruptBatchError(f"batch at byte {pos} has a malformed record: {exc}") from exc
-        batches.append(
-            RecordBatch(
-                base_offset=base_offset,
-                partition_leader_epoch=leader_epoch,
-                magic=magic,
-                crc=crc,
-                attributes=attributes,
-                codec=codec,
-                is_transactional=bool(attributes & _TRANSACTIONAL_BIT),
-                is_control=bool(attributes & _CONTROL_BIT),
-                timestamp_type=1 if attributes & _TIMESTAMP_TYPE_BIT else 0,
-                last_offset_delta=last_delta,
-                base_timestamp=base_ts,
-                max_timestamp=max_ts,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                base_sequence=base_sequence,
-                records=records,
-            )
-        )
-        pos = batch_end
-    return batches
-
-
-def _parse_records(body: memoryview, count: int, base_offset: int, base_ts: int) -> list[Record]:
-    if count < 0:
-        raise ValueError(f"negative record count {count}")
-    end = len(body)
-    pos = 0
-    records: list[Record] = []
-    for index in range(count):
-        length, pos = decode_varint(body, pos)
-        record_end = pos + length
-        if length < 0 or record_end > end:
-            raise ValueError(f"record {index} length {length} runs past the batch")
-        pos += 1  # attributes: unused in v2
-        ts_delta, pos = decode_varint(body, pos)
-        offset_delta, pos = decode_varint(body, pos)
-        key, pos = _read_bytes(body, pos, record_end)
-        value, pos = _read_bytes(body, pos, record_end)
-        n_headers, pos = decode_varint(body, pos)
-        if n_headers < 0:
-            raise ValueError(f"record {index} has a negative header count")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(n_headers):
-            hkey, pos = _read_bytes(body, pos, record_end)
-            if hkey is None:
-                raise ValueError(f"record {index} has a null header key")
-            hvalue, pos = _read_bytes(body, pos, record_end)
-            headers.append((hkey.decode("utf-8"), hvalue))
-        if pos != record_end:
-            raise ValueError(
-                f"record {index} declares {length} bytes but its fields take {length + pos - record_end}"
-            )
-        records.append(Record(base_offset + offset_delta, base_ts + ts_delta, key, value, headers))
-    if pos != end:
-        raise ValueError(f"{end - pos} bytes left after the {count} records the header declares")
-    return records
-
-
-def _read_bytes(body: memoryview, pos: int, limit: int) -> tuple[bytes | None, int]:
-    length, pos = decode_varint(body, pos)
-    if length < 0:
-        if length != -1:
-            raise ValueError(f"invalid length {length}")
-        return None, pos
-    stop = pos + length
-    if stop > limit:
-        raise ValueError(f"field of {length} bytes runs past its record")
-    return bytes(body[pos:stop]), stop

@@ -27,7 +27,7 @@ __all__ = [
 
 # The encodings of small values are looked up instead of computed: record
 # fields (attributes, offset deltas, short lengths) are nearly always small.
-_SMALL_UVARINT: list[bytes] = [bytes([i]) for i in range(128)]
+_SMALL_UVARINT: tuple[bytes, ...] = tuple(bytes([i]) for i in range(128))
 
 
 def zigzag(value: int) -> int:

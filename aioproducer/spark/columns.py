@@ -6,8 +6,9 @@ The contract is Spark's Kafka sink's: ``value`` (string or binary, required),
 (timestamp). Other columns are ignored. :func:`plan_columns` checks a schema on
 the driver; :func:`arrow_chunks` and :func:`row_chunks` turn a task's input
 into chunks of per-topic columns ready for ``Producer.enqueue_many``: Arrow
-value and key arrays are handed over as they are (the producer reads their
-buffers in place), never turned into a Python object per row. Schema mistakes
+value and key arrays are handed over as they are (the producer reads them
+through Arrow's C code and hashes the key column in one vectorized pass), with
+no Python code per row on the sink's side. Schema mistakes
 raise :class:`SinkSchemaError` on the driver; rows the sink cannot write raise
 :class:`SinkWriteError` in the task.
 """

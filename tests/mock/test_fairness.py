@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import pytest
 
-from aioproducer import Producer, bulk, producer
+from aioproducer import BulkResult, Producer, bulk, producer
 from aioproducer.batch import RECORD_HANDLE_OVERHEAD, RESOLVE_SLICE
 from aioproducer.bulk import BULK_RECORD_OVERHEAD
 from aioproducer.protocol.records import MAX_RECORD_OVERHEAD
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio
+T = TypeVar("T")
 
 
 class Ticker:
@@ -44,42 +48,87 @@ def one_big_batch(cluster: MockCluster) -> Producer:
                     max_request_size=16 << 20)
 
 
+@asynccontextmanager
+async def warmed_up(topic: str) -> AsyncIterator[Producer]:
+    """A started :func:`one_big_batch` producer that has written to ``topic`` once."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic(topic, partitions=1)
+        async with one_big_batch(cluster) as p:
+            await p.enqueue(topic, b"warm-up")
+            await p.flush()
+            yield p
+            await p.flush()
+
+
+async def ticks_during(work: Awaitable[T]) -> tuple[T, int]:
+    """Run ``work``; return its result and how often a ticker task ran meanwhile."""
+    ticker = Ticker()
+    await asyncio.sleep(0)
+    start = ticker.ticks
+    result = await work
+    during = ticker.ticks - start
+    await ticker.stop()
+    return result, during
+
+
 async def test_a_tight_enqueue_loop_inside_one_batch_lets_other_tasks_run() -> None:
     records = 20 * producer.YIELD_EVERY_RECORDS
-    async with MockCluster(brokers=1) as cluster:
-        cluster.create_topic("fair", partitions=1)
-        # One huge batch: the loop never opens a new one, the old yield point.
-        async with one_big_batch(cluster) as p:
-            await p.enqueue("fair", b"warm-up")
-            await p.flush()
-            ticker = Ticker()
-            await asyncio.sleep(0)
-            start = ticker.ticks
-            for _ in range(records):
-                await p.enqueue("fair", b"x" * 100)
-            during = ticker.ticks - start
-            await ticker.stop()
-            await p.flush()
+
+    async def produce(p: Producer) -> None:
+        for _ in range(records):
+            await p.enqueue("fair", b"x" * 100)
+
+    # One huge batch: the loop never opens a new one, the old yield point.
+    async with warmed_up("fair") as p:
+        _, during = await ticks_during(produce(p))
     assert during >= records // producer.YIELD_EVERY_RECORDS - 1
 
 
 async def test_a_long_bulk_call_yields_between_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)  # yield after every slice
     slices = 30
-    async with MockCluster(brokers=1) as cluster:
-        cluster.create_topic("fair-bulk", partitions=1)
-        async with one_big_batch(cluster) as p:
-            await p.enqueue("fair-bulk", b"warm-up")
-            await p.flush()
-            ticker = Ticker()
-            await asyncio.sleep(0)
-            start = ticker.ticks
-            fut = await p.enqueue_many("fair-bulk", [b"x" * 10] * (slices * bulk.SLICE_RECORDS))
-            during = ticker.ticks - start
-            await ticker.stop()
-            await p.flush()
-            assert len(fut.result()) == slices * bulk.SLICE_RECORDS
+    async with warmed_up("fair-bulk") as p:
+        fut, during = await ticks_during(
+            p.enqueue_many("fair-bulk", [b"x" * 10] * (slices * bulk.SLICE_RECORDS))
+        )
+        await p.flush()
+        assert len(fut.result()) == slices * bulk.SLICE_RECORDS
     assert during >= slices - 1
+
+
+async def test_a_tight_loop_of_short_bulk_calls_lets_other_tasks_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each call is one slice: the yield between slices never comes, so the
+    # time spent is counted across calls and the yield falls before a slice.
+    monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)
+    calls = 30
+
+    async def produce(p: Producer) -> list[asyncio.Future[BulkResult]]:
+        return [await p.enqueue_many("fair-calls", [b"x" * 10] * 100) for _ in range(calls)]
+
+    async with warmed_up("fair-calls") as p:
+        futures, during = await ticks_during(produce(p))
+        await p.flush()
+        assert [len(f.result()) for f in futures] == [100] * calls
+    assert during >= calls - 1
+
+
+async def test_a_bulk_call_cancelled_at_its_first_yield_buffers_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)
+    async with warmed_up("fair-cancel") as p:
+        pool = p._pool
+        call = asyncio.create_task(p.enqueue_many("fair-cancel", [b"x" * 10] * 100))
+        await asyncio.sleep(0)  # the call checked its columns and yields before its first slice
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert pool.available == pool.total
+        after = await p.enqueue("fair-cancel", b"after")
+        await p.flush()
+    assert after.result().offset == 1  # the cancelled call's records never reached the broker
 
 
 async def test_a_large_batch_resolves_its_futures_in_slices() -> None:

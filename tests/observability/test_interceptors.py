@@ -10,7 +10,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
-from aioproducer import Producer, RecordMetadata, errors
+from aioproducer import BulkSendError, Producer, RecordMetadata, errors
 from aioproducer.integrations.opentelemetry import TraceContextInterceptor, extract_context
 from aioproducer.interceptors import ProducerRecord
 from aioproducer.testing import MockCluster
@@ -140,3 +140,62 @@ async def test_trace_context_travels_in_the_record_headers() -> None:
     assert third.headers == []
     carried = trace.get_current_span(extract_context(second.headers)).get_span_context()
     assert (carried.trace_id, carried.span_id) == (upstream.trace_id, upstream.span_id)
+
+
+async def test_bulk_records_meet_the_hooks_one_by_one() -> None:
+    import pyarrow as pa
+
+    hook = Tagging()
+    values = [b"bulk-%03d" % i for i in range(300)]
+    async with MockCluster(brokers=2) as cluster:
+        cluster.create_topic("moved", partitions=2)
+        cluster.create_topic("plain", partitions=3)
+        async with Producer(cluster.bootstrap_servers, linger_ms=2, interceptors=[hook]) as p:
+            moved = await p.send_many("moved", values[:200], headers=[("src", b"bulk")])
+            arrow = await p.send_many(
+                "plain", pa.array(values[200:], pa.binary()), keys=pa.array(["k"] * 100)
+            )
+        stored = {r.value: r for t in ("moved", "plain") for r in cluster.records(t)}
+    assert len(stored) == 300
+    for i in range(200):  # on_send's changes reached the broker: header added, partition 1
+        record = stored[values[i]]
+        assert record.partition == 1 == moved[i].partition
+        assert record.headers == [("src", b"bulk"), ("seen-by", b"tagging")]
+    for i in range(100):
+        assert stored[values[200 + i]].key == b"k"
+        assert stored[values[200 + i]].offset == arrow[i].offset
+    # One acknowledgement per record, each with that record's metadata.
+    assert len(hook.acks) == 300 and all(error is None for _md, error in hook.acks)
+    assert sorted((md.topic, md.partition, md.offset) for md, _ in hook.acks) == sorted(
+        [("moved", moved[i].partition, moved[i].offset) for i in range(200)]
+        + [("plain", arrow[i].partition, arrow[i].offset) for i in range(100)]
+    )
+
+
+async def test_a_bulk_record_failing_or_moved_to_another_topic_is_acknowledged_with_its_error() -> None:
+    class MoveSecond:
+        def on_send(self, record: ProducerRecord) -> ProducerRecord:
+            if record.value == b"1":
+                record.topic = "elsewhere"
+            return record
+
+    hook = Tagging()
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("moved", partitions=2)
+        cluster.create_topic("other", partitions=2)
+        async with Producer(cluster.bootstrap_servers, linger_ms=0, interceptors=[hook]) as p:
+            cluster.fail_produce("moved", 1, errors.TopicAuthorizationFailedError.code)
+            with pytest.raises(BulkSendError) as failed:
+                await p.send_many("moved", [b"a", b"b"])
+            assert set(failed.value.result.errors) == {1}
+        async with Producer(
+            cluster.bootstrap_servers, linger_ms=0, interceptors=[MoveSecond(), hook]
+        ) as p:
+            with pytest.raises(ValueError, match="record 1 to topic 'elsewhere'"):
+                await p.send_many("other", [b"0", b"1", b"2"])
+        assert cluster.records("moved") == [] and cluster.records("other") == []
+    refused = hook.acks[:2]
+    assert all(isinstance(e, errors.TopicAuthorizationFailedError) for _md, e in refused)
+    assert [(md.topic, md.partition, md.offset) for md, _ in refused] == [("moved", 1, -1)] * 2
+    moved = hook.acks[2:]
+    assert len(moved) == 3 and all(isinstance(e, ValueError) for _md, e in moved)

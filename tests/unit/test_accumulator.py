@@ -6,7 +6,7 @@ from aioproducer.accumulator import RecordAccumulator
 from aioproducer.batch import pack_sizes
 from aioproducer.idempotence import MAX_SEQUENCE
 from aioproducer.protocol.compression import Codec
-from aioproducer.protocol.records import parse_record_batches
+from aioproducer.protocol.record_parsing import parse_record_batches
 
 
 class Fut:

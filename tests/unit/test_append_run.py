@@ -7,7 +7,8 @@ import random
 import pytest
 
 from aioproducer.protocol.compression import Codec
-from aioproducer.protocol.records import RecordBatchBuilder, parse_record_batches
+from aioproducer.protocol.record_parsing import parse_record_batches
+from aioproducer.protocol.records import RecordBatchBuilder
 
 
 def _columns(seed: int, n: int) -> tuple[list[bytes | None], list[bytes | None]]:
@@ -50,3 +51,51 @@ def test_the_first_record_of_an_empty_batch_always_fits() -> None:
     builder = RecordBatchBuilder(batch_size=100)
     assert builder.append_run(1, [b"x" * 500, b"y"], 0, 2) == 1
     assert builder.append_run(1, [b"y"], 0, 1) == 0  # full now
+
+
+@pytest.mark.parametrize("length", [0, 100, 9000])
+@pytest.mark.parametrize("headers", [None, [("trace", b"abc")]])
+@pytest.mark.parametrize("first", [None, 5_000])
+@pytest.mark.parametrize("batch_size", [200, 1 << 20])
+def test_a_run_of_one_value_length_matches_append(
+    length: int, headers, first: int | None, batch_size: int
+) -> None:
+    """The uniform-length encoder (no per-record loop) writes what append() writes,
+    across the offset-delta varint widths (64 and 8,192 records) and when full."""
+    rand = random.Random(length)
+    values = [rand.randbytes(length) for _ in range(9_000 if length < 1000 else 200)]
+    lengths = [length] * len(values)
+    by_run = RecordBatchBuilder(batch_size=batch_size)
+    one_by_one = RecordBatchBuilder(batch_size=batch_size)
+    if first is not None:  # a record already there, with a later timestamp
+        by_run.append(first, b"k", b"first")
+        one_by_one.append(first, b"k", b"first")
+    taken = 0
+    n = len(values)
+    for start, stop in ((0, 50), (50, n // 3), (n // 3, n)):  # runs continue a batch
+        got = by_run.append_run(4_990, values, start, stop, None, headers, lengths=lengths)
+        taken += got
+        if got < stop - start:
+            break
+    expected = 0
+    for value in values:
+        if one_by_one.append(4_990, None, value, headers) is None:
+            break
+        expected += 1
+    assert taken == expected
+    assert taken > 0 or first is not None  # an empty batch takes its first record, however large
+    assert by_run.build(producer_id=7, producer_epoch=1, base_sequence=3) == one_by_one.build(
+        producer_id=7, producer_epoch=1, base_sequence=3
+    )
+    (batch,) = parse_record_batches(by_run.build())
+    skip = 0 if first is None else 1
+    assert [r.value for r in batch.records[skip:]] == values[:taken]
+
+
+def test_mixed_lengths_or_nulls_take_the_general_encoder() -> None:
+    values = [b"aa", b"bb", None, b"cc"]
+    lengths = [2, 2, -1, 2]
+    by_run = RecordBatchBuilder()
+    assert by_run.append_run(1, values, 0, 4, lengths=lengths) == 4
+    (batch,) = parse_record_batches(by_run.build())
+    assert [r.value for r in batch.records] == values

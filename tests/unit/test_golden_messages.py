@@ -13,7 +13,7 @@ import pytest
 
 from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.framing import decode_request, decode_response, encode_request
-from aioproducer.protocol.records import parse_record_batches
+from aioproducer.protocol.record_parsing import parse_record_batches
 from aioproducer.protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR
 from tests.tools.capture_proxy import REQUEST, Frame, load_frames
 

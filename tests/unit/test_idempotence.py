@@ -5,7 +5,7 @@ from __future__ import annotations
 from aioproducer.batch import ProducerBatch
 from aioproducer.idempotence import MAX_SEQUENCE, SequenceState, _Partition, sequence_before
 from aioproducer.protocol.compression import Codec
-from aioproducer.protocol.records import parse_record_batches
+from aioproducer.protocol.record_parsing import parse_record_batches
 
 
 def batch(partition: int = 0, records: int = 3, topic: str = "t") -> ProducerBatch:

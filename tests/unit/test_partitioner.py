@@ -16,19 +16,18 @@ from aioproducer.partitioner import (
     weighted_index,
 )
 
-
 # Vectors from the Java client's UtilsTest.testMurmur2.
-@pytest.mark.parametrize(
-    ("key", "expected"),
-    [
-        (b"21", -973932308),
-        (b"foobar", -790332482),
-        (b"a-little-bit-long-string", -985981536),
-        (b"a-little-bit-longer-string", -1486304829),
-        (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
-        (b"abc", 479470107),
-    ],
-)
+JAVA_MURMUR2 = [
+    (b"21", -973932308),
+    (b"foobar", -790332482),
+    (b"a-little-bit-long-string", -985981536),
+    (b"a-little-bit-longer-string", -1486304829),
+    (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
+    (b"abc", 479470107),
+]
+
+
+@pytest.mark.parametrize(("key", "expected"), JAVA_MURMUR2)
 def test_murmur2_matches_java(key: bytes, expected: int) -> None:
     assert murmur2(key) == expected
 

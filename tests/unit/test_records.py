@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.record_parsing import parse_record_batches
 from aioproducer.protocol.records import (
     RECORD_BATCH_OVERHEAD,
     CorruptBatchError,
     RecordBatchBuilder,
     estimate_record_size,
-    parse_record_batches,
     restamp_producer_state,
 )
 from tests.golden.frames import (

@@ -19,7 +19,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from ... import errors
-from ...protocol.records import CorruptBatchError, parse_record_batches
+from ...protocol.record_parsing import parse_record_batches
+from ...protocol.records import CorruptBatchError
 from ...protocol.schema import Message
 from .faults import RequestContext
 from .log import code_of

@@ -27,7 +27,7 @@ import dataclasses
 import enum
 
 from ... import errors
-from ...protocol.records import RecordBatch
+from ...protocol.record_parsing import RecordBatch
 
 __all__ = [
     "DEDUP_WINDOW",
