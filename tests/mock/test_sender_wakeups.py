@@ -137,7 +137,9 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
                 await producer.flush(timeout=10)
                 passes = sender.passes
                 futures.append(await producer.enqueue("t", b"x" * 1024))
-                await until(lambda: sender.passes > passes, 10, "the sender's look at the batch")
+                await until(
+                    lambda before=passes: sender.passes > before, 10, "the sender's look at the batch"
+                )
                 await asyncio.sleep(0.02)
                 # ... then callers fill the buffer and one waits for memory.
                 started = loop.time()

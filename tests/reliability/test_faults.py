@@ -22,6 +22,7 @@ import pytest
 
 from aioproducer import errors
 from tests.reliability.harness import FAST, PRODUCE_KEY, RetryLog, Tracker, within
+from tests.support.aio import until
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -210,7 +211,7 @@ async def test_batch_expired_in_flight_moves_to_a_new_epoch(
     def first_attempt_answered() -> bool:
         return kafka_cluster.request_count(api_key=PRODUCE_KEY, broker=leader) > produce_requests
 
-    await within(_until(first_attempt_answered), 5, "the first attempt of the doomed batch")
+    await until(first_attempt_answered, 5, "the first attempt of the doomed batch")
     kafka_cluster.delay_responses(10.0, broker=leader, api_key=PRODUCE_KEY, count=1)
     with pytest.raises(errors.KafkaTimeoutError, match="in flight"):
         await within(doomed.future, 15, "the doomed batch")
@@ -218,7 +219,7 @@ async def test_batch_expired_in_flight_moves_to_a_new_epoch(
     # once the held response's request has timed out (0.5 s after the expiry):
     # records sent into that connection before would wait behind it.
     client = p._client
-    await within(_until(lambda: client.in_flight(leader) == 0), 15, "the held request's timeout")
+    await until(lambda: client.in_flight(leader) == 0, 15, "the held request's timeout")
     for i in range(100):
         await tracker.enqueue(p, PINNED if i % 4 == 0 else None, partition=0 if i % 4 == 0 else None)
     await tracker.wait_all(20)
@@ -349,8 +350,3 @@ async def test_cluster_that_never_answers_fails_everything_within_delivery_timeo
         f"stalled cluster: 100/100 records failed with KafkaTimeoutError within "
         f"{elapsed:.2f} s (delivery_timeout {delivery_timeout} s); close() returned"
     )
-
-
-async def _until(condition: Callable[[], bool], poll: float = 0.005) -> None:
-    while not condition():
-        await asyncio.sleep(poll)
