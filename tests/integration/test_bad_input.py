@@ -147,10 +147,10 @@ async def test_unreachable_bootstrap_fails_start_within_max_block() -> None:
     p = Producer(f"127.0.0.1:{closed_port()}", max_block_ms=max_block_ms)
     started = time.monotonic()
     with pytest.raises(errors.KafkaError) as info:
-        await within(p.start(), max_block_ms / 1000 + 5, "start against a closed port")
+        await within(p.start(), max_block_ms / 1000 + 10, "start against a closed port")
     elapsed = time.monotonic() - started
     assert isinstance(info.value, errors.NoBrokersAvailableError), repr(info.value)
-    assert elapsed < max_block_ms / 1000 + 2
+    assert elapsed < max_block_ms / 1000 + 5  # max_block_ms, with room for a slow machine
     with pytest.raises(errors.IllegalStateError):
         await p.send("topic", b"v")
     await within(p.close(), 5, "close after a failed start")
@@ -165,7 +165,8 @@ async def test_unknown_topic_without_auto_create_times_out(kafka_bootstrap: str)
         for call in (p.send(topic, b"v"), p.partitions_for(topic)):
             started = time.monotonic()
             with pytest.raises(errors.KafkaTimeoutError, match=topic):
-                await within(call, max_block_ms / 1000 + 5, "send to a missing topic")
+                await within(call, max_block_ms / 1000 + 10, "send to a missing topic")
             elapsed = time.monotonic() - started
-            # It really waited for metadata (max_block_ms), and not much longer.
-            assert max_block_ms / 1000 * 0.9 <= elapsed < max_block_ms / 1000 + 2
+            # It really waited for metadata (max_block_ms), and not much longer
+            # (the upper bound leaves room for a slow machine).
+            assert max_block_ms / 1000 * 0.9 <= elapsed < max_block_ms / 1000 + 5

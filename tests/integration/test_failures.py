@@ -9,7 +9,7 @@ import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
 from aioproducer.testing.local_broker import LocalBroker
-from tests.support.aio import gather_within, read_back, within
+from tests.support.aio import gather_within, read_back, until, within
 from tests.support.verify import create_topic
 
 pytestmark = pytest.mark.asyncio
@@ -27,7 +27,7 @@ async def _fill_until_blocked(
         value = f"{i:06d}".encode() + b"p" * (RECORD - 6)
         started = time.monotonic()
         try:
-            fut = await within(p.enqueue(topic, value), max_block_ms / 1000 + 5, "enqueue")
+            fut = await within(p.enqueue(topic, value), max_block_ms / 1000 + 10, "enqueue")
         except errors.KafkaTimeoutError:
             return futs, values, time.monotonic() - started
         futs.append(fut)
@@ -74,8 +74,9 @@ async def test_stalled_broker_applies_backpressure_then_delivers(
         futs, values, blocked = await _fill_until_blocked(
             p, topic, max_block_ms, limit=2 * buffer_memory // RECORD
         )
-        # The enqueue that failed really waited for memory, and only max_block_ms.
-        assert max_block_ms / 1000 * 0.9 <= blocked < max_block_ms / 1000 + 2
+        # The enqueue that failed really waited for memory, and only max_block_ms
+        # (plus room for a slow machine; the stall itself lasts until resume()).
+        assert max_block_ms / 1000 * 0.9 <= blocked < max_block_ms / 1000 + 5
         assert 0 < len(futs) * RECORD <= buffer_memory
         assert not any(f.done() for f in futs), "a record completed on a stopped broker"
         if request_timeout_ms < 10_000:
@@ -125,17 +126,17 @@ async def test_killed_broker_fails_pending_records_within_delivery_timeout(
         started = time.monotonic()
         after = [await p.enqueue(topic, f"after-{i}".encode()) for i in range(50)]
         results = await gather_within(
-            before + after, delivery_timeout_ms / 1000 + 5, "futures after the kill"
+            before + after, delivery_timeout_ms / 1000 + 10, "futures after the kill"
         )
         elapsed = time.monotonic() - started
-        assert elapsed < delivery_timeout_ms / 1000 + 3
+        assert elapsed < delivery_timeout_ms / 1000 + 5
         # Those before the kill may have made it; everything else failed, typed.
         assert all(isinstance(r, errors.KafkaError) for r in results[len(before):]), results
         assert all(isinstance(r, (errors.KafkaError, RecordMetadata)) for r in results)
     finally:
         started = time.monotonic()
-        await within(p.close(), 5, "close with the broker dead")
-    assert time.monotonic() - started < 5
+        await within(p.close(), 10, "close with the broker dead")
+    assert time.monotonic() - started < 10
 
 
 async def test_close_with_timeout_fails_what_a_dead_broker_cannot_take(
@@ -149,9 +150,9 @@ async def test_close_with_timeout_fails_what_a_dead_broker_cannot_take(
     private_broker.kill()
     futs = [await p.enqueue(topic, f"r{i}".encode()) for i in range(20)]
     started = time.monotonic()
-    await within(p.close(timeout=0.5), 5, "close(timeout=0.5)")
-    assert time.monotonic() - started < 3
-    results = await gather_within(futs, 1, "futures after close")
+    await within(p.close(timeout=0.5), 10, "close(timeout=0.5)")
+    assert time.monotonic() - started < 5  # the timeout, not the 60 s delivery timeout
+    results = await gather_within(futs, 5, "futures after close")
     assert all(isinstance(r, errors.KafkaError) for r in results), results
     assert any(isinstance(r, errors.KafkaTimeoutError) for r in results), results
 
@@ -185,7 +186,7 @@ async def test_restarted_broker_reconnects_and_nothing_hangs(
     try:
         await within(p.send(topic, b"warm-up"), 15, "warm-up send")
         sender = asyncio.create_task(keep_sending())
-        await asyncio.sleep(0.2)
+        await until(lambda: len(during) > 10, 30, "records sent before the restart")
         await within(asyncio.to_thread(private_broker.restart), 60, "broker restart")
         await asyncio.sleep(0.2)
         # Tansu quirk: a restarted (memory) broker acknowledges Produce requests for

@@ -36,7 +36,7 @@ def broker_hides_aborted_records(bootstrap: str, topic: str) -> bool:
     p.begin_transaction()
     p.produce(topic, b"probe-committed", partition=0)
     p.commit_transaction(10)
-    seen = [r.value for r in read_records(bootstrap, topic, 2, timeout=10, isolation_level="read_committed")]
+    seen = [r.value for r in read_records(bootstrap, topic, 2, timeout=30, isolation_level="read_committed")]
     return b"probe-aborted" not in seen
 
 

@@ -11,6 +11,7 @@ from aioproducer import Producer, errors
 from aioproducer.protocol.messages import INIT_PRODUCER_ID
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.txn import TxnStatus
+from tests.support.aio import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -30,8 +31,8 @@ async def test_concurrent_starts_make_one_sender_and_close_stops_everything() ->
         assert cluster.request_count(INIT_PRODUCER_ID.key) == 1
         await p.close()
         assert len(_live_senders()) == before
-        await asyncio.sleep(0.05)  # the broker notices the closed connections
-        assert not cluster.servers[0].connections
+        server = cluster.servers[0]
+        await until(lambda: not server.connections, 10, "the broker noticing the closed connections")
         with pytest.raises(errors.ProducerClosedError):
             await p.start()
 
@@ -111,7 +112,8 @@ async def test_cancelled_enqueue_appended_nothing_or_returned_its_future() -> No
 
 async def test_enqueue_cancelled_while_waiting_for_metadata_appends_nothing() -> None:
     async with MockCluster(brokers=1, auto_create_topics=False) as cluster:
-        async with Producer(cluster.bootstrap_servers, max_block_ms=1000) as p:
+        # max_block_ms far beyond the check below, even on a slow machine.
+        async with Producer(cluster.bootstrap_servers, max_block_ms=5000) as p:
             task = asyncio.create_task(p.enqueue("later", b"v"))
             await asyncio.sleep(0.05)
             assert not task.done()  # the topic does not exist yet

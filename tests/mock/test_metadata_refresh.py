@@ -18,6 +18,7 @@ from aioproducer import Producer, errors
 from aioproducer.protocol.schema import Message
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
+from tests.support.aio import until
 
 METADATA = 3
 BACKOFF_MS = 100
@@ -71,9 +72,11 @@ async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> 
             cluster.delete_topic("gone")
             # Batches already queued: the broker refuses them, metadata drops the topic ...
             futures = [await producer.enqueue("gone", b"v", partition=p) for p in (0, 1)]
-            await asyncio.sleep(0.3)
             client = producer._client
-            assert client is not None and not client.snapshot.topics["gone"].partitions
+            assert client is not None
+            await until(
+                lambda: not client.snapshot.topics["gone"].partitions, 10, "metadata without the topic"
+            )
             # ... and new records wait for it to come back.
             waiting = [asyncio.create_task(producer.enqueue("gone", b"w")) for _ in range(5)]
             count = await _metadata_during(cluster, WINDOW)
@@ -86,27 +89,28 @@ async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> 
 async def test_leaderless_partition_with_traffic_elsewhere_is_refreshed_with_backoff() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=2)
-        async with _producer(cluster, delivery_timeout_ms=5000, request_timeout_ms=1000) as producer:
+        async with _producer(cluster, delivery_timeout_ms=30_000, request_timeout_ms=1000) as producer:
             await producer.send("t", b"warm", partition=0)
             await producer.send("t", b"warm", partition=1)
             cluster.topic_states["t"].partitions[0].leader = -1  # election under way
             stuck = await producer.enqueue("t", b"waits", partition=0)
 
-            async def traffic() -> int:
+            async def traffic() -> tuple[int, float]:
+                # At least WINDOW, and at least 20 sends however slow the machine:
+                # every response wakes the sender, plenty of chances to storm.
                 sent = 0
-                deadline = time.monotonic() + WINDOW
-                while time.monotonic() < deadline:
+                start = time.monotonic()
+                while time.monotonic() - start < WINDOW or sent <= 20:
                     await producer.send("t", b"x", partition=1)
                     sent += 1
-                return sent
+                return sent, time.monotonic() - start
 
             before = cluster.request_count(METADATA)
-            sent = await traffic()
+            sent, window = await traffic()
             count = cluster.request_count(METADATA) - before
-            assert sent > 20  # every response woke the sender: plenty of chances to storm
-            assert count <= _bound(WINDOW), count
+            assert count <= _bound(window), (count, sent, window)
             cluster.topic_states["t"].partitions[0].leader = 0  # elected
-            assert (await asyncio.wait_for(stuck, 5)).partition == 0
+            assert (await asyncio.wait_for(stuck, 10)).partition == 0
 
 
 @pytest.mark.asyncio
@@ -115,8 +119,10 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
 
     The refresh that follows NOT_LEADER must not wait on the stalled broker
     (which has a request stuck in flight); recovery is quick in every trial.
+    The request timeout is long so that "quick" (under half of it) cannot be
+    missed by a slow machine, only by a refresh stuck on the stalled broker.
     """
-    request_timeout = 4.0
+    request_timeout = 20.0
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=3)  # partition i led by broker i
         async with _producer(
@@ -130,7 +136,9 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
                 await producer.send("t", b"warm", partition=p)
             cluster.stall_broker(2)
             stuck = await producer.enqueue("t", b"stuck", partition=2)
-            await asyncio.sleep(0.05)
+            client = producer._client
+            assert client is not None
+            await until(lambda: client.in_flight(2) > 0, 10, "the request to the stalled broker")
             for trial in range(12):
                 cluster.move_leader("t", 0, to_broker=1 if trial % 2 == 0 else 0)
                 start = time.monotonic()
@@ -155,8 +163,7 @@ async def test_least_loaded_node_prefers_idle_live_connections() -> None:
             assert all(node >= 0 for node in client.throttle_stats())
             cluster.stall_broker(1)
             pending = [await producer.enqueue("t", b"x", partition=1) for _ in range(3)]
-            await asyncio.sleep(0.05)
-            assert client.in_flight(1) > 0
+            await until(lambda: client.in_flight(1) > 0, 10, "a request to the stalled broker")
             assert {client.least_loaded_node() for _ in range(30)} <= {0, 2}
             cluster.resume_broker(1)
             await asyncio.gather(*pending)
@@ -220,13 +227,13 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
             await producer.send("stuck", b"warm", partition=stuck)
             cluster.stall_broker(1)
             pending = await producer.enqueue("stuck", b"in flight", partition=stuck)
-            await asyncio.sleep(0.05)  # written to the stalled broker
+            client = producer._client
+            assert client is not None
+            await until(lambda: client.in_flight(1) > 0, 10, "the write to the stalled broker")
             deadline = time.monotonic() + 1.5
             while time.monotonic() < deadline:
                 await asyncio.wait_for(producer.send("busy", b"x", partition=busy), 5)
                 await asyncio.sleep(0.02)
-            client = producer._client
-            assert client is not None
             assert "old" not in client.topics and "old" not in client.snapshot.topics
             # A topic with a record in flight is never forgotten.
             assert "stuck" in client.topics
@@ -234,8 +241,9 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
             cluster.delete_topic("old")
             requested.clear()
             client.request_update()
-            await asyncio.sleep(0.3)
-            assert requested and all("old" not in names for names in requested)
+            await until(lambda: bool(requested), 10, "the requested metadata refresh")
+            await asyncio.sleep(0.3)  # any further refresh would show here too
+            assert all("old" not in names for names in requested)
             assert "old" not in cluster.topic_states  # no refresh re-created it
             cluster.resume_broker(1)
             assert (await asyncio.wait_for(pending, 10)).partition == stuck
@@ -253,14 +261,16 @@ async def test_rebootstrap_when_every_known_broker_moved() -> None:
             "metadata_recovery_rebootstrap_trigger_ms": 300,
             "reconnect_backoff_max_ms": 200,
             "request_timeout_ms": 1000,
-            "delivery_timeout_ms": 4000,
         }
-        async with _producer(alias, **settings) as producer:
+        # Time enough to find the brokers again, however slow the machine.
+        async with _producer(alias, delivery_timeout_ms=30_000, **settings) as producer:
             await producer.send("t", b"before", partition=1)
             await cluster.move_brokers()
-            md = await asyncio.wait_for(producer.send("t", b"after", partition=1), 10)
+            md = await asyncio.wait_for(producer.send("t", b"after", partition=1), 40)
             assert md.partition == 1
-        async with _producer(alias, metadata_recovery_strategy="none", **settings) as producer:
+        async with _producer(
+            alias, metadata_recovery_strategy="none", delivery_timeout_ms=4000, **settings
+        ) as producer:
             await producer.send("t", b"before", partition=1)
             await cluster.move_brokers()
             # Without rebootstrap, the old addresses are all the producer knows.

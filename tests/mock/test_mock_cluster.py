@@ -451,13 +451,13 @@ async def test_cli_mock_broker_subprocess() -> None:
     )
     try:
         assert proc.stdout is not None
-        line = (await asyncio.wait_for(proc.stdout.readline(), 15)).decode().strip()
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip()
         addresses = line.split(",")
         assert len(addresses) == 2 and all(a.startswith("127.0.0.1:") for a in addresses), line
-        partition, offset = await asyncio.wait_for(asyncio.to_thread(_produce_one, line), 15)
+        partition, offset = await asyncio.wait_for(asyncio.to_thread(_produce_one, line), 30)
         assert (partition, offset) == (1, 0)
         proc.send_signal(signal.SIGINT)
-        _out, err = await asyncio.wait_for(proc.communicate(), 10)
+        _out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0, err
         assert b"stopped" in err
     finally:

@@ -22,6 +22,9 @@ from aioproducer.testing.mock import RequestContext
 from tests.mock import RawClient, batch_bytes
 
 TIMEOUT = 10.0
+# Delays and throttles whose effect a test times: long enough that a slow or
+# busy machine cannot make an undelayed answer look delayed.
+DELAY = 2.0
 NOT_ENOUGH_REPLICAS = errors.NotEnoughReplicasError.code
 NOT_LEADER = errors.NotLeaderOrFollowerError.code
 COORDINATOR_NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
@@ -155,16 +158,16 @@ async def test_delay_responses_and_timeout_retry_is_deduplicated() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=1)
         client, other = await _raw(cluster, 0), await _raw(cluster, 1)
-        cluster.delay_responses(0.3, broker=0, api_key=18, count=1)
+        cluster.delay_responses(DELAY, broker=0, api_key=18, count=1)
         start = time.monotonic()
-        await other.request(18, 3, _VERSIONS_BODY)
-        assert time.monotonic() - start < 0.25  # another broker: not delayed
+        await other.request(18, 3, _VERSIONS_BODY, timeout=TIMEOUT)
+        assert time.monotonic() - start < DELAY  # another broker: not delayed
         start = time.monotonic()
-        await client.request(18, 3, _VERSIONS_BODY)
-        assert time.monotonic() - start >= 0.3
+        await client.request(18, 3, _VERSIONS_BODY, timeout=TIMEOUT)
+        assert time.monotonic() - start >= DELAY
         start = time.monotonic()
-        await client.request(18, 3, _VERSIONS_BODY)
-        assert time.monotonic() - start < 0.25  # count=1: only once
+        await client.request(18, 3, _VERSIONS_BODY, timeout=TIMEOUT)
+        assert time.monotonic() - start < DELAY  # count=1: only once
 
         # A Produce answered after the client's request timeout: the client
         # retries, the mock recognises the retry and the record exists once.
@@ -180,16 +183,16 @@ async def test_throttle_answers_at_once_then_mutes_the_channel() -> None:
     # KIP-219: the throttled response is not held back; the channel is muted after it.
     async with MockCluster(brokers=1) as cluster:
         client = await _raw(cluster)
-        cluster.throttle(0, 400)
+        cluster.throttle(0, int(DELAY * 1000))
         start = time.monotonic()
         response = await client.request(3, 12, {"topics": []})
         answered = time.monotonic() - start
-        assert response.throttle_time_ms == 400
+        assert response.throttle_time_ms == DELAY * 1000
         cluster.throttle(0, 0)
         # The next request on this connection is read only when the mute ends.
-        assert (await client.request(3, 12, {"topics": []})).throttle_time_ms == 0
+        assert (await client.request(3, 12, {"topics": []}, timeout=TIMEOUT)).throttle_time_ms == 0
         muted = time.monotonic() - start
-        assert answered < 0.4 <= muted
+        assert answered < DELAY <= muted
         await client.close()
 
 
@@ -292,6 +295,6 @@ async def test_clear_faults_restores_normal_service() -> None:
         assert (await client.request(18, 3, _VERSIONS_BODY)).error_code == 0
         assert (await client.request(3, 12, {"topics": []})).throttle_time_ms == 0
         assert (await client.produce("t", 0, batch_bytes([b"raw"]))).error_code == 0
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 4.0  # none of the 5 s delays and throttles
         assert "produce=0" in repr(cluster.faults)
         await client.close()

@@ -13,13 +13,19 @@ import pytest
 
 from aioproducer import Producer
 from aioproducer.testing import MockCluster
+from tests.support.aio import until
 
 PRODUCE = 0
 WINDOW = 1.0
 # A polling loop makes ~200 passes a second; events and deadlines explain a few dozen.
 MAX_PASSES = 40
-# Buffers' worth of records a test produces while callers wait for memory.
+# Rounds of a test in which a caller waits for memory, and the 1 KiB records of
+# each round: more than the 64 KiB buffer holds, less than twice as many.
 ROUNDS = 6
+ROUND_RECORDS = 80
+# Throttle time of the KIP-219 test: the check that the producer holds the batch
+# back runs well inside it, even on a slow machine.
+THROTTLE_MS = 2000
 
 
 def _producer(cluster: MockCluster, **config: Any) -> Producer:
@@ -51,9 +57,10 @@ async def test_no_polling_while_a_stalled_broker_has_no_in_flight_room() -> None
             await producer.send("t", b"warm")
             cluster.stall_broker(0)
             futures = [await producer.enqueue("t", b"x" * 100)]
-            await asyncio.sleep(0.1)
             client = producer._client
-            assert client is not None and client.in_flight(0) == 1  # no room left
+            assert client is not None
+            await until(lambda: client.in_flight(0) == 1, 10, "the request to the stalled broker")
+            # no room left
             futures += [await producer.enqueue("t", b"x" * 100) for _ in range(20)]  # queued
             passes = await _passes_during(producer, WINDOW)
             assert passes <= MAX_PASSES, passes
@@ -94,7 +101,7 @@ async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() ->
             await producer.send("t", b"before")
             client = producer._client
             assert client is not None
-            cluster.throttle(0, 700)
+            cluster.throttle(0, THROTTLE_MS)
             await producer.send("t", b"throttled")  # answered at once, then the channel is muted
             cluster.throttle(0, 0)
             held = await producer.enqueue("t", b"held back")
@@ -103,8 +110,8 @@ async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() ->
             # instead of writing into a channel the broker is not reading.
             assert not held.done() and client.in_flight(0) == 0
             stats = client.throttle_stats()[0]
-            assert (stats.last, stats.max, stats.count) == (700, 700, 1)
-            assert (await asyncio.wait_for(held, 5)).offset == 2
+            assert (stats.last, stats.max, stats.count) == (THROTTLE_MS, THROTTLE_MS, 1)
+            assert (await asyncio.wait_for(held, THROTTLE_MS / 1000 + 10)).offset == 2
         assert [r.value for r in cluster.records("t")] == [b"before", b"throttled", b"held back"]
 
 
@@ -120,14 +127,29 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
         async with producer:
             await producer.partitions_for("t")
             loop = asyncio.get_running_loop()
-            started = loop.time()
+            sender = producer._sender
+            assert sender is not None
             futures = []
-            for _ in range(ROUNDS * 64):  # ROUNDS buffers' worth of 1 KiB records
+            waited = 0.0
+            for _ in range(ROUNDS):
+                # Each round meets the sender asleep to its cap: nothing pending, a
+                # new batch open (the sender looked at it, found it lingering) ...
+                await producer.flush(timeout=10)
+                passes = sender.passes
                 futures.append(await producer.enqueue("t", b"x" * 1024))
-            elapsed = loop.time() - started
+                await until(
+                    lambda before=passes: sender.passes > before, 10, "the sender's look at the batch"
+                )
+                await asyncio.sleep(0.02)
+                # ... then callers fill the buffer and one waits for memory.
+                started = loop.time()
+                for _ in range(ROUND_RECORDS - 1):
+                    futures.append(await producer.enqueue("t", b"x" * 1024))
+                waited += loop.time() - started
             await producer.flush(timeout=10)
             assert all(f.done() and f.exception() is None for f in futures)
-        assert len(cluster.records("t")) == ROUNDS * 64
-        # Told of the wait, the sender ships at once (milliseconds); asleep, it
-        # wakes only at its 1 s cap.
-        assert elapsed < 0.5, f"callers waited {elapsed:.2f} s for memory the sender could free"
+        assert len(cluster.records("t")) == ROUNDS * ROUND_RECORDS
+        # Told of the wait, the sender ships at once (milliseconds a round); asleep,
+        # it wakes only at its 1 s cap, so each round would take about a second.
+        # The bound sits halfway: far from both on a slow or busy machine.
+        assert waited < ROUNDS / 2, f"callers waited {waited:.2f} s for memory the sender could free"

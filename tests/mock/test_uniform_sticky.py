@@ -91,12 +91,24 @@ async def test_partitions_of_a_broker_undrained_past_the_availability_timeout_ge
             for p in range(6):
                 await producer.send("t", b"warm", partition=p)
             cluster.stall_broker(2)
-            loop = asyncio.get_running_loop()
-            start = loop.time()
-            early, late = [], []
-            while loop.time() - start < 1.0:
-                fut = await producer.enqueue("t", b"v" * 100)
-                (late if loop.time() - start > 0.5 else early).append(fut)
+            # Records enqueued back to back, before the timeout could run out:
+            # the stalled broker's partitions are chosen like the others.
+            early = [await producer.enqueue("t", b"v" * 100) for _ in range(200)]
+            # Traffic until the producer has seen broker 2 undrained for longer
+            # than the timeout (waiting for that, not for a fixed time, keeps the
+            # test right on a slow machine), then two stays' worth of records so
+            # that the sticky partition moves on.
+            acc = producer._acc
+            unavailable = asyncio.get_running_loop().time() + 10
+            while 2 not in acc.unavailable_nodes(0.2):
+                assert asyncio.get_running_loop().time() < unavailable, "broker 2 stayed available"
+                await producer.enqueue("t", b"v" * 100)
+                await asyncio.sleep(0.002)
+            for _ in range(10):
+                await producer.enqueue("t", b"v" * 100)
+            late = []
+            for _ in range(100):
+                late.append(await producer.enqueue("t", b"v" * 100))
                 await asyncio.sleep(0.002)
             cluster.resume_broker(2)
             early_parts = {(await f).partition for f in early}

@@ -10,6 +10,7 @@ import pytest
 from aioproducer import Producer, errors
 from aioproducer.metrics import MetricName
 from aioproducer.testing import MockCluster
+from tests.support.aio import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -96,7 +97,13 @@ async def test_tasks_waiting_for_memory_are_reported() -> None:
             await p.send("m", b"warm-up")
             cluster.stall_broker(broker)
             tasks = [asyncio.create_task(p.enqueue("m", b"x" * 500)) for _ in range(20)]
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # the waiters wait at least this long (wait time below)
+
+            def stalled_state() -> bool:
+                m = p.metrics()
+                return value(m, "waiting-threads") > 0 and value(m, "requests-in-flight") >= 1
+
+            await until(stalled_state, 10, "callers waiting for memory behind a request")
             stalled = p.metrics()
             cluster.resume_broker(broker)
             futures = await asyncio.wait_for(asyncio.gather(*tasks), 30)

@@ -22,6 +22,7 @@ import pytest
 
 from aioproducer import errors
 from tests.reliability.harness import FAST, PRODUCE_KEY, RetryLog, Tracker, within
+from tests.support.aio import until
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -181,16 +182,18 @@ async def test_batch_expired_in_flight_moves_to_a_new_epoch(
 ) -> None:
     topic = "expired-in-flight"
     kafka_cluster.create_topic(topic, partitions=PARTITIONS)
-    # The doomed batch is refused once, so that its retry goes out 0.6 s after
+    # The doomed batch is refused once, so that its retry goes out 1 s after
     # the batch was created; that retry's response is held back, and the
-    # batch's delivery timeout (0.8 s) runs out while the request is still
-    # within its own timeout (0.5 s): the batch expires in flight.
+    # batch's delivery timeout (3 s) runs out while the request is still
+    # within its own timeout (2.5 s): the batch expires in flight. The margins
+    # (1 s to hold the retry's response, 2 s for the retry to go out before the
+    # expiry) are wide enough for a slow or busy machine.
     p = await producer(
         linger_ms=0,
-        request_timeout_ms=500,
-        delivery_timeout_ms=800,
-        retry_backoff_ms=600,
-        retry_backoff_max_ms=600,
+        request_timeout_ms=2500,
+        delivery_timeout_ms=3000,
+        retry_backoff_ms=1000,
+        retry_backoff_max_ms=1000,
         reconnect_backoff_ms=10,
         reconnect_backoff_max_ms=100,
     )
@@ -208,15 +211,15 @@ async def test_batch_expired_in_flight_moves_to_a_new_epoch(
     def first_attempt_answered() -> bool:
         return kafka_cluster.request_count(api_key=PRODUCE_KEY, broker=leader) > produce_requests
 
-    await within(_until(first_attempt_answered), 5, "the first attempt of the doomed batch")
-    kafka_cluster.delay_responses(2.0, broker=leader, api_key=PRODUCE_KEY, count=1)
+    await until(first_attempt_answered, 5, "the first attempt of the doomed batch")
+    kafka_cluster.delay_responses(10.0, broker=leader, api_key=PRODUCE_KEY, count=1)
     with pytest.raises(errors.KafkaTimeoutError, match="in flight"):
-        await within(doomed.future, 5, "the doomed batch")
+        await within(doomed.future, 15, "the doomed batch")
     # Records sent after the expiry, to the same partition and to the others,
-    # once the held response's request has timed out (0.3 s after the expiry):
-    # records sent into that connection before would wait behind it past their
-    # short delivery timeout.
-    await asyncio.sleep(0.4)
+    # once the held response's request has timed out (0.5 s after the expiry):
+    # records sent into that connection before would wait behind it.
+    client = p._client
+    await until(lambda: client.in_flight(leader) == 0, 15, "the held request's timeout")
     for i in range(100):
         await tracker.enqueue(p, PINNED if i % 4 == 0 else None, partition=0 if i % 4 == 0 else None)
     await tracker.wait_all(20)
@@ -331,9 +334,9 @@ async def test_cluster_that_never_answers_fails_everything_within_delivery_timeo
         started = time.monotonic()
         for _ in range(100):
             await tracker.enqueue(p)
-        await tracker.wait_all(delivery_timeout + 3.0)
+        await tracker.wait_all(delivery_timeout + 6.0)  # a bound, with room for a slow machine
         elapsed = time.monotonic() - started
-        await within(p.close(), 5, "close() with a stalled cluster")
+        await within(p.close(), 10, "close() with a stalled cluster")
     finally:
         for broker in kafka_cluster.broker_ids:
             kafka_cluster.resume_broker(broker)
@@ -347,8 +350,3 @@ async def test_cluster_that_never_answers_fails_everything_within_delivery_timeo
         f"stalled cluster: 100/100 records failed with KafkaTimeoutError within "
         f"{elapsed:.2f} s (delivery_timeout {delivery_timeout} s); close() returned"
     )
-
-
-async def _until(condition: Callable[[], bool], poll: float = 0.005) -> None:
-    while not condition():
-        await asyncio.sleep(poll)

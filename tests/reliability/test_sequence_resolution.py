@@ -19,6 +19,7 @@ import pytest
 from aioproducer import errors
 from aioproducer.idempotence import MAX_SEQUENCE
 from tests.reliability.harness import FAST, PRODUCE_KEY, Tracker, within
+from tests.support.aio import until
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -58,16 +59,19 @@ async def test_appended_batches_refused_until_one_expires_are_stored_once(
 ) -> None:
     """B1 and B2 are written but answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, then
     NOT_ENOUGH_REPLICAS while the ISR is short; B1 runs out its delivery timeout.
-    B2 must keep its sequence: renumbered under a new id it would be written twice."""
+    B2 must keep its sequence: renumbered under a new id it would be written twice.
+
+    B2 outlives B1 by the gap between them (1 s): time enough, on a slow
+    machine too, to bring the ISR back before B2 expires as well."""
     topic = "after-append"
     kafka_cluster.create_topic(topic, partitions=1)
     p = await producer(
-        **dict(FAST, linger_ms=0, request_timeout_ms=1000, delivery_timeout_ms=2000,
+        **dict(FAST, linger_ms=0, request_timeout_ms=2000, delivery_timeout_ms=2000,
                retry_backoff_ms=20, retry_backoff_max_ms=50)
     )
     await within(p.send(topic, b"warm-up"), 10, "warm-up")
 
-    b1, b2 = await _appended_then_refused(kafka_cluster, p, topic, hold=0.5, gap=0.3)
+    b1, b2 = await _appended_then_refused(kafka_cluster, p, topic, hold=1.3, gap=1.0)
 
     with pytest.raises(errors.KafkaTimeoutError):
         await within(b1, 10, "B1")
@@ -125,7 +129,8 @@ async def test_healthy_partition_keeps_flowing_while_another_waits_for_a_new_id(
 
     kafka_cluster.stall_broker(stalled)
     stuck = await tracker.enqueue(p, b"p%d" % stalled_part, partition=stalled_part)
-    await asyncio.sleep(0.05)  # its request is out, and held
+    client = p._client
+    await until(lambda: client.in_flight(stalled) > 0, 10, "the request to the stalled broker")
     kafka_cluster.fail_produce(topic, bumped_part, UNKNOWN_PRODUCER)
     flowing = [await tracker.enqueue(p, b"p%d" % bumped_part, partition=bumped_part)
                for _ in range(5)]
@@ -149,24 +154,28 @@ async def test_new_batches_wait_until_old_id_retries_of_their_partition_are_done
     kafka_cluster.create_topic(topic, partitions=3)
     old_part, bump_part = 0, 1
     assert kafka_cluster.leader(topic, old_part) != kafka_cluster.leader(topic, bump_part)
-    p = await producer(**FAST)
+    # The old-id batch stays pending for a request timeout: the new id has that
+    # long to arrive and be used, on a slow machine too.
+    request_timeout_ms = 3000
+    p = await producer(**dict(FAST, request_timeout_ms=request_timeout_ms))
     tracker = Tracker(topic)
     for part in (old_part, bump_part):
         await within((await tracker.enqueue(p, b"p%d" % part, partition=part)).future, 10, "warm-up")
     # The old-id batch: written, answered after the request timeout, so it is
     # retried with an unknown outcome (and kept on the old id).
+    old_leader = kafka_cluster.leader(topic, old_part)
     kafka_cluster.delay_responses(
-        FAST["request_timeout_ms"] * 1.5 / 1000,
-        broker=kafka_cluster.leader(topic, old_part), api_key=PRODUCE_KEY, count=1,
+        request_timeout_ms * 1.5 / 1000, broker=old_leader, api_key=PRODUCE_KEY, count=1
     )
     kafka_cluster.fail_produce(topic, bump_part, UNKNOWN_PRODUCER)
     old = await tracker.enqueue(p, b"p%d" % old_part, partition=old_part)
-    await asyncio.sleep(0.05)
+    client = p._client
+    await until(lambda: client.in_flight(old_leader) > 0, 10, "the old-id batch's request")
     bumped = await tracker.enqueue(p, b"p%d" % bump_part, partition=bump_part)
     await within(bumped.future, 10, "the record that caused the new id")
     assert not old.future.done(), "the old-id batch should still be pending"
     new = await tracker.enqueue(p, b"p%d" % old_part, partition=old_part)
-    await tracker.wait_all(10)
+    await tracker.wait_all(20)
 
     tracker.check_exactly_once(kafka_cluster)
     by_value = {r.value: r for r in kafka_cluster.records(topic)}

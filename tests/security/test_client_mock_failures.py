@@ -33,8 +33,9 @@ async def refused_then_good(
     producer = Producer(cluster.bootstrap_servers, max_block_ms=MAX_BLOCK_MS, **bad)
     started = time.monotonic()
     with pytest.raises(error) as info:
-        await within(producer.start(), MAX_BLOCK_MS / 1000 + 5, "start")
-    assert time.monotonic() - started < MAX_BLOCK_MS / 1000 + 2
+        await within(producer.start(), MAX_BLOCK_MS / 1000 + 10, "start")
+    # Within max_block_ms (plus room for a slow machine), not the delivery timeout.
+    assert time.monotonic() - started < MAX_BLOCK_MS / 1000 + 5
     await producer.close()
 
     async with Producer(cluster.bootstrap_servers, linger_ms=1, **good) as ok:

@@ -51,7 +51,7 @@ async def test_scram_unknown_user_is_an_authentication_error(
     p = sasl_producer(auth_broker, mechanism)
     started = time.monotonic()
     with pytest.raises(errors.SaslAuthenticationError) as info:
-        await within(p.start(), MAX_BLOCK_MS / 1000 + 2, "start")
+        await within(p.start(), MAX_BLOCK_MS / 1000 + 10, "start")
     # Refused on the first attempt: no waiting out max_block_ms.
     assert time.monotonic() - started < MAX_BLOCK_MS / 1000
     text = str(info.value)
@@ -68,8 +68,8 @@ async def test_plain_refused_by_tansu_names_the_handshake(auth_broker: LocalBrok
     # Tansu hangs up instead of answering UNSUPPORTED_SASL_MECHANISM, which a
     # client cannot tell from a network drop: it retries until max_block_ms.
     with pytest.raises(errors.NoBrokersAvailableError) as info:
-        await within(p.start(), MAX_BLOCK_MS / 1000 + 2, "start")
-    assert time.monotonic() - started < MAX_BLOCK_MS / 1000 + 2
+        await within(p.start(), MAX_BLOCK_MS / 1000 + 10, "start")
+    assert time.monotonic() - started < MAX_BLOCK_MS / 1000 + 5
     text = str(info.value)
     assert "SaslHandshake for PLAIN" in text and "does it offer PLAIN" in text
     assert PASSWORD not in text

@@ -218,7 +218,13 @@ async def test_librdkafka_refuses_a_bad_server_certificate(pki: Pki, case: str) 
         ca = pki.other_ca_file if case == "unknown_ca" else pki.ca_file
         conf = {"security.protocol": "SSL", **pki.librdkafka_ssl(ca_file=ca)}
         err = await _first_error(cluster.bootstrap_servers, conf)
-        assert err.code() == confluent_kafka.KafkaError._SSL, err
+        # librdkafka reports the failed verification as _SSL, or, when its socket
+        # is torn down first (a busy machine makes that likelier), as _TRANSPORT
+        # with the same OpenSSL reason.
+        assert err.code() in (
+            confluent_kafka.KafkaError._SSL,
+            confluent_kafka.KafkaError._TRANSPORT,
+        ), err
         assert "certificate verify failed" in err.str() or "verify" in err.str().lower()
         assert cluster.request_count() == 0
 
@@ -228,11 +234,14 @@ async def test_librdkafka_refuses_a_bad_server_certificate(pki: Pki, case: str) 
 
 @pytest.mark.asyncio
 async def test_librdkafka_reauthenticates_within_the_session_lifetime() -> None:
+    RECORDS = 33
     async with MockCluster(
         brokers=1,
         sasl_mechanisms=["SCRAM-SHA-256"],
         users=USERS,
-        sasl_session_lifetime_ms=1000,
+        # librdkafka re-authenticates at 90% of the lifetime: 5 s leaves 0.5 s
+        # for the last request before that to be read, on a busy machine too.
+        sasl_session_lifetime_ms=5000,
     ) as cluster:
 
         def produce_slowly() -> int:
@@ -245,19 +254,19 @@ async def test_librdkafka_reauthenticates_within_the_session_lifetime() -> None:
                 }
             )
             failed = 0
-            for i in range(20):  # ~4 s: several session lifetimes
+            for i in range(RECORDS):  # ~6.6 s: well past the first session's end
                 producer.produce("reauth", b"%d" % i, partition=0)
                 failed += producer.flush(TIMEOUT)
                 time.sleep(0.2)
             return failed
 
         assert await asyncio.to_thread(produce_slowly) == 0
-        # Authentications on the bootstrap connection plus one per lifetime
-        # on the broker connection, which librdkafka renewed before it ended
-        # rather than being cut off.
-        assert cluster.sasl_authentications >= 4
+        # Authentications on the bootstrap and the broker connection, plus the
+        # broker connection's renewal before its session ended: it was never
+        # cut off, and records went on past the end of the first session.
+        assert cluster.sasl_authentications >= 3
         assert cluster.sasl_stats.expired_sessions == 0
-        assert [r.value for r in cluster.records("reauth")] == [b"%d" % i for i in range(20)]
+        assert [r.value for r in cluster.records("reauth")] == [b"%d" % i for i in range(RECORDS)]
 
 
 async def _raw_sasl(
@@ -292,19 +301,22 @@ async def test_requests_before_authentication_close_the_connection() -> None:
 @pytest.mark.asyncio
 async def test_session_expiry_closes_the_connection_and_reauthentication_renews_it() -> None:
     async with MockCluster(
-        brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=300
+        brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=1200
     ) as cluster:
+        # Sessions of 1.2 s; each wait below is at least 0.4 s away from the
+        # session end it must not cross, and a slow machine only pushes the
+        # others further past theirs.
         client = await RawClient.connect(cluster.bootstrap_servers)
         answer = await _raw_sasl(client, 1, "PLAIN", PLAIN_TOKEN)
-        assert answer.error_code == 0 and 0 < answer.session_lifetime_ms <= 300
+        assert answer.error_code == 0 and 0 < answer.session_lifetime_ms <= 1200
         await client.request(METADATA.key, 9, {"topics": None})
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.8)
         again = await _raw_sasl(client, 1, "PLAIN", PLAIN_TOKEN)  # re-authenticate in time
         assert again.error_code == 0 and again.session_lifetime_ms > 0
-        await asyncio.sleep(0.2)  # past the first session's end, within the second's
+        await asyncio.sleep(0.6)  # past the first session's end, within the second's
         await client.request(METADATA.key, 9, {"topics": None})
         assert cluster.sasl_authentications == 2
-        await asyncio.sleep(0.35)  # the second session is over
+        await asyncio.sleep(0.7)  # the second session is over
         client.send(METADATA.key, 9, {"topics": None})
         assert await client.read_frame() is None
         assert cluster.sasl_stats.expired_sessions == 1

@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from aioproducer import RecordMetadata
 from tests.support.verify import ConsumedRecord, count_records, read_records
 
-__all__ = ["closed_port", "count_back", "gather_within", "read_back", "runs", "within"]
+__all__ = [
+    "closed_port",
+    "count_back",
+    "gather_within",
+    "read_back",
+    "runs",
+    "until",
+    "within",
+]
 
 T = TypeVar("T")
 
@@ -25,6 +33,22 @@ async def within(aw: Awaitable[T], seconds: float, what: str = "operation") -> T
         return await asyncio.wait_for(aw, seconds)
     except asyncio.TimeoutError:
         raise AssertionError(f"{what} did not finish within {seconds} s") from None
+
+
+async def until(
+    condition: Callable[[], bool], seconds: float, what: str = "condition", poll: float = 0.005
+) -> None:
+    """Poll ``condition`` until it holds, for at most ``seconds``.
+
+    Waiting for the event a test needs, instead of sleeping a fixed time and
+    hoping it happened, keeps the test right on a slow or busy machine.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not happen within {seconds} s")
+        await asyncio.sleep(poll)
 
 
 async def gather_within(

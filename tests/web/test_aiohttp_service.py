@@ -194,7 +194,7 @@ async def test_a_stalled_broker_gives_503_with_retry_after_then_recovers(
     assert health.status == 503
 
     kafka_cluster.resume_broker(kafka_cluster.broker_ids[0])
-    for _ in range(100):  # the sender retries what the stall held up; the buffer drains
+    for _ in range(300):  # the sender retries what the stall held up; the buffer drains
         resp = await client.post(f"/events/{TOPIC}", json=event)
         if resp.status == 202:
             break
