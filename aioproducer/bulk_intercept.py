@@ -24,12 +24,15 @@ from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
 
 __all__ = ["intercepted_enqueue_many"]
 
+Serializer = Callable[[Any], Any] | None
 EnqueueMany = Callable[[str, Any, Any, Any, Any, Any], Awaitable["asyncio.Future[BulkResult]"]]
 
 
-def _as_list(column: Any, what: str, topic: str) -> list[Any]:
+def _as_list(column: Any, what: str, topic: str, serializer: Serializer) -> list[Any]:
     if is_arrow_array(column):
-        return bytes_column(column, what, None, topic)  # string arrays give bytes, as without hooks
+        # String arrays give bytes, and an Arrow column with a serializer is
+        # refused, exactly as without hooks.
+        return bytes_column(column, what, serializer, topic)
     if isinstance(column, (str, bytes, bytearray, memoryview)) or not isinstance(column, Sequence):
         raise TypeError(
             f"{what} must be a list or an Arrow binary array, got {type(column).__name__}"
@@ -47,11 +50,12 @@ def _per_record(column: Any, n: int, one_for_all: bool) -> list[Any]:
 
 
 def _records(
-    topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any
+    topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any,
+    serializers: tuple[Serializer, Serializer],
 ) -> list[ProducerRecord]:
-    vals = _as_list(values, "values", topic)
+    vals = _as_list(values, "values", topic, serializers[1])
     n = len(vals)
-    keys_ = [None] * n if keys is None else _as_list(keys, "keys", topic)
+    keys_ = [None] * n if keys is None else _as_list(keys, "keys", topic, serializers[0])
     if len(keys_) != n:
         raise ValueError(f"keys has {len(keys_)} entries for {n} values")
     common = headers is None or (
@@ -81,9 +85,14 @@ async def intercepted_enqueue_many(
     headers: Any,
     partition: Any,
     timestamp_ms: Any,
+    serializers: tuple[Serializer, Serializer] = (None, None),
 ) -> asyncio.Future[BulkResult]:
-    """``enqueue_many`` with ``chain``'s hooks run for every record."""
-    records = [chain.on_send(r) for r in _records(topic, values, keys, headers, partition, timestamp_ms)]
+    """``enqueue_many`` with ``chain``'s hooks run for every record.
+
+    ``serializers``: the producer's (key, value) serializers, which run after the hooks.
+    """
+    given = _records(topic, values, keys, headers, partition, timestamp_ms, serializers)
+    records = [chain.on_send(r) for r in given]
     try:
         moved = next((i for i, r in enumerate(records) if r.topic != topic), None)
         if moved is not None:

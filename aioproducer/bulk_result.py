@@ -251,7 +251,9 @@ class BulkResult:
                 key_size = -1 if call.key_sizes is None else call.key_sizes[index]
                 return RecordMetadata(self.topic, p, offset, ts, key_size, call.value_sizes[index])
         for failure in self.errors.values():
-            if index in failure.indices:
+            found = failure.indices  # ascending: a binary search, not a scan per lookup
+            k = bisect.bisect_left(found, index)
+            if k < len(found) and found[k] == index:
                 raise failure.error
         raise LookupError(f"record {index} has no outcome")  # pragma: no cover - cannot happen
 

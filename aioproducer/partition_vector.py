@@ -131,7 +131,7 @@ def arrow_key_partitions(arr: Any, num_partitions: int) -> array[int]:
     hashes = murmur2_arrow(arr)
     parts = ((hashes & np.uint32(0x7FFFFFFF)) % np.uint32(num_partitions)).astype(np.int32)
     if arr.null_count:
-        parts[arr.is_null().to_numpy(zero_copy_only=False)] = -1
+        parts[np.asarray(arr.is_null(), dtype=bool)] = -1
     out = array("i")
     out.frombytes(parts.astype("=i4").tobytes())
     return out

@@ -491,6 +491,7 @@ class Producer(TransactionalProducerMixin):
             return await intercepted_enqueue_many(
                 self._interceptors, self._bulk.enqueue_many,
                 topic, values, keys, headers, partition, timestamp_ms,
+                (self.config.key_serializer, self.config.value_serializer),
             )
         return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
 

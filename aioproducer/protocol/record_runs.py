@@ -28,20 +28,29 @@ _CACHE_LIMIT = 16  # distinct (record head, value length) pairs kept
 # collector after its first pass, so full collections skip the cached entries
 # (up to 16 x 8,192) instead of walking each of them every time.
 _PREFIXES: dict[tuple[bytes, bytes], tuple[bytes, ...]] = {}
+# The offset-delta varints of one and two bytes, looked up instead of encoded.
+_DELTAS: tuple[bytes, ...] = tuple(encode_uvarint(d << 1) for d in range(_TWO_BYTES))
 
 
 def _prefixes(lead: bytes, tail: bytes, first: int, stop: int) -> Sequence[bytes]:
     """``lead + varint(delta) + tail`` for each offset delta in ``[first, stop)``."""
     if stop > _TWO_BYTES:  # batches past 8,192 records: not worth caching
         return [lead + encode_uvarint(d << 1) + tail for d in range(first, stop)]
+    deltas = _DELTAS
     key = (lead, tail)
     cached = _PREFIXES.get(key)
+    if cached is None and first not in (0, _ONE_BYTE):
+        # A run continuing a batch with a timestamp delta of its own (a later
+        # call): such a head rarely comes back, so build just what is needed.
+        # (A batch's own records reach this head at delta 0, or at 64 where the
+        # offset delta's varint grows and so does the record's length prefix.)
+        return [lead + deltas[d] + tail for d in range(first, stop)]
     if cached is None or len(cached) < stop:
         if cached is None and len(_PREFIXES) >= _CACHE_LIMIT:
             _PREFIXES.clear()
         have: tuple[bytes, ...] = () if cached is None else cached
         end = min(_TWO_BYTES, max(stop, 2 * len(have), 256))
-        cached = have + tuple(lead + encode_uvarint(d << 1) + tail for d in range(len(have), end))
+        cached = have + tuple(lead + deltas[d] + tail for d in range(len(have), end))
         _PREFIXES[key] = cached
     return cached[first:stop]
 

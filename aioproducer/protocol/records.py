@@ -81,6 +81,7 @@ _TABLE_LIMIT = 1 << 14
 _UVARINT: tuple[bytes, ...] = _SMALL_UVARINT + tuple(
     bytes(((value & 0x7F) | 0x80, value >> 7)) for value in range(128, _TABLE_LIMIT)
 )
+_UNIFORM_MIN_RUN = 32  # records from which encode_uniform_run beats the loop
 _NULL = _UVARINT[1]  # zigzag(-1)
 _ZERO = _UVARINT[0]
 
@@ -299,7 +300,8 @@ class RecordBatchBuilder:
             # Past them the batch is full whatever the lengths are.
             window = min(stop, start + max(0, room) // (lengths[start] + 7) + 1)
             run = lengths[start:window]
-            if run[0] >= 0 and min(run) == max(run):
+            # Short runs (a loop of small calls) are cheaper through the loop.
+            if len(run) >= _UNIFORM_MIN_RUN and run[0] >= 0 and min(run) == max(run):
                 uniform = run[0]
         if uniform >= 0:
             count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)  # type: ignore[arg-type]

@@ -199,3 +199,20 @@ async def test_a_bulk_record_failing_or_moved_to_another_topic_is_acknowledged_w
     assert [(md.topic, md.partition, md.offset) for md, _ in refused] == [("moved", 1, -1)] * 2
     moved = hook.acks[2:]
     assert len(moved) == 3 and all(isinstance(e, ValueError) for _md, e in moved)
+
+
+async def test_an_arrow_column_with_a_serializer_is_refused_with_hooks_as_without() -> None:
+    import pickle
+
+    import pyarrow as pa
+
+    hook = Tagging()
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("plain", partitions=1)
+        for interceptors in ([], [hook]):
+            async with Producer(
+                cluster.bootstrap_servers, value_serializer=pickle.dumps, interceptors=interceptors
+            ) as p:
+                with pytest.raises(TypeError, match="cannot go through a values serializer"):
+                    await p.send_many("plain", pa.array([b"ab"]))
+        assert cluster.records("plain") == []
