@@ -281,8 +281,6 @@ class RecordBatchBuilder:
         count = self.record_count
         if not count:
             self.base_timestamp = self.max_timestamp = timestamp_ms
-        elif timestamp_ms > self.max_timestamp:
-            self.max_timestamp = timestamp_ms
         ts = _varint_bytes(timestamp_ms - self.base_timestamp)
         hdr = _headers_bytes(headers) if headers else _ZERO
         fixed = _ZERO + ts  # attributes byte and timestamp delta
@@ -352,6 +350,8 @@ class RecordBatchBuilder:
                 count += 1
         self._buf += b"".join(parts)
         self.record_count = count
+        if count > first and timestamp_ms > self.max_timestamp:
+            self.max_timestamp = timestamp_ms  # only when a record of this run went in
         return count - first
 
     def has_room_for(

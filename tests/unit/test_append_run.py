@@ -50,7 +50,8 @@ def test_append_run_matches_append_records_and_fill(keyed: bool, headers, batch_
 def test_the_first_record_of_an_empty_batch_always_fits() -> None:
     builder = RecordBatchBuilder(batch_size=100)
     assert builder.append_run(1, [b"x" * 500, b"y"], 0, 2) == 1
-    assert builder.append_run(1, [b"y"], 0, 1) == 0  # full now
+    assert builder.append_run(7, [b"y"], 0, 1) == 0  # full now
+    assert builder.max_timestamp == 1  # a run that added nothing leaves the batch as it was
 
 
 @pytest.mark.parametrize("length", [0, 100, 9000])
