@@ -172,6 +172,10 @@ class RecordAccumulator:
         dq = self._deques.get(tp)
         if dq is None:
             dq = self._deques[tp] = deque()
+        elif dq:
+            # Only the tail takes records: the producer's per-topic shortcut to
+            # the open batch (StickyPartitioner.filling) relies on it.
+            dq[-1].sealed = True
         dq.append(batch)
         if len(dq) == 1:
             self._nonempty[tp] = dq
@@ -353,7 +357,10 @@ class RecordAccumulator:
         for tp, dq in list(self._nonempty.items()):
             if dq[0].deadline <= now:
                 keep = [b for b in dq if b.deadline > now]
-                out.extend(b for b in dq if b.deadline <= now)
+                for b in dq:
+                    if b.deadline <= now:
+                        b.sealed = True  # failed now: it must take no record after this
+                        out.append(b)
                 dq.clear()
                 dq.extend(keep)
                 if not dq:
@@ -391,6 +398,8 @@ class RecordAccumulator:
         for tp in partitions:
             dq = self._nonempty.pop(tp, None)
             if dq:
+                for batch in dq:
+                    batch.sealed = True
                 taken.extend(dq)
                 dq.clear()
         return taken
@@ -398,6 +407,8 @@ class RecordAccumulator:
     def take_all(self) -> list[ProducerBatch]:
         """Remove every queued batch (for abort on close)."""
         out = [b for dq in self._nonempty.values() for b in dq]
+        for batch in out:
+            batch.sealed = True
         self._deques.clear()
         self._nonempty.clear()
         return out

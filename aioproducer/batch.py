@@ -1,6 +1,8 @@
 """A batch of records for one partition, and what the user gets back for each record.
 
-A :class:`ProducerBatch` is filled by the accumulator, sealed when drained,
+A :class:`ProducerBatch` is filled by the accumulator and sealed (it takes no
+more records) once it leaves its queue or another batch is queued behind it,
+so an unsealed batch is always the open tail of its partition's queue. It is
 possibly sent several times (retries keep its bytes), and completed exactly
 once: :meth:`complete` or :meth:`fail`, after which further calls are ignored.
 The futures it resolves are the ones ``Producer.enqueue`` handed out; records

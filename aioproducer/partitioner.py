@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = [
     "PartitionerFn",
@@ -111,12 +112,16 @@ def next_sticky_partition(
 class StickyPartitioner:
     """Each topic's current partition for unkeyed records and the bytes produced to it (KIP-794)."""
 
-    __slots__ = ("_rand", "batch_size", "current", "produced")
+    __slots__ = ("_rand", "batch_size", "current", "filling", "produced")
 
     def __init__(self, batch_size: int = 16384, rand: random.Random | None = None) -> None:
         self.batch_size = batch_size
         self.current: dict[str, int] = {}
         self.produced: dict[str, int] = {}
+        # The producer's shortcut per topic: the open batch of the current
+        # partition and the metadata it was chosen under. Dropped on every
+        # switch, so it never outlives the choice it caches.
+        self.filling: dict[str, tuple[Any, Any]] = {}
         self._rand = rand or random.Random()
 
     def partition(self, topic: str, num_partitions: int, available: Sequence[int]) -> int:
@@ -154,10 +159,12 @@ class StickyPartitioner:
         if not candidates:
             candidates, queue_sizes = range(num_partitions), None
         chosen = next_sticky_partition(candidates, queue_sizes, self._rand.getrandbits(31))
+        self.filling.pop(topic, None)
         self.current[topic] = chosen
         self.produced[topic] = 0
         return chosen
 
     def forget(self, topic: str) -> None:
+        self.filling.pop(topic, None)
         self.current.pop(topic, None)
         self.produced.pop(topic, None)

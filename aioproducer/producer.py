@@ -26,12 +26,13 @@ from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator
-from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
+from .batch import RECORD_HANDLE_OVERHEAD, ProducerBatch, RecordMetadata
 from .buffer_pool import BufferPool
 from .bulk import BulkAppender
 from .bulk_intercept import intercepted_enqueue_many
 from .bulk_result import BulkResult
 from .client import KafkaClient
+from .cluster import ClusterSnapshot
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
 from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
@@ -53,6 +54,9 @@ log = logging.getLogger("aioproducer.producer")
 # often (in records, about half a millisecond of work), not only when a record
 # opens a new batch: with 1 MiB batches that would be every ~10,000 records.
 YIELD_EVERY_RECORDS = 100
+# enqueue's upper bound of an unkeyed record without headers, less its value:
+# the bound below with a null key (-1) and an empty header count (1).
+UNKEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
 Headers = Sequence[tuple[str, bytes]]
 # Producers without a client_id are named producer-1, producer-2, ... as in Java.
 _client_numbers = itertools.count(1)
@@ -118,6 +122,8 @@ class Producer(TransactionalProducerMixin):
             config.key_serializer is not None or config.value_serializer is not None
         )
         self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
+        # The largest record bound the unkeyed fast path of enqueue takes.
+        self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
         # Topics already validated and known to the metadata: skips checks per record.
@@ -195,7 +201,11 @@ class Producer(TransactionalProducerMixin):
             await client.close()
             raise
         self._client = client
-        self._create_future = asyncio.get_running_loop().create_future
+        loop = asyncio.get_running_loop()
+        self._create_future = loop.create_future
+        if type(loop.create_future()) is asyncio.Future:
+            # The same future without loop.create_future's Python frame (per record).
+            self._create_future = functools.partial(asyncio.Future, loop=loop)
         seq = SequenceState() if cfg.idempotent else None
         if cfg.transactional_id is not None:
             assert seq is not None  # validate() makes transactional producers idempotent
@@ -358,6 +368,48 @@ class Producer(TransactionalProducerMixin):
             # strands an appended record.
             self._yield_in = YIELD_EVERY_RECORDS
             await asyncio.sleep(0)
+        if (
+            key is None
+            and partition is None
+            and headers is None
+            and timestamp_ms is None
+            and self._plain
+            and type(value) is bytes
+        ):
+            # The common case, an unkeyed bytes record: straight to the open
+            # batch of the topic's sticky partition, as the path below would,
+            # while that batch takes records, the metadata it was chosen under
+            # is current and memory is free; any doubt falls through.
+            filling = self._sticky.filling.get(topic)
+            if filling is not None:
+                batch, snapshot = filling
+                size = len(value) + UNKEYED_RECORD_BOUND
+                reserve = size + RECORD_HANDLE_OVERHEAD
+                pool = self._pool
+                if (
+                    not batch.sealed
+                    and snapshot is self._client.snapshot  # type: ignore[union-attr]
+                    and size <= self._max_unkeyed
+                    and pool.available >= reserve
+                    and not pool.exhausted
+                ):
+                    timestamp_ms = time.time_ns() // 1_000_000
+                    if batch.builder.append(timestamp_ms, None, value, None) is not None:
+                        pool.available -= reserve
+                        fut: asyncio.Future[RecordMetadata] = self._create_future()
+                        batch.futures.append(fut)
+                        batch.sizes.append(len(value) + 1)  # pack_sizes(-1, len(value))
+                        batch.timestamps.append(timestamp_ms)
+                        batch.reserved += reserve
+                        if size > batch.max_record_size:
+                            batch.max_record_size = size
+                        self._yield_in -= 1
+                        counts = self._sticky.produced
+                        produced = counts.get(topic, 0) + size
+                        counts[topic] = produced
+                        if produced >= self._sticky.batch_size:
+                            self._maybe_switch(topic, produced, batch, size, snapshot)
+                        return fut
         if not self._plain:
             self._check_can_send()
         if topic not in self._topics_seen:
@@ -392,7 +444,8 @@ class Producer(TransactionalProducerMixin):
 
         client = self._client
         assert client is not None
-        info = client.snapshot.topics.get(topic)
+        snapshot = client.snapshot
+        info = snapshot.topics.get(topic)
         deadline = 0.0
         if (
             info is None
@@ -404,7 +457,8 @@ class Producer(TransactionalProducerMixin):
             deadline = time.monotonic() + self._max_block
             wanted = partition + 1 if type(partition) is int and partition > 0 else 1
             await client.partitions_for(topic, self._max_block, wanted)
-            info = client.snapshot.topics.get(topic)
+            snapshot = client.snapshot
+            info = snapshot.topics.get(topic)
             if info is None or not info.partitions:
                 raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
         pool = self._pool
@@ -421,7 +475,7 @@ class Producer(TransactionalProducerMixin):
             except BaseException:
                 pool.release(reserve)
                 raise
-        fut: asyncio.Future[RecordMetadata] = self._create_future()
+        fut = self._create_future()
         sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
         acc = self._acc
         try:
@@ -461,18 +515,29 @@ class Producer(TransactionalProducerMixin):
         if self._txn is not None:
             self._txn.add_partition(tp)
         if sticky is not None:
-            # KIP-794: move on once batch_size bytes went to this partition
-            # and its batch has no room for another record like this one
-            # (so the switch falls on a batch boundary), or after twice
-            # that regardless. StickyPartitioner.appended, inlined: per record.
+            if self._plain and not self._serializing:
+                # The fast path above takes the next unkeyed records.
+                sticky.filling[topic] = (batch, snapshot)
             produced = sticky.produced.get(topic, 0) + size
             sticky.produced[topic] = produced
-            limit = sticky.batch_size
-            if produced >= limit and (
-                produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
-            ):
-                next_sticky_partition(sticky, acc, self.config, topic, info)
+            if produced >= sticky.batch_size:
+                self._maybe_switch(topic, produced, batch, size, snapshot)
         return fut
+
+    def _maybe_switch(
+        self, topic: str, produced: int, batch: ProducerBatch, size: int, snapshot: ClusterSnapshot
+    ) -> None:
+        """Switch the topic's sticky partition if it is time (KIP-794).
+
+        Called once ``produced``, the bytes sent to the current partition,
+        reached ``batch_size``: move on when the open batch has no room for
+        another record like the last one (so the switch falls on a batch
+        boundary), or at twice ``batch_size`` regardless.
+        """
+        limit = self._sticky.batch_size
+        if produced >= 2 * limit or batch.builder.size_in_bytes + size > limit:
+            info = snapshot.topics[topic]
+            next_sticky_partition(self._sticky, self._acc, self.config, topic, info)
 
     async def enqueue_many(
         self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,

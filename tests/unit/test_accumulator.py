@@ -283,3 +283,24 @@ def test_split_parts_take_no_new_records() -> None:
     batch = acc.append(("t", 0), 2000, None, b"late", None, Fut(), 4.0)
     assert batch is not None and batch not in parts
     assert [p.record_count for p in parts] == counts
+
+
+def test_only_the_tail_of_a_queue_takes_records() -> None:
+    # The producer appends unkeyed records straight to the batch it last
+    # filled while that batch is unsealed: a batch with another one behind it,
+    # or out of its queue (expired, taken, aborted), must be sealed.
+    acc = make(batch_size=150, delivery_timeout_ms=1000)
+    fill(acc, ("t", 0), 1, now=0.0)
+    first = acc.open_batch(("t", 0))
+    assert first is not None and not first.sealed
+    second = acc.new_batch(("t", 0), 0.5)
+    assert first.sealed and not second.sealed
+    assert not first.try_append(1, None, b"x", None, Fut(), pack_sizes(-1, 1))
+
+    (expired,) = acc.expired(1.2)
+    assert expired is first and not second.sealed
+    fill(acc, ("t", 1), 1, now=1.2)
+    taken = acc.take_partitions([("t", 0)])
+    assert taken == [second] and second.sealed
+    (rest,) = acc.take_all()
+    assert rest.partition == 1 and rest.sealed

@@ -100,3 +100,16 @@ def test_sticky_next_partition_uses_queue_sizes_of_available_partitions() -> Non
     )
     assert 2 not in picks  # not available
     assert picks[1] < picks[0] / 5 and picks[1] < picks[3] / 5  # weight 1 against 10
+
+
+def test_a_switch_or_forget_drops_the_cached_open_batch() -> None:
+    # Producer.enqueue appends unkeyed records to ``filling[topic]`` without
+    # asking the partitioner: any change of partition must drop it.
+    sticky = StickyPartitioner(batch_size=100, rand=random.Random(1))
+    sticky.partition("t", 4, [0, 1, 2, 3])
+    sticky.filling["t"] = ("batch", "snapshot")
+    sticky.next_partition("t", 4, [0, 1, 2, 3])
+    assert "t" not in sticky.filling
+    sticky.filling["t"] = ("batch", "snapshot")
+    sticky.forget("t")
+    assert "t" not in sticky.filling and "t" not in sticky.current
