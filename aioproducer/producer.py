@@ -32,7 +32,7 @@ from .bulk import BulkAppender
 from .bulk_intercept import intercepted_enqueue_many
 from .bulk_result import BulkResult
 from .client import KafkaClient
-from .cluster import ClusterSnapshot
+from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
 from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
@@ -378,17 +378,20 @@ class Producer(TransactionalProducerMixin):
         ):
             # The common case, an unkeyed bytes record: straight to the open
             # batch of the topic's sticky partition, as the path below would,
-            # while that batch takes records, the metadata it was chosen under
-            # is current and memory is free; any doubt falls through.
+            # while that batch takes records, the topic's metadata it was chosen
+            # under is current and memory is free; any doubt falls through.
             filling = self._sticky.filling.get(topic)
             if filling is not None:
-                batch, snapshot = filling
+                known: TopicInfo
+                batch, known = filling
                 size = len(value) + UNKEYED_RECORD_BOUND
                 reserve = size + RECORD_HANDLE_OVERHEAD
                 pool = self._pool
                 if (
                     not batch.sealed
-                    and snapshot is self._client.snapshot  # type: ignore[union-attr]
+                    # The topic's entry, not the snapshot: forgetting an idle
+                    # topic drops it from the snapshot in place.
+                    and self._client.snapshot.topics.get(topic) is known  # type: ignore[union-attr]
                     and size <= self._max_unkeyed
                     and pool.available >= reserve
                     and not pool.exhausted
@@ -408,7 +411,7 @@ class Producer(TransactionalProducerMixin):
                         produced = counts.get(topic, 0) + size
                         counts[topic] = produced
                         if produced >= self._sticky.batch_size:
-                            self._maybe_switch(topic, produced, batch, size, snapshot)
+                            self._maybe_switch(topic, produced, batch, size, known)
                         return fut
         if not self._plain:
             self._check_can_send()
@@ -444,8 +447,7 @@ class Producer(TransactionalProducerMixin):
 
         client = self._client
         assert client is not None
-        snapshot = client.snapshot
-        info = snapshot.topics.get(topic)
+        info = client.snapshot.topics.get(topic)
         deadline = 0.0
         if (
             info is None
@@ -457,8 +459,7 @@ class Producer(TransactionalProducerMixin):
             deadline = time.monotonic() + self._max_block
             wanted = partition + 1 if type(partition) is int and partition > 0 else 1
             await client.partitions_for(topic, self._max_block, wanted)
-            snapshot = client.snapshot
-            info = snapshot.topics.get(topic)
+            info = client.snapshot.topics.get(topic)
             if info is None or not info.partitions:
                 raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
         pool = self._pool
@@ -517,15 +518,15 @@ class Producer(TransactionalProducerMixin):
         if sticky is not None:
             if self._plain and not self._serializing:
                 # The fast path above takes the next unkeyed records.
-                sticky.filling[topic] = (batch, snapshot)
+                sticky.filling[topic] = (batch, info)
             produced = sticky.produced.get(topic, 0) + size
             sticky.produced[topic] = produced
             if produced >= sticky.batch_size:
-                self._maybe_switch(topic, produced, batch, size, snapshot)
+                self._maybe_switch(topic, produced, batch, size, info)
         return fut
 
     def _maybe_switch(
-        self, topic: str, produced: int, batch: ProducerBatch, size: int, snapshot: ClusterSnapshot
+        self, topic: str, produced: int, batch: ProducerBatch, size: int, info: TopicInfo
     ) -> None:
         """Switch the topic's sticky partition if it is time (KIP-794).
 
@@ -536,7 +537,6 @@ class Producer(TransactionalProducerMixin):
         """
         limit = self._sticky.batch_size
         if produced >= 2 * limit or batch.builder.size_in_bytes + size > limit:
-            info = snapshot.topics[topic]
             next_sticky_partition(self._sticky, self._acc, self.config, topic, info)
 
     async def enqueue_many(

@@ -14,9 +14,14 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
+from aioproducer.batch import RECORD_HANDLE_OVERHEAD
+from aioproducer.producer import UNKEYED_RECORD_BOUND
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
 
+METADATA = 3
+# What buffer memory enqueue reserves for an unkeyed record besides its value.
+RECORD_BOUND = UNKEYED_RECORD_BOUND + RECORD_HANDLE_OVERHEAD
 # Generous bounds for waits that end in well under a second on a working producer.
 SETTLE = 15
 
@@ -117,3 +122,54 @@ async def test_a_record_after_the_topic_shrank_goes_to_a_partition_it_still_has(
         finally:
             await producer.close(timeout=0.5)  # r1's partition is gone: do not wait for it
         assert isinstance(stranded.exception(), errors.KafkaTimeoutError)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("value_size", [1000, 20_000])
+async def test_a_topic_forgotten_while_a_record_waits_for_memory_takes_its_records(
+    value_size: int,
+) -> None:
+    """The idle topic is forgotten (metadata_max_idle_ms) while its record waits
+    for buffer memory: that record and the next ones are still buffered and
+    delivered, and enqueue raises nothing. A 20 kB record is over batch_size,
+    so the waiting one moves the sticky partition on at once (KIP-794); with
+    1 kB records the move comes from the 16th, on the shortcut."""
+    async with MockCluster(brokers=2) as cluster:
+        cluster.create_topic("idle", partitions=1)
+        cluster.create_topic("busy", partitions=2)
+        stalled = 1 - cluster.leader("idle", 0)
+        busy = next(p for p in (0, 1) if cluster.leader("busy", p) == stalled)
+        async with _producer(
+            cluster,
+            linger_ms=0,
+            batch_size=16384,
+            buffer_memory=200_000,
+            metadata_max_idle_ms=300,
+            max_block_ms=30_000,
+            request_timeout_ms=30_000,
+            delivery_timeout_ms=60_000,
+        ) as producer:
+            client = producer._client
+            assert client is not None
+            await producer.send("idle", b"once")
+            await producer.send("busy", b"warm", partition=busy)
+            cluster.stall_broker(stalled)
+            # Records to the stalled broker hold the buffer: too little is left for one more.
+            pool = producer._pool
+            held = []
+            while pool.available >= value_size + RECORD_BOUND:
+                size = min(10_000, pool.available - RECORD_BOUND)
+                held.append(await producer.enqueue("busy", b"b" * size, partition=busy))
+            waiting = asyncio.create_task(producer.enqueue("idle", b"w" * value_size))
+            await until(lambda: pool.waiting == 1, SETTLE, "the wait for memory")
+            await until(lambda: "idle" not in client.snapshot.topics, SETTLE, "forgetting 'idle'")
+            # Slow metadata: the records below are all enqueued before "idle" is back.
+            cluster.delay_responses(1.0, api_key=METADATA)
+            cluster.resume_broker(stalled)
+            first = await asyncio.wait_for(waiting, SETTLE)
+            later = [await producer.enqueue("idle", b"v" * value_size) for _ in range(300)]
+            cluster.clear_faults()
+            await producer.flush(SETTLE)
+            assert [(await f).partition for f in [first, *later]] == [0] * 301
+            assert {(await f).partition for f in held} == {busy}
+        assert len(cluster.records("idle")) == 302
