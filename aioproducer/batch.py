@@ -67,6 +67,7 @@ class Span(Protocol):
 
 class ProducerBatch:
     __slots__ = (
+        "__weakref__",  # the producer's shortcut to a topic's open batch holds it weakly
         "_on_done",
         "_waiters",
         "attempts",

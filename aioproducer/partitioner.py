@@ -119,8 +119,9 @@ class StickyPartitioner:
         self.current: dict[str, int] = {}
         self.produced: dict[str, int] = {}
         # The producer's shortcut per topic: the open batch of the current
-        # partition and the topic's metadata (TopicInfo) it was chosen under.
-        # Dropped on every switch, so it never outlives the choice it caches.
+        # partition (weakly) and the topic's metadata (TopicInfo) it was
+        # chosen under. Dropped on every switch, so it never outlives the
+        # choice it caches.
         self.filling: dict[str, tuple[Any, Any]] = {}
         self._rand = rand or random.Random()
 

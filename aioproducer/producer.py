@@ -21,6 +21,7 @@ import functools
 import itertools
 import logging
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -383,12 +384,16 @@ class Producer(TransactionalProducerMixin):
             filling = self._sticky.filling.get(topic)
             if filling is not None:
                 known: TopicInfo
-                batch, known = filling
+                batch_ref, known = filling
+                # A weak reference: a delivered batch dies with its records
+                # (its bytes are no longer counted in buffer_memory).
+                batch = batch_ref()
                 size = len(value) + UNKEYED_RECORD_BOUND
                 reserve = size + RECORD_HANDLE_OVERHEAD
                 pool = self._pool
                 if (
-                    not batch.sealed
+                    batch is not None
+                    and not batch.sealed
                     # The topic's entry, not the snapshot: forgetting an idle
                     # topic drops it from the snapshot in place.
                     and self._client.snapshot.topics.get(topic) is known  # type: ignore[union-attr]
@@ -518,7 +523,7 @@ class Producer(TransactionalProducerMixin):
         if sticky is not None:
             if self._plain and not self._serializing:
                 # The fast path above takes the next unkeyed records.
-                sticky.filling[topic] = (batch, info)
+                sticky.filling[topic] = (weakref.ref(batch), info)
             produced = sticky.produced.get(topic, 0) + size
             sticky.produced[topic] = produced
             if produced >= sticky.batch_size:

@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager, contextmanager
 import pytest
 
 from aioproducer import Producer
-from aioproducer.batch import RESOLVE_SLICE
+from aioproducer.batch import RESOLVE_SLICE, ProducerBatch
 from aioproducer.testing import MockCluster
 
 # A new batch, the list the test keeps the futures in, a metadata refresh the
@@ -143,3 +143,23 @@ async def test_large_module_level_tables_are_not_walked_by_the_collector() -> No
                 if isinstance(table, (list, dict, set, tuple)) and len(table) > 1000 and gc.is_tracked(table):
                     walked.append(f"{name}.{attr} ({len(table)} entries)")
     assert walked == []
+
+
+@pytest.mark.asyncio
+async def test_delivered_batches_die_with_their_records() -> None:
+    """A topic's last batch is not kept once delivered, whatever its topic does
+    next: its bytes are no longer counted in buffer_memory, so keeping it for
+    each idle topic would hold memory beyond that bound."""
+    topics = [f"gc-kept-{i}" for i in range(20)]
+    async with MockCluster(brokers=1) as cluster:
+        for topic in topics:
+            cluster.create_topic(topic, partitions=1)
+        async with Producer(cluster.bootstrap_servers, batch_size=64 << 10, linger_ms=60_000) as p:
+            for topic in topics:
+                for _ in range(100):  # a third of a batch: the partition stays sticky
+                    await p.enqueue(topic, b"x" * 200)
+            await p.flush()
+            await asyncio.sleep(0)
+            with collector_off():
+                alive = [o for o in gc.get_objects() if type(o) is ProducerBatch]
+            assert alive == []

@@ -32,7 +32,7 @@ def _producer(cluster: MockCluster, **config: Any) -> Producer:
 
 def _filling(producer: Producer, topic: str) -> Any:
     filling = producer._sticky.filling.get(topic)
-    return None if filling is None else filling[0]
+    return None if filling is None else filling[0]()
 
 
 @pytest.mark.asyncio
