@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .batch import RecordMetadata
 from .logs import ClientLogger, RateLimiter
 
-__all__ = ["InterceptorChain", "ProducerInterceptor", "ProducerRecord", "failed_metadata"]
+__all__ = [
+    "InterceptorChain",
+    "ProducerInterceptor",
+    "ProducerRecord",
+    "failed_metadata",
+    "intercepted_enqueue",
+]
 
 LOG_INTERVAL = 10.0
 
@@ -131,3 +137,27 @@ def failed_metadata(record: ProducerRecord) -> RecordMetadata:
     """What Java hands ``onAcknowledgement`` for a failed record: no offset."""
     partition = -1 if record.partition is None else record.partition
     return RecordMetadata(record.topic, partition, -1, -1, -1, -1)
+
+
+async def intercepted_enqueue(
+    chain: InterceptorChain,
+    enqueue: Callable[..., Awaitable[asyncio.Future[RecordMetadata]]],
+    topic: str,
+    value: Any,
+    **options: Any,
+) -> asyncio.Future[RecordMetadata]:
+    """``enqueue`` with the chain's hooks around it (a producer with interceptors uses this).
+
+    ``options`` are enqueue's keywords, which ProducerRecord's fields mirror.
+    """
+    record = chain.on_send(ProducerRecord(topic, value, **options))
+    try:
+        fut = await enqueue(
+            record.topic, record.value, key=record.key, partition=record.partition,
+            timestamp_ms=record.timestamp_ms, headers=record.headers,
+        )
+    except Exception as exc:
+        chain.on_acknowledgement(failed_metadata(record), exc)
+        raise
+    chain.acknowledge_when_done(fut, record)
+    return fut

@@ -27,7 +27,7 @@ from .cluster import TopicInfo
 from .config import ProducerConfig
 from .partitioner import PartitionerFn, StickyPartitioner, partition_for_key
 
-__all__ = ["choose_partition", "forget_idle_topics", "next_sticky_partition"]
+__all__ = ["choose_partition", "forget_idle_topics", "maybe_switch_sticky", "next_sticky_partition"]
 
 
 def choose_partition(
@@ -93,6 +93,28 @@ def next_sticky_partition(
                 available = kept or available
         queue_sizes = acc.queue_sizes(topic, available or range(len(info.partitions)))
     sticky.next_partition(topic, len(info.partitions), available, queue_sizes)
+
+
+def maybe_switch_sticky(
+    sticky: StickyPartitioner,
+    acc: RecordAccumulator,
+    config: ProducerConfig,
+    topic: str,
+    info: TopicInfo,
+    produced: int,
+    batch_bytes: int,
+    size: int,
+) -> None:
+    """Switch the topic's sticky partition if it is time (KIP-794).
+
+    Called once ``produced``, the bytes sent to the current partition, reached
+    ``batch_size``: move on when the open batch (``batch_bytes`` so far) has no
+    room for another record of ``size`` (so the switch falls on a batch
+    boundary), or at twice ``batch_size`` regardless.
+    """
+    limit = sticky.batch_size
+    if produced >= 2 * limit or batch_bytes + size > limit:
+        next_sticky_partition(sticky, acc, config, topic, info)
 
 
 def forget_idle_topics(

@@ -7,8 +7,9 @@ after that (batching, retries, expiry) belongs to the sender.
 
 This module holds the lifecycle (start, flush, close) and the per-record hot
 path, kept in one function on purpose (no call per record beyond the append).
-The transaction methods come from :mod:`.producer_transactions`, the partition
-rules from :mod:`.partition_selection`, the gauges from :mod:`.producer_metrics`.
+The transaction methods come from :mod:`.producer_transactions`, the bulk ones
+from :mod:`.producer_bulk`, the partition rules from :mod:`.partition_selection`,
+the gauges from :mod:`.producer_metrics`, the hooks from :mod:`.interceptors`.
 
 Invariants: a cancelled ``enqueue`` appended nothing and holds no memory; every
 wait is bounded by ``max_block_ms``; after ``close`` every record's future resolves.
@@ -27,20 +28,24 @@ from typing import Any
 
 from . import errors
 from .accumulator import RecordAccumulator
-from .batch import RECORD_HANDLE_OVERHEAD, ProducerBatch, RecordMetadata
+from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .buffer_pool import BufferPool
 from .bulk import BulkAppender
-from .bulk_intercept import intercepted_enqueue_many
-from .bulk_result import BulkResult
 from .client import KafkaClient
 from .cluster import TopicInfo
 from .config import ProducerConfig, config_from_properties
 from .idempotence import SequenceState
-from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
+from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
 from .metrics import MetricConfig, MetricName
-from .partition_selection import choose_partition, forget_idle_topics, next_sticky_partition
+from .partition_selection import (
+    choose_partition,
+    forget_idle_topics,
+    maybe_switch_sticky,
+    next_sticky_partition,
+)
 from .partitioner import StickyPartitioner
+from .producer_bulk import BulkProducerMixin
 from .producer_metrics import ProducerMetrics, add_producer_gauges
 from .producer_transactions import TransactionalProducerMixin
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
@@ -63,7 +68,7 @@ Headers = Sequence[tuple[str, bytes]]
 _client_numbers = itertools.count(1)
 
 
-class Producer(TransactionalProducerMixin):
+class Producer(TransactionalProducerMixin, BulkProducerMixin):
     """An asyncio Kafka producer with the Java producer's semantics.
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
@@ -145,7 +150,9 @@ class Producer(TransactionalProducerMixin):
             self._interceptors = InterceptorChain(config.interceptors, self._log)
             # Only a producer with hooks pays for them: its enqueue runs them
             # around the plain one (an instance attribute shadows the method).
-            self.enqueue = self._intercepted_enqueue  # type: ignore[method-assign]
+            self.enqueue = functools.partial(  # type: ignore[method-assign]
+                intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
+            )
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -369,25 +376,17 @@ class Producer(TransactionalProducerMixin):
             # strands an appended record.
             self._yield_in = YIELD_EVERY_RECORDS
             await asyncio.sleep(0)
-        if (
-            key is None
-            and partition is None
-            and headers is None
-            and timestamp_ms is None
-            and self._plain
-            and type(value) is bytes
-        ):
-            # The common case, an unkeyed bytes record: straight to the open
-            # batch of the topic's sticky partition, as the path below would,
-            # while that batch takes records, the topic's metadata it was chosen
-            # under is current and memory is free; any doubt falls through.
+        if (key is None and partition is None and headers is None and timestamp_ms is None
+                and self._plain and type(value) is bytes):
+            # The common case, an unkeyed bytes record: straight to the open batch
+            # of the topic's sticky partition while that batch takes records, the
+            # topic's metadata it was chosen under is current and memory is free,
+            # doing what the path below would; any doubt falls through.
             filling = self._sticky.filling.get(topic)
             if filling is not None:
                 known: TopicInfo
                 batch_ref, known = filling
-                # A weak reference: a delivered batch dies with its records
-                # (its bytes are no longer counted in buffer_memory).
-                batch = batch_ref()
+                batch = batch_ref()  # weak: a delivered batch dies with its records
                 size = len(value) + UNKEYED_RECORD_BOUND
                 reserve = size + RECORD_HANDLE_OVERHEAD
                 pool = self._pool
@@ -416,7 +415,10 @@ class Producer(TransactionalProducerMixin):
                         produced = counts.get(topic, 0) + size
                         counts[topic] = produced
                         if produced >= self._sticky.batch_size:
-                            self._maybe_switch(topic, produced, batch, size, known)
+                            maybe_switch_sticky(
+                                self._sticky, self._acc, self.config, topic, known,
+                                produced, batch.builder.size_in_bytes, size,
+                            )
                         return fut
         if not self._plain:
             self._check_can_send()
@@ -527,67 +529,10 @@ class Producer(TransactionalProducerMixin):
             produced = sticky.produced.get(topic, 0) + size
             sticky.produced[topic] = produced
             if produced >= sticky.batch_size:
-                self._maybe_switch(topic, produced, batch, size, info)
-        return fut
-
-    def _maybe_switch(
-        self, topic: str, produced: int, batch: ProducerBatch, size: int, info: TopicInfo
-    ) -> None:
-        """Switch the topic's sticky partition if it is time (KIP-794).
-
-        Called once ``produced``, the bytes sent to the current partition,
-        reached ``batch_size``: move on when the open batch has no room for
-        another record like the last one (so the switch falls on a batch
-        boundary), or at twice ``batch_size`` regardless.
-        """
-        limit = self._sticky.batch_size
-        if produced >= 2 * limit or batch.builder.size_in_bytes + size > limit:
-            next_sticky_partition(self._sticky, self._acc, self.config, topic, info)
-
-    async def enqueue_many(
-        self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
-        partition: Any = None, timestamp_ms: Any = None,
-    ) -> asyncio.Future[BulkResult]:
-        """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`.bulk`).
-
-        ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
-        The future resolves to a BulkResult, or fails with BulkSendError naming
-        the failed records. Bad input raises at once and buffers nothing.
-        Configured interceptors see every record (see :mod:`.bulk_intercept`).
-        """
-        self._check_open()
-        assert self._bulk is not None
-        if self._interceptors is not None:
-            return await intercepted_enqueue_many(
-                self._interceptors, self._bulk.enqueue_many,
-                topic, values, keys, headers, partition, timestamp_ms,
-                (self.config.key_serializer, self.config.value_serializer),
-            )
-        return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
-
-    async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:
-        """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
-        return await (await self.enqueue_many(topic, values, **columns))
-
-    async def _intercepted_enqueue(
-        self, topic: str, value: Any, **options: Any
-    ) -> asyncio.Future[RecordMetadata]:
-        """``enqueue`` with the configured interceptors around it (see interceptors.py).
-
-        ``options`` are enqueue's keywords, which ProducerRecord's fields mirror.
-        """
-        chain = self._interceptors
-        assert chain is not None
-        record = chain.on_send(ProducerRecord(topic, value, **options))
-        try:
-            fut = await Producer.enqueue(
-                self, record.topic, record.value, key=record.key, partition=record.partition,
-                timestamp_ms=record.timestamp_ms, headers=record.headers,
-            )
-        except Exception as exc:
-            chain.on_acknowledgement(failed_metadata(record), exc)
-            raise
-        chain.acknowledge_when_done(fut, record)
+                maybe_switch_sticky(
+                    sticky, acc, self.config, topic, info,
+                    produced, batch.builder.size_in_bytes, size,
+                )
         return fut
 
     # -- metrics -------------------------------------------------------------
