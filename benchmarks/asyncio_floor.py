@@ -1,0 +1,91 @@
+"""What patterns (a) and (b) cost any asyncio client, before it produces anything.
+
+Usage (from the repository root)::
+
+    python -m benchmarks.asyncio_floor [--records 200000] [--runs 3]
+
+A stand-in client with no encoding, no batching and no network does only what
+every asyncio producer's per-record API implies. Per record:
+
+* an ``await send(topic, value)`` coroutine that returns a new future;
+* the caller keeps every future, as patterns a and b do;
+* the result is a per-record metadata namedtuple, set in slices of 1,000 as
+  acknowledgements would set them.
+
+Pattern a then waits for the last future. Pattern b gathers the futures 1,000
+at a time, so ``asyncio.gather`` adds a done-callback, a loop ``Handle`` and a
+Python call per future. The CPU per record printed here is a floor. Compare
+it with ``docs/benchmarks.md``: whatever a client spends above it goes on
+encoding, partitioning, memory accounting, batching and I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import resource
+import statistics
+
+Metadata = collections.namedtuple(
+    "Metadata", "topic partition offset timestamp key_size value_size"
+)
+SLICE = 1000
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _pattern(records: int, chunked: bool) -> float:
+    """CPU seconds per record of one run of pattern a (``chunked=False``) or b."""
+    loop = asyncio.get_running_loop()
+    pending: list[asyncio.Future[Metadata]] = []
+    new = tuple.__new__
+
+    def acknowledge(start: int) -> None:
+        stop = min(start + SLICE, len(pending))
+        for offset in range(start, stop):
+            pending[offset].set_result(new(Metadata, ("t", 0, offset, 0, -1, 100)))
+        if stop < len(pending):
+            loop.call_soon(acknowledge, stop)
+
+    async def send(topic: str, value: bytes) -> asyncio.Future[Metadata]:
+        future = loop.create_future()
+        pending.append(future)
+        return future
+
+    value = bytes(100)
+    futures = []
+    keep = futures.append
+    start = _cpu()
+    for i in range(records):
+        keep(await send("t", value))
+        if i % 100 == 99:
+            await asyncio.sleep(0)  # a producer gives the loop a turn now and then
+    loop.call_soon(acknowledge, 0)
+    if chunked:
+        for first in range(0, records, SLICE):
+            await asyncio.gather(*futures[first : first + SLICE])
+    else:
+        await futures[-1]
+    return (_cpu() - start) / records
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    for name, chunked in (("a", False), ("b", True)):
+        # Each run in a fresh event loop, as each client runs in its own process in run.py.
+        costs = [asyncio.run(_pattern(args.records, chunked)) for _ in range(args.runs)]
+        print(
+            f"pattern {name}: {statistics.median(costs) * 1e6:.2f} µs CPU/record "
+            f"(min {min(costs) * 1e6:.2f}, max {max(costs) * 1e6:.2f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
