@@ -1,13 +1,22 @@
 """Shared fixtures: brokers and topics for integration tests.
 
+Apache Kafka is the reference broker: integration tests run against it.
+
 * ``kafka_bootstrap`` (session): ``host:port`` of the shared broker, taken from
-  ``$AIOPRODUCER_TEST_BOOTSTRAP`` or a Tansu spawned once for the session.
-* ``private_broker`` (function): a fresh, dedicated :class:`LocalBroker` that a
+  ``$AIOPRODUCER_TEST_BOOTSTRAP`` or an Apache Kafka broker started once for the
+  session (:class:`~aioproducer.testing.kafka_broker.KafkaBroker`).
+* ``kafka_broker`` (session): that broker object (None when the bootstrap is external).
+* ``private_broker`` (function): a fresh, dedicated Apache Kafka broker that a
   test may pause, kill or restart.
-* ``tansu_binary`` (session): path of the Tansu binary, for tests that build
-  their own :class:`LocalBroker`.
+* ``tansu_bootstrap`` (session) and ``tansu_binary`` (session): the embedded
+  Tansu broker, for the tests that keep it working as the README's default.
 * ``topic_factory`` (function): ``topic_factory(partitions=4, *, bootstrap=None,
   config=None) -> str`` creates a uniquely named topic and waits for its metadata.
+
+Without the Kafka jars (``tools/kafka/fetch.sh``) the tests that need a Kafka
+broker skip, naming that command; in CI (``CI=true``) they fail instead. A
+failed test that used a spawned broker gets the tail of that broker's log in
+its report; whole logs stay under the session's temporary directory.
 
 Tests under ``tests/integration/`` are marked ``integration`` automatically.
 """
@@ -23,6 +32,7 @@ from typing import Protocol
 
 import pytest
 
+from aioproducer.testing.kafka_broker import KafkaBroker, KafkaJarsUnavailable, find_kafka_libs
 from aioproducer.testing.local_broker import (
     BrokerBinaryUnavailable,
     LocalBroker,
@@ -56,7 +66,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # Remember each phase's outcome so fixtures can keep logs of failed tests only.
     report = yield
     setattr(item, f"_report_{report.when}", report)
+    if report.failed:
+        for label, broker in getattr(item, "_brokers", ()):
+            report.sections.append((f"{label} log tail ({broker.log_path})", broker.read_log(6000)))
     return report
+
+
+def _show_log_on_failure(request: pytest.FixtureRequest, label: str, broker: object) -> None:
+    """Attach ``broker``'s log tail to the report of this test if it fails."""
+    node = request.node
+    brokers = getattr(node, "_brokers", [])
+    brokers.append((label, broker))
+    node._brokers = brokers
+
+
+def _kafka_libs_or_skip() -> None:
+    try:
+        find_kafka_libs()
+    except KafkaJarsUnavailable as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{exc} (CI must run on Apache Kafka)")
+        pytest.skip(str(exc))
 
 
 def _binary_or_fail() -> str:
@@ -80,45 +110,68 @@ def _binary_or_skip() -> str:
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap() -> Iterator[str]:
-    """``host:port`` of the broker shared by the whole session."""
-    external = os.environ.get(BOOTSTRAP_ENV, "").strip()
-    if external:
-        yield external
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker | None]:
+    """The Apache Kafka broker shared by the session; ``None`` when the bootstrap is external."""
+    if os.environ.get(BOOTSTRAP_ENV, "").strip():
+        yield None
         return
-    broker = LocalBroker(binary=_binary_or_fail()).start()
+    _kafka_libs_or_skip()
+    broker = KafkaBroker(workdir=tmp_path_factory.mktemp("kafka-shared")).start()
     try:
-        yield broker.bootstrap_servers
+        yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_broker: KafkaBroker | None) -> str:
+    """``host:port`` of the broker shared by the whole session."""
+    if kafka_broker is None:
+        return os.environ[BOOTSTRAP_ENV].strip()
+    return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture(autouse=True)
+def _shared_broker_log(request: pytest.FixtureRequest) -> None:
+    # A failing test that used the shared broker gets its log tail in the report.
+    if "kafka_broker" in request.fixturenames or "kafka_bootstrap" in request.fixturenames:
+        broker = request.getfixturevalue("kafka_broker")
+        if broker is not None:
+            _show_log_on_failure(request, "shared Kafka broker", broker)
 
 
 @pytest.fixture(scope="session")
 def tansu_binary() -> str:
     """Path of the Tansu binary, for tests that drive :class:`LocalBroker` themselves.
 
-    Skips like ``private_broker`` when an external broker is configured and the
-    binary is missing.
+    Skips when an external broker is configured and the binary is missing.
     """
     return _binary_or_skip()
 
 
-@pytest.fixture
-def private_broker(request: pytest.FixtureRequest) -> Iterator[LocalBroker]:
-    """A dedicated, started Tansu broker for destructive tests (pause/kill/restart).
+@pytest.fixture(scope="session")
+def tansu_bootstrap(tansu_binary: str) -> Iterator[str]:
+    """``host:port`` of a Tansu broker shared by the session (the embedded default)."""
+    broker = LocalBroker(binary=tansu_binary).start()
+    try:
+        yield broker.bootstrap_servers
+    finally:
+        broker.stop()
 
-    Its log file is deleted when the test passes and kept (path in the test's
-    ``user_properties``) when it fails.
+
+@pytest.fixture
+def private_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KafkaBroker]:
+    """A dedicated, started Apache Kafka broker for destructive tests (pause/kill/restart).
+
+    Its files live in the test's ``tmp_path``; the log tail is shown if the test fails.
     """
-    broker = LocalBroker(binary=_binary_or_skip()).start()
-    request.node.user_properties.append(("tansu_log", str(broker.log_path)))
+    _kafka_libs_or_skip()
+    broker = KafkaBroker(workdir=tmp_path / "kafka").start()
+    _show_log_on_failure(request, "private Kafka broker", broker)
     try:
         yield broker
     finally:
         broker.stop()
-        call_report = getattr(request.node, "_report_call", None)
-        if call_report is not None and call_report.passed:
-            broker.log_path.unlink(missing_ok=True)
 
 
 @pytest.fixture

