@@ -69,9 +69,13 @@ class ProducerConfig(_Derived):
     """Every producer setting, with the Java producer's defaults.
 
     Each field is a keyword of :class:`~aioproducer.Producer` and carries its
-    documentation in ``field.metadata``: ``"doc"`` (one line) and ``"java"``
-    (the Java property name, or None). That is the one place a setting is
-    described; the ``Producer`` signature and docstring are checked against it.
+    documentation in ``field.metadata``: ``"doc"`` (one line, always there)
+    and ``"java"`` (always there: the Java property ``from_config`` maps onto
+    it, or None). ``field.type`` is the annotation as written, a string
+    (``typing.get_type_hints(ProducerConfig)`` evaluates it); ``field.default``
+    the default (no setting has a ``default_factory``). That is the one place
+    a setting is described; the ``Producer`` signature and docstring are
+    checked against it.
     """
 
     bootstrap_servers: str | Sequence[str] = _setting(
@@ -410,6 +414,15 @@ def _coerce(prop: str, field_name: str, value: Any) -> Any:
     return text
 
 
+# Java properties that name what this producer always does: accepted with that
+# value (property files carry them), refused with any other.
+_FIXED_BEHAVIOUR = {
+    # asyncio's open_connection tries every address getaddrinfo returns, in
+    # turn (KIP-602's default); the canonical-name variant serves Kerberos.
+    "client.dns.lookup": "use_all_dns_ips",
+}
+
+
 def config_from_properties(props: Mapping[str, Any], **overrides: Any) -> ProducerConfig:
     """Build a config from Java property names (unknown names are an error)."""
     kwargs: dict[str, Any] = {}
@@ -419,9 +432,18 @@ def config_from_properties(props: Mapping[str, Any], **overrides: Any) -> Produc
         if translated is not None:
             kwargs.update(translated)
             continue
+        if key in _FIXED_BEHAVIOUR:
+            if str(value).strip().lower() != _FIXED_BEHAVIOUR[key]:
+                raise ConfigurationError(
+                    f"{key}={value!r} is not supported: this producer always does "
+                    f"{_FIXED_BEHAVIOUR[key]}"
+                )
+            continue
         field_name = JAVA_PROPERTY_NAMES.get(key)
         if field_name is None:
-            raise ConfigurationError(_unknown_message(key, JAVA_PROPERTY_NAMES))
+            raise ConfigurationError(
+                _unknown_message(key, [*JAVA_PROPERTY_NAMES, *_FIXED_BEHAVIOUR])
+            )
         kwargs[field_name] = _coerce(key, field_name, value)
     check_setting_names(overrides)
     kwargs.update(overrides)

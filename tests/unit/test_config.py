@@ -157,3 +157,12 @@ def test_a_list_is_copied_and_checked() -> None:
     assert producer.config.bootstrap_servers == ["a:1", "PLAINTEXT://b:2"]
     with pytest.raises(ConfigurationError, match="not a string"):
         Producer(["a:1", 9092])  # type: ignore[list-item]
+
+
+def test_client_dns_lookup_is_accepted_for_what_the_producer_does() -> None:
+    # Property files (Confluent Cloud's among them) carry it; every address a
+    # name resolves to is tried in turn, which is use_all_dns_ips (KIP-602).
+    props = {"bootstrap.servers": "a:1", "client.dns.lookup": "use_all_dns_ips"}
+    assert Producer.from_config(props).config.bootstrap_servers == "a:1"
+    with pytest.raises(ConfigurationError, match="client.dns.lookup.*not supported"):
+        Producer.from_config({"client.dns.lookup": "resolve_canonical_bootstrap_servers_only"})
