@@ -19,7 +19,9 @@ Invariants:
   metadata refresh (the broker may have restarted or left);
 * cluster-wide requests go to the least loaded node (Java's ``leastLoadedNode``),
   chosen by the pure rules of :mod:`.node_selection`;
-* every attempt that ends, either way, calls the listeners.
+* every attempt that ends, either way, calls the listeners;
+* an address that cannot be reached is a warning at once, then at most once
+  per ``UNREACHABLE_WARNING_INTERVAL`` (Java warns at every attempt).
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .bootstrap import format_address, parse_bootstrap
 from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, ThrottleStats, open_connection
-from .logs import ClientLogger
+from .logs import ClientLogger, RateLimiter
 from .node_selection import node_preference, reconnect_delay
 from .sasl.handshake import authenticate
 from .security import Security
@@ -46,25 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["BrokerConnections", "parse_bootstrap"]
 
 log = logging.getLogger("aioproducer.client")
-
-
-def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
-    """Parse ``"h1:9092,h2:9092"`` or a list of ``host:port`` (IPv6 as ``[::1]:9092``)."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    result = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not port.isdigit() or not host:
-            raise errors.ConfigurationError(
-                f"bootstrap server {item!r} is not of the form host:port"
-            )
-        result.append((host.strip("[]"), int(port)))
-    if not result:
-        raise errors.ConfigurationError("bootstrap_servers names no server")
-    return result
+# A broker that cannot be reached is a warning at the first failed attempt,
+# then at most once per this many seconds per address (the failures in
+# between are counted): a wrong address says so within a second, and a broker
+# down for an hour is not a line per reconnect attempt.
+UNREACHABLE_WARNING_INTERVAL = 30.0
 
 
 class BrokerConnections(abc.ABC):
@@ -89,6 +78,8 @@ class BrokerConnections(abc.ABC):
         # Nodes whose connection was lost and not yet re-established: a flap
         # logs one warning when it is lost and one line when it is back.
         self._lost: set[int] = set()
+        # Per (host, port): when a failure to reach it was last a warning.
+        self._unreachable = RateLimiter(UNREACHABLE_WARNING_INTERVAL)
         self._request_timeout_ms = request_timeout_ms
         self._backoff_ms = (reconnect_backoff_ms, reconnect_backoff_max_ms)
         self._max_idle = connections_max_idle_ms / 1000
@@ -153,7 +144,7 @@ class BrokerConnections(abc.ABC):
             host, port = self._address(node_id)
         except errors.KafkaError:
             return f"broker {node_id}"
-        return f"broker {node_id} ({host}:{port})"
+        return f"broker {node_id} ({format_address(host, port)})"
 
     def _connection_lost(self, node_id: int, conn: BrokerConnection) -> None:
         """Forget a connection that ended without us closing it; warn once per loss."""
@@ -166,6 +157,9 @@ class BrokerConnections(abc.ABC):
             self._metrics.connection_closed(time.monotonic())
         if node_id not in self._lost:
             self._lost.add(node_id)
+            if node_id >= 0 and node_id in self.snapshot.brokers:
+                # This warning stands for the reconnect attempts that may fail next.
+                self._unreachable.allow(self._address(node_id), time.monotonic())
             # Bootstrap addresses (negative ids) only stand in until metadata
             # names the brokers: losing one is no news.
             self._log.log(
@@ -239,6 +233,8 @@ class BrokerConnections(abc.ABC):
                     extra={"broker": node_id},
                 )
                 self._auth_failures[node_id] = exc
+            elif isinstance(exc, Exception) and not self._closed:  # not a cancellation
+                self._warn_unreachable(node_id, exc)
             failures = self._failures.get(node_id, 0) + 1
             self._failures[node_id] = failures
             delay = reconnect_delay(failures, *self._backoff_ms, random.random())
@@ -268,6 +264,28 @@ class BrokerConnections(abc.ABC):
             await old.close()
         self._conns[node_id] = conn
         return conn
+
+    def _warn_unreachable(self, node_id: int, exc: BaseException) -> None:
+        """A failed connection attempt, as Java's "Connection to node -1 could not be
+        established" but rate-limited per address (:data:`UNREACHABLE_WARNING_INTERVAL`)."""
+        try:
+            host, port = self._address(node_id)
+        except errors.KafkaError:
+            return  # a broker gone from the metadata: nothing to report
+        suppressed = self._unreachable.allow((host, port), time.monotonic())
+        if suppressed is None:
+            return
+        what = (
+            f"bootstrap server {format_address(host, port)}" if node_id < 0
+            else self.describe_node(node_id)
+        )
+        self._log.warning(
+            "cannot connect to %s (%s): is a broker listening there? Retrying; this warning "
+            "repeats at most every %.0f s%s",
+            what, getattr(exc, "message", None) or exc, self._unreachable.interval,
+            f" ({suppressed} more failed attempts since the last one)" if suppressed else "",
+            extra={"broker": node_id},
+        )
 
     async def connection(self, node_id: int, timeout: float) -> BrokerConnection:
         """A live connection to ``node_id``, connecting (once) if needed."""

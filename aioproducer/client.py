@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
 from .cluster import ClusterSnapshot
 from .node_selection import reconnect_delay
@@ -245,8 +246,12 @@ class KafkaClient(BrokerConnections):
             raise self._waiter_error
 
     async def bootstrap(self, timeout: float) -> None:
-        """First metadata fetch; NoBrokersAvailableError if none answers in ``timeout``."""
+        """First metadata fetch; NoBrokersAvailableError if none answers in ``timeout``.
+
+        ConfigurationError at once if no bootstrap server name resolves.
+        """
         deadline = time.monotonic() + timeout
+        self._bootstrap = await resolvable_bootstrap(self._bootstrap, timeout, self._log)
         while True:
             await self.wait_for_update(max(0.0, deadline - time.monotonic()))
             if self.snapshot.updated_at:
@@ -257,7 +262,7 @@ class KafkaClient(BrokerConnections):
                 # Retrying with the same settings meets the same refusal.
                 raise self._last_refresh_error
             if time.monotonic() >= deadline:
-                servers = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
+                servers = ",".join(format_address(h, p) for h, p in self._bootstrap)
                 raise errors.NoBrokersAvailableError(
                     f"no bootstrap server of {servers} answered within {timeout * 1000:.0f} ms"
                     + (f": {self._last_refresh_error}" if self._last_refresh_error else "")

@@ -23,7 +23,7 @@ import itertools
 import logging
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from . import errors
@@ -33,7 +33,7 @@ from .buffer_pool import BufferPool
 from .bulk import BulkAppender
 from .client import KafkaClient
 from .cluster import TopicInfo
-from .config import ProducerConfig, config_from_properties
+from .config import ProducerConfig
 from .idempotence import SequenceState
 from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
@@ -47,6 +47,7 @@ from .partition_selection import (
 from .partitioner import StickyPartitioner
 from .producer_bulk import BulkProducerMixin
 from .producer_metrics import ProducerMetrics, add_producer_gauges
+from .producer_settings import ProducerConstructor
 from .producer_transactions import TransactionalProducerMixin
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .sender import Sender
@@ -68,29 +69,14 @@ Headers = Sequence[tuple[str, bytes]]
 _client_numbers = itertools.count(1)
 
 
-class Producer(TransactionalProducerMixin, BulkProducerMixin):
+class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructor):
     """An asyncio Kafka producer with the Java producer's semantics.
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
-    p.close()``. Every keyword argument is a :class:`ProducerConfig` field; see
-    the README for the table. ``Producer.from_config`` takes Java property names.
+    p.close()``. Every setting is a keyword of ``Producer(...)`` (see
+    ``help(Producer.__init__)``, or :class:`ProducerConfig`, which defines
+    them); ``Producer.from_config`` takes Java property names.
     """
-
-    def __init__(self, bootstrap_servers: str | Sequence[str] = "localhost:9092", **kwargs: Any) -> None:
-        if isinstance(bootstrap_servers, (list, tuple)):
-            bootstrap_servers = list(bootstrap_servers)
-        try:
-            config = ProducerConfig(bootstrap_servers=bootstrap_servers, **kwargs)  # type: ignore[arg-type]
-        except TypeError as exc:
-            raise errors.ConfigurationError(f"invalid producer argument: {exc}") from None
-        self._init(config.validate())
-
-    @classmethod
-    def from_config(cls, properties: Mapping[str, Any], **overrides: Any) -> Producer:
-        """Build a producer from Java producer properties (``{"linger.ms": 5, ...}``)."""
-        producer = cls.__new__(cls)
-        producer._init(config_from_properties(properties, **overrides))
-        return producer
 
     def _init(self, config: ProducerConfig) -> None:
         self.config = config

@@ -24,6 +24,7 @@ from .errors import ConfigurationError
 
 __all__ = [
     "SECURITY_PROPERTY_NAMES",
+    "TRANSLATED_PROPERTIES",
     "is_secret_property",
     "parse_jaas_config",
     "redact_properties",
@@ -49,7 +50,7 @@ SECURITY_PROPERTY_NAMES: dict[str, str] = {
 }
 
 # Properties translated by translate_security_property rather than renamed.
-_TRANSLATED = (
+TRANSLATED_PROPERTIES = (
     "sasl.jaas.config",
     "ssl.endpoint.identification.algorithm",
     "ssl.truststore.type",
@@ -126,7 +127,7 @@ def translate_security_property(key: str, value: Any) -> dict[str, Any] | None:
     """Producer arguments for one security property, or None if ``key`` is not one."""
     if key in SECURITY_PROPERTY_NAMES:
         return {SECURITY_PROPERTY_NAMES[key]: value}
-    if key not in _TRANSLATED:
+    if key not in TRANSLATED_PROPERTIES:
         return None
     text = "" if value is None else str(value).strip()
     if key == "sasl.jaas.config":

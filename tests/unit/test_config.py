@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import Producer, ProducerConfig
+from aioproducer.client import parse_bootstrap
 from aioproducer.config import config_from_properties
 from aioproducer.errors import ConfigurationError
 from aioproducer.protocol.compression import Codec
@@ -69,8 +70,6 @@ def test_idempotence_default_yields_to_conflicts_but_explicit_true_does_not() ->
 
 
 def test_bootstrap_forms() -> None:
-    from aioproducer.client import parse_bootstrap
-
     assert parse_bootstrap("a:1, b:2") == [("a", 1), ("b", 2)]
     assert parse_bootstrap(["[::1]:9092"]) == [("::1", 9092)]
     with pytest.raises(ConfigurationError, match="host:port"):
@@ -108,3 +107,62 @@ def test_metadata_and_partitioner_settings_match_java() -> None:
         Producer("a:1", partitioner_ignore_keys="yes")
     with pytest.raises(ConfigurationError, match="metadata_max_idle_ms"):
         Producer("a:1", metadata_max_idle_ms=0)
+
+
+def test_protocol_prefixes_and_ipv6_parse() -> None:
+    assert parse_bootstrap("PLAINTEXT://a:1, b:2") == [("a", 1), ("b", 2)]
+    assert parse_bootstrap(["SASL_SSL://a:9093", "[::1]:9092", "ssl://[fe80::1%eth0]:1"]) == [
+        ("a", 9093), ("::1", 9092), ("fe80::1%eth0", 1),
+    ]
+    assert parse_bootstrap("SASL_PLAINTEXT://[::1]:9092", "SASL_PLAINTEXT") == [("::1", 9092)]
+    from aioproducer.bootstrap import format_address
+
+    assert format_address("::1", 9092) == "[::1]:9092" and format_address("a", 1) == "a:1"
+
+
+@pytest.mark.parametrize(
+    "servers",
+    ["HTTP://a:1", "a:0", "a:65536", "a:", ":1", "[::1]", "[::1:9092", "a:1/", "PLAINTEXT://"],
+)
+def test_malformed_addresses_are_refused_at_construction(servers: str) -> None:
+    with pytest.raises(
+        ConfigurationError, match="bootstrap server .* (is not of the form|unknown protocol)"
+    ):
+        Producer(servers)
+
+
+def test_a_prefix_that_contradicts_security_protocol_is_refused() -> None:
+    # The prefix chooses nothing (as in Java): a mismatch is a forgotten security_protocol.
+    with pytest.raises(
+        ConfigurationError,
+        match=r"'SSL://a:1' says SSL but security_protocol is PLAINTEXT: "
+        r"set security_protocol='SSL'",
+    ):
+        Producer("SSL://a:1")
+    with pytest.raises(ConfigurationError, match="PLAINTEXT but security_protocol is SASL_SSL"):
+        Producer.from_config({
+            "bootstrap.servers": "b:2,PLAINTEXT://a:1",
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "p",
+        })
+    assert Producer("SSL://a:1", security_protocol="ssl").config.security.protocol == "SSL"
+
+
+def test_a_list_is_copied_and_checked() -> None:
+    servers = ["a:1", "PLAINTEXT://b:2"]
+    producer = Producer(servers)
+    servers.append("c:3")
+    assert producer.config.bootstrap_servers == ["a:1", "PLAINTEXT://b:2"]
+    with pytest.raises(ConfigurationError, match="not a string"):
+        Producer(["a:1", 9092])  # type: ignore[list-item]
+
+
+def test_client_dns_lookup_is_accepted_for_what_the_producer_does() -> None:
+    # Property files (Confluent Cloud's among them) carry it; every address a
+    # name resolves to is tried in turn, which is use_all_dns_ips (KIP-602).
+    props = {"bootstrap.servers": "a:1", "client.dns.lookup": "use_all_dns_ips"}
+    assert Producer.from_config(props).config.bootstrap_servers == "a:1"
+    with pytest.raises(ConfigurationError, match="client.dns.lookup.*not supported"):
+        Producer.from_config({"client.dns.lookup": "resolve_canonical_bootstrap_servers_only"})

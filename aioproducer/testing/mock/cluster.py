@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
+from ...bootstrap import format_address
 from .faults import FaultPlan, InterceptHandler
 from .log import MockRecord, PartitionLog
 from .sasl import OAuthValidator, sasl_server_config
@@ -160,7 +161,7 @@ class MockCluster:
     def bootstrap_servers(self) -> str:
         if not self.servers:
             raise RuntimeError("the cluster is not started")
-        return ",".join(f"{self.host}:{s.port}" for _, s in sorted(self.servers.items()))
+        return ",".join(format_address(self.host, s.port) for _, s in sorted(self.servers.items()))
 
     @property
     def broker_ids(self) -> list[int]:
@@ -274,7 +275,7 @@ class MockCluster:
         server = BrokerServer(self, 0, self.host, 0)
         await server.start()
         self._aliases.append(server)
-        return f"{self.host}:{server.port}"
+        return format_address(self.host, server.port)
 
     async def move_brokers(self) -> None:
         """Restart every broker on a new port; its old address refuses connections."""
