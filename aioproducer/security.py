@@ -25,7 +25,6 @@ from .sasl.oidc import ClientCredentialsTokenProvider
 from .sasl.scram import SCRAM_MECHANISMS, require_scramp
 
 
-
 class SecuritySettings(Protocol):
     """The settings :func:`build_security` reads (a ``ProducerConfig`` has them all).
 
@@ -170,6 +169,8 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_username")
         if not config.sasl_plain_password:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_password")
+        if mechanism == "PLAIN":
+            _check_plain_credentials(config.sasl_plain_username, config.sasl_plain_password)
         if mechanism in SCRAM_MECHANISMS:
             require_scramp()
         return SaslCredentials(mechanism, config.sasl_plain_username, config.sasl_plain_password)
@@ -207,3 +208,14 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
         config.sasl_oauthbearer_scope,
     )
     return SaslCredentials(mechanism, token_provider=provider)
+
+
+def _check_plain_credentials(username: str, password: str) -> None:
+    # RFC 4616 section 2: authcid and passwd are 1*SAFE, UTF-8 without NUL;
+    # NUL separates the fields of the message, so a NUL inside one would
+    # shift them and the broker would refuse the login for another reason.
+    for name, value in (("sasl_plain_username", username), ("sasl_plain_password", password)):
+        if "\x00" in value:
+            raise ConfigurationError(
+                f"{name} contains a NUL character, which SASL PLAIN cannot carry (RFC 4616)"
+            )
