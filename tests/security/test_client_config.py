@@ -205,7 +205,7 @@ def test_jaas_parsing_details() -> None:
         'org.apache.kafka.common.security.plain.PlainLoginModule   required\n'
         '  username="a\\"b"   password="p w;x" ;'
     ) == {"sasl_plain_username": 'a"b', "sasl_plain_password": "p w;x"}
-    assert parse_jaas_config("PlainLoginModule required username=bob password=pw") == {
+    assert parse_jaas_config("PlainLoginModule required username=bob password=pw;") == {
         "sasl_plain_username": "bob",
         "sasl_plain_password": "pw",
     }
