@@ -108,12 +108,15 @@ def test_oauthbearer_bad_inputs() -> None:
         client_first_message("two words")
 
 
-def test_oauthbearer_error_challenge_is_acknowledged_then_reported() -> None:
+@pytest.mark.parametrize("after", [b"more", b""], ids=["message", "success"])
+def test_oauthbearer_error_challenge_is_acknowledged_then_reported(after: bytes) -> None:
+    # RFC 7628 3.2.3: after an error challenge the exchange fails, even if the
+    # server then answers as for a success (empty bytes).
     exchange = SaslCredentials("OAUTHBEARER", token_provider=Provider("tok")).exchange()
     run(exchange.first())
     assert exchange.step(b'{"status":"invalid_token"}') == b"\x01"
     with pytest.raises(errors.SaslAuthenticationError, match="invalid_token"):
-        exchange.step(b"more")
+        exchange.step(after)
 
 
 def test_reauthentication_happens_at_85_to_95_percent_of_the_lifetime() -> None:
