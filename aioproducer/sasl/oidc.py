@@ -101,50 +101,81 @@ class ClientCredentialsTokenProvider:
         if self.scope:
             data["scope"] = self.scope
         started = time.monotonic()
+        url = self.token_endpoint_url
+        failure: str | None = None
         try:
             async with aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self._timeout)
             ) as session, session.post(
-                self.token_endpoint_url,
+                url,
                 data=data,
                 headers={"Accept": "application/json", "Authorization": self._basic_auth()},
                 ssl=self._ssl if self._ssl is not None else True,
             ) as response:
-                body = await response.text()
+                raw = await response.read()
                 status = response.status
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            # Unreachable for now: retried like a broker connection.
-            raise errors.ConnectionFailedError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} failed: {exc!r}"
-            ) from None
+                charset = response.get_encoding() if raw else "utf-8"
+        except asyncio.TimeoutError:
+            failure = f"no answer within {self._timeout * 1000:.0f} ms"
+        except aiohttp.TooManyRedirects:
+            failure = "too many redirects (a redirect loop?)"
+        except (aiohttp.ClientError, OSError, LookupError) as exc:
+            # Never the exception's repr: aiohttp's carries the request headers,
+            # the HTTP Basic client credentials among them.
+            failure = self._redact(f"{type(exc).__name__}: {exc}")
+        if failure is not None:
+            # Raised outside the handler, so the aiohttp error is not chained
+            # (__context__) to it either. Unreachable for now: retried like a
+            # broker connection.
+            raise errors.ConnectionFailedError(f"OAUTHBEARER: token endpoint {url} failed: {failure}")
+        body = raw.decode(charset, "replace")
         if status >= 500:
-            raise errors.ConnectionFailedError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} answered HTTP {status}"
-            )
+            raise errors.ConnectionFailedError(f"OAUTHBEARER: token endpoint {url} answered HTTP {status}")
         if status != 200:
-            # 4xx: the endpoint refused these client credentials.
+            # 4xx: the endpoint refused these client credentials. Its answer is
+            # shown, with anything that echoes the credentials blanked out.
             raise errors.SaslAuthenticationError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} answered HTTP {status}: "
-                f"{body[:200]}"
+                f"OAUTHBEARER: token endpoint {url} answered HTTP {status}: {self._redact(body[:200])}"
             )
-        try:
-            payload = json.loads(body)
-            token = payload["access_token"]
-        except (ValueError, KeyError, TypeError):
+        token = _access_token(body)
+        if token is None:
             raise errors.SaslAuthenticationError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} sent no access_token"
-            ) from None
+                f"OAUTHBEARER: token endpoint {url} sent no access_token"
+            )
+        payload = json.loads(body)
         lifetime = _lifetime(payload, token)
         self._token = token
         self._refresh_at = started + lifetime * self._window
         self.fetches += 1
-
 
     def _basic_auth(self) -> str:
         # RFC 6749 section 2.3.1: form-encode id and secret, then HTTP Basic
         # (Java's HttpAccessTokenRetriever does the same).
         pair = f"{quote_plus(self.client_id)}:{quote_plus(self._client_secret)}"
         return "Basic " + base64.b64encode(pair.encode()).decode()
+
+    def _redact(self, text: str) -> str:
+        """``text`` with every form of the client secret in it replaced by ``***``."""
+        basic = self._basic_auth()
+        forms = {
+            basic,
+            basic.removeprefix("Basic "),
+            self._client_secret,
+            quote_plus(self._client_secret),
+            repr(self._client_secret.encode())[2:-1],
+        }
+        for form in sorted(forms, key=len, reverse=True):
+            if form:
+                text = text.replace(form, "***")
+        return text
+
+
+def _access_token(body: str) -> str | None:
+    try:
+        token = json.loads(body)["access_token"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return token if isinstance(token, str) else None
 
 
 def _lifetime(payload: dict[str, Any], token: str) -> float:
