@@ -22,7 +22,6 @@ from .errors import ConfigurationError
 from .sasl.credentials import MECHANISMS, SaslCredentials
 from .sasl.oauthbearer import TokenProvider
 from .sasl.oidc import ClientCredentialsTokenProvider
-from .sasl.scram import SCRAM_MECHANISMS, require_scramp
 
 
 class SecuritySettings(Protocol):
@@ -212,8 +211,6 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_password")
         if mechanism == "PLAIN":
             _check_plain_credentials(config.sasl_plain_username, config.sasl_plain_password)
-        if mechanism in SCRAM_MECHANISMS:
-            require_scramp()
         return SaslCredentials(mechanism, config.sasl_plain_username, config.sasl_plain_password)
     if config.sasl_plain_username is not None or config.sasl_plain_password is not None:
         raise ConfigurationError(
