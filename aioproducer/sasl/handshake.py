@@ -96,7 +96,7 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
                     + (f": {detail}" if detail else "")
                 )
             lifetime = response.get("session_lifetime_ms") or 0
-            message = exchange.step(response.auth_bytes or b"")
+            message = await exchange.step(response.auth_bytes or b"")
     except errors.SaslAuthenticationError as exc:
         if exc.message and where in exc.message:
             raise

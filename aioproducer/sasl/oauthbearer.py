@@ -71,7 +71,7 @@ class OAuthBearerExchange:
         extensions = extensions_fn() if callable(extensions_fn) else None
         return client_first_message(token, extensions)
 
-    def step(self, server: bytes) -> bytes | None:
+    async def step(self, server: bytes) -> bytes | None:
         if self._refused is not None:
             # RFC 7628 section 3.2.3: once the server sent an error challenge the
             # exchange has failed, whatever it answers to the %x01 (Kafka's

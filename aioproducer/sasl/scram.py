@@ -13,10 +13,17 @@ message brings the combined nonce, salt and iteration count; the client-final
 message carries the proof; the server-final ``v=`` signature proves that the
 server knows the password, and a server that cannot prove it is refused, as is
 an ``e=`` server error.
+
+The iteration count is the server's choice, and hashing costs time in
+proportion: a count outside Kafka's range (``ScramMechanism``: 4096-16384,
+the only counts a Kafka broker stores credentials with) is refused before any
+hashing, and the hash runs in a worker thread (``hashlib.pbkdf2_hmac``
+releases the GIL), never on the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -25,13 +32,16 @@ import secrets
 
 from .. import errors
 
-__all__ = ["SCRAM_MECHANISMS", "ScramExchange", "sasl_name"]
+__all__ = ["MAX_ITERATIONS", "MIN_ITERATIONS", "SCRAM_MECHANISMS", "ScramExchange", "sasl_name"]
 
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 # RFC 5802 section 7: channel binding "n,," (none), base64 "biws".
 _GS2_HEADER = "n,,"
 _CHANNEL_BINDING = base64.b64encode(_GS2_HEADER.encode()).decode()
+# Kafka's ScramMechanism minIterations / maxIterations (both SHA-256 and SHA-512).
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
 
 
 def sasl_name(username: str) -> str:
@@ -62,21 +72,21 @@ class ScramExchange:
         self._stage = 1
         return (_GS2_HEADER + self._client_first_bare).encode()
 
-    def step(self, server: bytes) -> bytes | None:
+    async def step(self, server: bytes) -> bytes | None:
         try:
             text = server.decode()
         except UnicodeDecodeError:
             raise self._failure("the server's message is not UTF-8") from None
         if self._stage == 1:
             self._stage = 2
-            return self._client_final(text).encode()
+            return (await self._client_final(text)).encode()
         if self._stage == 2:
             self._check_server_final(text)
             self._stage = 3
             return None
         raise self._failure("the server sent a message after the exchange ended")
 
-    def _client_final(self, server_first: str) -> str:
+    async def _client_final(self, server_first: str) -> str:
         attrs = _attributes(server_first)
         if "e" in attrs:
             raise self._failure(f"the server refused the login: {attrs['e']}")
@@ -94,7 +104,15 @@ class ScramExchange:
         if not (count.isascii() and count.isdigit()):
             raise self._failure("bad server-first message (the iteration count is not a number)")
         iterations = int(count)
-        salted = hashlib.pbkdf2_hmac(self._hash, self._password.encode("utf-8"), salt, iterations)
+        if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+            # Checked before hashing: ten million iterations would take seconds.
+            raise self._failure(
+                f"the server asks for {iterations} iterations; Kafka's SCRAM credentials use "
+                f"{MIN_ITERATIONS}-{MAX_ITERATIONS}"
+            )
+        salted = await asyncio.get_running_loop().run_in_executor(
+            None, hashlib.pbkdf2_hmac, self._hash, self._password.encode("utf-8"), salt, iterations
+        )
         without_proof = f"c={_CHANNEL_BINDING},r={nonce}"
         auth_message = f"{self._client_first_bare},{server_first},{without_proof}".encode()
         client_key = self._hmac(salted, b"Client Key")

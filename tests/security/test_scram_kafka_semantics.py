@@ -72,8 +72,8 @@ def test_client_final_is_rfc5802_over_the_raw_password(mechanism: str, password:
     expected_final, server_final = rfc5802_client_final(
         mechanism, password, f"n=user,r={nonce}", server_first
     )
-    assert exchange.step(server_first.encode()) == expected_final.encode()
-    assert exchange.step(server_final.encode()) is None
+    assert asyncio.run(exchange.step(server_first.encode())) == expected_final.encode()
+    assert asyncio.run(exchange.step(server_final.encode())) is None
 
 
 def test_rfc7677_example() -> None:
@@ -83,11 +83,11 @@ def test_rfc7677_example() -> None:
     server_first = (
         b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
     )
-    assert exchange.step(server_first) == (
+    assert asyncio.run(exchange.step(server_first)) == (
         b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
         b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
     )
-    assert exchange.step(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=") is None
+    assert asyncio.run(exchange.step(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")) is None
 
 
 def test_user_names_are_escaped_not_normalised() -> None:

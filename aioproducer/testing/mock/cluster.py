@@ -56,7 +56,9 @@ class MockCluster:
       OAUTHBEARER tokens and raises to refuse one (default: Kafka's unsecured
       JWT validator, see :func:`~aioproducer.testing.mock.sasl.validate_unsecured_jwt`);
     * ``sasl_session_lifetime_ms``: sessions end after this long (KIP-368,
-      Kafka's ``connections.max.reauth.ms``); clients must re-authenticate.
+      Kafka's ``connections.max.reauth.ms``); clients must re-authenticate;
+    * ``scram_iterations``: the iteration count SCRAM credentials use and the
+      server-first message offers (default 4096, as ``kafka-configs.sh``).
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class MockCluster:
         users: Mapping[str, str] | None = None,
         oauth_validator: OAuthValidator | None = None,
         sasl_session_lifetime_ms: int | None = None,
+        scram_iterations: int | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -103,7 +106,7 @@ class MockCluster:
         self.handler_errors: list[BaseException] = []
         self.ssl_context = ssl_context
         self.sasl_config = sasl_server_config(
-            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms
+            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms, scram_iterations
         )
         self.sasl_stats = SaslStats()
         self._started = False

@@ -77,6 +77,7 @@ class SaslServerConfig:
         users: Mapping[str, str] | None = None,
         oauth_validator: OAuthValidator | None = None,
         session_lifetime_ms: int | None = None,
+        scram_iterations: int = SCRAM_ITERATIONS,
     ) -> None:
         if isinstance(mechanisms, str):
             mechanisms = [mechanisms]
@@ -88,12 +89,16 @@ class SaslServerConfig:
             )
         if session_lifetime_ms is not None and session_lifetime_ms <= 0:
             raise ValueError("sasl_session_lifetime_ms must be positive (None: no expiry)")
+        if scram_iterations < 1:
+            raise ValueError("scram_iterations must be positive")
         self.mechanisms = list(mechanisms)
         self.users = dict(users or {})
         self.oauth_validator = oauth_validator
         self.session_lifetime_ms = session_lifetime_ms
         #: Iterations the SCRAM credentials are derived with (sent in server-first).
-        self.scram_iterations = SCRAM_ITERATIONS
+        #: Any count is offered, even one a Kafka broker would not store, to see
+        #: what a client makes of it.
+        self.scram_iterations = scram_iterations
         self._scram_salts: dict[tuple[str, str], bytes] = {}
         self._scram_keys: dict[tuple[str, str, str, int, bytes], tuple[bytes, bytes]] = {}
 
@@ -360,15 +365,25 @@ def sasl_server_config(
     users: Mapping[str, str] | None = None,
     oauth_validator: OAuthValidator | None = None,
     session_lifetime_ms: int | None = None,
+    scram_iterations: int | None = None,
 ) -> SaslServerConfig | None:
     """A listener's SASL settings, or None when it offers no mechanism (no SASL)."""
     if mechanisms is None:
-        if users or oauth_validator is not None or session_lifetime_ms is not None:
+        if (
+            users
+            or oauth_validator is not None
+            or session_lifetime_ms is not None
+            or scram_iterations is not None
+        ):
             raise ValueError(
-                "users, oauth_validator and sasl_session_lifetime_ms need sasl_mechanisms"
+                "users, oauth_validator, sasl_session_lifetime_ms and scram_iterations "
+                "need sasl_mechanisms"
             )
         return None
-    return SaslServerConfig(mechanisms, users, oauth_validator, session_lifetime_ms)
+    return SaslServerConfig(
+        mechanisms, users, oauth_validator, session_lifetime_ms,
+        SCRAM_ITERATIONS if scram_iterations is None else scram_iterations,
+    )
 
 
 def new_authenticator(mechanism: str, config: SaslServerConfig) -> Authenticator:
