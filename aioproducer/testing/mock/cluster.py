@@ -306,6 +306,11 @@ class MockCluster:
         return self.sasl_stats.authentications
 
     @property
+    def sasl_reauthentications(self) -> int:
+        """Re-authentications (KIP-368) completed so far, part of :attr:`sasl_authentications`."""
+        return self.sasl_stats.reauthentications
+
+    @property
     def sasl_failures(self) -> int:
         """SASL authentications refused so far (bad credentials, unsupported mechanism)."""
         return sum(self.sasl_stats.failed.values())
