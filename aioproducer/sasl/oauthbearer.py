@@ -32,8 +32,11 @@ _TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*\Z")
 class TokenProvider(Protocol):
     """Supplies OAUTHBEARER tokens; asked at every (re-)authentication.
 
-    ``extensions()`` (optional) returns SASL extensions (KIP-342), e.g. the
-    logical cluster and identity pool ids that Confluent Cloud expects.
+    ``token()`` should answer at once with a cached token, refreshed ahead of
+    its expiry: a re-authentication (KIP-368) awaits it while the connection
+    holds its requests (:class:`~aioproducer.sasl.ClientCredentialsTokenProvider`
+    does so). ``extensions()`` (optional) returns SASL extensions (KIP-342),
+    e.g. the logical cluster and identity pool ids that Confluent Cloud expects.
     """
 
     async def token(self) -> str: ...
