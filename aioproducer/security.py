@@ -109,6 +109,7 @@ def _load_cert_chain(
     callback answers instead; OpenSSL calls it only for an encrypted key.
     """
     key = keyfile if keyfile is not None else certfile
+    key_setting = "ssl_keyfile" if keyfile is not None else "ssl_certfile"
     asked = False
 
     def supply_password() -> str:
@@ -123,14 +124,14 @@ def _load_cert_chain(
         context.load_cert_chain(certfile, keyfile, supply_password)
     except _KeyNeedsPassword:
         problem = (
-            f"ssl_keyfile {key!r} holds an encrypted private key: set ssl_password "
+            f"{key_setting} {key!r} holds an encrypted private key: set ssl_password "
             f"(ssl.key.password) to its pass phrase"
         )
     except ssl.SSLError as exc:
         # The password is never part of OpenSSL's message.
         reason = str(exc.reason or exc)
         if asked and "MISMATCH" not in reason.upper():
-            problem = f"ssl_password does not decrypt the private key in ssl_keyfile {key!r} ({reason})"
+            problem = f"ssl_password does not decrypt the private key in {key_setting} {key!r} ({reason})"
         else:
             problem = (
                 f"ssl_certfile {certfile!r} / ssl_keyfile {key!r} could not be loaded "

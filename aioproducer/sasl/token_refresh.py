@@ -110,8 +110,11 @@ class RefreshingToken:
             self._timer.cancel()
             self._timer = None
         if self._fetching is not None:
-            self._fetching.cancel()
-            self._fetching = None
+            task, self._fetching = self._fetching, None
+            try:
+                task.cancel()
+            except RuntimeError:  # its event loop is closed: nothing runs it any more
+                pass
 
     def _valid(self) -> bool:
         return (
