@@ -41,6 +41,7 @@ from .connection import BrokerConnection, ThrottleStats, open_connection
 from .logs import ClientLogger, RateLimiter
 from .node_selection import node_preference, reconnect_delay
 from .sasl.handshake import authenticate
+from .sasl.oidc import ClientCredentialsTokenProvider
 from .security import Security
 
 if TYPE_CHECKING:
@@ -387,3 +388,7 @@ class BrokerConnections(abc.ABC):
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:
             await conn.close()
+        sasl = self._security.sasl
+        if sasl is not None and isinstance(sasl.token_provider, ClientCredentialsTokenProvider):
+            # Its background token refresh serves connections, and there are none left.
+            sasl.token_provider.close()

@@ -12,9 +12,13 @@ broker's host) and ApiVersions run in :func:`open_connection`, beside the
 class; SASL runs after it in :mod:`aioproducer.sasl.handshake`. TLS failures
 become :class:`~aioproducer.errors.SslError`, which names what did not verify.
 
-While the connection re-authenticates (KIP-368), :meth:`hold_writes` keeps
-new requests in a queue, in order, until :meth:`resume_writes`; only
-``urgent`` requests (the SASL exchange itself) are written meanwhile.
+Re-authentication (KIP-368) is lazy, as in Java's client: once the session
+is due for renewal (:meth:`BrokerConnection.reauthenticate_after`), the next
+request to be sent starts it, so an idle connection does nothing. While it
+runs, :meth:`hold_writes` keeps new requests in a queue, in order, until
+:meth:`resume_writes` writes them together; only ``urgent`` requests (the
+SASL exchange itself) are written meanwhile. So there is at most one
+re-authentication per batch of requests, whatever the session lifetime.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import math
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -129,6 +134,10 @@ class BrokerConnection:
         self._held_ids: set[int] = set()
         self._quiet: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        # KIP-368: from when (loop time) a request to be sent first renews the
+        # session, and the coroutine function that does it.
+        self._reauth_at = math.inf
+        self._reauthenticate: Callable[[], Awaitable[None]] | None = None
         self.last_used = time.monotonic()
         # KIP-219: the broker answers at once with throttle_time_ms and then
         # stops reading from us for that long; we send nothing until then.
@@ -212,6 +221,13 @@ class BrokerConnection:
             version = self.version_for(api)
         cid = self._correlation_id()
         frame = encode_request(api, version, cid, self.client_id, body)
+        if (
+            self._reauthenticate is not None
+            and not urgent
+            and self._held is None
+            and self._loop.time() >= self._reauth_at
+        ):
+            self._begin_reauthentication()
         if self._held is not None and not urgent:
             self._held.append(frame)
             self._held_ids.add(cid)
@@ -232,6 +248,34 @@ class BrokerConnection:
         return fut
 
     # -- re-authentication support (KIP-368) ---------------------------------
+
+    def reauthenticate_after(self, delay: float, run: Callable[[], Awaitable[None]]) -> None:
+        """Renew the session with ``run()`` before the first request sent ``delay`` s from now or later.
+
+        Java's client does the same (``KafkaChannel.maybeBeginClientReauthentication``
+        when a send is ready): no timer, so an idle connection never
+        re-authenticates, and however short the broker's session lifetime,
+        one re-authentication covers every request queued while it ran.
+        ``run`` is called with writes held; they resume when it returns.
+        """
+        self._reauth_at = self._loop.time() + max(0.0, delay)
+        self._reauthenticate = run
+
+    def _begin_reauthentication(self) -> None:
+        run, self._reauthenticate = self._reauthenticate, None
+        self._reauth_at = math.inf
+        assert run is not None
+        self.hold_writes()
+        task = self._loop.create_task(
+            self._run_reauthentication(run), name=f"aioproducer-reauth-{self.node_id}"
+        )
+        self.attach(task)
+
+    async def _run_reauthentication(self, run: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await run()
+        finally:
+            self.resume_writes()
 
     def hold_writes(self) -> None:
         """Queue new requests instead of writing them, until :meth:`resume_writes`."""

@@ -22,8 +22,6 @@ from .errors import ConfigurationError
 from .sasl.credentials import MECHANISMS, SaslCredentials
 from .sasl.oauthbearer import TokenProvider
 from .sasl.oidc import ClientCredentialsTokenProvider
-from .sasl.scram import SCRAM_MECHANISMS, require_scramp
-
 
 
 class SecuritySettings(Protocol):
@@ -90,18 +88,60 @@ def build_ssl_context(
     except (ssl.SSLError, ValueError) as exc:
         raise ConfigurationError(f"ssl_cafile {cafile!r} holds no usable PEM certificate: {exc}") from None
     if certfile is not None:
-        try:
-            context.load_cert_chain(certfile, keyfile, password)
-        except ssl.SSLError as exc:
-            # The password is never part of OpenSSL's message.
-            raise ConfigurationError(
-                f"ssl_certfile {certfile!r} / ssl_keyfile {keyfile!r} could not be loaded "
-                f"(not PEM, key does not match, or wrong ssl_password): {exc.reason or exc}"
-            ) from None
+        _load_cert_chain(context, certfile, keyfile, password)
     elif keyfile is not None:
         raise ConfigurationError("ssl_keyfile needs ssl_certfile (the client certificate)")
     context.check_hostname = check_hostname
     return context
+
+
+class _KeyNeedsPassword(Exception):
+    """Raised by the password callback: the key is encrypted and no ssl_password was given."""
+
+
+def _load_cert_chain(
+    context: ssl.SSLContext, certfile: str, keyfile: str | None, password: str | None
+) -> None:
+    """``load_cert_chain`` that never prompts: an encrypted key needs ``ssl_password``.
+
+    Given no password, OpenSSL asks for one on the terminal ("Enter PEM pass
+    phrase:", blocking forever) or fails with a bare OSError without one. A
+    callback answers instead; OpenSSL calls it only for an encrypted key.
+    """
+    key = keyfile if keyfile is not None else certfile
+    key_setting = "ssl_keyfile" if keyfile is not None else "ssl_certfile"
+    asked = False
+
+    def supply_password() -> str:
+        nonlocal asked
+        asked = True
+        if password is None:
+            raise _KeyNeedsPassword
+        return password
+
+    problem: str | None = None
+    try:
+        context.load_cert_chain(certfile, keyfile, supply_password)
+    except _KeyNeedsPassword:
+        problem = (
+            f"{key_setting} {key!r} holds an encrypted private key: set ssl_password "
+            f"(ssl.key.password) to its pass phrase"
+        )
+    except ssl.SSLError as exc:
+        # The password is never part of OpenSSL's message.
+        reason = str(exc.reason or exc)
+        if asked and "MISMATCH" not in reason.upper():
+            problem = f"ssl_password does not decrypt the private key in {key_setting} {key!r} ({reason})"
+        else:
+            problem = (
+                f"ssl_certfile {certfile!r} / ssl_keyfile {key!r} could not be loaded "
+                f"(not PEM, or the key does not match the certificate): {reason}"
+            )
+    except OSError as exc:
+        problem = f"ssl_certfile {certfile!r} / ssl_keyfile {key!r} could not be read: {exc.strerror or exc}"
+    if problem is not None:
+        # Raised here, outside the handlers: no OpenSSL error chained to it.
+        raise ConfigurationError(problem)
 
 
 def build_security(config: SecuritySettings) -> Security:
@@ -170,8 +210,8 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_username")
         if not config.sasl_plain_password:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_password")
-        if mechanism in SCRAM_MECHANISMS:
-            require_scramp()
+        if mechanism == "PLAIN":
+            _check_plain_credentials(config.sasl_plain_username, config.sasl_plain_password)
         return SaslCredentials(mechanism, config.sasl_plain_username, config.sasl_plain_password)
     if config.sasl_plain_username is not None or config.sasl_plain_password is not None:
         raise ConfigurationError(
@@ -207,3 +247,14 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
         config.sasl_oauthbearer_scope,
     )
     return SaslCredentials(mechanism, token_provider=provider)
+
+
+def _check_plain_credentials(username: str, password: str) -> None:
+    # RFC 4616 section 2: authcid and passwd are 1*SAFE, UTF-8 without NUL;
+    # NUL separates the fields of the message, so a NUL inside one would
+    # shift them and the broker would refuse the login for another reason.
+    for name, value in (("sasl_plain_username", username), ("sasl_plain_password", password)):
+        if "\x00" in value:
+            raise ConfigurationError(
+                f"{name} contains a NUL character, which SASL PLAIN cannot carry (RFC 4616)"
+            )

@@ -17,10 +17,10 @@ those may be secrets.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .errors import ConfigurationError
+from .jaas import parse_jaas_entry
 
 __all__ = [
     "SECURITY_PROPERTY_NAMES",
@@ -59,12 +59,6 @@ TRANSLATED_PROPERTIES = (
     "sasl.login.callback.handler.class",
 )
 
-_JAAS = re.compile(
-    r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<options>.*?)\s*;?\s*\Z",
-    re.DOTALL,
-)
-_OPTION = re.compile(r'\s*(?P<key>[\w.]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s";]+))')
-
 _LOGIN_MODULES = {
     "PlainLoginModule": {"username": "sasl_plain_username", "password": "sasl_plain_password"},
     "ScramLoginModule": {"username": "sasl_plain_username", "password": "sasl_plain_password"},
@@ -92,35 +86,19 @@ def parse_jaas_config(text: str) -> dict[str, str]:
 
     ``org.apache.kafka.common.security.plain.PlainLoginModule required
     username="alice" password="secret";`` -> ``{"sasl_plain_username":
-    "alice", "sasl_plain_password": "secret"}``. Options other login modules
-    use (``unsecuredLoginStringClaim_sub``...) are ignored.
+    "alice", "sasl_plain_password": "secret"}``. The text is read as Kafka's
+    ``JaasConfig`` reads it (:mod:`aioproducer.jaas`). Options other login
+    modules use (``unsecuredLoginStringClaim_sub``...) are ignored.
     """
-    match = _JAAS.match(text)
-    if match is None:
-        raise ConfigurationError(
-            "sasl.jaas.config is not of the form '<LoginModule class> required key=\"value\" ...;'"
-        )
-    module = match.group("module").rsplit(".", 1)[-1]
+    entry = parse_jaas_entry(text)
+    module = entry.module.rsplit(".", 1)[-1]
     mapping = _LOGIN_MODULES.get(module)
     if mapping is None:
         raise ConfigurationError(
             f"sasl.jaas.config: login module {module} is not supported "
             f"(supported: {', '.join(sorted(_LOGIN_MODULES))})"
         )
-    options: dict[str, str] = {}
-    rest = match.group("options")
-    pos = 0
-    while pos < len(rest):
-        opt = _OPTION.match(rest, pos)
-        if opt is None:
-            if rest[pos:].strip():
-                raise ConfigurationError(f"sasl.jaas.config: cannot read the options of {module}")
-            break
-        quoted = opt.group("quoted")
-        value = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else opt.group("bare")
-        options[opt.group("key")] = value
-        pos = opt.end()
-    return {field: options[key] for key, field in mapping.items() if key in options}
+    return {field: entry.options[key] for key, field in mapping.items() if key in entry.options}
 
 
 def translate_security_property(key: str, value: Any) -> dict[str, Any] | None:

@@ -28,7 +28,7 @@ class SaslExchange(Protocol):
         """The client's first message."""
         ...
 
-    def step(self, server: bytes) -> bytes | None:
+    async def step(self, server: bytes) -> bytes | None:
         """The next client message for the server's answer, or None when done.
 
         Raises SaslAuthenticationError when the server's answer proves the

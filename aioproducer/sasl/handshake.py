@@ -6,12 +6,15 @@ carrying the mechanism's messages until the exchange ends. No other request
 goes out on the connection before that.
 
 When the broker answers with ``session_lifetime_ms > 0`` it closes the
-connection once the session expires, so :func:`authenticate` starts a task
-that authenticates again at a random 85-95% of the lifetime, as Java's
-``SaslClientAuthenticator`` does. Re-authentication holds new requests,
-waits for the responses of those already written, runs the exchange with
-urgent writes, and then writes the held requests in their original order:
-nothing in flight fails and nothing is reordered.
+connection if a request other than SaslHandshake arrives once the session has
+expired. As Java's ``SaslClientAuthenticator``, the session is due for renewal
+at a random 85-95% of its lifetime, and renewed before the first request sent
+after that (:meth:`BrokerConnection.reauthenticate_after`), not on a timer: an
+idle connection does nothing, and a tiny lifetime costs at most one
+re-authentication per batch of requests. Re-authentication holds new
+requests, waits for the responses of those already written, runs the exchange
+with urgent writes, and then writes the held requests in their original
+order: nothing in flight fails and nothing is reordered.
 """
 
 from __future__ import annotations
@@ -50,12 +53,15 @@ async def authenticate(
             f"{conn.host}:{conn.port} did not finish within {timeout * 1000:.0f} ms"
         ) from None
     if lifetime > 0:
-        task = asyncio.get_running_loop().create_task(
-            _keep_authenticated(conn, credentials, lifetime, timeout),
-            name=f"aioproducer-reauth-{conn.node_id}",
-        )
-        conn.attach(task)
+        _renew_when_due(conn, credentials, lifetime, timeout)
     return lifetime
+
+
+def _renew_when_due(
+    conn: BrokerConnection, credentials: SaslCredentials, lifetime_ms: int, timeout: float
+) -> None:
+    delay = reauthentication_delay(lifetime_ms, random.random())
+    conn.reauthenticate_after(delay, lambda: _reauthenticate(conn, credentials, timeout))
 
 
 async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urgent: bool) -> int:
@@ -96,7 +102,7 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
                     + (f": {detail}" if detail else "")
                 )
             lifetime = response.get("session_lifetime_ms") or 0
-            message = exchange.step(response.auth_bytes or b"")
+            message = await exchange.step(response.auth_bytes or b"")
     except errors.SaslAuthenticationError as exc:
         if exc.message and where in exc.message:
             raise
@@ -117,38 +123,28 @@ async def _first_message(exchange: SaslExchange, where: str) -> bytes:
         ) from exc
 
 
-async def _keep_authenticated(
-    conn: BrokerConnection, credentials: SaslCredentials, lifetime_ms: int, timeout: float
-) -> None:
-    rand = random.Random()
-    while lifetime_ms > 0 and not conn.closed:
-        await asyncio.sleep(reauthentication_delay(lifetime_ms, rand.random()))
-        if conn.closed:
-            return
-        conn.hold_writes()
-        try:
-            await conn.wait_quiet(timeout)
-            lifetime_ms = await asyncio.wait_for(
-                _exchange(conn, credentials, urgent=True), timeout
+async def _reauthenticate(conn: BrokerConnection, credentials: SaslCredentials, timeout: float) -> None:
+    """Renew the session; the connection holds new requests meanwhile and writes them after."""
+    try:
+        await conn.wait_quiet(timeout)
+        lifetime_ms = await asyncio.wait_for(_exchange(conn, credentials, urgent=True), timeout)
+    except asyncio.CancelledError:
+        raise
+    except asyncio.TimeoutError:
+        conn.abort(
+            errors.RequestTimedOutError(
+                f"re-authentication with broker {conn.node_id} did not finish in "
+                f"{timeout * 1000:.0f} ms"
             )
-            log.debug(
-                "[%s] re-authenticated %r; next session lifetime %s ms",
-                conn.client_id, conn, lifetime_ms,
-            )
-        except asyncio.CancelledError:
-            raise
-        except asyncio.TimeoutError:
-            conn.abort(
-                errors.RequestTimedOutError(
-                    f"re-authentication with broker {conn.node_id} did not finish in "
-                    f"{timeout * 1000:.0f} ms"
-                )
-            )
-            return
-        except errors.KafkaError as exc:
-            # The held requests were never written: they fail with the reason,
-            # and the client's reconnect reports it like a first login.
-            conn.abort(exc)
-            return
-        finally:
-            conn.resume_writes()
+        )
+        return
+    except errors.KafkaError as exc:
+        # The held requests were never written: they fail with the reason,
+        # and the client's reconnect reports it like a first login.
+        conn.abort(exc)
+        return
+    log.debug(
+        "[%s] re-authenticated %r; next session lifetime %s ms", conn.client_id, conn, lifetime_ms
+    )
+    if lifetime_ms > 0:
+        _renew_when_due(conn, credentials, lifetime_ms, timeout)

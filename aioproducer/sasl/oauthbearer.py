@@ -6,7 +6,8 @@ The client-first message is Kafka's (``OAuthBearerClientInitialResponse``)::
 
 A broker that refuses the token answers with a JSON error challenge; the
 client replies with a single 0x01 (RFC 7628 section 3.2.3) and the broker then
-ends the exchange with SASL_AUTHENTICATION_FAILED.
+ends the exchange with SASL_AUTHENTICATION_FAILED; the exchange has failed
+whatever the broker answers.
 """
 
 from __future__ import annotations
@@ -31,8 +32,11 @@ _TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*\Z")
 class TokenProvider(Protocol):
     """Supplies OAUTHBEARER tokens; asked at every (re-)authentication.
 
-    ``extensions()`` (optional) returns SASL extensions (KIP-342), e.g. the
-    logical cluster and identity pool ids that Confluent Cloud expects.
+    ``token()`` should answer at once with a cached token, refreshed ahead of
+    its expiry: a re-authentication (KIP-368) awaits it while the connection
+    holds its requests (:class:`~aioproducer.sasl.ClientCredentialsTokenProvider`
+    does so). ``extensions()`` (optional) returns SASL extensions (KIP-342),
+    e.g. the logical cluster and identity pool ids that Confluent Cloud expects.
     """
 
     async def token(self) -> str: ...
@@ -70,11 +74,15 @@ class OAuthBearerExchange:
         extensions = extensions_fn() if callable(extensions_fn) else None
         return client_first_message(token, extensions)
 
-    def step(self, server: bytes) -> bytes | None:
+    async def step(self, server: bytes) -> bytes | None:
+        if self._refused is not None:
+            # RFC 7628 section 3.2.3: once the server sent an error challenge the
+            # exchange has failed, whatever it answers to the %x01 (Kafka's
+            # OAuthBearerSaslClient fails it too): a "success" now is no login.
+            raise errors.SaslAuthenticationError(f"OAUTHBEARER token refused: {self._refused}")
         if not server:
             return None
-        if self._refused is None:
-            # The error challenge: acknowledge it so the broker ends the exchange.
-            self._refused = server.decode("utf-8", "replace")
-            return _SEP.encode()
-        raise errors.SaslAuthenticationError(f"OAUTHBEARER token refused: {self._refused}")
+        # The error challenge (RFC 7628 section 3.2.2): acknowledge it with
+        # %x01 so the broker ends the exchange.
+        self._refused = server.decode("utf-8", "replace")
+        return _SEP.encode()

@@ -2,12 +2,16 @@
 
 POSTs ``grant_type=client_credentials`` (and ``scope``) to the token endpoint
 with HTTP Basic client authentication, as Java's
-``OAuthBearerLoginCallbackHandler`` does, and caches the access token until
-``refresh_window`` of its lifetime has passed (Java's
-``sasl.login.refresh.window.factor``, 0.8). An unreachable endpoint or an
-HTTP 5xx is retried like a broker connection (ConnectionFailedError); an HTTP
-4xx refusal is final (SaslAuthenticationError). Needs aiohttp: ``pip install
-aioproducer[oauth]``.
+``OAuthBearerLoginCallbackHandler`` does. The access token is cached and
+refreshed in the background ahead of its expiry, as Java's
+``ExpiringCredentialRefreshingLogin`` does (:mod:`.token_refresh`: at
+``refresh_window`` of its lifetime, Java's ``sasl.login.refresh.window.factor``
+0.8, plus jitter, within ``sasl.login.refresh.buffer.seconds`` and
+``.min.period.seconds``), so re-authentication never waits for the endpoint;
+a refresh that fails keeps the still-valid token and is retried with backoff.
+With no valid token, an unreachable endpoint or an HTTP 5xx is retried like a
+broker connection (ConnectionFailedError) and an HTTP 4xx refusal is final
+(SaslAuthenticationError). Needs aiohttp: ``pip install aioproducer[oauth]``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from .. import errors
+from .token_refresh import RefreshingToken
 
 __all__ = ["ClientCredentialsTokenProvider"]
 
@@ -52,6 +57,11 @@ class ClientCredentialsTokenProvider:
         timeout_ms: int = 10000,
         refresh_window: float = 0.8,
         extensions: dict[str, str] | None = None,
+        refresh_window_jitter: float = 0.05,
+        refresh_min_period_s: float = 60.0,
+        refresh_buffer_s: float = 300.0,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 10000,
     ) -> None:
         self._aiohttp = _require_aiohttp()
         if not token_endpoint_url.startswith(("https://", "http://")):
@@ -60,19 +70,29 @@ class ClientCredentialsTokenProvider:
             )
         if not 0 < refresh_window <= 1:
             raise errors.ConfigurationError("refresh_window must be in (0, 1]")
+        if not 0 <= refresh_window_jitter <= 1 - refresh_window:
+            raise errors.ConfigurationError("refresh_window_jitter must be in [0, 1 - refresh_window]")
+        if refresh_min_period_s < 0 or refresh_buffer_s < 0:
+            raise errors.ConfigurationError("refresh_min_period_s and refresh_buffer_s must be >= 0")
+        if not 0 < retry_backoff_ms <= retry_backoff_max_ms:
+            raise errors.ConfigurationError("need 0 < retry_backoff_ms <= retry_backoff_max_ms")
         self.token_endpoint_url = token_endpoint_url
         self.client_id = client_id
         self._client_secret = client_secret
         self.scope = scope
         self._ssl = ssl_context
         self._timeout = timeout_ms / 1000
-        self._window = refresh_window
         self._extensions = dict(extensions or {})
-        self._token: str | None = None
-        self._refresh_at = 0.0
-        self._lock: asyncio.Lock | None = None
-        #: How many tokens were fetched (for tests and metrics).
-        self.fetches = 0
+        self._tokens = RefreshingToken(
+            self._fetch,
+            describe=f"token endpoint {token_endpoint_url}",
+            window=refresh_window,
+            jitter=refresh_window_jitter,
+            min_period=refresh_min_period_s,
+            buffer=refresh_buffer_s,
+            retry_backoff=retry_backoff_ms / 1000,
+            retry_backoff_max=retry_backoff_max_ms / 1000,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -83,68 +103,96 @@ class ClientCredentialsTokenProvider:
     def extensions(self) -> dict[str, str]:
         return dict(self._extensions)
 
-    async def token(self) -> str:
-        """A valid access token: the cached one, or a fresh one near its expiry."""
-        if self._token is not None and time.monotonic() < self._refresh_at:
-            return self._token
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._token is None or time.monotonic() >= self._refresh_at:
-                await self._fetch()
-        assert self._token is not None
-        return self._token
+    @property
+    def fetches(self) -> int:
+        """How many tokens were fetched (for tests and metrics)."""
+        return self._tokens.fetches
 
-    async def _fetch(self) -> None:
+    async def token(self) -> str:
+        """A valid access token: the cached one (refreshed in the background), else a fresh one."""
+        return await self._tokens.get()
+
+    def close(self) -> None:
+        """Stop the background refresh (a later :meth:`token` starts it again)."""
+        self._tokens.close()
+
+    async def _fetch(self) -> tuple[str, float]:
+        """(access token, lifetime in seconds) from the endpoint."""
         aiohttp = self._aiohttp
         data = {"grant_type": "client_credentials"}
         if self.scope:
             data["scope"] = self.scope
-        started = time.monotonic()
+        url = self.token_endpoint_url
+        failure: str | None = None
         try:
             async with aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self._timeout)
             ) as session, session.post(
-                self.token_endpoint_url,
+                url,
                 data=data,
                 headers={"Accept": "application/json", "Authorization": self._basic_auth()},
                 ssl=self._ssl if self._ssl is not None else True,
             ) as response:
-                body = await response.text()
+                raw = await response.read()
                 status = response.status
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            # Unreachable for now: retried like a broker connection.
-            raise errors.ConnectionFailedError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} failed: {exc!r}"
-            ) from None
+                charset = response.get_encoding() if raw else "utf-8"
+        except asyncio.TimeoutError:
+            failure = f"no answer within {self._timeout * 1000:.0f} ms"
+        except aiohttp.TooManyRedirects:
+            failure = "too many redirects (a redirect loop?)"
+        except (aiohttp.ClientError, OSError, LookupError) as exc:
+            # Never the exception's repr: aiohttp's carries the request headers,
+            # the HTTP Basic client credentials among them.
+            failure = self._redact(f"{type(exc).__name__}: {exc}")
+        if failure is not None:
+            # Raised outside the handler, so the aiohttp error is not chained
+            # (__context__) to it either. Unreachable for now: retried like a
+            # broker connection.
+            raise errors.ConnectionFailedError(f"OAUTHBEARER: token endpoint {url} failed: {failure}")
+        body = raw.decode(charset, "replace")
         if status >= 500:
-            raise errors.ConnectionFailedError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} answered HTTP {status}"
-            )
+            raise errors.ConnectionFailedError(f"OAUTHBEARER: token endpoint {url} answered HTTP {status}")
         if status != 200:
-            # 4xx: the endpoint refused these client credentials.
+            # 4xx: the endpoint refused these client credentials. Its answer is
+            # shown, with anything that echoes the credentials blanked out.
             raise errors.SaslAuthenticationError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} answered HTTP {status}: "
-                f"{body[:200]}"
+                f"OAUTHBEARER: token endpoint {url} answered HTTP {status}: {self._redact(body[:200])}"
             )
-        try:
-            payload = json.loads(body)
-            token = payload["access_token"]
-        except (ValueError, KeyError, TypeError):
+        token = _access_token(body)
+        if token is None:
             raise errors.SaslAuthenticationError(
-                f"OAUTHBEARER: token endpoint {self.token_endpoint_url} sent no access_token"
-            ) from None
-        lifetime = _lifetime(payload, token)
-        self._token = token
-        self._refresh_at = started + lifetime * self._window
-        self.fetches += 1
-
+                f"OAUTHBEARER: token endpoint {url} sent no access_token"
+            )
+        return token, _lifetime(json.loads(body), token)
 
     def _basic_auth(self) -> str:
         # RFC 6749 section 2.3.1: form-encode id and secret, then HTTP Basic
         # (Java's HttpAccessTokenRetriever does the same).
         pair = f"{quote_plus(self.client_id)}:{quote_plus(self._client_secret)}"
         return "Basic " + base64.b64encode(pair.encode()).decode()
+
+    def _redact(self, text: str) -> str:
+        """``text`` with every form of the client secret in it replaced by ``***``."""
+        basic = self._basic_auth()
+        forms = {
+            basic,
+            basic.removeprefix("Basic "),
+            self._client_secret,
+            quote_plus(self._client_secret),
+            repr(self._client_secret.encode())[2:-1],
+        }
+        for form in sorted(forms, key=len, reverse=True):
+            if form:
+                text = text.replace(form, "***")
+        return text
+
+
+def _access_token(body: str) -> str | None:
+    try:
+        token = json.loads(body)["access_token"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return token if isinstance(token, str) else None
 
 
 def _lifetime(payload: dict[str, Any], token: str) -> float:

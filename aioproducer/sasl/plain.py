@@ -20,7 +20,7 @@ class PlainExchange:
     async def first(self) -> bytes:
         return self._message
 
-    def step(self, server: bytes) -> bytes | None:
+    async def step(self, server: bytes) -> bytes | None:
         # The broker answers an accepted PLAIN message with empty bytes; a
         # refusal comes as an error code, which the handshake reports.
         return None

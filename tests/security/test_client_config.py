@@ -108,6 +108,28 @@ def test_inconsistent_settings_fail_at_construction(kwargs: dict, match: str) ->
         Producer("h:9093", **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("username", "password", "named"),
+    [
+        ("al\x00ice", SECRET, "sasl_plain_username"),
+        ("alice", "pa\x00" + SECRET, "sasl_plain_password"),
+        ("\x00", "\x00", "sasl_plain_username"),
+    ],
+)
+def test_plain_credentials_with_nul_are_refused_at_construction(
+    username: str, password: str, named: str
+) -> None:
+    # RFC 4616: NUL separates authzid, authcid and passwd; it cannot be inside one.
+    with pytest.raises(errors.ConfigurationError, match=f"{named} contains a NUL") as info:
+        Producer("h:9093", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
+                 sasl_plain_username=username, sasl_plain_password=password)
+    assert SECRET not in str(info.value) and SECRET not in repr(info.value)
+    with pytest.raises(errors.ConfigurationError, match=f"{named} contains a NUL"):
+        config_from_properties({"bootstrap.servers": "h:9093", "security.protocol": "SASL_SSL",
+                                "sasl.mechanism": "PLAIN", "sasl.username": username,
+                                "sasl.password": password})
+
+
 def test_certificate_files_that_do_not_parse(pki: dict[str, Path]) -> None:
     with pytest.raises(errors.ConfigurationError, match="ssl_cafile"):
         Producer("h:9093", security_protocol="SSL", ssl_cafile=str(pki["garbage"]))
@@ -183,7 +205,7 @@ def test_jaas_parsing_details() -> None:
         'org.apache.kafka.common.security.plain.PlainLoginModule   required\n'
         '  username="a\\"b"   password="p w;x" ;'
     ) == {"sasl_plain_username": 'a"b', "sasl_plain_password": "p w;x"}
-    assert parse_jaas_config("PlainLoginModule required username=bob password=pw") == {
+    assert parse_jaas_config("PlainLoginModule required username=bob password=pw;") == {
         "sasl_plain_username": "bob",
         "sasl_plain_password": "pw",
     }

@@ -88,6 +88,41 @@ async def test_oauthbearer_expired_token_is_refused() -> None:
     assert "OAUTHBEARER" in str(exc)
 
 
+async def test_oauthbearer_error_challenge_then_success_is_no_login(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RFC 7628 3.2.2/3.2.3: a broker that sends an error challenge and then, to
+    the client's %x01, a success has not authenticated it."""
+    from aioproducer.testing.mock.sasl import OAuthBearerAuthenticator
+    from tests.security.client_matrix import JwtProvider
+
+    refuse_then_accept = OAuthBearerAuthenticator.step
+
+    def lenient_step(self: OAuthBearerAuthenticator, token: bytes, now_ms: int) -> bytes:
+        if self._error is not None and token == b"\x01":
+            self.principal, self.complete = "alice", True  # "success" after the error
+            return b""
+        return refuse_then_accept(self, token, now_ms)
+
+    def refuse(token: str) -> dict:
+        raise PermissionError("token not accepted here")
+
+    monkeypatch.setattr(OAuthBearerAuthenticator, "step", lenient_step)
+    async with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"], oauth_validator=refuse) as cluster:
+        producer = Producer(
+            cluster.bootstrap_servers, security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=JwtProvider(), max_block_ms=MAX_BLOCK_MS,
+        )
+        try:
+            with pytest.raises(errors.SaslAuthenticationError, match="token not accepted here"):
+                await within(producer.start(), MAX_BLOCK_MS / 1000 + 10, "start")
+        finally:
+            await within(producer.close(), 10, "close")
+        # The broker did count a login: only the client's refusal stopped it.
+        assert cluster.sasl_authentications >= 1
+        assert cluster.request_count(3) == 0  # no Metadata on the connection
+
+
 async def test_unsupported_mechanism_lists_what_the_broker_offers() -> None:
     async with MockCluster(brokers=2, sasl_mechanisms=["SCRAM-SHA-512", "OAUTHBEARER"], users=USERS) as cluster:
         common = {"security_protocol": "SASL_PLAINTEXT", "sasl_plain_username": "alice",

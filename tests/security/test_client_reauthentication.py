@@ -17,7 +17,7 @@ from aioproducer import Producer, RecordMetadata
 from aioproducer.sasl import handshake
 from aioproducer.testing import MockCluster
 from tests.security.client_matrix import USERS, JwtProvider, plain_producer
-from tests.support.aio import gather_within, within
+from tests.support.aio import gather_within, until, within
 
 pytestmark = pytest.mark.asyncio
 
@@ -101,7 +101,7 @@ async def test_records_stream_across_reauthentications(mechanism: str) -> None:
             assert provider.calls >= cluster.sasl_authentications
 
 
-async def test_reauthentication_does_not_keep_an_idle_connection_open() -> None:
+async def test_an_idle_connection_neither_reauthenticates_nor_stays_open() -> None:
     async with MockCluster(
         brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=1000
     ) as cluster:
@@ -109,10 +109,49 @@ async def test_reauthentication_does_not_keep_an_idle_connection_open() -> None:
             await within(producer.send("idle", b"first", key=b"k"), 10, "first send")
             opened = cluster.request_count(18)
             logins = cluster.sasl_authentications
-            # Idle for longer than connections_max_idle_ms, re-authenticating meanwhile.
-            await asyncio.sleep(3.5)
-            assert cluster.sasl_authentications > logins
+            # Idle past connections_max_idle_ms: the connection is closed ...
+            await until(lambda: _open_connections(producer) == 0, 10, "idle close")
+            # ... and nothing was sent to renew a session no request needed (KIP-368).
+            assert cluster.sasl_authentications == logins
             await within(producer.send("idle", b"second", key=b"k"), 10, "second send")
-            # The idle connection was closed: the second record needed a new one.
+            # The second record needed a new connection.
             assert cluster.request_count(18) > opened
         assert [r.value for r in cluster.records("idle")] == [b"first", b"second"]
+
+
+def _open_connections(producer: Producer) -> float:
+    (count,) = [v for m, v in producer.metrics().items() if m.name == "connection-count"]
+    return count
+
+
+def _requests_but_sasl(cluster: MockCluster) -> int:
+    # Everything but ApiVersions (18), SaslHandshake (17) and SaslAuthenticate (36).
+    return cluster.request_count() - sum(cluster.request_count(k) for k in (17, 18, 36))
+
+
+async def test_a_tiny_session_lifetime_costs_at_most_one_reauthentication_per_request() -> None:
+    """A 1 ms session: re-authenticate when a request is to go out, never on a timer."""
+    async with MockCluster(
+        brokers=1, sasl_mechanisms=["PLAIN"], users=USERS, sasl_session_lifetime_ms=1
+    ) as cluster:
+        async with plain_producer(cluster, linger_ms=0) as producer:
+            await within(producer.send("tiny", b"warm-up"), 10, "first send")
+            # Idle: nothing to send, so no re-authentication, however often
+            # the session expires.
+            reauths = cluster.sasl_reauthentications
+            await asyncio.sleep(1.0)
+            assert cluster.sasl_reauthentications - reauths <= 1
+            # 200 records in 20 rounds: each request is preceded by at most one
+            # re-authentication, and requests queued meanwhile share it.
+            reauths, requests = cluster.sasl_reauthentications, _requests_but_sasl(cluster)
+            results = []
+            for round_ in range(20):
+                futures = [
+                    await producer.enqueue("tiny", f"{round_}-{i}".encode()) for i in range(10)
+                ]
+                results += await gather_within(futures, 20, f"round {round_}")
+            sent = _requests_but_sasl(cluster) - requests
+            renewed = cluster.sasl_reauthentications - reauths
+        assert all(isinstance(r, RecordMetadata) for r in results), results[:3]
+        assert len(cluster.records("tiny")) == 201
+        assert 1 <= renewed <= sent, (renewed, sent, cluster.sasl_stats)

@@ -57,7 +57,9 @@ class MockCluster:
       OAUTHBEARER tokens and raises to refuse one (default: Kafka's unsecured
       JWT validator, see :func:`~aioproducer.testing.mock.sasl.validate_unsecured_jwt`);
     * ``sasl_session_lifetime_ms``: sessions end after this long (KIP-368,
-      Kafka's ``connections.max.reauth.ms``); clients must re-authenticate.
+      Kafka's ``connections.max.reauth.ms``); clients must re-authenticate;
+    * ``scram_iterations``: the iteration count SCRAM credentials use and the
+      server-first message offers (default 4096, as ``kafka-configs.sh``).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class MockCluster:
         users: Mapping[str, str] | None = None,
         oauth_validator: OAuthValidator | None = None,
         sasl_session_lifetime_ms: int | None = None,
+        scram_iterations: int | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -104,7 +107,7 @@ class MockCluster:
         self.handler_errors: list[BaseException] = []
         self.ssl_context = ssl_context
         self.sasl_config = sasl_server_config(
-            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms
+            sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms, scram_iterations
         )
         self.sasl_stats = SaslStats()
         self._started = False
@@ -302,6 +305,11 @@ class MockCluster:
     def sasl_authentications(self) -> int:
         """SASL authentications completed so far (re-authentications included)."""
         return self.sasl_stats.authentications
+
+    @property
+    def sasl_reauthentications(self) -> int:
+        """Re-authentications (KIP-368) completed so far, part of :attr:`sasl_authentications`."""
+        return self.sasl_stats.reauthentications
 
     @property
     def sasl_failures(self) -> int:

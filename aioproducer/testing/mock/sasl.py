@@ -10,10 +10,11 @@ Mechanisms, as Kafka's server implements them:
 
 * ``PLAIN`` (RFC 4616, ``PlainSaslServer``): ``authzid NUL user NUL password``;
   an authorization id other than the user is refused.
-* ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` (RFC 5802/7677, KIP-84) through
-  :mod:`scramp`: two round trips; the server-final message carries the server
-  signature (``v=...``), so the client can check that the broker knows the
-  password.
+* ``SCRAM-SHA-256`` / ``SCRAM-SHA-512`` (RFC 5802/7677, KIP-84), as Kafka's
+  ``ScramSaslServer``: two round trips; credentials are derived from the raw
+  UTF-8 bytes of the password (no SASLprep, ``ScramFormatter``); the
+  server-final message carries the server signature (``v=...``), so the
+  client can check that the broker knows the password.
 * ``OAUTHBEARER`` (RFC 7628, KIP-255): the client's first message is a GS2
   header then ``auth=Bearer <token>`` and extensions separated by ``\\x01``.
   A refused token gets an error challenge (``{"status":"invalid_token"}``);
@@ -26,10 +27,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from types import ModuleType
 from typing import Any
 
 __all__ = [
@@ -50,19 +53,9 @@ MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 # The default iteration count of kafka-configs.sh --alter --add-config SCRAM-...
 SCRAM_ITERATIONS = 4096
+_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 OAuthValidator = Callable[[str], Mapping[str, Any]]
-
-
-def _scramp() -> ModuleType:
-    # Imported on first use: a mock cluster without SCRAM does not need scramp.
-    try:
-        import scramp  # type: ignore[import-untyped]
-    except ImportError:
-        raise ImportError(
-            "the mock cluster's SCRAM mechanisms need the 'scramp' package: pip install scramp"
-        ) from None
-    return scramp
 
 
 class SaslFailure(Exception):
@@ -73,8 +66,9 @@ class SaslServerConfig:
     """What a SASL listener offers: mechanisms, users, token validator, session lifetime.
 
     SCRAM credentials (salt, stored and server keys) are derived once per
-    user and mechanism, as a broker keeps them, rather than from the password
-    on every login.
+    user, password and mechanism, as a broker keeps them, from the raw UTF-8
+    bytes of the password as Kafka's ``ScramFormatter`` does; only when a
+    client proof has to be checked.
     """
 
     def __init__(
@@ -83,6 +77,7 @@ class SaslServerConfig:
         users: Mapping[str, str] | None = None,
         oauth_validator: OAuthValidator | None = None,
         session_lifetime_ms: int | None = None,
+        scram_iterations: int = SCRAM_ITERATIONS,
     ) -> None:
         if isinstance(mechanisms, str):
             mechanisms = [mechanisms]
@@ -94,11 +89,18 @@ class SaslServerConfig:
             )
         if session_lifetime_ms is not None and session_lifetime_ms <= 0:
             raise ValueError("sasl_session_lifetime_ms must be positive (None: no expiry)")
+        if scram_iterations < 1:
+            raise ValueError("scram_iterations must be positive")
         self.mechanisms = list(mechanisms)
         self.users = dict(users or {})
         self.oauth_validator = oauth_validator
         self.session_lifetime_ms = session_lifetime_ms
-        self._scram: dict[tuple[str, str], tuple[Any, ...]] = {}
+        #: Iterations the SCRAM credentials are derived with (sent in server-first).
+        #: Any count is offered, even one a Kafka broker would not store, to see
+        #: what a client makes of it.
+        self.scram_iterations = scram_iterations
+        self._scram_salts: dict[tuple[str, str], bytes] = {}
+        self._scram_keys: dict[tuple[str, str, str, int, bytes], tuple[bytes, bytes]] = {}
 
     def __repr__(self) -> str:
         # Passwords stay out: only user names are shown.
@@ -107,19 +109,29 @@ class SaslServerConfig:
             f"session_lifetime_ms={self.session_lifetime_ms})"
         )
 
-    def scram_credential(self, mechanism: str, user: str) -> tuple[Any, ...] | None:
-        """scramp's (salt, stored key, server key, iterations) for ``user``, None if unknown."""
+    def scram_salt(self, mechanism: str, user: str) -> bytes | None:
+        """The salt of ``user``'s SCRAM credential, None for an unknown user."""
+        if user not in self.users:
+            return None
+        # Kafka's salt: secureRandomBytes, a base-36 string's bytes.
+        return self._scram_salts.setdefault((mechanism, user), os.urandom(16).hex().encode())
+
+    def scram_keys(self, mechanism: str, user: str, salt: bytes) -> tuple[bytes, bytes] | None:
+        """(StoredKey, ServerKey) of ``user``'s credential (RFC 5802), None if unknown."""
         password = self.users.get(user)
         if password is None:
             return None
-        key = (mechanism, user)
-        if key not in self._scram:
-            self._scram[key] = (
-                _scramp()
-                .ScramMechanism(mechanism)
-                .make_auth_info(password, iteration_count=SCRAM_ITERATIONS)
+        iterations = self.scram_iterations
+        key = (mechanism, user, password, iterations, salt)
+        if key not in self._scram_keys:
+            name = _SCRAM_HASHES[mechanism]
+            salted = hashlib.pbkdf2_hmac(name, password.encode("utf-8"), salt, iterations)
+            client_key = hmac.new(salted, b"Client Key", name).digest()
+            self._scram_keys[key] = (
+                hashlib.new(name, client_key).digest(),
+                hmac.new(salted, b"Server Key", name).digest(),
             )
-        return self._scram[key]
+        return self._scram_keys[key]
 
 
 class Authenticator:
@@ -170,24 +182,17 @@ class PlainAuthenticator(Authenticator):
 
 
 class ScramAuthenticator(Authenticator):
-    """SCRAM through scramp; a second step checks the client proof and signs."""
+    """Kafka's ``ScramSaslServer``: server-first, then check the client proof and sign."""
 
     def __init__(self, config: SaslServerConfig, mechanism: str) -> None:
         super().__init__(config)
         self.mechanism = mechanism
-        scramp = _scramp()
-        self._errors = (scramp.ScramException, KeyError)
-        self._server = scramp.ScramMechanism(mechanism).make_server(self._credential)
+        self._hash = _SCRAM_HASHES[mechanism]
         self._user: str | None = None
-        self._unknown_user = False
-
-    def _credential(self, user: str) -> tuple[Any, ...]:
-        self._user = user
-        found = self.config.scram_credential(self.mechanism, user)
-        if found is None:
-            self._unknown_user = True
-            raise KeyError(user)
-        return found
+        self._client_first_bare = ""
+        self._server_first = ""
+        self._nonce = ""
+        self._salt = b""
 
     def _failed(self) -> SaslFailure:
         # Kafka answers unknown users and wrong proofs alike (ScramSaslServer
@@ -198,18 +203,66 @@ class ScramAuthenticator(Authenticator):
         )
 
     def step(self, token: bytes, now_ms: int) -> bytes:
-        message = token.decode("utf-8", "replace")
         try:
-            if self._server.stage is None:
-                self._server.set_client_first(message)
-                return str(self._server.get_server_first()).encode("utf-8")
-            self._server.set_client_final(message)
-            final = str(self._server.get_server_final())
-        except self._errors as exc:
-            raise self._failed() from exc
+            message = token.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._failed() from None
+        if not self._server_first:
+            return self._first(message).encode("utf-8")
+        final = self._final(message)
         self.principal = self._user
         self.complete = True
         return final.encode("utf-8")
+
+    def _first(self, message: str) -> str:
+        # gs2-header "n," [ "a=" authzid ] "," then client-first-message-bare.
+        cbind, _, rest = message.partition(",")
+        authz, _, bare = rest.partition(",")
+        fields = bare.split(",")
+        if cbind != "n" or len(fields) < 2 or not fields[0].startswith("n=") or not fields[1].startswith("r="):
+            raise self._failed()
+        user = _scram_username(fields[0][2:])
+        if user is None or (authz and authz != f"a={fields[0][2:]}"):
+            raise self._failed()
+        salt = self.config.scram_salt(self.mechanism, user)
+        if salt is None or len(fields[1]) <= 2:
+            raise self._failed()
+        self._user, self._salt, self._client_first_bare = user, salt, bare
+        self._nonce = fields[1][2:] + base64.b64encode(os.urandom(18)).decode().replace("/", "-")
+        self._server_first = (
+            f"r={self._nonce},s={base64.b64encode(salt).decode()},i={self.config.scram_iterations}"
+        )
+        return self._server_first
+
+    def _final(self, message: str) -> str:
+        without_proof, sep, proof_b64 = message.rpartition(",p=")
+        try:
+            proof = base64.b64decode(proof_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise self._failed() from None
+        if not sep or without_proof != f"c=biws,r={self._nonce}":
+            raise self._failed()
+        assert self._user is not None
+        keys = self.config.scram_keys(self.mechanism, self._user, self._salt)
+        if keys is None:
+            raise self._failed()
+        stored_key, server_key = keys
+        auth = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        signature = hmac.new(stored_key, auth, self._hash).digest()
+        if len(proof) != len(signature):
+            raise self._failed()
+        client_key = bytes(a ^ b for a, b in zip(proof, signature))
+        if not hmac.compare_digest(hashlib.new(self._hash, client_key).digest(), stored_key):
+            raise self._failed()
+        return "v=" + base64.b64encode(hmac.new(server_key, auth, self._hash).digest()).decode()
+
+
+def _scram_username(saslname: str) -> str | None:
+    """Kafka's ``ScramFormatter.username``: =2C -> ",", =3D -> "="; any other "=" is invalid."""
+    name = saslname.replace("=2C", ",")
+    if "=" in name.replace("=3D", ""):
+        return None
+    return name.replace("=3D", "=")
 
 
 class OAuthBearerAuthenticator(Authenticator):
@@ -312,15 +365,25 @@ def sasl_server_config(
     users: Mapping[str, str] | None = None,
     oauth_validator: OAuthValidator | None = None,
     session_lifetime_ms: int | None = None,
+    scram_iterations: int | None = None,
 ) -> SaslServerConfig | None:
     """A listener's SASL settings, or None when it offers no mechanism (no SASL)."""
     if mechanisms is None:
-        if users or oauth_validator is not None or session_lifetime_ms is not None:
+        if (
+            users
+            or oauth_validator is not None
+            or session_lifetime_ms is not None
+            or scram_iterations is not None
+        ):
             raise ValueError(
-                "users, oauth_validator and sasl_session_lifetime_ms need sasl_mechanisms"
+                "users, oauth_validator, sasl_session_lifetime_ms and scram_iterations "
+                "need sasl_mechanisms"
             )
         return None
-    return SaslServerConfig(mechanisms, users, oauth_validator, session_lifetime_ms)
+    return SaslServerConfig(
+        mechanisms, users, oauth_validator, session_lifetime_ms,
+        SCRAM_ITERATIONS if scram_iterations is None else scram_iterations,
+    )
 
 
 def new_authenticator(mechanism: str, config: SaslServerConfig) -> Authenticator:

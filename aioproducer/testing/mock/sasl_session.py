@@ -76,6 +76,8 @@ class SaslStats:
         self.failed: collections.Counter[str] = collections.Counter()
         #: Connections closed because their session had expired (KIP-368).
         self.expired_sessions = 0
+        #: Completed re-authentications (KIP-368), a subset of the completed ones.
+        self.reauthentications = 0
 
     @property
     def authentications(self) -> int:
@@ -85,7 +87,8 @@ class SaslStats:
     def __repr__(self) -> str:
         return (
             f"SaslStats(completed={dict(self.completed)}, failed={dict(self.failed)}, "
-            f"expired_sessions={self.expired_sessions})"
+            f"expired_sessions={self.expired_sessions}, "
+            f"reauthentications={self.reauthentications})"
         )
 
 
@@ -258,6 +261,8 @@ class SaslSession:
                 end = min(end, exchange.credential_expiry_ms)
             self.expires_at_ms = max(end, now_ms + 1)
         self.stats.completed[exchange.mechanism] += 1
+        if exchange.phase == "re-authentication":
+            self.stats.reauthentications += 1
 
     def _fail(self, mechanism: str) -> None:
         self._exchange = None
