@@ -48,7 +48,7 @@ from aiohttp import web
 try:
     from asyncio import timeout_at
 except ImportError:  # Python 3.10
-    from async_timeout import timeout_at  # type: ignore[no-redef]
+    from async_timeout import timeout_at  # type: ignore[no-redef,assignment]
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
