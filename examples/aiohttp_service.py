@@ -1,5 +1,6 @@
 """An event ingest service on aiohttp and aioproducer.
 
+    pip install 'aioproducer[aiohttp,prometheus]'
     python examples/aiohttp_service.py                       # embedded broker, port 8080
     python examples/aiohttp_service.py --bootstrap kafka:9092 --key-field user_id
     curl -XPOST localhost:8080/events/clicks -d '{"user_id": 7, "page": "/"}' \\
