@@ -176,7 +176,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
             if self._closed:
-                raise errors.ProducerClosedError("the producer is closed; create a new one")
+                raise errors.ProducerClosedError("it cannot start again; create a new producer")
             if self._started:
                 return
             await self._start()
@@ -204,7 +204,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
         try:
             await client.bootstrap(self._max_block)
             if self._closed:
-                raise errors.ProducerClosedError("the producer was closed while starting")
+                raise errors.ProducerClosedError("close() was called while start() was connecting")
         except BaseException:
             await client.close()
             raise
@@ -267,11 +267,13 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
                 return
             self._closed = True
             self._plain = False
-            self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
+            self._pool.fail_waiters(
+                errors.ProducerClosedError("close() was called while waiting for buffer memory")
+            )
             if self._client is not None:
                 # An enqueue() waiting for metadata fails now, not max_block_ms later.
                 self._client.fail_metadata_waiters(
-                    errors.ProducerClosedError("the producer was closed")
+                    errors.ProducerClosedError("close() was called while waiting for metadata")
                 )
             if self._sender is None or self._client is None:
                 return
@@ -299,7 +301,9 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
         finally:
             await self._sender.stop()
             # Anything left (a request cancelled by stop) still resolves.
-            self._sender.abort(errors.ProducerClosedError("the producer was closed"))
+            self._sender.abort(
+                errors.ProducerClosedError("close() ended before this record was delivered")
+            )
             await self._client.close()
 
     async def flush(self, timeout: float | None = None) -> None:
@@ -574,7 +578,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
         """Raise unless records may be appended now: started, open, and the
         transaction (if any) in a state that takes records."""
         if self._closed:
-            raise errors.ProducerClosedError("cannot send: the producer is closed")
+            raise errors.ProducerClosedError("cannot send after close(); create a new producer")
         if self._sender is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
         if self._txn is not None:
@@ -589,6 +593,6 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise errors.ProducerClosedError("the producer is closed")
+            raise errors.ProducerClosedError("create a new producer to go on")
         if not self._started:
             raise errors.IllegalStateError("call 'await producer.start()' first")
