@@ -37,6 +37,8 @@ _INT32_MAX = 2**31 - 1
 
 @dataclass
 class ProducerConfig:
+    """Every producer setting, with the Java producer's defaults; ``validate()`` checks them."""
+
     bootstrap_servers: str | list[str] = "localhost:9092"
     client_id: str | None = None
     acks: int | str = "all"

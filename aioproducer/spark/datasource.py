@@ -35,13 +35,16 @@ class AioproducerDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``df.write.format("aioproducer")``."""
         return "aioproducer"
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """The batch writer; checks the options and columns first (AnalysisException on error)."""
         options, plan = self._prepare(schema, overwrite)
         return KafkaBatchWriter(options, plan)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The micro-batch writer (Arrow input on Spark 4.1+, Rows on 4.0); checks as ``writer``."""
         options, plan = self._prepare(schema, overwrite)
         return stream_writer_class()(options, plan)
 
