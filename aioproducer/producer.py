@@ -73,7 +73,8 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
     p.close()``. Every keyword argument is a :class:`ProducerConfig` field; see
-    the README for the table. ``Producer.from_config`` takes Java property names.
+    the configuration reference (docs/reference/configuration.md).
+    ``Producer.from_config`` takes Java property names.
     """
 
     def __init__(self, bootstrap_servers: str | Sequence[str] = "localhost:9092", **kwargs: Any) -> None:
@@ -546,7 +547,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin):
 
         Names, groups (``producer-metrics``, ``producer-topic-metrics``,
         ``producer-node-metrics``) and tags (``client-id``, ``topic``,
-        ``node-id``) are the Java producer's; see the README for the list.
+        ``node-id``) are the Java producer's; docs/guides/observability.md lists them.
         Averages and maxima are NaN until their first event; rates are per
         second over the sample windows (``metrics_sample_window_ms`` x
         ``metrics_num_samples``). With ``metrics_enabled=False`` only the

@@ -31,7 +31,7 @@ __all__ = ["AioproducerDataSource", "SinkOptions", "parse_options"]
 
 
 class AioproducerDataSource(DataSource):
-    """Writes DataFrames to Kafka with aioproducer; see the README's Spark section."""
+    """Writes DataFrames to Kafka with aioproducer; see the Spark guide (docs/guides/spark.md)."""
 
     @classmethod
     def name(cls) -> str:
