@@ -302,7 +302,7 @@ class BrokerConnections(abc.ABC):
             await asyncio.sleep(wait)
         task = self._start_connect(node_id)
         if task is None:
-            raise errors.ProducerClosedError("the client is closed")
+            raise errors.ProducerClosedError("its connections are closed")
         return await asyncio.wait_for(asyncio.shield(task), timeout)
 
     def _known_nodes(self) -> list[int]:

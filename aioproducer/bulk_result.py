@@ -262,6 +262,11 @@ class BulkResult:
             yield self[i]
 
     def describe_errors(self) -> str:
+        """The failures in one line: per partition, how many records failed, the
+        first five indices and the error (the message of :class:`BulkSendError`).
+
+        ``"events: 2 record(s) partition 1 (indices [3, 7]): KafkaTimeoutError: ..."``
+        """
         parts = []
         for partition, failure in self.errors.items():
             where = "never buffered" if partition is None else f"partition {partition}"

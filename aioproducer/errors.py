@@ -75,7 +75,11 @@ class KafkaError(Exception):
             return self.message or ""
         if self.code is not None:
             tag = f"{self.error_name}, code {self.code}" if self.error_name else f"code {self.code}"
+            if self.message and head.lower() in self.message.lower():
+                return f"{self.message} ({tag})"
             head = f"{head} ({tag})"
+        elif self.message and head.lower() in self.message.lower():
+            return self.message  # it says the description already: not twice
         return f"{head}: {self.message}" if self.message else head
 
     def __repr__(self) -> str:

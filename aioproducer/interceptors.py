@@ -54,9 +54,13 @@ class ProducerRecord:
 class ProducerInterceptor(Protocol):
     """The hook interface; both methods are optional (implement either or both)."""
 
-    def on_send(self, record: ProducerRecord) -> ProducerRecord: ...
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        """Called by ``enqueue`` before serialization; return the record, changed or new."""
+        ...
 
-    def on_acknowledgement(self, metadata: RecordMetadata, error: BaseException | None) -> None: ...
+    def on_acknowledgement(self, metadata: RecordMetadata, error: BaseException | None) -> None:
+        """Called once per record when it is acknowledged (``error`` None) or fails."""
+        ...
 
 
 class InterceptorChain:

@@ -74,8 +74,9 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
     p.close()``. Every setting is a keyword of ``Producer(...)`` (see
-    ``help(Producer.__init__)``, or :class:`ProducerConfig`, which defines
-    them); ``Producer.from_config`` takes Java property names.
+    ``help(Producer.__init__)``, :class:`ProducerConfig`, which defines them,
+    or the configuration reference); ``Producer.from_config`` takes Java
+    property names.
     """
 
     def _init(self, config: ProducerConfig) -> None:
@@ -162,7 +163,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
             if self._closed:
-                raise errors.ProducerClosedError("the producer is closed; create a new one")
+                raise errors.ProducerClosedError("it cannot start again; create a new producer")
             if self._started:
                 return
             await self._start()
@@ -190,7 +191,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         try:
             await client.bootstrap(self._max_block)
             if self._closed:
-                raise errors.ProducerClosedError("the producer was closed while starting")
+                raise errors.ProducerClosedError("close() was called while start() was connecting")
         except BaseException:
             await client.close()
             raise
@@ -253,11 +254,13 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
                 return
             self._closed = True
             self._plain = False
-            self._pool.fail_waiters(errors.ProducerClosedError("the producer was closed"))
+            self._pool.fail_waiters(
+                errors.ProducerClosedError("close() was called while waiting for buffer memory")
+            )
             if self._client is not None:
                 # An enqueue() waiting for metadata fails now, not max_block_ms later.
                 self._client.fail_metadata_waiters(
-                    errors.ProducerClosedError("the producer was closed")
+                    errors.ProducerClosedError("close() was called while waiting for metadata")
                 )
             if self._sender is None or self._client is None:
                 return
@@ -285,7 +288,9 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         finally:
             await self._sender.stop()
             # Anything left (a request cancelled by stop) still resolves.
-            self._sender.abort(errors.ProducerClosedError("the producer was closed"))
+            self._sender.abort(
+                errors.ProducerClosedError("close() ended before this record was delivered")
+            )
             await self._client.close()
 
     async def flush(self, timeout: float | None = None) -> None:
@@ -528,7 +533,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
 
         Names, groups (``producer-metrics``, ``producer-topic-metrics``,
         ``producer-node-metrics``) and tags (``client-id``, ``topic``,
-        ``node-id``) are the Java producer's; see the README for the list.
+        ``node-id``) are the Java producer's; docs/guides/observability.md lists them.
         Averages and maxima are NaN until their first event; rates are per
         second over the sample windows (``metrics_sample_window_ms`` x
         ``metrics_num_samples``). With ``metrics_enabled=False`` only the
@@ -560,7 +565,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         """Raise unless records may be appended now: started, open, and the
         transaction (if any) in a state that takes records."""
         if self._closed:
-            raise errors.ProducerClosedError("cannot send: the producer is closed")
+            raise errors.ProducerClosedError("cannot send after close(); create a new producer")
         if self._sender is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
         if self._txn is not None:
@@ -575,6 +580,6 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
 
     def _check_open(self) -> None:
         if self._closed:
-            raise errors.ProducerClosedError("the producer is closed")
+            raise errors.ProducerClosedError("create a new producer to go on")
         if not self._started:
             raise errors.IllegalStateError("call 'await producer.start()' first")

@@ -1,5 +1,6 @@
 """An event ingest service on aiohttp and aioproducer.
 
+    pip install 'aioproducer[aiohttp,prometheus]'
     python examples/aiohttp_service.py                       # embedded broker, port 8080
     python examples/aiohttp_service.py --bootstrap kafka:9092 --key-field user_id
     curl -XPOST localhost:8080/events/clicks -d '{"user_id": 7, "page": "/"}' \\
@@ -19,6 +20,13 @@ Routes:
   ``max_block_ms`` the answer is ``503`` with ``Retry-After``. Its body's
   ``accepted`` says how many leading events were taken before that (they will
   still be delivered); resend the others.
+* A request waits at most ``--produce-timeout`` seconds (default 5) for its
+  events to be buffered and acknowledged; past that the answer is ``503`` with
+  ``Retry-After``, even while the producer keeps retrying within its much
+  longer ``delivery_timeout_ms``. Events not yet acknowledged then may still be
+  delivered: a client that resends them may write them twice.
+* ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259): a request
+  holding one is ``400``.
 * ``GET /health``: 200 when a broker answers a metadata request within
   ``health_timeout`` seconds, else 503.
 * ``GET /metrics``: the producer's metrics and the service's counters in the
@@ -37,6 +45,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+try:
+    from asyncio import timeout_at
+except ImportError:  # Python 3.10
+    from async_timeout import timeout_at  # type: ignore[no-redef,assignment]
+
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from aioproducer import Producer, RecordMetadata, errors
@@ -60,6 +74,8 @@ class Settings:
     max_body_bytes: int = 8 * 1024 * 1024
     retry_after_s: int = 1
     health_timeout_s: float = 2.0
+    #: Bound on a request's wait for buffer space and acknowledgements, in seconds.
+    produce_timeout_s: float = 5.0
 
 
 class IngestMetrics:
@@ -142,9 +158,15 @@ def _encode(event: Any, where: str, settings: Settings) -> Event:
     return key, value
 
 
+def _refuse_constant(name: str) -> Any:
+    # Python's json module reads NaN, Infinity and -Infinity, which JSON
+    # (RFC 8259, section 6) does not allow and other consumers cannot parse.
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _parse(data: bytes | bytearray, where: str) -> Any:
     try:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _error(web.HTTPBadRequest, f"{where}: invalid JSON ({exc})") from None
 
@@ -230,21 +252,30 @@ async def post_events(request: web.Request) -> web.Response:
         metrics.rejected.labels(str(exc.status)).inc()
         raise
 
+    # One deadline for the whole request: buffering and acknowledgements. The
+    # producer's own bounds (max_block_ms, delivery_timeout_ms: 2 min by
+    # default) are far longer than an HTTP client should wait.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.produce_timeout_s
     futures: list[asyncio.Future[RecordMetadata]] = []
     try:
-        for key, value in events:
-            futures.append(await producer.enqueue(topic, value, key=key))
-    except errors.KafkaError as exc:
-        # The events already taken stay in the buffer and are delivered: count
-        # them like fire-and-forget ones, and tell the client how many they are.
+        async with timeout_at(deadline):
+            for key, value in events:
+                futures.append(await producer.enqueue(topic, value, key=key))
+    except (errors.KafkaError, asyncio.TimeoutError) as exc:
+        # enqueue() is atomic under cancellation: one cut short by the deadline
+        # appended nothing. The events already taken stay in the buffer and are
+        # delivered: count them like fire-and-forget ones, and tell the client
+        # how many they are.
         for fut in futures:
             metrics.watch(fut, topic)
         metrics.accepted.inc(len(futures))
-        status = _status_for(exc)
-        metrics.rejected.labels(str(status.status_code)).inc()
-        retry = {"Retry-After": str(settings.retry_after_s)}
-        headers = retry if status is web.HTTPServiceUnavailable else None
-        raise _error(status, str(exc), accepted=len(futures), headers=headers) from None
+        if isinstance(exc, errors.KafkaError):
+            status, message = _status_for(exc), str(exc)
+        else:
+            status = web.HTTPServiceUnavailable
+            message = f"the events were not buffered within {settings.produce_timeout_s} s"
+        raise _refusal(request, status, message, accepted=len(futures)) from None
     metrics.accepted.inc(len(futures))
 
     if settings.fire_and_forget:
@@ -252,16 +283,28 @@ async def post_events(request: web.Request) -> web.Response:
             metrics.watch(fut, topic)
         return web.json_response({"accepted": len(futures)}, status=202)
 
-    # asyncio.wait, not gather: a cancelled handler must not cancel the records.
+    # asyncio.wait, not gather: neither a cancelled handler nor the deadline
+    # may cancel the records.
     try:
-        await asyncio.wait(futures)
+        await asyncio.wait(futures, timeout=max(0.0, deadline - loop.time()))
     except asyncio.CancelledError:  # the client went away; the records still count
         for fut in futures:
             metrics.watch(fut, topic)
         raise
     results: list[dict[str, Any]] = []
     first_error: BaseException | None = None
+    late = 0
     for fut in futures:
+        if not fut.done():
+            # Giving up the wait does not take the record back, and neither
+            # would cancelling an await of its future: it stays in the
+            # producer, which retries it until delivery_timeout_ms, so it may
+            # still be delivered (as in Java, where Future.get(timeout) leaves
+            # the send in place). A client that resends it may write it twice.
+            metrics.watch(fut, topic)
+            results.append({"error": "not acknowledged yet"})
+            late += 1
+            continue
         error = fut.exception()
         if error is None:
             md = fut.result()
@@ -271,16 +314,25 @@ async def post_events(request: web.Request) -> web.Response:
             results.append({"error": str(error)})
             metrics.failed.inc()
             first_error = first_error or error
-    if first_error is None:
-        return web.json_response({"results": results})
-    status = _status_for(first_error)
-    metrics.rejected.labels(str(status.status_code)).inc()
-    headers = (
-        {"Retry-After": str(settings.retry_after_s)}
-        if status is web.HTTPServiceUnavailable
-        else None
-    )
-    raise _error(status, str(first_error), results=results, headers=headers)
+    if first_error is not None:
+        raise _refusal(request, _status_for(first_error), str(first_error), results=results)
+    if late:
+        message = (
+            f"{late} of {len(futures)} events were not acknowledged within "
+            f"{settings.produce_timeout_s} s; they may still be delivered"
+        )
+        raise _refusal(request, web.HTTPServiceUnavailable, message, results=results)
+    return web.json_response({"results": results})
+
+
+def _refusal(
+    request: web.Request, status: type[web.HTTPException], message: str, **extra: Any
+) -> web.HTTPException:
+    """The error answer for a request that reached the producer; counted, with Retry-After on 503."""
+    request.app[METRICS].rejected.labels(str(status.status_code)).inc()
+    if status is web.HTTPServiceUnavailable:
+        extra["headers"] = {"Retry-After": str(request.app[SETTINGS].retry_after_s)}
+    return _error(status, message, **extra)
 
 
 async def health(request: web.Request) -> web.Response:
@@ -340,13 +392,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-block-ms", type=int, default=5000, help="bound of a 503 under backpressure"
     )
+    parser.add_argument(
+        "--produce-timeout",
+        type=float,
+        default=Settings.produce_timeout_s,
+        metavar="SECONDS",
+        help="bound of a request's wait for its acknowledgements; 503 past it (default 5)",
+    )
     parser.add_argument("--linger-ms", type=int, default=5)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     from aioproducer.testing.local_broker import bootstrap_or_local
 
-    settings = Settings(key_field=args.key_field or None, fire_and_forget=args.fire_and_forget)
+    settings = Settings(
+        key_field=args.key_field or None,
+        fire_and_forget=args.fire_and_forget,
+        produce_timeout_s=args.produce_timeout,
+    )
     announce = lambda addr: print(f"started a local broker at {addr}", flush=True)
     try:
         with bootstrap_or_local(args.bootstrap, announce=announce) as bootstrap:

@@ -1,5 +1,6 @@
 """A FastAPI service that publishes events, with the producer in the app's ``lifespan``.
 
+    pip install 'aioproducer[fastapi]'
     KAFKA_BOOTSTRAP=localhost:9092 uvicorn examples.fastapi_service:app
 
 The producer starts before the first request (a cluster that does not answer

@@ -16,6 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from . import broker, mock_broker, perf, produce
 from .common import CommandError, fail
 
@@ -28,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Command line of aioproducer, an asyncio Kafka producer.",
         epilog="Run 'aioproducer COMMAND --help' for a command's options and exit codes.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"aioproducer {__version__}",
+        help="print the version and exit",
+    )  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (perf, produce, broker, mock_broker):
         module.add_parser(commands)

@@ -145,6 +145,8 @@ def add_property_options(parser: argparse.ArgumentParser, flag: str) -> None:
     )
     parser.add_argument(
         "--producer-config",
+        "--producer.config",  # the spelling of Kafka's own tools
+        dest="producer_config",
         metavar="FILE",
         help="a Java .properties file of producer properties",
     )

@@ -37,7 +37,7 @@ from .common import (
     stop_on_signals,
 )
 
-__all__ = ["LatencyStats", "add_parser", "percentile", "run"]
+__all__ = ["LatencyStats", "add_parser", "percentile", "run", "summary_json", "summary_line"]
 
 MB = 1024 * 1024
 # Bound on delivering what is buffered after the last record (or after Ctrl-C).
@@ -85,6 +85,15 @@ def add_parser(commands: Any) -> None:
         "--bootstrap-server", help="host:port,... (default: start an embedded broker)"
     )
     add_property_options(perf, "--producer-property")
+    perf.add_argument(
+        "--producer-props",
+        nargs="+",
+        action="extend",
+        dest="properties",
+        metavar="NAME=VALUE",
+        help="Java producer properties, as kafka-producer-perf-test takes them "
+        "(bootstrap.servers here stands for --bootstrap-server)",
+    )
     perf.add_argument(
         "--reporting-interval",
         type=int,
@@ -182,21 +191,33 @@ class LatencyStats:
         }
 
 
+def _ms(value: float, digits: int) -> str:
+    """A latency for a text line; ``n/a`` when no record completed (NaN)."""
+    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+
+
 def window_line(w: dict[str, float]) -> str:
     return (
         f"{w['records']} records sent, {w['records_per_sec']:.1f} records/sec "
-        f"({w['mb_per_sec']:.2f} MB/sec), {w['avg_latency_ms']:.1f} ms avg latency, "
-        f"{w['max_latency_ms']:.1f} ms max latency."
+        f"({w['mb_per_sec']:.2f} MB/sec), {_ms(w['avg_latency_ms'], 1)} ms avg latency, "
+        f"{_ms(w['max_latency_ms'], 1)} ms max latency."
     )
 
 
 def summary_line(s: dict[str, Any]) -> str:
     return (
         f"{s['records']} records sent, {s['records_per_sec']:.1f} records/sec "
-        f"({s['mb_per_sec']:.2f} MB/sec), {s['avg_latency_ms']:.2f} ms avg latency, "
-        f"{s['max_latency_ms']:.2f} ms max latency, {s['p50_ms']:.1f} ms 50th, "
-        f"{s['p95_ms']:.1f} ms 95th, {s['p99_ms']:.1f} ms 99th, {s['p999_ms']:.1f} ms 99.9th."
+        f"({s['mb_per_sec']:.2f} MB/sec), {_ms(s['avg_latency_ms'], 2)} ms avg latency, "
+        f"{_ms(s['max_latency_ms'], 2)} ms max latency, {_ms(s['p50_ms'], 1)} ms 50th, "
+        f"{_ms(s['p95_ms'], 1)} ms 95th, {_ms(s['p99_ms'], 1)} ms 99th, "
+        f"{_ms(s['p999_ms'], 1)} ms 99.9th."
     )
+
+
+def summary_json(topic: str, s: dict[str, Any]) -> str:
+    """The summary as one JSON object; a latency no record measured is null (NaN is not JSON)."""
+    clean = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in s.items()}
+    return json.dumps({"topic": topic, **clean})
 
 
 # -- producing ---------------------------------------------------------------------------
@@ -325,7 +346,7 @@ async def _run(
         await producer.close(timeout=10)
     summary = stats.summary(time.perf_counter())
     if args.json:
-        print(json.dumps({"topic": args.topic, **summary}), flush=True)
+        print(summary_json(args.topic, summary), flush=True)
     else:
         print(summary_line(summary), flush=True)
     if stats.errors:
@@ -340,18 +361,20 @@ async def _run(
 def run(args: argparse.Namespace) -> int:
     from ..testing.local_broker import BrokerBinaryUnavailable, BrokerStartError, bootstrap_or_local
 
-    if args.num_records < 0:
-        raise UsageError("--num-records must be >= 0")
+    if args.num_records < 1:
+        raise UsageError(f"--num-records must be > 0, got {args.num_records}")
     if args.throughput == 0 or args.reporting_interval <= 0 or args.bulk_size < 1:
         raise UsageError("--throughput must be > 0 or -1, --reporting-interval and --bulk-size > 0")
     props = producer_properties(args)
+    # kafka-producer-perf-test takes the cluster as --producer-props bootstrap.servers=...
+    bootstrap_server = args.bootstrap_server or props.pop("bootstrap.servers", None)
     payloads = _payloads(args)  # a bad file is a usage error before any broker starts
 
     def announce(address: str) -> None:
         print(f"started the embedded broker at {address}", file=sys.stderr, flush=True)
 
     try:
-        with bootstrap_or_local(args.bootstrap_server, announce=announce) as bootstrap:
+        with bootstrap_or_local(bootstrap_server, announce=announce) as bootstrap:
             return asyncio.run(_run(args, bootstrap, props, payloads))
     except (BrokerBinaryUnavailable, BrokerStartError) as exc:
         raise CommandError(f"cannot start the embedded broker: {exc}", EXIT_UNAVAILABLE) from None

@@ -92,9 +92,11 @@ class ProducerInstruments:
         return f"<ProducerInstruments instruments={len(self.instruments)} producers={len(self._producers)}>"
 
     def track(self, producer: Producer) -> None:
+        """Report ``producer``'s metrics through these instruments too (held weakly)."""
         self._producers.add(producer)
 
     def untrack(self, producer: Producer) -> None:
+        """Stop reporting ``producer``'s metrics (nothing happens if it was not tracked)."""
         self._producers.discard(producer)
 
     def _callback(self, key: tuple[str, str]) -> Callable[[CallbackOptions], Iterable[Observation]]:
@@ -155,6 +157,11 @@ class TraceContextInterceptor:
         return f"<TraceContextInterceptor {type(self._propagator).__name__}>"
 
     def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        """The record with the current context's ``traceparent`` (and ``tracestate``) headers.
+
+        Headers of the same names already on the record are replaced; without
+        an active span the record is returned unchanged.
+        """
         carrier: dict[str, str] = {}
         self._propagator.inject(carrier)
         if not carrier:

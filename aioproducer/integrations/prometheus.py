@@ -60,17 +60,21 @@ class ProducerCollector(Collector):
         return f"<ProducerCollector producers={len(self._producers)}>"
 
     def track(self, producer: Producer) -> None:
+        """Serve ``producer``'s metrics too (held weakly: a collected producer drops out)."""
         self._producers.add(producer)
 
     def untrack(self, producer: Producer) -> None:
+        """Stop serving ``producer``'s metrics (nothing happens if it was not tracked)."""
         self._producers.discard(producer)
 
     def describe(self) -> list[Metric]:
+        """No families up front: they follow the topics and brokers the producers meet."""
         # Families depend on the topics and brokers seen so far: nothing to
         # declare up front (and no metrics read at registration time).
         return []
 
     def collect(self) -> Iterator[Metric]:
+        """One family per metric name, one sample per producer (label ``client_id``)."""
         families: dict[str, CounterMetricFamily | GaugeMetricFamily] = {}
         for producer in list(self._producers):
             for metric, value in producer.metrics().items():

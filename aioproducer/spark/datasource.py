@@ -31,17 +31,20 @@ __all__ = ["AioproducerDataSource", "SinkOptions", "parse_options"]
 
 
 class AioproducerDataSource(DataSource):
-    """Writes DataFrames to Kafka with aioproducer; see the README's Spark section."""
+    """Writes DataFrames to Kafka with aioproducer; see the Spark guide (docs/guides/spark.md)."""
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``df.write.format("aioproducer")``."""
         return "aioproducer"
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """The batch writer; checks the options and columns first (AnalysisException on error)."""
         options, plan = self._prepare(schema, overwrite)
         return KafkaBatchWriter(options, plan)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The micro-batch writer (Arrow input on Spark 4.1+, Rows on 4.0); checks as ``writer``."""
         options, plan = self._prepare(schema, overwrite)
         return stream_writer_class()(options, plan)
 

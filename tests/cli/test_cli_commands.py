@@ -127,6 +127,7 @@ async def test_perf_takes_payloads_from_a_file_and_properties_from_a_file(
         (["--producer-property", "linger.ms"], "must look like name=value"),
         (["--producer-config", "/nonexistent/p.properties"], "cannot read /nonexistent"),
         (["--throughput", "0"], "--throughput must be > 0 or -1"),
+        (["--num-records", "0"], "--num-records must be > 0, got 0"),
     ],
 )
 async def test_perf_usage_errors_exit_2_naming_the_problem(

@@ -166,6 +166,14 @@ def test_readme_example_passes(pytester: pytest.Pytester, mode: str) -> None:
     result.assert_outcomes(passed=3)
 
 
+def test_the_testing_guide_shows_the_example_file() -> None:
+    guide = (ROOT / "docs" / "guides" / "testing.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, flags=re.DOTALL)
+    assert EXAMPLE.read_text() in blocks, (
+        "docs/guides/testing.md's example differs from examples/test_order_service.py"
+    )
+
+
 def test_readme_shows_the_example_file() -> None:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Testing your service", 1)

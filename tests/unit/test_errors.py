@@ -319,6 +319,8 @@ def test_str_of_client_errors() -> None:
         "Invalid configuration: linger_ms must be >= 0"
     )
     assert str(ProducerClosedError()) == "The producer is closed"
+    # A message that states the description already is not prefixed with it again.
+    assert str(ProducerClosedError("the producer is closed")) == "the producer is closed"
     assert str(KafkaError()) == ""
     assert str(KafkaError("plain")) == "plain"
     assert str(KafkaTimeoutError()) == "Timed out"

@@ -102,8 +102,21 @@ async def test_an_ndjson_stream_produces_every_line_in_order(
         (b'{"id": 1}\n["not", "an", "object"]\n', NDJSON),
         (b'{"id": {"nested": 1}}', "application/json"),
         (b"", "application/json"),
+        (b'{"id": 1, "reading": NaN}', "application/json"),
+        (b'[{"id": 1, "reading": Infinity}]', "application/json"),
+        (b'{"id": 1}\n{"id": 2, "reading": -Infinity}\n', NDJSON),
     ],
-    ids=["truncated", "not-an-object", "ndjson-bad-line", "ndjson-array", "bad-key", "empty"],
+    ids=[
+        "truncated",
+        "not-an-object",
+        "ndjson-bad-line",
+        "ndjson-array",
+        "bad-key",
+        "empty",
+        "nan",
+        "infinity",
+        "ndjson-minus-infinity",
+    ],
 )
 async def test_a_malformed_request_is_400_and_produces_nothing(
     service: MakeClient, kafka_cluster: MockCluster, body: bytes, content_type: str
@@ -207,6 +220,32 @@ async def test_a_stalled_broker_gives_503_with_retry_after_then_recovers(
     text = await (await client.get("/metrics")).text()
     assert f"ingest_events_delivered_total {float(accepted)}" in text
     assert "ingest_events_failed_total 0.0" in text
+
+
+async def test_a_stalled_leader_of_a_known_topic_gives_503_within_the_produce_timeout(
+    service: MakeClient, kafka_cluster: MockCluster
+) -> None:
+    # The producer's own bounds are Java's defaults: a request would wait for
+    # delivery_timeout_ms (120 s) without the service's produce timeout.
+    client = await service(request_timeout_ms=30_000, delivery_timeout_ms=120_000)
+    assert (await client.post(f"/events/{TOPIC}", json={"id": "warm-up"})).status == 200
+    kafka_cluster.stall_broker(kafka_cluster.broker_ids[0])
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    resp = await asyncio.wait_for(client.post(f"/events/{TOPIC}", json={"id": "late"}), 30)
+    waited = loop.time() - started
+    assert resp.status == 503, await resp.text()
+    assert resp.headers["Retry-After"] == str(Settings().retry_after_s)
+    body = await resp.json()
+    assert "not acknowledged within 5.0 s" in body["error"]
+    assert body["results"] == [{"error": "not acknowledged yet"}]
+    assert Settings().produce_timeout_s <= waited < 30
+
+    # The record was not taken back: once the broker answers again it is delivered.
+    kafka_cluster.resume_broker(kafka_cluster.broker_ids[0])
+    await client.app[PRODUCER].flush(timeout=60)
+    assert [e["id"] for e in stored(kafka_cluster)] == ["warm-up", "late"]
 
 
 async def test_metrics_are_served_in_prometheus_text_format(service: MakeClient) -> None:

@@ -67,17 +67,20 @@ async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster)
             assert (await client.post("/events/t", json={"id": 3})).status_code == 200
 
 
-def readme_fastapi_snippet() -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+def fastapi_snippet(document: str) -> str:
+    text = (Path(__file__).resolve().parents[2] / document).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
     [snippet] = [b for b in blocks if "FastAPI(lifespan=lifespan)" in b]
     return snippet
 
 
-async def test_the_readme_example_works_as_written(kafka_cluster: MockCluster) -> None:
-    source = readme_fastapi_snippet().replace('"kafka:9092"', repr(kafka_cluster.bootstrap_servers))
-    namespace: dict[str, Any] = {"__name__": "readme_fastapi"}
-    exec(compile(source, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+@pytest.mark.parametrize("document", ["README.md", "docs/guides/web.md"])
+async def test_the_documented_example_works_as_written(
+    kafka_cluster: MockCluster, document: str
+) -> None:
+    source = fastapi_snippet(document).replace('"kafka:9092"', repr(kafka_cluster.bootstrap_servers))
+    namespace: dict[str, Any] = {"__name__": "documented_fastapi"}
+    exec(compile(source, document, "exec"), namespace)  # noqa: S102 - our own documentation
     app = namespace["app"]
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)

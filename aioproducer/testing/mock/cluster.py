@@ -162,12 +162,14 @@ class MockCluster:
 
     @property
     def bootstrap_servers(self) -> str:
+        """The ``host:port,...`` list to give a Producer (RuntimeError before ``start()``)."""
         if not self.servers:
             raise RuntimeError("the cluster is not started")
         return ",".join(format_address(self.host, s.port) for _, s in sorted(self.servers.items()))
 
     @property
     def broker_ids(self) -> list[int]:
+        """The node ids of the brokers: ``0`` to ``brokers - 1``."""
         return list(range(self._brokers))
 
     # -- topics ----------------------------------------------------------------
@@ -220,9 +222,11 @@ class MockCluster:
         return self.topic_states[name]
 
     def topic_by_id(self, topic_id: uuid.UUID | None) -> TopicState | None:
+        """The topic with this id (KIP-516 topic ids), or None."""
         return self._topic_ids.get(topic_id) if topic_id is not None else None
 
     def has_partition(self, topic: str, partition: int) -> bool:
+        """Whether ``topic`` exists and has ``partition``."""
         state = self.topic_states.get(topic)
         return state is not None and 0 <= partition < len(state.partitions)
 
@@ -235,11 +239,13 @@ class MockCluster:
         return state.partitions[partition]
 
     def partitions(self, topic: str) -> list[int]:
+        """The partition indices of ``topic`` (KeyError if it does not exist)."""
         if topic not in self.topic_states:
             raise KeyError(f"unknown topic {topic!r}")
         return [p.index for p in self.topic_states[topic].partitions]
 
     def leader(self, topic: str, partition: int) -> int:
+        """The broker that leads the partition now (see ``move_leader``)."""
         return self._partition(topic, partition).leader
 
     def records(self, topic: str, *, include_uncommitted: bool = False) -> list[MockRecord]:
@@ -291,6 +297,7 @@ class MockCluster:
     # -- request accounting ----------------------------------------------------
 
     def count_request(self, broker: int, api_key: int) -> None:
+        """Count one request received by ``broker`` (the brokers call it; see ``request_count``)."""
         self._requests[(broker, api_key)] += 1
 
     def request_count(self, api_key: int | None = None, broker: int | None = None) -> int:
@@ -397,6 +404,7 @@ class MockCluster:
         self._targets(broker)[0].stall()
 
     def resume_broker(self, broker: int) -> None:
+        """Undo ``stall_broker``: the broker reads and answers again, in order."""
         self._targets(broker)[0].resume()
 
     def throttle(self, broker: int, ms: int) -> None:
