@@ -113,7 +113,7 @@ def test_the_config_table_has_a_row_per_setting_with_its_java_name_and_default()
     assert "<code>33554432</code> (32 MiB)" in rows["buffer_memory"]
     # A type with '|' must not split the table's cells.
     assert rows["client_id"].count(" | ") == 4
-    assert "<code>ssl.ca.location</code>" in rows["ssl_cafile"]
+    assert "<code>ssl.truststore.location</code>" in rows["ssl_cafile"]
 
 
 def test_a_field_doc_and_java_name_from_metadata_are_used(monkeypatch: pytest.MonkeyPatch) -> None:
