@@ -66,6 +66,9 @@ class _Partition:
     pending: list[ProducerBatch] = field(default_factory=list)
     # Last sequence of a failed batch the broker may hold; None when resolved.
     unresolved: int | None = None
+    # Whether the broker acknowledged a batch of this id and epoch here: until
+    # then it holds no state for us and would take any sequence (see opening()).
+    acknowledged: bool = False
 
 
 class SequenceState:
@@ -113,6 +116,23 @@ class SequenceState:
     def is_unresolved(self, tp: TopicPartition) -> bool:
         return tp in self._unresolved
 
+    def opening(self, tp: TopicPartition) -> bool:
+        """True while no batch of ``tp`` under its id and epoch has been acknowledged.
+
+        The broker holds no state for us there yet, and Kafka accepts *any*
+        sequence from a producer it has none for (``ProducerAppendInfo``: its
+        state may have been removed by retention). A second batch in flight
+        could then be written before a first one refused for a moment
+        (NOT_LEADER_OR_FOLLOWER on a topic just created), and the first could
+        only follow it. So the sender keeps one batch in flight here until the
+        first acknowledgement: one round trip per partition and producer epoch.
+        """
+        p = self._parts.get(tp)
+        if p is None or not p.acknowledged:
+            return True
+        # Nothing pending under an older id: the next batch starts a new stream.
+        return not p.pending and (p.producer_id, p.epoch) != (self.producer_id, self.epoch)
+
     # -- stamping ------------------------------------------------------------
 
     def stamp(self, batch: ProducerBatch) -> None:
@@ -145,6 +165,8 @@ class SequenceState:
     def acknowledged(self, batch: ProducerBatch) -> None:
         """The broker holds ``batch``: every sequence before it landed too."""
         p = self._remove(batch)
+        if p is not None and (p.producer_id, p.epoch) == (batch.producer_id, batch.producer_epoch):
+            p.acknowledged = True
         if p is not None and p.unresolved is not None:
             if sequence_before(p.unresolved, batch.base_sequence):
                 p.unresolved = None  # the failed batch was written after all

@@ -216,6 +216,10 @@ class Sender:
                 # A partition due for a new id sends nothing until it arrives;
                 # every other partition keeps going (KIP-360).
                 muted.update(seq.waiting_for_id())
+                # Until the broker acknowledges a first batch of a partition it
+                # takes any sequence there: one batch in flight until then, or a
+                # later batch could be written first (SequenceState.opening).
+                muted.update(tp for tp in self._in_flight_by_tp if seq.opening(tp))
             if self._txn is not None:
                 muted.update(
                     tp
@@ -226,6 +230,10 @@ class Sender:
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
+            if drained:
+                # A drain takes one batch per partition: look again at once for
+                # the next ones rather than wait for an enqueue or an answer.
+                delay = 0.0
         deadlines = [self._acc.next_expiry()]
         deadlines.extend(b.deadline for b in self._in_flight)
         return max(0.0, min(delay, min(deadlines) - now, 1.0))

@@ -23,7 +23,6 @@ OUT_OF_ORDER = errors.OutOfOrderSequenceNumberError.code
 DUPLICATE = errors.DuplicateSequenceNumberError.code
 INVALID_EPOCH = errors.InvalidProducerEpochError.code
 FENCED = errors.ProducerFencedError.code
-UNKNOWN_PID = errors.UnknownProducerIdError.code
 INVALID_TXN_STATE = errors.InvalidTxnStateError.code
 
 
@@ -232,18 +231,20 @@ async def test_idempotent_dedup_and_sequence_checks() -> None:
         assert [r.sequence for r in cluster.records("t")] == [0, 1, 2]
 
         assert (await client.produce("t", 0, batch(5))).error_code == OUT_OF_ORDER
-        # Not issued by this cluster: seq 0 is accepted (Kafka does not check), later seqs are not.
-        assert (
-            await client.produce("t", 0, batch(4, producer=9999, ep=0))
-        ).error_code == UNKNOWN_PID
-        assert (await client.produce("t", 0, batch(0, producer=9999, ep=0))).error_code == NONE
+        # A producer the partition holds no state for may start at any sequence,
+        # as on Kafka (its state may have been removed by retention); from then
+        # on its sequences are checked.
+        assert (await client.produce("t", 0, batch(4, producer=9999, ep=0))).error_code == NONE
+        assert (await client.produce("t", 0, batch(0, producer=9999, ep=0))).error_code == OUT_OF_ORDER
+        assert (await client.produce("t", 0, batch(5, producer=9999, ep=0))).error_code == NONE
+        assert [r.sequence for r in cluster.records("t")][-2:] == [4, 5]
 
         # Only the last 5 batches are remembered: an older retry is out of order.
         for seq in range(3, 9):
             assert (await client.produce("t", 0, batch(seq))).error_code == NONE
         assert (await client.produce("t", 0, batch(3))).error_code == OUT_OF_ORDER
         assert (await client.produce("t", 0, batch(8))).error_code == NONE  # still in the window
-        assert len(cluster.records("t")) == 10
+        assert len(cluster.records("t")) == 11
 
         # An idempotent producer asking again, even with its id and epoch (v3+),
         # gets a fresh id, as from Kafka's coordinator.

@@ -11,7 +11,9 @@ on a batch from an idempotent or transactional producer (KIP-98), modelled on
   already written: it is answered with the original base offset and error
   NONE, as Kafka does since 1.0 (older brokers answered
   DUPLICATE_SEQUENCE_NUMBER; ``MockCluster.duplicate_error_code`` selects that);
-* a batch that does not continue the last sequence is OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a producer with no state yet on the partition may start at any sequence
+  (as Kafka, since retention may have removed its state); otherwise a batch
+  that does not continue the last sequence is OUT_OF_ORDER_SEQUENCE_NUMBER;
 * a lower epoch than the one seen is INVALID_PRODUCER_EPOCH (Kafka 2.7+
   answers this, not PRODUCER_FENCED, on Produce: KIP-588), and a new epoch
   must start at sequence 0.
@@ -55,7 +57,6 @@ def code_of(error: type[errors.KafkaError]) -> int:
 NONE = 0
 OUT_OF_ORDER = code_of(errors.OutOfOrderSequenceNumberError)
 INVALID_EPOCH = code_of(errors.InvalidProducerEpochError)
-UNKNOWN_PRODUCER = code_of(errors.UnknownProducerIdError)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -161,13 +162,12 @@ class PartitionLog:
         if issued_epoch is not None and epoch < issued_epoch and batch.is_transactional:
             return INVALID_EPOCH, -1
         if entry is None:
-            if first == 0:
-                return NONE, -1
-            # Kafka >= 2.5 accepts any sequence from a producer it has no state
-            # for, because retention may have removed that state. Nothing is
-            # ever removed here, so a first batch not at sequence 0 means the
-            # producer skipped sequences (or invented its id).
-            return (UNKNOWN_PRODUCER if issued_epoch is None else OUT_OF_ORDER), -1
+            # As Kafka (ProducerAppendInfo.checkSequence, since 2.5): a producer
+            # the partition holds no state for may start at any sequence, since
+            # retention may have removed that state. So a later batch that
+            # overtakes a first one refused for a moment is written; a client
+            # must not let it overtake.
+            return NONE, -1
         if epoch < entry.epoch:
             return INVALID_EPOCH, -1
         if epoch > entry.epoch:
