@@ -10,9 +10,10 @@ InvalidPartitionError at once, naming the topic, the partition and the
 partition count. A partition that is not an int, or negative, raises before
 any wait.
 
-The wait says what it waits for: an INFO line when a record waits for a
-partition (DEBUG for the usual first lookup of a topic), a WARNING while it
-still waits after ``WARN_AFTER`` seconds; each at most once per topic every
+The wait says what it waits for (topic, partition, partitions known): an INFO
+line when a record waits for a partition beyond those known (DEBUG for the
+usual first lookup of a topic), a WARNING while it still waits after
+``WARN_AFTER`` seconds; each at most once per topic and level every
 ``LOG_INTERVAL`` seconds, with the count of the lines left out.
 """
 
@@ -95,12 +96,13 @@ class MetadataWait:
             self._info, self._warn = RateLimiter(LOG_INTERVAL), RateLimiter(LOG_INTERVAL)
         if waited < WARN_AFTER:
             limiter, again = self._info, WARN_AFTER - waited
-            level = logging.DEBUG if partition is None and known is None else logging.INFO
+            # A topic's first lookup is routine; a partition beyond those known is not.
+            level = logging.DEBUG if known is None else logging.INFO
             head = "waiting"
         else:
             limiter, again, level = self._warn, LOG_INTERVAL, logging.WARNING
             head = f"still waiting after {waited * 1000:.0f} ms"
-        left_out = limiter.allow(topic, time.monotonic())
+        left_out = limiter.allow((topic, level), time.monotonic())
         if left_out is not None and self._log.isEnabledFor(level):
             wanted = "" if partition is None else f" partition {partition}"
             self._log.log(

@@ -183,7 +183,7 @@ def test_a_second_asyncio_run_gets_typed_errors_and_close_ends_the_producer(
 
     asyncio.run(first())  # its loop is closed now, the producer left open
     for name in ("send", "send keyed", "enqueue_many", "flush", "start", "async with"):
-        error = assert_loop_error(from_other_loop(lambda: CALLS[name](producer)))
+        error = assert_loop_error(from_other_loop(lambda name=name: CALLS[name](producer)))
         assert "is closed" in str(error)
     # Nothing was pending: close() from this loop ends the producer and returns.
     assert from_other_loop(producer.close) is None
@@ -255,8 +255,8 @@ def test_uvloop_producer_checks_the_loop_too(cluster: MockCluster, owner: LoopTh
     uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")
     with LoopThread(uvloop.new_event_loop) as uv:
         producer = Producer(cluster.bootstrap_servers, linger_ms=0)
+        assert isinstance(uv.loop, uvloop.Loop)
         uv.wait(producer.start)
-        assert isinstance(producer._loop, uvloop.Loop)
 
         async def on_uvloop() -> None:
             for i in range(300):  # the fast path, and the checked one
