@@ -124,8 +124,12 @@ class BulkAppender:
         sizes = self._record_bounds(cols)
         deadline = time.monotonic() + self._max_block
         info = self._client.snapshot.topics.get(topic)
-        if info is None or not info.partitions:
-            await self._client.partitions_for(topic, self._max_block)
+        explicit = [p for p in cols.partitions or (cols.partition,) if p is not None]
+        wanted = max(explicit) + 1 if explicit else 1
+        if info is None or not info.partitions or wanted > len(info.partitions):
+            # As enqueue: a partition not in the metadata is looked up in one
+            # fresh answer (it may have been added); _check_partitions decides.
+            await self._client.partitions_for(topic, self._max_block, wanted)
             self._unyielded, began = 0.0, time.perf_counter()
             info = self._client.snapshot.topics[topic]
             self._check_state()
@@ -203,7 +207,8 @@ class BulkAppender:
             if p is not None and p >= n:
                 where = f" (record {i})" if cols.partitions else ""
                 raise errors.InvalidPartitionError(
-                    f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}"
+                    f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}: "
+                    f"the topic has {n} partition(s)"
                 )
 
     async def _append_all(self, job: _Job, deadline: float, resumed: float) -> None:

@@ -137,3 +137,18 @@ async def test_no_metadata_answer_warns_with_the_partitions_known_then_fails(
     info, warnings = _waits(caplog, logging.INFO), _waits(caplog, logging.WARNING)
     assert len(info) == 1 and "topic 't' partition 7 (partitions known: 4)" in info[0].getMessage()
     assert len(warnings) == 1 and "partition 7 (partitions known: 4)" in warnings[0].getMessage()
+
+
+async def test_the_bulk_path_decides_alike() -> None:
+    async with MockCluster(brokers=2) as cluster:
+        cluster.create_topic("bulk", partitions=2)
+        async with _producer(cluster) as producer:
+            await asyncio.wait_for(producer.send_many("bulk", [b"a"], partition=1), BOUND)
+            cluster.add_partitions("bulk", 4)
+            result = await asyncio.wait_for(
+                producer.send_many("bulk", [b"b", b"c"], partition=[3, 0]), BOUND
+            )
+            assert [result[0].partition, result[1].partition] == [3, 0]
+            with pytest.raises(errors.InvalidPartitionError, match=r"partition 9 .*has 4 partition"):
+                await asyncio.wait_for(producer.send_many("bulk", [b"x"], partition=9), BOUND)
+        assert sorted(r.value for r in cluster.records("bulk")) == [b"a", b"b", b"c"]
