@@ -68,15 +68,15 @@ class _RunningIn:
     there at its first call (the exact check runs and updates it).
     """
 
-    __slots__ = ("_loop", "thread")
+    __slots__ = ("_running", "thread")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self._running = loop.is_running
         self.thread = _get_ident()
 
     @property
     def _thread_id(self) -> int | None:
-        return self.thread if self._loop.is_running() else None
+        return self.thread if self._running() else None
 
 
 def _mark(loop: asyncio.AbstractEventLoop) -> Any:
