@@ -19,8 +19,10 @@ usual first lookup of a topic), a WARNING while it still waits after
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import errors
@@ -64,12 +66,8 @@ class MetadataWait:
                     f"partition {partition} of topic {topic!r} is negative"
                 )
         began = time.monotonic()
-
-        def waiting(info: TopicInfo | None, waited: float) -> float:
-            return self._waiting(topic, partition, info, waited)
-
         wanted = 1 if partition is None else partition + 1
-        await client.partitions_for(topic, self._max_block, wanted, waiting)
+        await client.partitions_for(topic, self._max_block, wanted, self.waiting(topic, partition))
         info = client.snapshot.topics.get(topic)
         if info is None or not info.partitions:
             raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
@@ -86,6 +84,10 @@ class MetadataWait:
                 f"the topic has {count} partition(s) {why}"
             )
         return info
+
+    def waiting(self, topic: str, partition: int | None) -> Callable[[TopicInfo | None, float], float]:
+        """The ``on_wait`` of :meth:`KafkaClient.partitions_for` for a record of ``topic``."""
+        return functools.partial(self._waiting, topic, partition)
 
     def _waiting(
         self, topic: str, partition: int | None, info: TopicInfo | None, waited: float

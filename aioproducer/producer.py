@@ -241,7 +241,7 @@ class Producer(LoopBindingMixin, TransactionalProducerMixin, BulkProducerMixin):
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
-            functools.partial(next_sticky_partition, self._sticky, self._acc, cfg),
+            functools.partial(next_sticky_partition, self._sticky, self._acc, cfg), self._metadata_wait,
         )
         self._started = True
         self._plain = self._txn is None

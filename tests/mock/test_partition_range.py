@@ -139,7 +139,8 @@ async def test_no_metadata_answer_warns_with_the_partitions_known_then_fails(
     assert len(warnings) == 1 and "partition 7 (partitions known: 4)" in warnings[0].getMessage()
 
 
-async def test_the_bulk_path_decides_alike() -> None:
+async def test_the_bulk_path_decides_alike(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("bulk", partitions=2)
         async with _producer(cluster) as producer:
@@ -152,3 +153,6 @@ async def test_the_bulk_path_decides_alike() -> None:
             with pytest.raises(errors.InvalidPartitionError, match=r"partition 9 .*has 4 partition"):
                 await asyncio.wait_for(producer.send_many("bulk", [b"x"], partition=9), BOUND)
         assert sorted(r.value for r in cluster.records("bulk")) == [b"a", b"b", b"c"]
+    # One line for the topic within LOG_INTERVAL: the first wait's (partition 9's is left out).
+    info = [r.getMessage() for r in _waits(caplog, logging.INFO)]
+    assert len(info) == 1 and "topic 'bulk' partition 3 (partitions known: 2)" in info[0], info
