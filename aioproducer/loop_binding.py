@@ -2,7 +2,7 @@
 
 A producer's connections, tasks and futures belong to the event loop that
 started it. Used from another loop, asyncio fails only late: ``enqueue`` would
-append the record and hand back a future of the other loop, so the record is
+append the record and hand back a future of the producer's loop, so the record is
 sent while the caller sees asyncio's "attached to a different loop" error, and
 a caller that retries writes it twice. So every call checks the loop first,
 before anything is buffered, and raises :class:`~aioproducer.errors.ProducerLoopError`.
@@ -19,7 +19,9 @@ asyncio for the running loop, the exact answer, which costs more
 running in, while it runs.
 
 Invariants: a call from another loop raises before it buffers or waits for
-anything; the producer is bound to a loop by ``start`` and never rebound.
+anything; ``start`` binds the producer to its loop for good (a start that
+failed leaves it unbound); ``close`` from another loop never waits on the
+producer's loop, so it cannot hang.
 """
 
 from __future__ import annotations
@@ -40,13 +42,12 @@ __all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
 _get_ident = threading.get_ident
 
 ADVICE = (
-    "A producer belongs to the event loop it was started on: create and start one producer "
-    "per event loop, on the loop that uses it (from another thread, run calls on the "
-    "producer's loop with asyncio.run_coroutine_threadsafe). With pytest-asyncio, a producer "
-    "fixture and the tests using it must share one loop: make the fixture function-scoped, "
-    "or give the fixture and its tests the same loop scope (e.g. "
-    "@pytest_asyncio.fixture(scope=\"module\", loop_scope=\"module\") with "
-    "@pytest.mark.asyncio(loop_scope=\"module\"))."
+    "Create and start one producer per event loop, on the loop that uses it (from another "
+    "thread, run calls on the producer's loop with asyncio.run_coroutine_threadsafe). With "
+    "pytest-asyncio, a fixture that makes a producer and the tests using it must run on one "
+    "loop: give them the same loop scope, e.g. a function-scoped fixture for tests on the "
+    "function loop (the default), or @pytest_asyncio.fixture(scope=\"module\", "
+    "loop_scope=\"module\") with @pytest.mark.asyncio(loop_scope=\"module\") on the tests."
 )
 
 
@@ -144,8 +145,8 @@ class LoopBindingMixin:
     def _check_loop(self, what: str = "a producer method") -> None:
         """The exact check, when the cheap one failed: raise unless on the producer's loop.
 
-        A producer not started passes (the caller's next check says so), and
-        so does a closed one (ProducerClosedError says more).
+        A producer not started passes (the caller's next check says so); a
+        closed one raises ProducerClosedError, which says more.
         """
         owner = self._loop
         if owner is None:
