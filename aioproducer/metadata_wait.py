@@ -44,7 +44,7 @@ _MAX_TOPICS = 1000
 
 
 class MetadataWait:
-    """The metadata waits of one producer's ``enqueue``."""
+    """The metadata waits of one producer's ``enqueue`` (and bulk calls, which log through it)."""
 
     def __init__(self, log: ClientLogger, max_block: float) -> None:
         self._log = log
