@@ -4,7 +4,11 @@ from . import errors
 from .batch import RecordMetadata
 from .bulk_result import BulkResult, BulkSendError
 from .config import ProducerConfig
+from .errors import ProducerLoopError
 from .producer import Producer
 
-__all__ = ["BulkResult", "BulkSendError", "Producer", "ProducerConfig", "RecordMetadata", "__version__", "errors"]
+__all__ = [
+    "BulkResult", "BulkSendError", "Producer", "ProducerConfig", "ProducerLoopError",
+    "RecordMetadata", "__version__", "errors",
+]
 __version__ = "0.1.0"

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .client import KafkaClient
     from .cluster import TopicInfo
     from .config import ProducerConfig
+    from .metadata_wait import MetadataWait
     from .partitioner import StickyPartitioner
     from .transactions import TransactionManager
 
@@ -86,6 +87,7 @@ class BulkAppender:
         wakeup: Callable[[], None],
         check_open: Callable[[], None],
         next_sticky: Callable[[str, TopicInfo], None],
+        metadata_wait: MetadataWait | None = None,
     ) -> None:
         self._config = config
         self._client = client
@@ -97,6 +99,7 @@ class BulkAppender:
         self._check_open = check_open
         # Moves a topic's sticky partition on (KIP-794, adaptive when configured).
         self._next_sticky = next_sticky
+        self._metadata_wait = metadata_wait  # logs what a call waits for
         self._ignore_keys = config.partitioner_ignore_keys
         self._max_block = config.max_block_ms / 1000
         # A slice never asks for more than a quarter of the buffer at once, so
@@ -124,8 +127,15 @@ class BulkAppender:
         sizes = self._record_bounds(cols)
         deadline = time.monotonic() + self._max_block
         info = self._client.snapshot.topics.get(topic)
-        if info is None or not info.partitions:
-            await self._client.partitions_for(topic, self._max_block)
+        explicit = [p for p in cols.partitions or (cols.partition,) if p is not None]
+        wanted = max(explicit) + 1 if explicit else 1
+        if info is None or not info.partitions or wanted > len(info.partitions):
+            # As enqueue: a partition not in the metadata is looked up in one
+            # fresh answer (it may have been added); _check_partitions decides.
+            waiting = None
+            if self._metadata_wait is not None:
+                waiting = self._metadata_wait.waiting(topic, wanted - 1 if explicit else None)
+            await self._client.partitions_for(topic, self._max_block, wanted, waiting)
             self._unyielded, began = 0.0, time.perf_counter()
             info = self._client.snapshot.topics[topic]
             self._check_state()
@@ -203,7 +213,8 @@ class BulkAppender:
             if p is not None and p >= n:
                 where = f" (record {i})" if cols.partitions else ""
                 raise errors.InvalidPartitionError(
-                    f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}"
+                    f"partition {p} is not in the range [0...{n}) of topic {topic!r}{where}: "
+                    f"the topic has {n} partition(s)"
                 )
 
     async def _append_all(self, job: _Job, deadline: float, resumed: float) -> None:

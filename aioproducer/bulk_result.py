@@ -116,6 +116,11 @@ class BulkCall:
         self._acked: dict[int, list[_Acked]] = {}
         self._failed: dict[int, list[tuple[int, int, BaseException]]] = {}
 
+    @property
+    def future(self) -> asyncio.Future[BulkResult]:
+        """The call's future, resolved once every record has reported."""
+        return self._future
+
     def span(self, partition: int, delta: int, futures_before: int) -> BulkSpan:
         """A new run of records in a batch of ``partition``, starting at offset ``delta``."""
         return BulkSpan(self, partition, delta, self._next.get(partition, 0), futures_before)

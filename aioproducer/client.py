@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
-from .cluster import ClusterSnapshot
+from .cluster import ClusterSnapshot, TopicInfo
 from .node_selection import reconnect_delay
 from .protocol.messages import METADATA
 from .security import Security
@@ -102,6 +102,8 @@ class KafkaClient(BrokerConnections):
         self._next_refresh = 0.0  # monotonic time before which no refresh starts
         self._refresh_attempts = 0  # refreshes in a row that failed or changed nothing
         self._failing_since: float | None = None  # first failed refresh since the last success
+        # When the request of the latest Metadata answer was started (monotonic).
+        self._answer_asked_at = 0.0
         self._updated = asyncio.Event()
         self._waiter_error: BaseException | None = None
         self._last_refresh_error: BaseException | None = None
@@ -169,6 +171,7 @@ class KafkaClient(BrokerConnections):
         previous = self.snapshot
         try:
             response = await self._fetch_metadata()
+            self._answer_asked_at = now
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - reported to waiters, retried after a backoff
@@ -287,25 +290,38 @@ class KafkaClient(BrokerConnections):
             f"no broker answered a metadata request within {timeout * 1000:.0f} ms"
         )
 
-    async def partitions_for(self, topic: str, timeout: float, min_count: int = 1) -> int:
+    async def partitions_for(
+        self,
+        topic: str,
+        timeout: float,
+        min_count: int = 1,
+        on_wait: Callable[[TopicInfo | None, float], float] | None = None,
+    ) -> int:
         """Number of partitions of ``topic``, fetching metadata for up to ``timeout`` seconds.
 
-        With ``min_count``, waits until the topic has at least that many
-        partitions (one was just added), and returns the count it has when
+        With ``min_count`` (a partition beyond those known: added since the
+        last refresh?), returns once the topic has that many partitions, or
+        with the count of the first answer to a request sent after the call
+        began (the partition does not exist), or of the last answer when
         ``timeout`` runs out; KafkaTimeoutError if the topic has none by then.
+        ``on_wait(info, seconds waited)`` is called before each wait and
+        returns how long to wait at most before it is called again.
         """
         count = self.snapshot.partition_count(topic)
         if count is not None and count >= min_count and topic in self._topics:
             return count
         self.add_topic(topic)
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
+        deadline = began + timeout
         while True:
             # A caller waiting keeps the topic in use (it is never idle meanwhile).
             self.add_topic(topic)
             self._topics[topic] = time.monotonic()
             info = self.snapshot.topics.get(topic)
             if info is not None:
-                if info.partitions and len(info.partitions) >= min_count:
+                if info.partitions and (
+                    len(info.partitions) >= min_count or self._answer_asked_at >= began
+                ):
                     return len(info.partitions)
                 if info.error_code and info.error_code not in _TRANSIENT_TOPIC_ERRORS:
                     errors.raise_for_code(info.error_code, f"topic {topic!r}")
@@ -319,6 +335,8 @@ class KafkaClient(BrokerConnections):
                 raise errors.KafkaTimeoutError(
                     f"topic {topic!r} not present in metadata after {timeout * 1000:.0f} ms"
                 )
+            if on_wait is not None:
+                left = min(left, on_wait(info, time.monotonic() - began))
             await self.wait_for_update(left)
 
     async def _maintain(self) -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "KafkaTimeoutError",
     "NoBrokersAvailableError",
     "ProducerClosedError",
+    "ProducerLoopError",
     "SerializationError",
     "SslError",
     "TransactionAbortedError",
@@ -151,6 +152,18 @@ class IllegalStateError(KafkaError):
     """The API was used in a state that does not allow it (e.g. commit without begin)."""
 
     description = "Operation not allowed in the current state"
+
+
+class ProducerLoopError(IllegalStateError, RuntimeError):
+    """The producer was used from an event loop other than the one that started it.
+
+    A producer's connections, tasks and futures belong to one event loop.
+    Raised before anything is buffered: the call had no effect, and retrying
+    it on the same loop fails the same way (not retriable). Also a
+    ``RuntimeError``, as asyncio's own "attached to a different loop" error is.
+    """
+
+    description = "The producer belongs to another event loop"
 
 
 class InvalidPartitionError(KafkaError, ValueError):

@@ -41,6 +41,10 @@ class RateLimiter:
         self._last: dict[Any, float] = {}
         self._suppressed: dict[Any, int] = {}
 
+    def __len__(self) -> int:
+        """How many keys it remembers."""
+        return len(self._last)
+
     def allow(self, key: Any, now: float) -> int | None:
         last = self._last.get(key)
         if last is not None and now - last < self.interval:

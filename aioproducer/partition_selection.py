@@ -36,7 +36,6 @@ def choose_partition(
     key: bytes | None,
     info: TopicInfo,
     custom: PartitionerFn | None,
-    max_block_ms: int,
 ) -> int:
     """The partition of a keyed record, or one with ``partition`` or a custom partitioner.
 
@@ -50,12 +49,7 @@ def choose_partition(
         if not 0 <= partition < num_partitions:
             raise errors.InvalidPartitionError(
                 f"partition {partition} is not in the range [0...{num_partitions}) "
-                f"of topic {topic!r}"
-                + (
-                    f" (metadata refreshed for up to max_block_ms={max_block_ms})"
-                    if partition >= num_partitions
-                    else ""
-                )
+                f"of topic {topic!r}: the topic has {num_partitions} partition(s)"
             )
         return partition
     if custom is not None:

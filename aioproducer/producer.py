@@ -24,6 +24,7 @@ import logging
 import time
 import weakref
 from collections.abc import Sequence
+from threading import get_ident
 from typing import Any
 
 from . import errors
@@ -37,6 +38,8 @@ from .config import ProducerConfig
 from .idempotence import SequenceState
 from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
+from .loop_binding import LoopBindingMixin
+from .metadata_wait import MetadataWait
 from .metrics import MetricConfig, MetricName
 from .partition_selection import (
     choose_partition,
@@ -69,14 +72,17 @@ Headers = Sequence[tuple[str, bytes]]
 _client_numbers = itertools.count(1)
 
 
-class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructor):
+class Producer(
+    LoopBindingMixin, TransactionalProducerMixin, BulkProducerMixin, ProducerConstructor
+):
     """An asyncio Kafka producer with the Java producer's semantics.
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
     p.close()``. Every setting is a keyword of ``Producer(...)`` (see
     ``help(Producer.__init__)``, :class:`ProducerConfig`, which defines them,
     or the configuration reference); ``Producer.from_config`` takes Java
-    property names.
+    property names. A producer belongs to the event loop that starts it (see
+    :mod:`.loop_binding`).
     """
 
     def _init(self, config: ProducerConfig) -> None:
@@ -109,6 +115,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         # Started, open and not transactional: enqueue has no state to check.
         self._plain = False
         self._max_block = config.max_block_ms / 1000
+        self._metadata_wait = MetadataWait(self._log, self._max_block)
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
         self._serializing = (
@@ -157,8 +164,9 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         """Connect to the cluster (bounded by ``max_block_ms``) and start sending.
 
         Calls made while a start is under way wait for it: one client and one
-        sender, whatever the number of callers.
+        sender, whatever the number of callers. Binds the producer to this loop.
         """
+        self._bind_loop()
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
@@ -194,9 +202,10 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
                 raise errors.ProducerClosedError("close() was called while start() was connecting")
         except BaseException:
             await client.close()
+            self._unbind_loop()
             raise
         self._client = client
-        loop = asyncio.get_running_loop()
+        loop = self._bind_loop()
         self._create_future = loop.create_future
         if type(loop.create_future()) is asyncio.Future:
             # The same future without loop.create_future's Python frame (per record).
@@ -221,7 +230,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
-            functools.partial(next_sticky_partition, self._sticky, self._acc, cfg),
+            functools.partial(next_sticky_partition, self._sticky, self._acc, cfg), self._metadata_wait,
         )
         self._started = True
         self._plain = self._txn is None
@@ -245,8 +254,12 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
         which each batch's ``delivery_timeout_ms`` bounds. A transaction left
         open is aborted first, as the Java producer does (within ``timeout``,
         else ``max_block_ms``), so ``read_committed`` consumers are not held
-        back until ``transaction_timeout_ms``. Calling it twice is safe.
+        back until ``transaction_timeout_ms``. Calling it twice is safe. From
+        another event loop: see :meth:`LoopBindingMixin._close_from_other_loop`.
         """
+        if self._on_other_loop():
+            await self._close_from_other_loop()
+            return
         if self._close_lock is None:
             self._close_lock = asyncio.Lock()
         async with self._close_lock:
@@ -351,13 +364,16 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
 
         Waits only for metadata and buffer space, together bounded by
         ``max_block_ms`` (then KafkaTimeoutError). Invalid input raises at once
-        and buffers nothing.
+        and buffers nothing, as does a call from an event loop other than the
+        producer's (ProducerLoopError).
 
         Cancellation is atomic: every wait comes before the record is
         appended, and nothing awaits after it. A cancelled ``enqueue()`` has
         appended nothing (and holds no buffer memory); one that returned has
         appended the record, whose future then resolves whatever the caller does.
         """
+        if self._loop_mark._thread_id != get_ident():  # ~25 ns (see loop_binding)
+            self._check_loop("enqueue()/send()")  # raises unless on the producer's loop
         if self._yield_in <= 0:
             # The previous record opened a batch, or YIELD_EVERY_RECORDS were
             # enqueued since the last yield: let the sender and other tasks
@@ -452,14 +468,10 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
             or not info.partitions
             or (type(partition) is int and partition >= len(info.partitions))
         ):
-            # Unknown topic, or a partition added since the last refresh: wait
-            # for metadata that has it, up to max_block_ms (as Java does).
+            # Unknown topic, or a partition not in the metadata (added since the
+            # last refresh?): one fresh answer decides, within max_block_ms.
             deadline = time.monotonic() + self._max_block
-            wanted = partition + 1 if type(partition) is int and partition > 0 else 1
-            await client.partitions_for(topic, self._max_block, wanted)
-            info = client.snapshot.topics.get(topic)
-            if info is None or not info.partitions:
-                raise errors.KafkaTimeoutError(f"topic {topic!r} left the metadata")
+            info = await self._metadata_wait.topic_info(client, topic, partition)
         pool = self._pool
         if pool.available >= reserve and not pool.exhausted:  # BufferPool.try_reserve, inlined
             pool.available -= reserve
@@ -489,9 +501,7 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
                 if chosen is None or chosen >= len(info.partitions):
                     chosen = sticky.partition(topic, len(info.partitions), info.available)
             else:
-                chosen = choose_partition(
-                    topic, partition, key, info, self._custom_partitioner, self.config.max_block_ms
-                )
+                chosen = choose_partition(topic, partition, key, info, self._custom_partitioner)
             tp = info.tps[chosen]
             batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes)
             if batch is None:
@@ -578,8 +588,3 @@ class Producer(TransactionalProducerMixin, BulkProducerMixin, ProducerConstructo
             key = to_bytes(key, "key", self._key_serializer, topic)
         return key, value
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise errors.ProducerClosedError("create a new producer to go on")
-        if not self._started:
-            raise errors.IllegalStateError("call 'await producer.start()' first")

@@ -14,6 +14,21 @@ point, so no ``conftest.py`` is needed:
 Both fixtures are async and need pytest-asyncio (strict or auto mode). In
 strict mode, mark the tests ``@pytest.mark.asyncio``.
 
+Event loops: a producer belongs to the loop that started it, and the mock
+cluster answers only while the loop that started it runs. Both fixtures are
+function-scoped, one cluster and its producers per test, and run on the loop
+pytest-asyncio gives function-scoped fixtures (``asyncio_default_fixture_loop_scope``),
+like the fixtures that use them. The tests must run on that same loop: keep
+``asyncio_default_fixture_loop_scope`` equal to the tests' loop scope
+(``function``, the tests' default, or e.g. ``session`` for both together with
+``asyncio_default_test_loop_scope``). Called from a test on another loop,
+``producer(...)`` fails the test saying so (the cluster would not answer). A
+producer of your own shared by several tests, e.g. made in a module-scoped
+fixture, must run with those tests on one loop:
+``@pytest_asyncio.fixture(scope="module", loop_scope="module")`` with
+``@pytest.mark.asyncio(loop_scope="module")`` on the tests; used from a test on
+another loop it raises ProducerLoopError, and buffers nothing.
+
 pytest imports this module in every run of any project that has aioproducer
 installed, so it imports nothing heavy at module level: the mock cluster and the
 producer are imported inside the fixtures.
@@ -21,6 +36,7 @@ producer are imported inside the fixtures.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -36,6 +52,15 @@ MARKER = "kafka_cluster"
 # Bound on closing each producer at teardown, so that a test that leaves records
 # pending against a stalled broker fails them instead of hanging the session.
 CLOSE_TIMEOUT = 10.0
+
+_WRONG_LOOP = (
+    "the 'producer' fixture (and its 'kafka_cluster') run on the event loop of this test's "
+    "fixtures, but the test runs on another loop: the mock cluster would not answer, and the "
+    "producer would belong to the wrong loop. Give the fixtures and the tests one loop scope: "
+    "asyncio_default_fixture_loop_scope equal to the tests' loop_scope (the "
+    "@pytest.mark.asyncio(loop_scope=...) marker, else asyncio_default_test_loop_scope, "
+    "'function' by default)."
+)
 
 _MISSING_PYTEST_ASYNCIO = (
     "the aioproducer fixtures 'kafka_cluster' and 'producer' are async and need "
@@ -105,13 +130,17 @@ if pytest_asyncio is not None:
         """Factory of started producers bound to ``kafka_cluster``; all closed at teardown.
 
         ``await producer(**config)`` takes :class:`~aioproducer.ProducerConfig`
-        keywords; ``bootstrap_servers`` defaults to the cluster's.
+        keywords; ``bootstrap_servers`` defaults to the cluster's. Called from
+        a test on another event loop than the fixture's, it fails the test.
         """
         from aioproducer import Producer
 
         made: list[Producer] = []
+        fixture_loop = asyncio.get_running_loop()
 
         async def make(**config: Any) -> Producer:
+            if asyncio.get_running_loop() is not fixture_loop:
+                pytest.fail(_WRONG_LOOP, pytrace=False)
             servers = config.pop("bootstrap_servers", kafka_cluster.bootstrap_servers)
             instance = Producer(servers, **config)
             await instance.start()
