@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,13 +82,40 @@ def _show_log_on_failure(request: pytest.FixtureRequest, label: str, broker: obj
     node._brokers = brokers
 
 
+_FETCH_TRIED: list[str] = []  # the fetch's outcome, once per session
+
+
+def _fetch_kafka_jars() -> str:
+    """Run tools/kafka/fetch.sh once per session (Maven Central only); '' or why it failed."""
+    if not _FETCH_TRIED:
+        script = Path(__file__).parent.parent / "tools" / "kafka" / "fetch.sh"
+        if shutil.which("mvn") is None:
+            _FETCH_TRIED.append("Maven (mvn) is not installed")
+        else:
+            try:
+                done = subprocess.run(
+                    ["bash", str(script)], capture_output=True, text=True, timeout=900, check=False
+                )
+                _FETCH_TRIED.append(
+                    "" if done.returncode == 0 else f"{script.name} failed: {done.stderr[-2000:]}"
+                )
+            except subprocess.TimeoutExpired:
+                _FETCH_TRIED.append(f"{script.name} did not finish within 900 s")
+    return _FETCH_TRIED[0]
+
+
 def _kafka_libs_or_skip() -> None:
+    try:
+        find_kafka_libs()
+        return
+    except KafkaJarsUnavailable:
+        why = _fetch_kafka_jars()  # the test command fetches what it needs
     try:
         find_kafka_libs()
     except KafkaJarsUnavailable as exc:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{exc} (CI must run on Apache Kafka)")
-        pytest.skip(str(exc))
+            pytest.fail(f"{exc} ({why}; CI must run on Apache Kafka)")
+        pytest.skip(f"{exc} ({why})")
 
 
 def _binary_or_fail() -> str:
@@ -107,6 +136,13 @@ def _binary_or_skip() -> str:
                 f"({BOOTSTRAP_ENV} is set, so only the shared broker is available)"
             )
     return _binary_or_fail()
+
+
+@pytest.fixture(scope="session")
+def kafka_libs() -> Path:
+    """The Apache Kafka jars (fetched on first use); skips (fails in CI) when unavailable."""
+    _kafka_libs_or_skip()
+    return find_kafka_libs()
 
 
 @pytest.fixture(scope="session")

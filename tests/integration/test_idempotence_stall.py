@@ -17,14 +17,14 @@ from collections import defaultdict
 import pytest
 
 from aioproducer import Producer
-from aioproducer.testing.local_broker import LocalBroker
+from aioproducer.testing.kafka_broker import KafkaBroker
 from tests.support.verify import ConsumedRecord, read_records
 
 RECORDS = 100_000
 KEYS = 500
 
 
-async def produce_through_a_stall(broker: LocalBroker, topic: str, idempotent: bool) -> tuple[int, int]:
+async def produce_through_a_stall(broker: KafkaBroker, topic: str, idempotent: bool) -> tuple[int, int]:
     """Produce RECORDS keyed records, freezing the broker for 3 s on the way.
 
     Returns (records acknowledged, batches retried).
@@ -79,7 +79,7 @@ def check_order_and_count(records: list[ConsumedRecord]) -> tuple[int, int]:
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_idempotent_producer_survives_a_stalled_broker_exactly_once(
-    private_broker: LocalBroker, topic_factory
+    private_broker: KafkaBroker, topic_factory
 ) -> None:  # type: ignore[no-untyped-def]
     topic = topic_factory(4, bootstrap=private_broker.bootstrap_servers)
     acked, _ = await produce_through_a_stall(private_broker, topic, idempotent=True)
@@ -92,7 +92,7 @@ async def test_idempotent_producer_survives_a_stalled_broker_exactly_once(
 @pytest.mark.slow
 @pytest.mark.asyncio
 async def test_without_idempotence_the_same_stall_writes_duplicates(
-    private_broker: LocalBroker, topic_factory
+    private_broker: KafkaBroker, topic_factory
 ) -> None:  # type: ignore[no-untyped-def]
     topic = topic_factory(4, bootstrap=private_broker.bootstrap_servers)
     acked, _ = await produce_through_a_stall(private_broker, topic, idempotent=False)

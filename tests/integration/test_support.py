@@ -9,7 +9,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from aioproducer.testing.local_broker import LocalBroker
+from aioproducer.testing.kafka_broker import KafkaBroker
 from tests.support.verify import (
     TIMESTAMP_CREATE_TIME,
     count_records,
@@ -24,23 +24,6 @@ pytestmark = pytest.mark.integration
 def _connect(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=2.0):
         pass
-
-
-def test_local_broker_start_stop(tansu_binary: str) -> None:
-    with LocalBroker(binary=tansu_binary) as broker:
-        assert broker.is_running
-        assert broker.pid is not None
-        os.kill(broker.pid, 0)  # the process exists
-        host, port = broker.bootstrap_servers.split(":")
-        assert host == "127.0.0.1" and int(port) == broker.port
-        _connect(broker.port)
-        assert broker.log_path.exists()
-    assert not broker.is_running
-    assert broker.pid is None
-    with pytest.raises(ConnectionRefusedError):
-        _connect(broker.port)
-    assert "listening on" in broker.read_log()
-    broker.log_path.unlink()
 
 
 def test_topic_factory_partitions(kafka_bootstrap: str, topic_factory) -> None:
@@ -95,7 +78,7 @@ def test_read_records_round_trip(kafka_bootstrap: str, topic_factory) -> None:
     assert count_records(kafka_bootstrap, topic, expected=len(sent) + 5, timeout=3) == len(sent)
 
 
-def test_pause_stalls_and_resume_recovers(private_broker: LocalBroker, topic_factory) -> None:
+def test_pause_stalls_and_resume_recovers(private_broker: KafkaBroker, topic_factory) -> None:
     bs = private_broker.bootstrap_servers
     topic = topic_factory(1, bootstrap=bs)
     delivered: list[object] = []
@@ -125,7 +108,7 @@ def test_pause_stalls_and_resume_recovers(private_broker: LocalBroker, topic_fac
     assert sorted(r.value for r in got) == [b"before", b"during"]
 
 
-def test_kill_refuses_connections_and_restart_reuses_port(private_broker: LocalBroker) -> None:
+def test_kill_refuses_connections_and_restart_reuses_port(private_broker: KafkaBroker) -> None:
     port = private_broker.port
     pid = private_broker.pid
     assert pid is not None
@@ -145,11 +128,27 @@ def test_kill_refuses_connections_and_restart_reuses_port(private_broker: LocalB
     assert count_records(private_broker.bootstrap_servers, topic, expected=1, timeout=30) == 1
 
 
-def test_stop_of_paused_broker_is_bounded(tansu_binary: str) -> None:
-    broker = LocalBroker(binary=tansu_binary).start()
-    broker.pause()
+def test_kafka_broker_start_stop_and_restart_keeps_the_log(kafka_libs, tmp_path) -> None:
+    broker = KafkaBroker(workdir=tmp_path / "kafka", libs=kafka_libs).start()
+    try:
+        assert broker.is_running and broker.pid is not None
+        topic = "kept"
+        produce_with_librdkafka(broker.bootstrap_servers, topic, [b"a", b"b"])
+        broker.stop()  # a controlled shutdown, within its bound
+        assert not broker.is_running
+        with pytest.raises(ConnectionRefusedError):
+            _connect(broker.port)
+        broker.start()
+        # Unlike Tansu, Kafka keeps what it wrote across a restart.
+        assert count_records(broker.bootstrap_servers, topic, expected=2, timeout=30) == 2
+    finally:
+        broker.stop()
+    assert "started (kafka.server.KafkaRaftServer)" in broker.log_path.read_text()
+
+
+def test_stop_of_a_paused_kafka_broker_is_bounded(private_broker: KafkaBroker) -> None:
+    private_broker.pause()
     started = time.monotonic()
-    broker.stop()
-    assert time.monotonic() - started < broker.stop_timeout + 5
-    assert not broker.is_running
-    broker.log_path.unlink()
+    private_broker.stop()
+    assert time.monotonic() - started < private_broker.stop_timeout + 5
+    assert not private_broker.is_running

@@ -21,7 +21,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import col, udf
 from pyspark.sql.types import StringType
 
-from tests.integration.test_transactions import broker_hides_aborted_records
 from tests.support.verify import count_records, read_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -135,12 +134,5 @@ def test_failed_first_attempt_is_fenced_and_the_retry_delivers_every_row(
     # The first attempts did put records in the log (the UDF waited for them)...
     assert count_records(kafka_bootstrap, topic, n) > n
 
-    probe = topic_factory(1)
-    if not broker_hides_aborted_records(kafka_bootstrap, probe):
-        pytest.skip(
-            "this broker shows aborted records to read_committed consumers (Tansu 0.6), so "
-            "whether the failed attempts' output is hidden cannot be checked here; every row "
-            "was delivered"
-        )
     # ...but read_committed consumers never see them.
     assert len(committed) == n, "records of the failed attempts are visible to read_committed"
