@@ -73,3 +73,14 @@ def test_default_matrix_runs_java_in_patterns_a_and_b_without_an_event_loop() ->
         ("a", 1024, True), ("a", 1024, False),
     }
     assert {c.variant.loop for c in cases} == {"-"}
+
+
+def test_spark_kafka_jars_are_named_without_their_versions() -> None:
+    # spark.jars leaves out every artifact the pyspark wheel ships, whatever its version.
+    from benchmarks.spark_kafka_jars import artifact_name
+
+    assert artifact_name("spark-sql-kafka-0-10_2.13-4.2.0.jar") == "spark-sql-kafka-0-10_2.13"
+    assert artifact_name("kafka-clients-3.9.2.jar") == "kafka-clients"
+    assert artifact_name("lz4-java-1.10.1.jar") == "lz4-java"
+    assert artifact_name("javassist-3.30.2-GA.jar") == "javassist"
+    assert artifact_name("scala-library-2.13.15.jar") == artifact_name("scala-library-2.13.18.jar")
