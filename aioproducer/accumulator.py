@@ -98,7 +98,7 @@ class RecordAccumulator:
         timestamp_ms: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[tuple[str, bytes]] | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         now: float,
         abort_on_new_batch: bool = False,
@@ -128,7 +128,7 @@ class RecordAccumulator:
         timestamp_ms: int,
         key: bytes | None,
         value: bytes | None,
-        headers: Sequence[tuple[str, bytes]] | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         sizes: int,
     ) -> ProducerBatch | None:

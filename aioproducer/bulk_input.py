@@ -194,8 +194,8 @@ class BulkColumns:
     key_array: Any
     value_lengths: array[int]
     key_lengths: array[int] | None
-    common_headers: list[tuple[str, bytes]] | None
-    headers: list[list[tuple[str, bytes]] | None] | None
+    common_headers: list[tuple[str, bytes | None]] | None
+    headers: list[list[tuple[str, bytes | None]] | None] | None
     header_sizes: list[int] | None
     timestamp: int | None
     timestamps: list[int | None] | None
@@ -221,7 +221,7 @@ def _headers(headers: Any, n: int, cols: BulkColumns) -> None:
         return
     if len(headers) != n:
         raise ValueError(f"headers has {len(headers)} entries for {n} values")
-    per: list[list[tuple[str, bytes]] | None] = []
+    per: list[list[tuple[str, bytes | None]] | None] = []
     sizes: list[int] = []
     for i, h in enumerate(headers):
         if h is None or not len(h):

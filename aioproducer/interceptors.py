@@ -48,7 +48,7 @@ class ProducerRecord:
     key: Any = None
     partition: int | None = None
     timestamp_ms: int | None = None
-    headers: Sequence[tuple[str, bytes]] | None = None
+    headers: Sequence[tuple[str, bytes | None]] | None = None
 
 
 class ProducerInterceptor(Protocol):

@@ -67,7 +67,7 @@ YIELD_EVERY_RECORDS = 100
 # enqueue's upper bound of an unkeyed record without headers, less its value:
 # the bound below with a null key (-1) and an empty header count (1).
 UNKEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
-Headers = Sequence[tuple[str, bytes]]
+Headers = Sequence[tuple[str, bytes | None]]
 # Producers without a client_id are named producer-1, producer-2, ... as in Java.
 _client_numbers = itertools.count(1)
 

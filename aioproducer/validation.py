@@ -72,13 +72,13 @@ def to_bytes(
     )
 
 
-def check_headers(headers: Any) -> list[tuple[str, bytes]]:
-    """Headers must be a sequence of (str, bytes-like) pairs; return a checked list."""
+def check_headers(headers: Any) -> list[tuple[str, bytes | None]]:
+    """Headers must be a sequence of (str, bytes-like or None) pairs; return a checked list."""
     if isinstance(headers, (str, bytes, dict)) or not isinstance(headers, Sequence):
         raise TypeError(
             f"headers must be a sequence of (str, bytes) pairs, got {type(headers).__name__}"
         )
-    out: list[tuple[str, bytes]] = []
+    out: list[tuple[str, bytes | None]] = []
     for i, item in enumerate(headers):
         if not isinstance(item, (tuple, list)) or len(item) != 2:
             raise TypeError(f"headers[{i}] must be a (str, bytes) pair, got {item!r}")
@@ -89,7 +89,7 @@ def check_headers(headers: Any) -> list[tuple[str, bytes]]:
             raise TypeError(
                 f"headers[{i}] ({name!r}) value must be bytes or None, got {type(value).__name__}"
             )
-        out.append((name, None if value is None else bytes(value)))  # type: ignore[arg-type]
+        out.append((name, None if value is None else bytes(value)))
     return out
 
 

@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python -m benchmarks.latency                  # 10,000 records/s for 30 s per client
     python -m benchmarks.latency --duration 5     # shorter
     python -m benchmarks.latency --loop uvloop --idempotence off
+    python -m benchmarks.latency --broker tansu   # the embedded Tansu broker, not Apache Kafka
 
 Each client runs in its own process against the same broker and sends 100 B
 records on a fixed schedule (``--rate`` per second). A record's latency runs
@@ -32,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.local_broker import bootstrap_or_local
+from benchmarks.brokers import add_broker_arguments, broker_for
 from benchmarks.clients._common import merge_histograms, percentiles
 from benchmarks.matrix import Case, Variant
 from benchmarks.report import display_name, failure_notes
@@ -52,7 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma list of {','.join(CLIENTS)}")
     p.add_argument("--idempotence", choices=("on", "off", "both"), default="both")
     p.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
-    p.add_argument("--bootstrap", help="use this broker instead of spawning a local Tansu")
+    add_broker_arguments(p)
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=16384)
@@ -140,11 +141,11 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace, meta: dict[st
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     meta = environment(args)
-    meta["broker"] = "external broker" if args.bootstrap else "local Tansu (memory storage)"
     idems = {"on": [True], "off": [False], "both": [True, False]}[args.idempotence]
     extra = ["--rate", str(args.rate), "--duration", str(args.round_s)]
     runs: dict[tuple[str, bool], list[dict[str, Any]]] = {}
-    with bootstrap_or_local(args.bootstrap) as bootstrap:
+    with broker_for(args.broker, args.bootstrap) as (bootstrap, broker):
+        meta["broker"] = broker
         for idem in idems:
             for rnd in range(args.rounds):
                 for client in args.client_list:

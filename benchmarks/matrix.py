@@ -20,7 +20,7 @@ PATTERNS: dict[str, str] = {
     "d": "each client's bulk API",
 }
 
-CLIENTS = ("aioproducer", "aiokafka", "confluent", "confluent_bridge", "kafka_python")
+CLIENTS = ("aioproducer", "aiokafka", "confluent", "confluent_bridge", "kafka_python", "java")
 
 # The API each client uses in each pattern (absent: the client has none).
 CLIENT_APIS: dict[str, dict[str, str]] = {
@@ -54,6 +54,11 @@ CLIENT_APIS: dict[str, dict[str, str]] = {
         "a": "`send()` per record, keep the futures, `flush()`",
         "b": "`send()` per record, then `future.get()` 1,000 futures at a time",
     },
+    "java": {
+        "a": "Java `KafkaProducer.send(record, callback)` per record, then `flush()`",
+        "b": "Java `KafkaProducer.send(record, callback)` per record, keep the `Future`s, then "
+             "`get()` 1,000 at a time",
+    },
 }
 
 # (client, pattern) pairs that run on an event loop; the others ignore --loop.
@@ -61,7 +66,7 @@ _SYNC = {("confluent", "a"), ("confluent", "b"), ("confluent", "d")}
 
 
 def uses_loop(client: str, pattern: str) -> bool:
-    return client != "kafka_python" and (client, pattern) not in _SYNC
+    return client not in ("kafka_python", "java") and (client, pattern) not in _SYNC
 
 
 # confluent's AIOProducer resolves futures only when its next internal batch is

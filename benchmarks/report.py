@@ -33,6 +33,7 @@ NAMES = {
     "confluent": "confluent-kafka",
     "confluent_bridge": "confluent-kafka, callback bridge",
     "kafka_python": "kafka-python",
+    "java": "Java KafkaProducer",
 }
 
 
@@ -42,6 +43,7 @@ CHART_NAMES = {
     ("confluent", "c"): "AIOProducer",
     ("confluent_bridge", ""): "librdkafka\nbridge",
     ("kafka_python", ""): "kafka-python",
+    ("java", ""): "Java",
 }
 
 
@@ -217,11 +219,13 @@ def markdown(
         f"{meta.get('elapsed_s', 0) / 60:.1f} min."),
         f"- aioproducer at commit {meta.get('aioproducer_commit', '?')}; {versions}.",
         (f"- Every client: `acks=all`, linger {meta.get('linger_ms', 5)} ms, batch size "
-        f"{meta.get('batch_size', 16384):,} B, no compression, no keys, random values, a fresh "
+        f"{meta.get('batch_size', 16384):,} B, compression {meta.get('compression', 'none')}, "
+        "no keys, random values, a fresh "
         f"topic of {meta.get('partitions', 4)} partitions per run; each run in its own process."),
         ("- Measured span: from the first record to the last acknowledgement, after one warm-up "
         "record. CPU = user + system time of the whole client process (all threads, so "
-        "librdkafka's and kafka-python's I/O threads count)."),
+        "librdkafka's and kafka-python's I/O threads count; for Java the whole JVM, garbage "
+        "collector and JIT compiler included, read from /proc at the span's edges)."),
         ("- After each run librdkafka reads the topic back from offset 0 and counts the records "
         "(`broker count`: runs whose count matched / runs)."),
         ("- Ratios compare medians of the same pattern and setting: rate above 1x is faster, CPU "

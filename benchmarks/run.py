@@ -5,10 +5,12 @@ Usage (from the repository root)::
     python -m benchmarks.run --quick              # 20k records, one run per case (~2-3 min)
     python -m benchmarks.run                      # the full matrix: 200k records, 3 repeats
     python -m benchmarks.run --patterns a,c --clients aioproducer,aiokafka --loop uvloop
+    python -m benchmarks.run --broker tansu      # the embedded Tansu broker instead of Kafka
     python -m benchmarks.run --bootstrap 127.0.0.1:9092
 
 Patterns and the default matrix are described in :mod:`benchmarks.matrix`.
-Every run gets a fresh topic; afterwards the broker's record count is checked
+The broker is a local Apache Kafka (one KRaft broker, see :mod:`benchmarks.brokers`)
+unless ``--broker tansu`` or ``--bootstrap`` says otherwise. Every run gets a fresh topic; afterwards the broker's record count is checked
 with librdkafka (an independent reader) and the topic is deleted. Repeats are
 interleaved (every case once, then every case again) so that a burst of load
 on a shared machine spreads over all clients instead of hitting one. The
@@ -35,9 +37,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/run.py`` too
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.local_broker import bootstrap_or_local
+from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
 from benchmarks import matrix, report
-from benchmarks.clients._common import WARMUP_RECORDS
+from benchmarks.brokers import add_broker_arguments, broker_for
+from benchmarks.clients._common import COMPRESSIONS, WARMUP_RECORDS
 from tests.support.verify import count_records, create_topic
 
 DOCS = REPO_ROOT / "docs"
@@ -61,11 +64,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="replaces the default matrix")
     p.add_argument("--loop", choices=("asyncio", "uvloop", "both"),
                    help="event loop of the asyncio clients (replaces the default matrix)")
-    p.add_argument("--bootstrap", help="use this broker instead of spawning a local Tansu")
+    add_broker_arguments(p)
     p.add_argument("--partitions", type=int, default=4, help="partitions per fresh topic")
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=16384,
                    help="producer batch size in bytes for every client (default 16384)")
+    p.add_argument("--compression", choices=COMPRESSIONS, default="none",
+                   help="compression codec of every client (default none)")
     p.add_argument("--timeout", type=float,
                    help="seconds per client process (default 60 + 1 s per 2,000 records)")
     p.add_argument("--no-verify", action="store_true", help="skip the broker record count check")
@@ -109,7 +114,8 @@ def run_client(
         "--linger-ms", str(args.linger_ms), "--batch-size", str(args.batch_size),
         "--idempotence", "on" if v.idempotence else "off",
         "--loop", "asyncio" if v.loop == "-" else v.loop,
-        "--partitions", str(args.partitions), *extra,
+        "--partitions", str(args.partitions),
+        "--compression", getattr(args, "compression", "none"), *extra,
     ]
     try:
         proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
@@ -160,7 +166,8 @@ def measure(
         result = run_client(args, bootstrap, case, topic, extra or [])
         row.update({k: val for k, val in result.items() if k not in ("loop", "client", "pattern")})
         if row["status"] == "ok" and not args.no_verify:
-            expected = case.records + WARMUP_RECORDS
+            # A client may warm up with more records (the JVM's JIT needs thousands).
+            expected = case.records + int(result.get("warmup_records", WARMUP_RECORDS))
             try:
                 got = count_records(bootstrap, topic, expected,
                                     timeout=max(30.0, case.records / 5000), grace=0.3)
@@ -199,6 +206,8 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         versions["librdkafka"] = confluent_kafka.libversion()[0]
     except ImportError:
         pass
+    if "java" in args.client_list:
+        versions.update(_java_versions())
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
                             capture_output=True, text=True, check=False).stdout.strip()
     cpu = platform.processor()
@@ -212,10 +221,25 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         "mode": "quick" if args.quick else "full",
         "records": args.records, "repeat": args.repeat, "linger_ms": args.linger_ms,
         "batch_size": args.batch_size, "partitions": args.partitions,
+        "compression": getattr(args, "compression", "none"),
         "python": platform.python_version(), "cpus": os.cpu_count(), "cpu": cpu,
         "aioproducer_commit": commit or "unknown", "versions": versions,
         "load_before": os.getloadavg()[0],
     }
+
+
+def _java_versions() -> dict[str, str]:
+    """The JVM's version and the kafka-clients jar the Java peer runs with."""
+    from aioproducer.testing.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
+
+    try:
+        jars = sorted(find_kafka_libs().glob("kafka-clients-*.jar"))
+    except KafkaJarsUnavailable:
+        return {"kafka-clients (Java)": "not fetched"}
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    first = (out.stderr or out.stdout).strip().splitlines()
+    return {"kafka-clients (Java)": jars[-1].stem.removeprefix("kafka-clients-") if jars else "?",
+            "java": first[0] if first else "?"}
 
 
 def run_all(
@@ -243,16 +267,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = plan(args)
     meta = environment(args)
-    meta["broker"] = f"external {args.bootstrap}" if args.bootstrap else "local Tansu (memory storage)"
     print(f"{len(cases)} cases x {args.repeat} repeat(s), {args.records:,} records each", flush=True)
     rows: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
-        with bootstrap_or_local(args.bootstrap, announce=lambda b: print(f"started Tansu at {b}")) as bootstrap:
+        with broker_for(args.broker, args.bootstrap,
+                        announce=lambda msg: print(msg, flush=True)) as (bootstrap, broker):
+            meta["broker"] = broker
             run_all(args, bootstrap, cases, rows)
     except KeyboardInterrupt:
         print("interrupted: reporting the runs done so far", flush=True)
         meta["interrupted"] = True
+    except KafkaJarsUnavailable as exc:
+        print(f"cannot start Apache Kafka: {exc} (or pass --broker tansu / --bootstrap)",
+              file=sys.stderr)
+        return 2
     meta["elapsed_s"] = time.monotonic() - started
     meta["load_after"] = os.getloadavg()[0]
     summary = report.summarize(rows)

@@ -1,18 +1,23 @@
-"""Spark sink benchmark: the ``aioproducer`` data source vs confluent-kafka in foreachPartition.
+"""Spark sink benchmark: the ``aioproducer`` data source, Spark's own Kafka sink, and
+confluent-kafka in foreachPartition.
 
 Usage (from the repository root)::
 
-    python -m benchmarks.spark_sink                       # 1M rows, local[2], embedded broker
+    python -m benchmarks.spark_sink                       # 1M rows, local[2], local Apache Kafka
     python -m benchmarks.spark_sink --rows 200000 --repeat 3 --bootstrap 127.0.0.1:9092
+    python -m benchmarks.spark_sink --broker tansu        # the embedded Tansu broker
 
 One Spark session writes the same cached DataFrame (``key`` string, ``value``
-binary of ``--size`` bytes) twice per round: through ``format("aioproducer")``
-and through ``foreachPartition`` with a confluent-kafka (librdkafka) producer
-per partition, the usual hand-rolled Python sink. Both are idempotent with
+binary of ``--size`` bytes) three times per round: through
+``format("aioproducer")``, through Spark's own ``format("kafka")`` sink (Java's
+KafkaProducer in the executor JVM; the ``spark-sql-kafka-0-10`` connector is
+fetched from Maven Central, see :mod:`benchmarks.spark_kafka_jars`), and
+through ``foreachPartition`` with a confluent-kafka (librdkafka) producer per
+partition, the usual hand-rolled Python sink. All are idempotent with
 ``acks=all`` and the same ``linger.ms`` and ``batch.size``. A small write with
 each one first warms up the JVM and Spark's Python workers. Each write goes to
-a fresh topic, whose record count is checked afterwards. Prints rows/s for
-both and their ratio (the best of ``--repeat`` rounds).
+a fresh topic, whose record count librdkafka checks afterwards. Prints rows/s
+for each and the ratios (the best of ``--repeat`` rounds).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/spark_sink.py`` too
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.local_broker import bootstrap_or_local
+from benchmarks.brokers import add_broker_arguments, broker_for
+from benchmarks.spark_kafka_jars import SparkKafkaUnavailable, spark_kafka_jars
 from tests.support.verify import count_records, create_topic
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -43,6 +49,21 @@ BATCH_SIZE = 65536
 def write_aioproducer(df: Any, bootstrap: str, topic: str) -> None:
     (
         df.write.format("aioproducer")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("kafka.linger.ms", str(LINGER_MS))
+        .option("kafka.batch.size", str(BATCH_SIZE))
+        .option("kafka.acks", "all")
+        .option("kafka.enable.idempotence", "true")
+        .mode("append")
+        .save()
+    )
+
+
+def write_spark_kafka(df: Any, bootstrap: str, topic: str) -> None:
+    # Spark's sink passes every "kafka."-prefixed option to its KafkaProducer.
+    (
+        df.write.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
         .option("kafka.linger.ms", str(LINGER_MS))
@@ -94,7 +115,13 @@ def write_confluent(df: Any, bootstrap: str, topic: str) -> None:
 
 SINKS: dict[str, Callable[[Any, str, str], None]] = {
     "aioproducer": write_aioproducer,
+    "spark-kafka": write_spark_kafka,
     "confluent-foreachPartition": write_confluent,
+}
+LABELS = {
+    "aioproducer": "aioproducer data source",
+    "spark-kafka": "Spark's Kafka sink (Java)",
+    "confluent-foreachPartition": "confluent-kafka foreachPartition",
 }
 
 
@@ -109,11 +136,16 @@ def timed_write(name: str, df: Any, rows: int, bootstrap: str, partitions: int) 
     return rows / elapsed
 
 
-def run(bootstrap: str, rows: int, size: int, repeat: int, partitions: int) -> dict[str, float]:
-
+def run(
+    bootstrap: str, rows: int, size: int, repeat: int, partitions: int, sinks: list[str],
+    warmup_rows: int = 20_000,
+) -> dict[str, float]:
     from aioproducer.spark import local_session
 
-    spark = local_session("aioproducer-spark-bench")
+    conf: dict[str, str] = {}
+    if "spark-kafka" in sinks:
+        conf["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
+    spark = local_session("aioproducer-spark-bench", **conf)
     try:
         def frame(n: int) -> Any:
             return spark.range(n, numPartitions=2).selectExpr(
@@ -125,14 +157,14 @@ def run(bootstrap: str, rows: int, size: int, repeat: int, partitions: int) -> d
         # Cached and materialised: both sinks read the same rows, not the generator.
         df = frame(rows).cache()
         df.count()
-        warm = frame(20_000).cache()
+        warm = frame(warmup_rows).cache()
         warm.count()
-        for name in SINKS:
-            timed_write(name, warm, 20_000, bootstrap, partitions)
-        best: dict[str, float] = {name: 0.0 for name in SINKS}
+        for name in sinks:
+            timed_write(name, warm, warmup_rows, bootstrap, partitions)
+        best: dict[str, float] = {name: 0.0 for name in sinks}
         for round_ in range(repeat):
-            # Alternate the order so neither sink always runs on a warmer machine.
-            names = list(SINKS) if round_ % 2 == 0 else list(reversed(SINKS))
+            # Alternate the order so no sink always runs on a warmer machine.
+            names = list(sinks) if round_ % 2 == 0 else list(reversed(sinks))
             for name in names:
                 rate = timed_write(name, df, rows, bootstrap, partitions)
                 print(f"round {round_ + 1}: {name:<28} {rate:>10,.0f} rows/s", flush=True)
@@ -144,19 +176,33 @@ def run(bootstrap: str, rows: int, size: int, repeat: int, partitions: int) -> d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)")
+    add_broker_arguments(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="value size in bytes")
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best of each sink is kept")
     parser.add_argument("--partitions", type=int, default=4, help="partitions of each topic")
+    parser.add_argument("--warmup-rows", type=int, default=20_000,
+                        help="rows each sink writes once before the measured rounds")
+    parser.add_argument("--sinks", default=",".join(SINKS),
+                        help=f"comma list of {','.join(SINKS)} (default: all)")
     args = parser.parse_args()
-    with bootstrap_or_local(args.bootstrap, announce=lambda a: print(f"started a local broker at {a}")) as bs:
-        best = run(bs, args.rows, args.size, args.repeat, args.partitions)
-    aio, conf = best["aioproducer"], best["confluent-foreachPartition"]
-    print(f"\n{args.rows:,} rows x {args.size} B values, local[2], best of {args.repeat}:")
-    print(f"  aioproducer data source         {aio:>10,.0f} rows/s")
-    print(f"  confluent-kafka foreachPartition {conf:>9,.0f} rows/s")
-    print(f"  ratio aioproducer / confluent   {aio / conf:>10.2f}")
+    sinks = [s.strip() for s in args.sinks.split(",") if s.strip()]
+    if unknown := [s for s in sinks if s not in SINKS]:
+        parser.error(f"unknown sinks: {', '.join(unknown)}")
+    try:
+        with broker_for(args.broker, args.bootstrap) as (bootstrap, broker):
+            best = run(bootstrap, args.rows, args.size, args.repeat, args.partitions, sinks,
+                       args.warmup_rows)
+    except SparkKafkaUnavailable as exc:
+        print(f"Spark's Kafka sink is unavailable: {exc}\n(leave it out with --sinks)",
+              file=sys.stderr)
+        return 2
+    print(f"\n{args.rows:,} rows x {args.size} B values, local[2], {broker}, "
+          f"best of {args.repeat}:")
+    for name in sinks:
+        print(f"  {LABELS[name]:<34} {best[name]:>10,.0f} rows/s")
+    for name in sinks[1:]:
+        print(f"  {'ratio ' + sinks[0] + ' / ' + name:<45} {best[sinks[0]] / best[name]:>5.2f}")
     return 0
 
 

@@ -36,6 +36,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+
 # Records sent before the measured span; the orchestrator expects them on the broker too.
 WARMUP_RECORDS = 1
 
@@ -58,9 +60,10 @@ class Config:
     partitions: int
     rate: int
     duration: float
+    compression: str = "none"
 
     def payload(self) -> bytes:
-        # Random bytes so a compressing client would gain nothing; compression is off anyway.
+        # Random bytes: a compressing client gains nothing (compression is off by default).
         return os.urandom(self.size)
 
 
@@ -107,6 +110,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
     p.add_argument("--partitions", type=int, default=4, help="partitions of the topic")
     p.add_argument("--rate", type=int, default=10_000, help="records/s (latency pattern)")
     p.add_argument("--duration", type=float, default=30.0, help="seconds (latency pattern)")
+    p.add_argument("--compression", choices=COMPRESSIONS, default="none")
     a = p.parse_args(argv)
     return Config(
         bootstrap=a.bootstrap,
@@ -123,6 +127,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         partitions=a.partitions,
         rate=a.rate,
         duration=a.duration,
+        compression=a.compression,
     )
 
 
@@ -381,4 +386,5 @@ def aioproducer_for(cfg: Config) -> Any:
         acks="all",
         batch_size=cfg.batch_size,
         enable_idempotence=cfg.idempotence,
+        compression=cfg.compression,
     )

@@ -35,6 +35,7 @@ async def _producer(cfg: Config) -> AsyncIterator[Any]:
         acks="all",
         max_batch_size=cfg.batch_size,
         enable_idempotence=cfg.idempotence,
+        compression_type=None if cfg.compression == "none" else cfg.compression,
     )
     try:
         await producer.start()

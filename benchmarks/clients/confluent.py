@@ -30,6 +30,7 @@ def _conf(cfg: Config) -> dict[str, Any]:
         "acks": "all",
         "batch.size": cfg.batch_size,
         "enable.idempotence": cfg.idempotence,
+        "compression.type": cfg.compression,
     }
 
 

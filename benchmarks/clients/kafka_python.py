@@ -21,6 +21,7 @@ def _producer(cfg: Config) -> Any:
         acks="all",
         batch_size=cfg.batch_size,
         enable_idempotence=cfg.idempotence,
+        compression_type=None if cfg.compression == "none" else cfg.compression,
     )
     producer.send(cfg.topic, cfg.payload()).get(timeout=30)  # warm-up
     return producer

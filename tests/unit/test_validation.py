@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
+import aioproducer
 from aioproducer import errors
 from aioproducer.validation import check_headers, check_topic, to_bytes
 
@@ -61,3 +65,29 @@ def test_headers() -> None:
     ]:
         with pytest.raises(TypeError, match=match):
             check_headers(bad)
+
+
+@pytest.mark.slow  # one mypy run over the package
+def test_type_hints_accept_a_null_header_value(tmp_path: Path) -> None:
+    # Kafka headers may have a null value (KIP-82; Java's Header.value() may be
+    # null) and check_headers accepts None: the public type hints must say so.
+    api = pytest.importorskip("mypy.api")
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from aioproducer import Producer\n"
+        "from aioproducer.interceptors import ProducerRecord\n"
+        "async def main(p: Producer) -> None:\n"
+        '    await p.send("t", b"v", headers=[("trace", b"1"), ("none", None)])\n'
+        '    await p.enqueue("t", b"v", headers=[("none", None)])\n'
+        'ProducerRecord("t", b"v", headers=[("none", None)])\n'
+        'ProducerRecord("t", b"v", headers=[("bad", 1)])\n'
+    )
+    root = Path(aioproducer.__file__).resolve().parents[1]
+    config = tmp_path / "mypy.ini"
+    config.write_text(f"[mypy]\nmypy_path = {root}\n")
+    out, err, _status = api.run([
+        str(probe), "--config-file", str(config), "--cache-dir", str(tmp_path / "cache"),
+        "--no-error-summary", "--show-error-codes",
+    ])
+    lines = sorted(int(m.group(1)) for m in re.finditer(r"probe\.py:(\d+): error: ", out))
+    assert lines == [7], out + err  # only the int header value is refused

@@ -1,0 +1,62 @@
+"""The broker a benchmark runs against: Apache Kafka (default), Tansu, or an external one.
+
+Apache Kafka is the reference: a single KRaft broker (combined broker and
+controller, :class:`aioproducer.testing.kafka_broker.KafkaBroker`) from the jars
+that ``tools/kafka/fetch.sh`` fetches, its log on a temporary directory that is
+removed afterwards. ``tansu`` runs the embedded Tansu broker (in-memory
+storage) instead, as earlier benchmark pages did.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["BROKERS", "add_broker_arguments", "broker_for"]
+
+BROKERS = ("kafka", "tansu")
+
+# The broker shares the host with the clients: a heap that holds a run's
+# segments index and request buffers without growing into the clients' memory.
+KAFKA_HEAP = "1g"
+
+
+def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--broker", choices=BROKERS, default="kafka",
+                        help="the local broker to start: Apache Kafka (default) or Tansu")
+    parser.add_argument("--bootstrap", help="an existing broker instead of starting one")
+
+
+@contextmanager
+def broker_for(
+    kind: str, bootstrap: str | None, announce: Callable[[str], None] = print
+) -> Iterator[tuple[str, str]]:
+    """``(bootstrap address, description)`` of the broker for the block.
+
+    Raises KafkaJarsUnavailable (naming ``tools/kafka/fetch.sh``) when Apache
+    Kafka is asked for and its jars were not fetched.
+    """
+    if bootstrap:
+        yield bootstrap, f"external broker at {bootstrap}"
+        return
+    if kind == "tansu":
+        from aioproducer.testing.local_broker import bootstrap_or_local
+
+        with bootstrap_or_local(None) as address:
+            announce(f"started Tansu at {address}")
+            yield address, "local Tansu (in-memory storage)"
+        return
+    if kind != "kafka":
+        raise ValueError(f"unknown broker {kind!r}; choose one of {', '.join(BROKERS)}")
+    from aioproducer.testing.kafka_broker import KAFKA_VERSION, KafkaBroker
+
+    broker = KafkaBroker(heap=KAFKA_HEAP)
+    try:
+        broker.start()
+        announce(f"started Apache Kafka {KAFKA_VERSION} at {broker.bootstrap_servers}")
+        yield (broker.bootstrap_servers,
+               f"local Apache Kafka {KAFKA_VERSION} (one KRaft broker, log on local disk)")
+    finally:
+        broker.stop()
+        broker.cleanup()
