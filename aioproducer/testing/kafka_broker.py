@@ -401,6 +401,8 @@ class KafkaBroker(BrokerProcess):
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if self._owns_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __repr__(self) -> str:
         state = "paused" if self.is_paused else ("running" if self.is_running else "stopped")

@@ -1,9 +1,11 @@
 """aioproducer through TLS and SASL to a real broker, read back independently.
 
-The session's Tansu serves plaintext only; :class:`SecureFront` terminates
-TLS and SASL in front of it (and advertises itself in metadata), so every
-connection the producer opens, bootstrap and data, is secured. The records
-are read back with confluent-kafka from Tansu directly.
+The session's broker is reached here through :class:`SecureFront`, which
+terminates TLS and SASL in front of its plaintext listener (and advertises
+itself in metadata), so every connection the producer opens, bootstrap and
+data, is secured. The records are read back with confluent-kafka from the
+broker directly. Kafka's own TLS and SASL listeners are tested in
+``test_kafka_*``.
 """
 
 from __future__ import annotations
