@@ -24,6 +24,8 @@ import threading
 import time
 import weakref
 from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
 
 __all__ = ["BrokerProcess", "BrokerStartError", "free_port", "port_accepts"]
 
@@ -32,6 +34,9 @@ HOST = "127.0.0.1"
 # Every broker still alive when the interpreter exits is killed, so an aborted
 # test run does not leave listeners behind.
 _LIVE: weakref.WeakSet[BrokerProcess] = weakref.WeakSet()
+
+
+_Broker = TypeVar("_Broker", bound="BrokerProcess")
 
 
 class BrokerStartError(RuntimeError):
@@ -86,6 +91,15 @@ class BrokerProcess:
 
     def _is_ready(self) -> bool:
         """True once the broker serves clients (not merely accepts connections)."""
+        raise NotImplementedError
+
+    def start(self: _Broker) -> _Broker:  # noqa: PYI019 - typing.Self needs Python 3.11
+        """Launch the broker and block until it serves clients."""
+        raise NotImplementedError
+
+    @property
+    def port(self) -> int:
+        """The port clients connect to."""
         raise NotImplementedError
 
     # -- state ------------------------------------------------------------------------
@@ -211,6 +225,31 @@ class BrokerProcess:
         self._require_running()
         self._signal(signal.SIGCONT)
         self._paused = False
+
+    def wait_until_refusing(self, timeout: float = 10.0) -> bool:
+        """Wait until the client port refuses connections; True if it did within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not port_accepts(self.port, timeout=0.2):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def _state(self) -> str:
+        return "paused" if self.is_paused else ("running" if self.is_running else "stopped")
+
+    def __enter__(self: _Broker) -> _Broker:  # noqa: PYI019 - typing.Self needs Python 3.11
+        if not self.is_running:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
     def _wait_stopped(self, timeout: float) -> None:
         assert self._proc is not None

