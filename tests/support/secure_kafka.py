@@ -318,8 +318,6 @@ def start_secure_kafka(workdir: Path, pki: Pki, *, heap: str = "768m") -> Secure
                 "allow.everyone.if.no.acl.found": "false",
                 # mTLS principal: the certificate's CN instead of its whole DN.
                 "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
-                # A refused login is answered at once (the default delays it 100 ms).
-                "connection.failed.authentication.delay.ms": "0",
             },
             scram_users=[(m, user, pw) for m in _SCRAM for user, pw in USERS.items()],
             # Kafka 4 fetches no OAUTHBEARER URL it was not told to allow.
