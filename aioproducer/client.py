@@ -313,6 +313,10 @@ class KafkaClient(BrokerConnections):
         self.add_topic(topic)
         began = time.monotonic()
         deadline = began + timeout
+        # A topic error is raised only from metadata fetched during this call,
+        # as Java's waitOnMetadata does: an error remembered from an earlier
+        # answer may be over (an ACL granted since: TOPIC_AUTHORIZATION_FAILED).
+        stale = self.snapshot
         while True:
             # A caller waiting keeps the topic in use (it is never idle meanwhile).
             self.add_topic(topic)
@@ -323,7 +327,11 @@ class KafkaClient(BrokerConnections):
                     len(info.partitions) >= min_count or self._answer_asked_at >= began
                 ):
                     return len(info.partitions)
-                if info.error_code and info.error_code not in _TRANSIENT_TOPIC_ERRORS:
+                if (
+                    info.error_code
+                    and info.error_code not in _TRANSIENT_TOPIC_ERRORS
+                    and self.snapshot is not stale
+                ):
                     errors.raise_for_code(info.error_code, f"topic {topic!r}")
             refused = self._last_refresh_error
             if refused is not None and errors.is_authentication_failure(refused):
@@ -332,6 +340,8 @@ class KafkaClient(BrokerConnections):
             if left <= 0:
                 if info is not None and info.partitions:
                     return len(info.partitions)
+                if info is not None and info.error_code not in (0, *_TRANSIENT_TOPIC_ERRORS):
+                    errors.raise_for_code(info.error_code, f"topic {topic!r}")
                 raise errors.KafkaTimeoutError(
                     f"topic {topic!r} not present in metadata after {timeout * 1000:.0f} ms"
                 )

@@ -509,6 +509,15 @@ async def open_connection(
             f"handshake, before answering ApiVersions: it most likely refused the client "
             f"certificate, or needs one (ssl_certfile/ssl_keyfile) ({exc.message})"
         ) from None
+    except errors.SslError as exc:
+        await conn.close()
+        # A TLS 1.3 alert after our side of the handshake is about our
+        # certificate: Kafka sends "bad certificate" when it requires one
+        # (ssl.client.auth=required) and got none, or one it does not trust.
+        raise errors.SslError(
+            f"{exc.message}: the broker refused the client certificate, or needs one "
+            f"(ssl_certfile/ssl_keyfile)"
+        ) from None
     except BaseException:
         await conn.close()
         raise

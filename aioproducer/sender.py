@@ -48,6 +48,14 @@ __all__ = ["Sender"]
 log = logging.getLogger("aioproducer.sender")
 
 
+def _refused_for_good(exc: BaseException | None) -> bool:
+    """A producer id refusal that retrying with these settings and ACLs cannot change."""
+    return exc is not None and (
+        errors.is_authentication_failure(exc)
+        or isinstance(exc, errors.ClusterAuthorizationFailedError)
+    )
+
+
 def _release(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
@@ -468,7 +476,9 @@ class Sender:
         if self._pid_task is not None and not self._pid_task.done():
             return False
         if not seq.ready:
-            return True
+            # Refused for want of an ACL: ask again for records that wait (the
+            # ACL may have been granted since), not on every pass while idle.
+            return not _refused_for_good(self._pid_error) or self._acc.queued_batches() > 0
         return seq.bump_needed and not any(
             self._in_flight_by_tp.get(tp) for tp in seq.waiting_for_id()
         )
@@ -513,9 +523,11 @@ class Sender:
         except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
             self._pid_error = exc
             self._log.warning("could not get a producer id: %s", exc)
-            if errors.is_authentication_failure(exc):
-                # Refused by TLS or SASL: nothing queued can be sent until the
-                # settings change, so fail it now rather than at its deadline.
+            if _refused_for_good(exc):
+                # Refused by TLS or SASL, or not authorized: nothing queued can
+                # be sent until the settings or the ACLs change, so fail it now
+                # rather than at its deadline (Java's Sender fails the batches
+                # on CLUSTER_AUTHORIZATION_FAILED and starts over uninitialized).
                 self.abort_queued(exc)
             await asyncio.sleep(self._config.retry_backoff_ms / 1000)
         else:

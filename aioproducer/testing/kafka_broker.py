@@ -195,6 +195,9 @@ class KafkaBroker(BrokerProcess):
         cluster_id, voters, controller_port: set by a cluster of several
             brokers; a lone broker picks its own.
         heap: the JVM's maximum heap (``-Xmx``).
+        jvm_args: extra JVM options, e.g. system properties such as
+            ``-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=...`` (Kafka 4
+            reads no OAUTHBEARER JWKS or token URL not listed there).
         startup_timeout: seconds :meth:`start` waits for Metadata to list this node.
         stop_timeout: seconds :meth:`stop` waits after SIGTERM (a controlled
             shutdown) before SIGKILL.
@@ -214,6 +217,7 @@ class KafkaBroker(BrokerProcess):
         controller_port: int | None = None,
         port: int | None = None,
         heap: str = "512m",
+        jvm_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
         stop_timeout: float = 30.0,
         libs: str | os.PathLike[str] | None = None,
@@ -240,6 +244,7 @@ class KafkaBroker(BrokerProcess):
         self._scram_users = list(scram_users)
         self._features = dict(features or {})
         self.heap = heap
+        self.jvm_args = list(jvm_args)
         self._formatted = (self.workdir / "data" / "meta.properties").is_file()
 
     # -- addresses --------------------------------------------------------------------
@@ -314,6 +319,7 @@ class KafkaBroker(BrokerProcess):
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+            *self.jvm_args,
             "-cp",
             f"{self.libs}/*",
             main_class,

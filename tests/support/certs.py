@@ -75,6 +75,27 @@ class Pki:
             ctx.load_cert_chain(self.client_cert_file, self.client_key_file)
         return ctx
 
+    def kafka_key_and_chain(self, cert: str = "good") -> tuple[str, str]:
+        """The server key and certificate chain as Apache Kafka reads them inline.
+
+        For ``ssl.keystore.type=PEM`` with ``ssl.keystore.key`` and
+        ``ssl.keystore.certificate.chain`` (KIP-651): the key as unencrypted
+        PKCS#8 (Java has no reader for the SEC1 ``EC PRIVATE KEY`` form trustme
+        writes; a PEM key store *file* would need an encrypted key). ``cert`` is
+        ``good``, ``wrong_host`` or ``expired``.
+        """
+        leaf = {"good": self._server, "wrong_host": self._wrong_host, "expired": self._expired}[
+            cert
+        ]
+        key = serialization.load_pem_private_key(leaf.private_key_pem.bytes(), password=None)
+        pkcs8 = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        chain = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
+        return pkcs8.decode(), chain.decode()
+
     def librdkafka_ssl(
         self, *, with_cert: bool = False, ca_file: str | None = None
     ) -> dict[str, str]:
