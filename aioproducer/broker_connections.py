@@ -383,7 +383,7 @@ class BrokerConnections(abc.ABC):
         for task in pending:
             try:
                 await task
-            except BaseException:  # noqa: BLE001 - cancelled or failed, either way done
+            except BaseException:  # noqa: BLE001, S110 - cancelled or failed, either way done
                 pass
         conns, self._conns = list(self._conns.values()), {}
         for conn in conns:

@@ -439,11 +439,11 @@ class BrokerConnection:
         self._fail_all(errors.ConnectionLostError(self._describe("connection closed")))
         try:
             await asyncio.wait_for(self._read_task, 1.0)
-        except BaseException:  # noqa: BLE001 - the task is done either way
+        except BaseException:  # noqa: BLE001, S110 - the task is done either way
             pass
         try:
             await asyncio.wait_for(self._writer.wait_closed(), 1.0)
-        except BaseException:  # noqa: BLE001
+        except BaseException:  # noqa: BLE001, S110 - closing: nothing left to tell
             pass
 
 

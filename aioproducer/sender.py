@@ -141,7 +141,7 @@ class Sender:
             self.passes += 1
             try:
                 delay = self._run_once(time.monotonic())
-            except Exception:
+            except Exception:  # noqa: BLE001 - logged; the loop must go on or records hang
                 self._log.exception("unexpected error in the sender loop")
                 delay = 0.1
             if delay > 0 and not self._woken:

@@ -93,7 +93,7 @@ class BrokerProcess:
         """True once the broker serves clients (not merely accepts connections)."""
         raise NotImplementedError
 
-    def start(self: _Broker) -> _Broker:  # noqa: PYI019 - typing.Self needs Python 3.11
+    def start(self: _Broker) -> _Broker:
         """Launch the broker and block until it serves clients."""
         raise NotImplementedError
 
@@ -238,7 +238,7 @@ class BrokerProcess:
     def _state(self) -> str:
         return "paused" if self.is_paused else ("running" if self.is_running else "stopped")
 
-    def __enter__(self: _Broker) -> _Broker:  # noqa: PYI019 - typing.Self needs Python 3.11
+    def __enter__(self: _Broker) -> _Broker:
         if not self.is_running:
             self.start()
         return self
