@@ -47,6 +47,15 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("aioproducer.sender")
 
+# Answers that mean "ask again in a moment" while a coordinator loads or moves,
+# and how long they are retried before each failure is a WARNING.
+_COORDINATOR_BUSY = (
+    errors.CoordinatorLoadInProgressError,
+    errors.CoordinatorNotAvailableError,
+    errors.NotCoordinatorError,
+)
+_QUIET_COORDINATOR_RETRIES_S = 5.0
+
 
 def _refused_for_good(exc: BaseException | None) -> bool:
     """A producer id refusal that retrying with these settings and ACLs cannot change."""
@@ -108,6 +117,7 @@ class Sender:
         self._txn = txn
         self._pid_task: asyncio.Task[None] | None = None
         self._pid_error: BaseException | None = None
+        self._pid_failing_since = 0.0
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
         # Produce requests started per node, counted from the moment they are
         # started (a batch may still be compressing in a worker thread) ...
@@ -521,8 +531,20 @@ class Sender:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
+            now = time.monotonic()
+            if self._pid_error is None:
+                self._pid_failing_since = now
             self._pid_error = exc
-            self._log.warning("could not get a producer id: %s", exc)
+            # A coordinator still loading (a broker just started) answers so
+            # for a moment: Java retries it quietly; a WARNING only if it lasts.
+            transient = (
+                isinstance(exc, _COORDINATOR_BUSY)
+                and now - self._pid_failing_since < _QUIET_COORDINATOR_RETRIES_S
+            )
+            self._log.log(
+                logging.DEBUG if transient else logging.WARNING,
+                "could not get a producer id: %s", exc,
+            )
             if _refused_for_good(exc):
                 # Refused by TLS or SASL, or not authorized: nothing queued can
                 # be sent until the settings or the ACLs change, so fail it now
