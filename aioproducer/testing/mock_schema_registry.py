@@ -131,6 +131,8 @@ class MockSchemaRegistry:
             if self._auth is not None and request.headers.get("Authorization") != self._auth:
                 raise _Error(401, 401, "Unauthorized")
             return await handler(request)
+        except web.HTTPNotFound:  # a path this mock does not serve: the registry's 404 body
+            return self._json({"error_code": 404, "message": "HTTP 404 Not Found"}, 404)
         except _Error as err:
             return self._json({"error_code": err.code, "message": err.message}, err.status)
 
