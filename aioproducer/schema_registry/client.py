@@ -22,11 +22,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
 from . import errors
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["RegisteredSchema", "Schema", "SchemaRegistryClient"]
 
@@ -190,7 +193,7 @@ class SchemaRegistryClient:
 
     # -- lifecycle -------------------------------------------------------------
 
-    async def __aenter__(self) -> SchemaRegistryClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -47,7 +47,7 @@ class JsonSchemaSerializer(SchemaSerializer):
         if not self._validate:
             return (schema, None)
         try:
-            import jsonschema
+            import jsonschema  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ConfigurationError(
                 "JsonSchemaSerializer validates with jsonschema: pip install "
@@ -85,7 +85,7 @@ class JsonSchemaSerializer(SchemaSerializer):
 
 
 def _explain(validator: Any, obj: Any, first: Any) -> str:
-    import jsonschema
+    import jsonschema  # type: ignore[import-untyped,unused-ignore]
 
     error = jsonschema.exceptions.best_match(validator.iter_errors(obj)) or first
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

@@ -19,11 +19,14 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from .avro_compat import avro_compatible
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["MockSchemaRegistry", "RecordedRequest"]
 
@@ -83,7 +86,7 @@ class MockSchemaRegistry:
     def require_bearer(self, token: str) -> None:
         self._auth = f"Bearer {token}"
 
-    async def start(self) -> MockSchemaRegistry:
+    async def start(self) -> Self:
         app = web.Application(middlewares=[self._middleware])
         r = app.router
         r.add_post("/subjects/{subject}/versions", self._register)
@@ -111,7 +114,7 @@ class MockSchemaRegistry:
         if runner is not None:
             await runner.cleanup()
 
-    async def __aenter__(self) -> MockSchemaRegistry:
+    async def __aenter__(self) -> Self:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:

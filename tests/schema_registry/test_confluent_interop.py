@@ -22,19 +22,19 @@ from aioproducer.schema_registry import (
 from aioproducer.testing import MockCluster
 
 confluent_sr = pytest.importorskip("confluent_kafka.schema_registry")
-from confluent_kafka.schema_registry.avro import (  # noqa: E402
+from confluent_kafka.schema_registry.avro import (
     AvroDeserializer as ConfluentAvroDeserializer,
 )
-from confluent_kafka.schema_registry.avro import (  # noqa: E402
+from confluent_kafka.schema_registry.avro import (
     AvroSerializer as ConfluentAvroSerializer,
 )
-from confluent_kafka.schema_registry.json_schema import (  # noqa: E402
+from confluent_kafka.schema_registry.json_schema import (
     JSONDeserializer as ConfluentJSONDeserializer,
 )
-from confluent_kafka.schema_registry.json_schema import (  # noqa: E402
+from confluent_kafka.schema_registry.json_schema import (
     JSONSerializer as ConfluentJSONSerializer,
 )
-from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 pytestmark = pytest.mark.asyncio
 
