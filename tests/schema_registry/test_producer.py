@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import json
@@ -11,6 +12,7 @@ import fastavro
 import pytest
 
 from aioproducer import Producer
+from aioproducer.errors import ProducerClosedError
 from aioproducer.schema_registry import (
     AvroSerializer,
     JsonSchemaSerializer,
@@ -150,3 +152,36 @@ async def test_bulk_path_with_interceptors_uses_the_prepared_serializer(schema_r
 async def test_plain_serializers_need_no_preparation() -> None:
     producer = Producer("127.0.0.1:9", value_serializer=str.encode)
     assert producer._prep is None
+
+
+class SlowPrepare:
+    """A prepared serializer whose prepare waits until released."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def prepare(self, topic: str) -> None:
+        self.entered.set()
+        await self.release.wait()
+
+    def for_topic(self, topic: str):
+        return lambda value: b"v" if value is not None else None
+
+    def __call__(self, value, topic=None):
+        return self.for_topic(topic)(value)
+
+
+async def test_close_during_prepare_buffers_nothing() -> None:
+    serializer = SlowPrepare()
+    async with MockCluster() as cluster:
+        cluster.create_topic("orders", partitions=1)
+        producer = Producer(cluster.bootstrap_servers, value_serializer=serializer)
+        await producer.start()
+        sending = asyncio.ensure_future(producer.send("orders", {"id": 1}))
+        await asyncio.wait_for(serializer.entered.wait(), 10)
+        await asyncio.wait_for(producer.close(), 10)
+        serializer.release.set()
+        with pytest.raises(ProducerClosedError):
+            await asyncio.wait_for(sending, 10)
+        assert cluster.records("orders") == []
