@@ -220,3 +220,22 @@ async def test_from_config_refuses_unknown_and_malformed_properties() -> None:
         "request.timeout.ms": 2500, "latest.cache.ttl.secs": 5,
     })
     assert client.url == "http://a:1"
+
+
+async def test_retries_log_no_credentials(schema_registry, caplog) -> None:
+    host = schema_registry.url.removeprefix("http://")
+    caplog.set_level("DEBUG", logger="aioproducer.schema_registry")
+    schema_registry.fail_next(2, status=502)
+    async with SchemaRegistryClient(
+        f"http://bob:hunter2-pw@{host}", max_retries=1, retry_backoff_s=0.001
+    ) as client:
+        with pytest.raises(SchemaRegistryUnavailableError) as failed:
+            await client.get_schema(1)
+    retries = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert retries, "the retry was not logged"
+    logged = " ".join(r.getMessage() for r in caplog.records) + str(failed.value)
+    assert "hunter2-pw" not in logged and "bob" not in logged
+    # The password still went out, as basic auth.
+    assert schema_registry.requests[0].headers["Authorization"] == "Basic " + base64.b64encode(
+        b"bob:hunter2-pw"
+    ).decode()
