@@ -1,4 +1,4 @@
-"""Confluent Schema Registry: an async client and Avro / JSON Schema serializers.
+"""Confluent Schema Registry: an async client and Avro / JSON Schema / Protobuf serializers.
 
 Values go out in Confluent's wire format (magic byte 0, 4-byte schema id,
 payload) so Confluent's deserializers, Kafka Connect and ksqlDB read them.
@@ -11,13 +11,13 @@ once per topic, without blocking the event loop::
         async with Producer(bootstrap_servers=..., value_serializer=serializer) as p:
             await p.send("orders", {"id": 1, "amount": 9.5})
 
-Imports of fastavro/jsonschema happen when a serializer is made.
+Imports of fastavro/jsonschema/protobuf happen when a serializer is made.
 """
 
 from __future__ import annotations
 
 from .avro import AvroSerializer
-from .client import RegisteredSchema, Schema, SchemaRegistryClient
+from .client import RegisteredSchema, Schema, SchemaReference, SchemaRegistryClient
 from .errors import (
     IncompatibleSchemaError,
     InvalidSchemaError,
@@ -30,6 +30,7 @@ from .errors import (
     VersionNotFoundError,
 )
 from .json_schema import JsonSchemaSerializer
+from .protobuf import ProtobufSerializer
 from .serializer import (
     SchemaSerializer,
     record_name_strategy,
@@ -43,9 +44,11 @@ __all__ = [
     "IncompatibleSchemaError",
     "InvalidSchemaError",
     "JsonSchemaSerializer",
+    "ProtobufSerializer",
     "RegisteredSchema",
     "Schema",
     "SchemaNotFoundError",
+    "SchemaReference",
     "SchemaRegistryAuthError",
     "SchemaRegistryClient",
     "SchemaRegistryError",

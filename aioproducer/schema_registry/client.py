@@ -31,7 +31,7 @@ from . import errors
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["RegisteredSchema", "Schema", "SchemaRegistryClient"]
+__all__ = ["RegisteredSchema", "Schema", "SchemaReference", "SchemaRegistryClient"]
 
 log = logging.getLogger(__name__)
 
@@ -46,27 +46,40 @@ COMPATIBILITY_LEVELS = frozenset({
 
 
 @dataclass(frozen=True)
+class SchemaReference:
+    """A schema another one imports: its import name, and where it is registered."""
+
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
 class Schema:
     """A schema as the registry stores it: text, type (AVRO, JSON, PROTOBUF), references."""
 
     schema_str: str
     schema_type: str = "AVRO"
-    references: tuple[Mapping[str, Any], ...] = field(default=())
+    references: tuple[SchemaReference, ...] = field(default=())
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": self.schema_str}
         if self.schema_type != "AVRO":  # the registry's default; Confluent omits it too
             out["schemaType"] = self.schema_type
         if self.references:
-            out["references"] = [dict(r) for r in self.references]
+            out["references"] = [
+                {"name": r.name, "subject": r.subject, "version": r.version}
+                for r in self.references
+            ]
         return out
 
     @classmethod
     def from_response(cls, body: Mapping[str, Any]) -> Schema:
-        return cls(
-            body["schema"], body.get("schemaType") or "AVRO",
-            tuple(body.get("references") or ()),
+        refs = tuple(
+            SchemaReference(str(r["name"]), str(r["subject"]), int(r["version"]))
+            for r in body.get("references") or ()
         )
+        return cls(body["schema"], body.get("schemaType") or "AVRO", refs)
 
 
 @dataclass(frozen=True)

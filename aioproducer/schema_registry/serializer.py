@@ -144,6 +144,11 @@ class SchemaSerializer:
         """A function encoding one object to the payload (SchemaValidationError if it does not fit)."""
         raise NotImplementedError
 
+    async def _full_schema(self) -> Schema:
+        """The schema to register, with its references (registered first if need be)."""
+        assert self._schema is not None
+        return self._schema
+
     # -- preparing -------------------------------------------------------------
 
     def prepared(self, topic: str) -> bool:
@@ -178,16 +183,14 @@ class SchemaSerializer:
             parsed = self._parse(latest.schema.schema_str)
             schema_id = latest.schema_id
         else:
-            assert self._schema is not None
+            schema = await self._full_schema()
             subject = self._strategy(topic, self.is_key, record_name)
             if self._auto_register:
                 schema_id = await self.client.register_schema(
-                    subject, self._schema, normalize=self._normalize
+                    subject, schema, normalize=self._normalize
                 )
             else:
-                found = await self.client.lookup_schema(
-                    subject, self._schema, normalize=self._normalize
-                )
+                found = await self.client.lookup_schema(subject, schema, normalize=self._normalize)
                 schema_id = found.schema_id
         return _framed(wire_header(schema_id), self._encoder(parsed))
 
