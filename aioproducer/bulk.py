@@ -115,14 +115,19 @@ class BulkAppender:
             self._txn.check_can_send()
 
     async def enqueue_many(
-        self, topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any
+        self, topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any,
+        *, serializers: tuple[Any, Any] | None = None,
     ) -> asyncio.Future[BulkResult]:
+        """``serializers``: (key, value) for this topic; the configured ones when None."""
         self._check_state()
         began = time.perf_counter()
         cfg = self._config
+        key_ser, value_ser = (
+            (cfg.key_serializer, cfg.value_serializer) if serializers is None else serializers
+        )
         cols = read_columns(
             topic, values, keys, headers, partition, timestamp_ms,
-            key_serializer=cfg.key_serializer, value_serializer=cfg.value_serializer,
+            key_serializer=key_ser, value_serializer=value_ser,
         )
         sizes = self._record_bounds(cols)
         deadline = time.monotonic() + self._max_block

@@ -54,6 +54,7 @@ from .producer_settings import ProducerConstructor
 from .producer_transactions import TransactionalProducerMixin
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .sender import Sender
+from .serializer_prepare import SerializerPreparation
 from .transactions import TransactionManager
 from .validation import check_headers, check_record_size, check_topic, to_bytes
 
@@ -121,6 +122,8 @@ class Producer(
         self._serializing = (
             config.key_serializer is not None or config.value_serializer is not None
         )
+        # Schema-aware serializers resolve their schema per topic first; None otherwise.
+        self._prep = SerializerPreparation.of(config.key_serializer, config.value_serializer)
         self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
         # The largest record bound the unkeyed fast path of enqueue takes.
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
@@ -433,6 +436,8 @@ class Producer(
             check_topic(topic)
             if len(self._topics_seen) < 10000:
                 self._topics_seen.add(topic)
+        if self._prep is not None and not self._prep.prepared(topic):
+            await self._prep.prepare(topic)  # before anything is appended (registry I/O)
         # Fast path for the common case: bytes in, no serializer.
         if (
             type(value) is not bytes
@@ -583,8 +588,11 @@ class Producer(
 
     def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         """Key and value as bytes: through the configured serializers, else bytes-like to bytes."""
-        value = to_bytes(value, "value", self._value_serializer, topic)
-        if key is not None or self._key_serializer is not None:
-            key = to_bytes(key, "key", self._key_serializer, topic)
+        key_ser, value_ser = self._key_serializer, self._value_serializer
+        if self._prep is not None:
+            key_ser, value_ser = self._prep.bound(topic)
+        value = to_bytes(value, "value", value_ser, topic)
+        if key is not None or key_ser is not None:
+            key = to_bytes(key, "key", key_ser, topic)
         return key, value
 

@@ -14,6 +14,7 @@ records.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any
 
 from .bulk_intercept import intercepted_enqueue_many
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .bulk import BulkAppender
     from .config import ProducerConfig
     from .interceptors import InterceptorChain
+    from .serializer_prepare import SerializerPreparation
 
 __all__ = ["BulkProducerMixin"]
 
@@ -34,6 +36,7 @@ class BulkProducerMixin:
         config: ProducerConfig
         _bulk: BulkAppender | None
         _interceptors: InterceptorChain | None
+        _prep: SerializerPreparation | None
 
         def _check_open(self) -> None: ...
 
@@ -50,13 +53,22 @@ class BulkProducerMixin:
         """
         self._check_open()
         assert self._bulk is not None
+        serializers = (self.config.key_serializer, self.config.value_serializer)
+        if self._prep is not None:
+            # Schema-aware serializers: the schema id of the topic, once per call,
+            # before any record is serialized or buffered.
+            await self._prep.prepare(topic)
+            self._check_open()
+            serializers = self._prep.bound(topic)
         if self._interceptors is not None:
             return await intercepted_enqueue_many(
-                self._interceptors, self._bulk.enqueue_many,
-                topic, values, keys, headers, partition, timestamp_ms,
-                (self.config.key_serializer, self.config.value_serializer),
+                self._interceptors,
+                functools.partial(self._bulk.enqueue_many, serializers=serializers),
+                topic, values, keys, headers, partition, timestamp_ms, serializers,
             )
-        return await self._bulk.enqueue_many(topic, values, keys, headers, partition, timestamp_ms)
+        return await self._bulk.enqueue_many(
+            topic, values, keys, headers, partition, timestamp_ms, serializers=serializers
+        )
 
     async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:
         """:meth:`enqueue_many`, then wait for every record's acknowledgement."""

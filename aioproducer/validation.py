@@ -52,6 +52,8 @@ def to_bytes(
     if serializer is not None:
         try:
             obj = serializer(obj)
+        except errors.SerializationError:
+            raise  # already typed and explained (e.g. a value that does not fit its schema)
         except Exception as exc:
             raise errors.SerializationError(
                 f"the {what} serializer failed for topic {topic!r}: {exc!r}"

@@ -10,12 +10,15 @@ point, so no ``conftest.py`` is needed:
 * ``producer``: a factory, ``await producer(**config) -> Producer``, returning a
   started producer bound to ``kafka_cluster``; every producer it made is closed
   at teardown.
+* ``schema_registry``: a started in-memory Confluent Schema Registry
+  (:class:`~aioproducer.testing.mock_schema_registry.MockSchemaRegistry`), its
+  address in ``schema_registry.url``; needs the ``avro`` extra.
 
-Both fixtures are async and need pytest-asyncio (strict or auto mode). In
+The fixtures are async and need pytest-asyncio (strict or auto mode). In
 strict mode, mark the tests ``@pytest.mark.asyncio``.
 
 Event loops: a producer belongs to the loop that started it, and the mock
-cluster answers only while the loop that started it runs. Both fixtures are
+cluster answers only while the loop that started it runs. The fixtures are
 function-scoped, one cluster and its producers per test, and run on the loop
 pytest-asyncio gives function-scoped fixtures (``asyncio_default_fixture_loop_scope``),
 like the fixtures that use them. The tests must run on that same loop: keep
@@ -45,8 +48,9 @@ import pytest
 if TYPE_CHECKING:
     from aioproducer import Producer
     from aioproducer.testing import MockCluster
+    from aioproducer.testing.mock_schema_registry import MockSchemaRegistry
 
-__all__ = ["ProducerFactory", "kafka_cluster", "producer"]
+__all__ = ["ProducerFactory", "kafka_cluster", "producer", "schema_registry"]
 
 MARKER = "kafka_cluster"
 # Bound on closing each producer at teardown, so that a test that leaves records
@@ -162,6 +166,24 @@ if pytest_asyncio is not None:
             if failure is not None:
                 raise failure
 
+    @pytest_asyncio.fixture
+    async def schema_registry() -> AsyncIterator[MockSchemaRegistry]:
+        """A started in-memory Schema Registry on a loopback port (``.url``), stopped after."""
+        try:
+            from aioproducer.testing.mock_schema_registry import MockSchemaRegistry
+        except ImportError as exc:
+            pytest.fail(
+                f"the schema_registry fixture needs aiohttp and fastavro "
+                f"(pip install 'aioproducer[avro]'): {exc}",
+                pytrace=False,
+            )
+        registry = MockSchemaRegistry()
+        await registry.start()
+        try:
+            yield registry
+        finally:
+            await registry.stop()
+
 else:  # pragma: no cover - exercised only without pytest-asyncio
 
     @pytest.fixture
@@ -171,5 +193,10 @@ else:  # pragma: no cover - exercised only without pytest-asyncio
 
     @pytest.fixture
     def producer() -> None:
+        """Unavailable: needs pytest-asyncio."""
+        pytest.fail(_MISSING_PYTEST_ASYNCIO, pytrace=False)
+
+    @pytest.fixture
+    def schema_registry() -> None:
         """Unavailable: needs pytest-asyncio."""
         pytest.fail(_MISSING_PYTEST_ASYNCIO, pytrace=False)

@@ -1,0 +1,404 @@
+"""An asyncio client of Confluent Schema Registry's REST API, on aiohttp.
+
+One aiohttp session per client, created on first use and closed by
+:meth:`SchemaRegistryClient.close` (or ``async with``). Every request is
+bounded: a total timeout per attempt, and at most ``max_retries`` retries with
+exponential backoff on 5xx answers and connection errors (as Confluent's
+clients do with ``max.retries``/``retries.wait.ms``). Answers are cached: the
+id of a (subject, schema) pair and the schema of an id never change in a
+registry, so they are kept (up to ``cache_capacity`` entries); the latest
+version of a subject may change and is kept for ``latest_ttl_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import random
+import ssl as ssl_module
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from ..errors import ConfigurationError
+from . import errors
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["RegisteredSchema", "Schema", "SchemaReference", "SchemaRegistryClient"]
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+# Statuses that mean "try again": the registry is starting, overloaded or
+# forwarding to a leader that moved.
+RETRIABLE = frozenset({500, 502, 503, 504})
+COMPATIBILITY_LEVELS = frozenset({
+    "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE",
+    "FULL", "FULL_TRANSITIVE",
+})
+
+
+@dataclass(frozen=True)
+class SchemaReference:
+    """A schema another one imports: its import name, and where it is registered."""
+
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A schema as the registry stores it: text, type (AVRO, JSON, PROTOBUF), references."""
+
+    schema_str: str
+    schema_type: str = "AVRO"
+    references: tuple[SchemaReference, ...] = field(default=())
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": self.schema_str}
+        if self.schema_type != "AVRO":  # the registry's default; Confluent omits it too
+            out["schemaType"] = self.schema_type
+        if self.references:
+            out["references"] = [
+                {"name": r.name, "subject": r.subject, "version": r.version}
+                for r in self.references
+            ]
+        return out
+
+    @classmethod
+    def from_response(cls, body: Mapping[str, Any]) -> Schema:
+        refs = tuple(
+            SchemaReference(str(r["name"]), str(r["subject"]), int(r["version"]))
+            for r in body.get("references") or ()
+        )
+        return cls(body["schema"], body.get("schemaType") or "AVRO", refs)
+
+
+@dataclass(frozen=True)
+class RegisteredSchema:
+    """A schema under a subject: its global id and the subject's version number."""
+
+    schema_id: int
+    schema: Schema
+    subject: str
+    version: int
+
+
+def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """The URL without ``user:pass@`` (kept out of messages), and that user info."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"Schema Registry URL must be http(s)://host[:port], got {parts.scheme or '?'}://..."
+        )
+    if parts.username is None:
+        return url.rstrip("/"), None
+    netloc = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    clean = urlunsplit((parts.scheme, netloc, parts.path, "", "")).rstrip("/")
+    return clean, (unquote(parts.username), unquote(parts.password or ""))
+
+
+class _Cache(OrderedDict):  # type: ignore[type-arg]
+    """A size-bounded mapping that drops its oldest entry."""
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self.capacity = capacity
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.capacity:
+            self.popitem(last=False)
+
+
+class SchemaRegistryClient:
+    """An async Schema Registry client; see the module docstring.
+
+    Args:
+        url: base URL, or several (tried in turn on connection errors); user
+            info in a URL (``https://user:pass@host``) is used as basic auth.
+        basic_auth: ``(user, password)`` for HTTP basic authentication.
+        bearer_token: a static OAuth bearer token (not together with basic_auth).
+        bearer_logical_cluster / bearer_identity_pool: Confluent Cloud's
+            ``target-sr-cluster`` and ``Confluent-Identity-Pool-Id`` headers.
+        ssl: an SSL context for https (a CA, and a client certificate for mTLS).
+        timeout_s: bound on each attempt (connect and answer).
+        max_retries: retries after the first attempt on 5xx and connection errors.
+        retry_backoff_s / retry_backoff_max_s: the first wait, doubled per retry, capped.
+        latest_ttl_s: how long the latest version of a subject is cached.
+        cache_capacity: entries kept per cache.
+    """
+
+    def __init__(
+        self,
+        url: str | list[str],
+        *,
+        basic_auth: tuple[str, str] | None = None,
+        bearer_token: str | None = None,
+        bearer_logical_cluster: str | None = None,
+        bearer_identity_pool: str | None = None,
+        ssl: ssl_module.SSLContext | None = None,
+        timeout_s: float = 10.0,
+        max_retries: int = 3,
+        retry_backoff_s: float = 0.1,
+        retry_backoff_max_s: float = 2.0,
+        latest_ttl_s: float = 60.0,
+        cache_capacity: int = 1000,
+    ) -> None:
+        urls = [url] if isinstance(url, str) else list(url)
+        if not urls:
+            raise ConfigurationError("Schema Registry URL is missing")
+        self._urls: list[str] = []
+        for u in urls:
+            clean, userinfo = _strip_userinfo(u.strip())
+            self._urls.append(clean)
+            if userinfo is not None and basic_auth is None:
+                basic_auth = userinfo
+        if basic_auth is not None and bearer_token is not None:
+            raise ConfigurationError("Schema Registry: basic auth and a bearer token both given")
+        if timeout_s <= 0 or max_retries < 0 or retry_backoff_s < 0 or cache_capacity < 1:
+            raise ConfigurationError(
+                "Schema Registry: timeout_s must be > 0, max_retries and retry_backoff_s >= 0, "
+                "cache_capacity >= 1"
+            )
+        self._headers = {"Accept": CONTENT_TYPE, "Content-Type": CONTENT_TYPE}
+        if basic_auth is not None:
+            token = base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
+            self._headers["Authorization"] = f"Basic {token}"
+        elif bearer_token is not None:
+            self._headers["Authorization"] = f"Bearer {bearer_token}"
+            if bearer_logical_cluster:
+                self._headers["target-sr-cluster"] = bearer_logical_cluster
+            if bearer_identity_pool:
+                self._headers["Confluent-Identity-Pool-Id"] = bearer_identity_pool
+        self._ssl = ssl
+        self._timeout_s = timeout_s
+        self._max_retries = max_retries
+        self._backoff = retry_backoff_s
+        self._backoff_max = max(retry_backoff_max_s, retry_backoff_s)
+        self._latest_ttl = latest_ttl_s
+        self._session: Any = None  # aiohttp.ClientSession, made on first use
+        self._ids = _Cache(cache_capacity)  # (subject, Schema, normalize) -> id
+        self._schemas = _Cache(cache_capacity)  # id -> Schema
+        self._latest = _Cache(cache_capacity)  # subject -> (expires, RegisteredSchema)
+        self._versions = _Cache(cache_capacity)  # (subject, version) -> RegisteredSchema
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, Any]) -> SchemaRegistryClient:
+        """A client from Confluent's property names (see :mod:`.config`)."""
+        from .config import client_kwargs
+
+        return cls(**client_kwargs(conf))
+
+    @property
+    def url(self) -> str:
+        """The first base URL, without credentials."""
+        return self._urls[0]
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the HTTP session; the client may be used again (a new session is made)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _get_session(self) -> Any:
+        if self._session is None or self._session.closed:
+            try:
+                import aiohttp
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise ConfigurationError(
+                    "the Schema Registry client needs aiohttp: pip install 'aioproducer[avro]'"
+                ) from exc
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self._timeout_s),
+                connector=aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True),
+            )
+        return self._session
+
+    # -- the HTTP exchange -----------------------------------------------------
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None
+    ) -> Any:
+        """One REST call with bounded retries; the decoded JSON answer or a typed error."""
+        import aiohttp
+
+        session = self._get_session()
+        data = None if body is None else json.dumps(body)
+        attempt, last = 0, ""
+        while True:
+            url = self._urls[attempt % len(self._urls)]
+            try:
+                async with session.request(
+                    method, url + path, data=data, params=params, headers=self._headers
+                ) as resp:
+                    text = await resp.text()
+                    status = resp.status
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                # The exception's text may repeat the URL; ours is free of credentials.
+                last = f"{type(exc).__name__} from {url}"
+            else:
+                if status < 300:
+                    return json.loads(text) if text else None
+                if status not in RETRIABLE:
+                    raise self._error(method, path, url, status, text)
+                last = f"HTTP {status} from {url}"
+            if attempt >= self._max_retries:
+                raise errors.SchemaRegistryUnavailableError(
+                    f"Schema Registry {method} {path} failed after {attempt + 1} attempt(s): {last}"
+                )
+            delay = min(self._backoff * (2 ** attempt), self._backoff_max)
+            log.debug("Schema Registry %s %s: %s; retrying in %.3fs", method, path, last, delay)
+            attempt += 1
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+
+    @staticmethod
+    def _error(
+        method: str, path: str, url: str, status: int, text: str
+    ) -> errors.SchemaRegistryError:
+        try:
+            body = json.loads(text)
+            code = int(body.get("error_code", status))
+            message = str(body.get("message", ""))[:500]
+        except (ValueError, TypeError, AttributeError):
+            code, message = status, text[:200]
+        what = f"Schema Registry {method} {path} at {url}: HTTP {status}, error {code}: {message}"
+        cls: type[errors.SchemaRegistryError] = errors.SchemaRegistryError
+        if status in (401, 403):
+            cls = errors.SchemaRegistryAuthError
+        elif code == 40401:
+            cls = errors.SubjectNotFoundError
+        elif code == 40402:
+            cls = errors.VersionNotFoundError
+        elif code == 40403:
+            cls = errors.SchemaNotFoundError
+        elif status == 409 or code == 409:
+            cls = errors.IncompatibleSchemaError
+        elif status == 422:
+            cls = errors.InvalidSchemaError
+        return cls(what, status=status, error_code=code)
+
+    # -- the REST API ----------------------------------------------------------
+
+    async def register_schema(
+        self, subject: str, schema: Schema, *, normalize: bool = False
+    ) -> int:
+        """Register ``schema`` under ``subject`` (or find it there); its global id."""
+        key = (subject, schema, normalize)
+        cached = self._ids.get(key)
+        if cached is not None:
+            return int(cached)
+        answer = await self._request(
+            "POST", f"/subjects/{quote(subject, safe='')}/versions", schema.body(),
+            {"normalize": "true" if normalize else "false"},
+        )
+        schema_id = int(answer["id"])
+        self._ids.put(key, schema_id)
+        self._schemas.setdefault(schema_id, schema)
+        return schema_id
+
+    async def lookup_schema(
+        self, subject: str, schema: Schema, *, normalize: bool = False
+    ) -> RegisteredSchema:
+        """The version of ``subject`` holding ``schema`` (SchemaNotFoundError if none)."""
+        answer = await self._request(
+            "POST", f"/subjects/{quote(subject, safe='')}", schema.body(),
+            {"normalize": "true" if normalize else "false"},
+        )
+        found = self._registered(answer, subject)
+        self._ids.put((subject, schema, normalize), found.schema_id)
+        return found
+
+    async def get_schema(self, schema_id: int) -> Schema:
+        """The schema with this global id (SchemaNotFoundError if none)."""
+        cached = self._schemas.get(schema_id)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        answer = await self._request("GET", f"/schemas/ids/{int(schema_id)}")
+        schema = Schema.from_response(answer)
+        self._schemas.put(schema_id, schema)
+        return schema
+
+    async def get_version(self, subject: str, version: int | str) -> RegisteredSchema:
+        """A version of ``subject``; ``"latest"`` (or -1) is :meth:`get_latest_version`."""
+        if version in ("latest", -1):
+            return await self.get_latest_version(subject)
+        cached = self._versions.get((subject, int(version)))
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        answer = await self._request(
+            "GET", f"/subjects/{quote(subject, safe='')}/versions/{int(version)}"
+        )
+        found = self._registered(answer, subject)
+        self._versions.put((subject, found.version), found)
+        return found
+
+    async def get_latest_version(self, subject: str) -> RegisteredSchema:
+        """The latest version of ``subject``, cached for ``latest_ttl_s``."""
+        cached = self._latest.get(subject)
+        now = time.monotonic()
+        if cached is not None and cached[0] > now:
+            return cached[1]  # type: ignore[no-any-return]
+        answer = await self._request(
+            "GET", f"/subjects/{quote(subject, safe='')}/versions/latest"
+        )
+        found = self._registered(answer, subject)
+        self._latest.put(subject, (now + self._latest_ttl, found))
+        self._versions.put((subject, found.version), found)
+        return found
+
+    async def test_compatibility(
+        self, subject: str, schema: Schema, version: int | str = "latest"
+    ) -> bool:
+        """Whether ``schema`` may be registered under ``subject`` (its compatibility level)."""
+        answer = await self._request(
+            "POST", f"/compatibility/subjects/{quote(subject, safe='')}/versions/{version}",
+            schema.body(),
+        )
+        return bool(answer.get("is_compatible"))
+
+    async def get_compatibility(self, subject: str | None = None) -> str:
+        """The compatibility level of ``subject`` (the global one when unset or None)."""
+        if subject is None:
+            answer = await self._request("GET", "/config")
+        else:
+            answer = await self._request(
+                "GET", f"/config/{quote(subject, safe='')}", params={"defaultToGlobal": "true"}
+            )
+        return str(answer.get("compatibilityLevel") or answer.get("compatibility"))
+
+    async def set_compatibility(self, level: str, subject: str | None = None) -> str:
+        """Set the compatibility level of ``subject`` (or the global one); the level set."""
+        level = level.upper()
+        if level not in COMPATIBILITY_LEVELS:
+            raise ConfigurationError(
+                f"compatibility level {level!r} is not one of {sorted(COMPATIBILITY_LEVELS)}"
+            )
+        path = "/config" if subject is None else f"/config/{quote(subject, safe='')}"
+        answer = await self._request("PUT", path, {"compatibility": level})
+        return str(answer.get("compatibility") or answer.get("compatibilityLevel"))
+
+    def _registered(self, answer: Mapping[str, Any], subject: str) -> RegisteredSchema:
+        schema = Schema.from_response(answer)
+        schema_id = int(answer["id"])
+        self._schemas.setdefault(schema_id, schema)
+        return RegisteredSchema(
+            schema_id, schema, str(answer.get("subject", subject)), int(answer["version"])
+        )

@@ -1,0 +1,74 @@
+"""Serializers that must be prepared per topic before use (schema-aware ones).
+
+A ``key_serializer``/``value_serializer`` with an async ``prepare(topic)`` and
+a ``for_topic(topic)`` (such as
+:class:`~aioproducer.schema_registry.AvroSerializer`) resolves something over
+the network once per topic, a schema id, then serializes synchronously. The
+producer awaits ``prepare`` before the first record of a topic is serialized,
+so no HTTP call blocks the event loop and a failure (registry unreachable,
+schema refused) raises from ``send``/``enqueue`` before anything is buffered.
+Producers whose serializers are plain callables hold None instead of a
+:class:`SerializerPreparation` and pay one attribute test per record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SerializerPreparation"]
+
+Serializer = Callable[[Any], Any]
+
+
+def _needs_prepare(serializer: Any) -> bool:
+    return callable(getattr(serializer, "prepare", None)) and callable(
+        getattr(serializer, "for_topic", None)
+    )
+
+
+class SerializerPreparation:
+    """The producer's key and value serializers, bound to each topic once prepared."""
+
+    __slots__ = ("_bound", "_key", "_value")
+
+    def __init__(self, key: Serializer | None, value: Serializer | None) -> None:
+        self._key = key
+        self._value = value
+        # topic -> (key serializer, value serializer) for that topic
+        self._bound: dict[str, tuple[Serializer | None, Serializer | None]] = {}
+
+    @classmethod
+    def of(cls, key: Serializer | None, value: Serializer | None) -> SerializerPreparation | None:
+        """A preparation when either serializer needs one, else None."""
+        if _needs_prepare(key) or _needs_prepare(value):
+            return cls(key, value)
+        return None
+
+    def prepared(self, topic: str) -> bool:
+        return topic in self._bound
+
+    async def prepare(self, topic: str) -> None:
+        """Prepare both serializers for ``topic`` (each caches; cheap when done)."""
+        if topic in self._bound:
+            return
+        key, value = self._key, self._value
+        if _needs_prepare(key):
+            await key.prepare(topic)  # type: ignore[union-attr]
+            key = key.for_topic(topic)  # type: ignore[union-attr]
+        if _needs_prepare(value):
+            await value.prepare(topic)  # type: ignore[union-attr]
+            value = value.for_topic(topic)  # type: ignore[union-attr]
+        if len(self._bound) < 10000:  # bounded, as the producer's other per-topic sets
+            self._bound[topic] = (key, value)
+
+    def bound(self, topic: str) -> tuple[Serializer | None, Serializer | None]:
+        """``(key, value)`` serializers for ``topic``; :meth:`prepare` must have run."""
+        found = self._bound.get(topic)
+        if found is not None:
+            return found
+        key, value = self._key, self._value
+        return (
+            key.for_topic(topic) if _needs_prepare(key) else key,  # type: ignore[union-attr]
+            value.for_topic(topic) if _needs_prepare(value) else value,  # type: ignore[union-attr]
+        )
