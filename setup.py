@@ -6,21 +6,26 @@ optional and aioproducer then runs its pure-Python code (same bytes, slower).
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 
 class OptionalBuildExt(build_ext):
-    """Warns, instead of failing, when the kernels cannot be compiled."""
+    """Warns, instead of failing, when the kernels cannot be compiled.
+
+    ``optional=True`` already turns a failed compile into a warning; this also
+    covers a machine where no compiler can be set up at all.
+    """
 
     def run(self) -> None:
         try:
             super().run()
-        except Exception as exc:  # no compiler at all (e.g. distutils cannot find one)
+        except (CCompilerError, ExecError, PlatformError, OSError) as exc:
             self.warn(f"aioproducer: C kernels not built ({exc}); using pure Python")
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
-        except Exception as exc:
+        except (CCompilerError, ExecError, PlatformError, OSError) as exc:
             self.warn(f"aioproducer: C kernels not built ({exc}); using pure Python")
 
 

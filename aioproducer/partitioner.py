@@ -69,7 +69,7 @@ def murmur2(data: bytes) -> int:
 
 _murmur2_pure = murmur2  # the reference; tests compare the compiled twin with it
 if kernels is not None:
-    murmur2 = kernels.murmur2  # noqa: F811 - the C twin (see aioproducer._speedups)
+    murmur2 = kernels.murmur2  # the C twin (see aioproducer._speedups)
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:

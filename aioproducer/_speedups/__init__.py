@@ -10,6 +10,7 @@ value (as aiohttp's ``AIOHTTP_NO_EXTENSIONS``). ``COMPILED`` tells which is acti
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -17,11 +18,17 @@ __all__ = ["COMPILED", "NO_EXTENSIONS", "kernels"]
 
 NO_EXTENSIONS = bool(os.environ.get("AIOPRODUCER_NO_EXTENSIONS"))
 
-kernels: ModuleType | None = None
-if not NO_EXTENSIONS:
+
+def _load() -> ModuleType | None:
+    if NO_EXTENSIONS:
+        return None
     try:
-        from . import _kernels as kernels
+        return importlib.import_module("aioproducer._speedups._kernels")
     except ImportError:  # not built (no compiler at install time): pure Python
-        kernels = None
+        return None
+
+
+# The C module (signatures in _kernels.pyi), or None for the pure-Python path.
+kernels: ModuleType | None = _load()
 
 COMPILED = kernels is not None
