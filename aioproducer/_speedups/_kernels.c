@@ -3,10 +3,11 @@
  * Each function here computes exactly what its pure-Python reference computes
  * (tests/unit/test_kernels_equal.py checks byte equality on random input):
  *
- *   murmur2            aioproducer.partitioner.murmur2
+ *   murmur2            aioproducer.partitioner._murmur2_pure
  *   headers_bytes      aioproducer.protocol.records._headers_bytes_pure
  *   encode_record      the encoding half of RecordBatchBuilder._append_pure
- *   encode_run         the per-record loops of RecordBatchBuilder._append_run_pure
+ *   encode_run         the per-record loops of RecordBatchBuilder.append_run
+ *   resolve_futures    the set_result loop of ProducerBatch._resolve_from
  *
  * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.
  * The functions hold no Python objects of the producer: they read bytes-like
@@ -346,6 +347,112 @@ fail:
     return NULL;
 }
 
+/* ---- completing futures ------------------------------------------------ */
+
+static PyObject *str_set_result;
+
+static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
+    if (PyList_CheckExact(seq)) {
+        if (i < 0 || i >= PyList_GET_SIZE(seq)) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            return NULL;
+        }
+        PyObject *o = PyList_GET_ITEM(seq, i);
+        Py_INCREF(o);
+        return o;
+    }
+    return PySequence_GetItem(seq, i);
+}
+
+/* resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset,
+ *                 deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None
+ *
+ * For each record j in [start, stop): futures[j].set_result(metadata_type(topic,
+ * partition, offset, timestamp, key_size, value_size)) where offset is -1 when
+ * base_offset < 0 (acks=0), else base_offset + (deltas[j] if deltas is not None
+ * else j), deltas indexed like futures; timestamp is log_append_time_ms when >= 0, else timestamps[j]; the sizes
+ * are unpacked from sizes[j] (see batch.pack_sizes). A future that refuses its
+ * result with ``invalid_state`` (its caller cancelled it) is skipped. */
+static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "resolve_futures takes 12 arguments");
+        return NULL;
+    }
+    PyObject *futures = args[0];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
+    if (stop == -1 && PyErr_Occurred()) return NULL;
+    PyTypeObject *meta_type = (PyTypeObject *)args[3];
+    if (!PyType_Check(args[3]) || !PyType_IsSubtype(meta_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "metadata_type must be a tuple subclass");
+        return NULL;
+    }
+    PyObject *topic = args[4], *partition = args[5];
+    long long base_offset = PyLong_AsLongLong(args[6]);
+    if (base_offset == -1 && PyErr_Occurred()) return NULL;
+    PyObject *deltas = args[7] == Py_None ? NULL : args[7];
+    long long log_append = PyLong_AsLongLong(args[8]);
+    if (log_append == -1 && PyErr_Occurred()) return NULL;
+    PyObject *timestamps = args[9], *sizes = args[10], *invalid_state = args[11];
+    PyObject *log_append_obj = log_append >= 0 ? args[8] : NULL;
+    for (Py_ssize_t j = start; j < stop; j++) {
+        PyObject *fut = item(futures, j);
+        if (!fut) return NULL;
+        PyObject *offset;
+        if (base_offset < 0) {
+            offset = PyLong_FromLong(-1);
+        } else if (deltas) {
+            PyObject *d = item(deltas, j);
+            if (!d) { Py_DECREF(fut); return NULL; }
+            long long dv = PyLong_AsLongLong(d);
+            Py_DECREF(d);
+            if (dv == -1 && PyErr_Occurred()) { Py_DECREF(fut); return NULL; }
+            offset = PyLong_FromLongLong(base_offset + dv);
+        } else {
+            offset = PyLong_FromLongLong(base_offset + j);
+        }
+        if (!offset) { Py_DECREF(fut); return NULL; }
+        PyObject *ts;
+        if (log_append_obj) { ts = log_append_obj; Py_INCREF(ts); }
+        else ts = item(timestamps, j);
+        PyObject *packed = ts ? item(sizes, j) : NULL;
+        unsigned long long pv = packed ? PyLong_AsUnsignedLongLong(packed) : 0;
+        Py_XDECREF(packed);
+        if (!packed || PyErr_Occurred()) {
+            Py_XDECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
+            return NULL;
+        }
+        PyObject *ksize = PyLong_FromLongLong((long long)(pv >> 32) - 1);
+        PyObject *vsize = PyLong_FromLongLong((long long)(pv & 0xFFFFFFFFull) - 1);
+        PyObject *meta = meta_type->tp_alloc(meta_type, 6);
+        if (!ksize || !vsize || !meta) {
+            Py_XDECREF(ksize); Py_XDECREF(vsize); Py_XDECREF(meta);
+            Py_DECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
+            return NULL;
+        }
+        Py_INCREF(topic);
+        Py_INCREF(partition);
+        PyTuple_SET_ITEM(meta, 0, topic);
+        PyTuple_SET_ITEM(meta, 1, partition);
+        PyTuple_SET_ITEM(meta, 2, offset);
+        PyTuple_SET_ITEM(meta, 3, ts);
+        PyTuple_SET_ITEM(meta, 4, ksize);
+        PyTuple_SET_ITEM(meta, 5, vsize);
+        PyObject *r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
+        Py_DECREF(meta);
+        Py_DECREF(fut);
+        if (r) {
+            Py_DECREF(r);
+        } else if (PyErr_ExceptionMatches(invalid_state)) {
+            PyErr_Clear(); /* the caller cancelled its wait; the record is written all the same */
+        } else {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"murmur2", k_murmur2, METH_O, "Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int."},
     {"headers_bytes", k_headers_bytes, METH_O, "A record's header count and headers, encoded."},
@@ -353,6 +460,9 @@ static PyMethodDef methods[] = {
      "encode_record(buf, batch_size, count, timestamp_delta, key, value, headers) -> size or -1"},
     {"encode_run", (PyCFunction)(void (*)(void))k_encode_run, METH_FASTCALL,
      "encode_run(buf, room, count, fixed, hdr, values, keys, order, start, stop) -> new record count"},
+    {"resolve_futures", (PyCFunction)(void (*)(void))k_resolve_futures, METH_FASTCALL,
+     "resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset, "
+     "deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -361,4 +471,8 @@ static struct PyModuleDef module = {
     "Compiled twins of the producer's per-record kernels.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernels(void) {
+    str_set_result = PyUnicode_InternFromString("set_result");
+    if (!str_set_result) return NULL;
+    return PyModule_Create(&module);
+}

@@ -25,3 +25,18 @@ def encode_run(
     stop: int,
     /,
 ) -> int: ...
+def resolve_futures(
+    futures: Sequence[object],
+    start: int,
+    stop: int,
+    metadata_type: type[tuple[object, ...]],
+    topic: str,
+    partition: int,
+    base_offset: int,
+    deltas: Sequence[int] | None,
+    log_append_time_ms: int,
+    timestamps: Sequence[int],
+    sizes: Sequence[int],
+    invalid_state: type[BaseException],
+    /,
+) -> None: ...

@@ -5,12 +5,14 @@ varint boundaries (lengths 63/64 and 8191/8192, where a zigzag varint grows a
 byte; negative and large timestamp deltas); murmur2 on random bytes, empty
 included. The extension is imported directly, so these tests also run (and
 compare) when ``AIOPRODUCER_NO_EXTENSIONS=1`` selects the pure path for the rest
-of the package. They skip only where the extension is not built and CI is not
+of the package. The completion of a batch's futures is compared the same way.
+They skip only where the extension is not built and CI is not
 ``"true"``; in CI an unbuilt extension fails them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 from types import ModuleType
@@ -20,7 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aioproducer import batch as batch_module
 from aioproducer import partitioner
+from aioproducer.batch import ProducerBatch, RecordMetadata, pack_sizes
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilder
@@ -194,6 +198,8 @@ def test_the_switch_names_the_active_path() -> None:
     assert active is (RecordBatchBuilder._append_compiled if records.COMPILED
                       else RecordBatchBuilder._append_pure)
     assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
+    assert (batch_module._resolve_futures is None) == (not records.COMPILED)
+    assert (records._encode_run is None) == (not records.COMPILED)
 
 
 def test_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
@@ -214,3 +220,60 @@ def test_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
                 singles.append((taken, _state(builder)))
         assert runs[1] == runs[0], batch_size
         assert singles[1] == singles[0], batch_size
+
+
+def _batch_with_futures(loop: asyncio.AbstractEventLoop, rows: list, cancelled: set[int]) -> ProducerBatch:
+    batch = ProducerBatch("topic", 3, codec=Codec.NONE, batch_size=16_384, now=0.0,
+                          delivery_timeout=120.0)
+    for i, (key_size, value_size, ts) in enumerate(rows):
+        fut = loop.create_future()
+        if i in cancelled:
+            fut.cancel()
+        batch.futures.append(fut)
+        batch.sizes.append(pack_sizes(key_size, value_size))
+        batch.timestamps.append(ts)
+    return batch
+
+
+def _outcomes(batch_futures: list) -> list:
+    return [f.cancelled() or (type(f.result()), f.result()) if f.done() else None
+            for f in batch_futures]
+
+
+@settings(max_examples=100)
+@given(
+    rows=st.lists(st.tuples(st.integers(-1, 1 << 20), st.integers(-1, (1 << 31) - 2),
+                            st.integers(0, 1 << 42)), min_size=1, max_size=40),
+    cancelled=st.sets(st.integers(0, 39), max_size=5),
+    bounds=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    base_offset=st.sampled_from([-1, 0, 7, 1 << 40]),
+    log_append_time_ms=st.sampled_from([-1, 0, 1_700_000_000_000]),
+    with_deltas=st.booleans(),
+)
+def test_resolve_futures_equals_the_pure_loop(
+    k: ModuleType, rows: list, cancelled: set[int], bounds: tuple[int, int], base_offset: int,
+    log_append_time_ms: int, with_deltas: bool,
+) -> None:
+    start, stop = sorted(min(b, len(rows)) for b in bounds)
+    deltas = [2 * j + 1 for j in range(len(rows))] if with_deltas else None
+    loop = asyncio.new_event_loop()
+    try:
+        pure = _batch_with_futures(loop, rows, cancelled)
+        compiled = _batch_with_futures(loop, rows, cancelled)
+        pure._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
+        k.resolve_futures(compiled.futures, start, stop, RecordMetadata, compiled.topic,
+                          compiled.partition, base_offset, deltas, log_append_time_ms,
+                          compiled.timestamps, compiled.sizes, asyncio.InvalidStateError)
+        assert _outcomes(compiled.futures) == _outcomes(pure.futures)
+    finally:
+        loop.close()
+
+
+def test_resolve_futures_passes_on_other_errors(k: ModuleType) -> None:
+    class Refusing:
+        def set_result(self, result: object) -> None:
+            raise KeyError("refused")
+
+    with pytest.raises(KeyError):
+        k.resolve_futures([Refusing()], 0, 1, RecordMetadata, "t", 0, 0, None, -1, [5],
+                          [pack_sizes(1, 2)], asyncio.InvalidStateError)
