@@ -22,6 +22,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
+from ._speedups import kernels
 from .protocol.compression import Codec
 from .protocol.records import RecordBatchBuilder
 
@@ -36,6 +37,8 @@ RESOLVE_SLICE = 512
 # so that a stalled broker bounds what the process holds, not just the bytes.
 RECORD_HANDLE_OVERHEAD = 256
 _NO_FUTURES = (None,) * RESOLVE_SLICE
+# The C twin of _resolve_from's set_result loop (see aioproducer._speedups), or None.
+_resolve_futures = kernels.resolve_futures if kernels is not None else None
 
 
 def pack_sizes(key_size: int, value_size: int) -> int:
@@ -250,11 +253,12 @@ class ProducerBatch:
             deltas.append(j + skipped)
         return deltas
 
-    def _resolve_from(
-        self, start: int, base_offset: int, log_append_time_ms: int, deltas: list[int] | None
+    def _resolve_pure(
+        self, start: int, stop: int, base_offset: int, log_append_time_ms: int,
+        deltas: list[int] | None,
     ) -> None:
+        """Resolve the futures of records ``start`` to ``stop`` (the reference of the C twin)."""
         futures = self.futures
-        stop = min(start + RESOLVE_SLICE, len(futures))
         topic, partition = self.topic, self.partition
         new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
         if base_offset < 0:  # acks=0: every offset is -1
@@ -279,6 +283,19 @@ class ProducerBatch:
                 )
             except asyncio.InvalidStateError:
                 pass  # the caller cancelled its wait; the record is written all the same
+
+    def _resolve_from(
+        self, start: int, base_offset: int, log_append_time_ms: int, deltas: list[int] | None
+    ) -> None:
+        futures = self.futures
+        stop = min(start + RESOLVE_SLICE, len(futures))
+        if _resolve_futures is not None:
+            _resolve_futures(
+                futures, start, stop, RecordMetadata, self.topic, self.partition, base_offset,
+                deltas, log_append_time_ms, self.timestamps, self.sizes, asyncio.InvalidStateError,
+            )
+        else:
+            self._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
         # Let go of the futures just resolved: one its caller no longer holds
         # dies now, while the producer allocates new ones, not with the whole
         # batch. Deaths offset allocations in the cyclic collector's count, so

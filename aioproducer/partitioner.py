@@ -24,6 +24,8 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._speedups import kernels
+
 __all__ = [
     "PartitionerFn",
     "StickyPartitioner",
@@ -63,6 +65,11 @@ def murmur2(data: bytes) -> int:
     h = (h * _M) & _MASK
     h ^= h >> 15
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+_murmur2_pure = murmur2  # the reference; tests compare the compiled twin with it
+if kernels is not None:
+    murmur2 = kernels.murmur2  # the C twin (see aioproducer._speedups)
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:

@@ -33,11 +33,13 @@ from collections.abc import Sequence
 
 from crc32c import crc32c
 
+from .._speedups import COMPILED, kernels
 from .compression import Codec, compress
 from .record_runs import encode_uniform_run
 from .varint import _SMALL_UVARINT, encode_uvarint, size_of_varint
 
 __all__ = [
+    "COMPILED",
     "MAX_RECORD_OVERHEAD",
     "RECORD_BATCH_OVERHEAD",
     "CorruptBatchError",
@@ -91,7 +93,7 @@ def _uvarint(value: int) -> bytes:
     return _UVARINT[value] if value < _TABLE_LIMIT else encode_uvarint(value)
 
 
-def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+def _headers_bytes_pure(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
     """Encode a record's header count and headers."""
     table = _UVARINT
     n = len(headers)
@@ -113,6 +115,12 @@ def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
 def _varint_bytes(value: int) -> bytes:
     zz = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
     return _UVARINT[zz] if zz < _TABLE_LIMIT else _uvarint(zz)
+
+
+# The compiled twins when built (see aioproducer._speedups), else the references:
+# _headers_bytes_pure above, and for _encode_run the loops of append_run.
+_headers_bytes = kernels.headers_bytes if kernels is not None else _headers_bytes_pure
+_encode_run = kernels.encode_run if kernels is not None else None
 
 
 def headers_size(headers: Sequence[tuple[str, bytes | None]] | None) -> int:
@@ -238,7 +246,7 @@ class RecordBatchBuilder:
         # Everything after the length prefix (attributes, always 0 for producer
         # records, deltas, key, value, headers), joined first: its length is
         # then the record's size, with no sum of the parts' sizes.
-        hdr = _headers_bytes(headers) if headers else _ZERO
+        hdr = _headers_bytes_pure(headers) if headers else _ZERO
         body = b"".join((_ZERO, ts, off, kpre, key, vpre, value, hdr))
         size = len(body)
         lpre = _UVARINT[size << 1] if size < 8192 else _uvarint(size << 1)
@@ -254,6 +262,35 @@ class RecordBatchBuilder:
             self.base_timestamp = self.max_timestamp = timestamp_ms
         self.record_count = count + 1
         return count
+
+    _append_pure = append  # the reference; tests compare the compiled twin with it
+
+    def _append_compiled(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+    ) -> int | None:
+        """:meth:`append` with the record encoded by the C kernel (same bytes)."""
+        if self._sealed:
+            raise RuntimeError("cannot append to a record batch after build()")
+        count = self.record_count
+        delta = timestamp_ms - self.base_timestamp if count else 0
+        if kernels.encode_record(  # type: ignore[union-attr]
+            self._buf, self.batch_size, count, delta, key, value, headers
+        ) < 0:
+            return None
+        if count:
+            if timestamp_ms > self.max_timestamp:  # noqa: PLR1730 - no call on the hot path
+                self.max_timestamp = timestamp_ms
+        else:
+            self.base_timestamp = self.max_timestamp = timestamp_ms
+        self.record_count = count + 1
+        return count
+
+    if COMPILED:
+        append = _append_compiled
 
     def append_run(
         self,
@@ -303,6 +340,10 @@ class RecordBatchBuilder:
                 uniform = run[0]
         if uniform >= 0:
             count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)  # type: ignore[arg-type]
+        elif _encode_run is not None:
+            # The C twin of the two loops below, writing straight into the buffer.
+            ordered = None if order is None else order[start:stop]
+            count = _encode_run(self._buf, room, count, fixed, hdr, values, keys, ordered, start, stop)
         elif keys is None:
             # Unkeyed: everything but the offset delta and the value is constant;
             # the value's length prefix is recomputed only when the length changes.

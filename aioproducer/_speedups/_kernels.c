@@ -1,0 +1,478 @@
+/* Compiled twins of the producer's per-record kernels.
+ *
+ * Each function here computes exactly what its pure-Python reference computes
+ * (tests/unit/test_kernels_equal.py checks byte equality on random input):
+ *
+ *   murmur2            aioproducer.partitioner._murmur2_pure
+ *   headers_bytes      aioproducer.protocol.records._headers_bytes_pure
+ *   encode_record      the encoding half of RecordBatchBuilder._append_pure
+ *   encode_run         the per-record loops of RecordBatchBuilder.append_run
+ *   resolve_futures    the set_result loop of ProducerBatch._resolve_from
+ *
+ * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.
+ * The functions hold no Python objects of the producer: they read bytes-like
+ * inputs and append to a bytearray, so the producer's classes stay pure Python
+ * (weak references, slots and subclassing keep working).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define BATCH_OVERHEAD 61
+
+static inline Py_ssize_t uvarint_size(uint64_t v) {
+    Py_ssize_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline char *put_uvarint(char *p, uint64_t v) {
+    while (v >= 0x80) { *p++ = (char)((v & 0x7F) | 0x80); v >>= 7; }
+    *p++ = (char)v;
+    return p;
+}
+
+static inline uint64_t zigzag64(int64_t v) {
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* ---- murmur2 ------------------------------------------------------------ */
+
+static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *data = (const unsigned char *)view.buf;
+    const uint32_t m = 0x5BD1E995u;
+    uint32_t length = (uint32_t)view.len;
+    uint32_t h = 0x9747B28Cu ^ length;
+    Py_ssize_t tail = view.len & ~(Py_ssize_t)3;
+    for (Py_ssize_t i = 0; i < tail; i += 4) {
+        uint32_t k = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) |
+                     ((uint32_t)data[i + 2] << 16) | ((uint32_t)data[i + 3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h = (h * m) ^ k;
+    }
+    switch (view.len & 3) {
+    case 3: h ^= (uint32_t)data[tail + 2] << 16; /* fall through */
+    case 2: h ^= (uint32_t)data[tail + 1] << 8;  /* fall through */
+    case 1: h ^= (uint32_t)data[tail]; h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    PyBuffer_Release(&view);
+    return PyLong_FromLong((long)(int32_t)h);
+}
+
+/* ---- headers ------------------------------------------------------------ */
+
+/* count + (keyLength, key UTF-8, valueLength, value)*, as a new bytes object. */
+static PyObject *encode_headers(PyObject *headers) {
+    PyObject *seq = PySequence_Fast(headers, "headers must be a sequence of (name, value) pairs");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, 0);
+    PyObject *result = NULL;
+    if (!out) goto done;
+    char tmp[10];
+    Py_ssize_t used = put_uvarint(tmp, zigzag64(n)) - tmp;
+    if (PyByteArray_Resize(out, used) < 0) goto done;
+    memcpy(PyByteArray_AS_STRING(out), tmp, used);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *pair = PySequence_Fast(item, "a header must be a (name, value) pair");
+        if (!pair) goto done;
+        if (PySequence_Fast_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_ValueError, "a header must be a (name, value) pair, got %zd items",
+                         PySequence_Fast_GET_SIZE(pair));
+            Py_DECREF(pair);
+            goto done;
+        }
+        PyObject *hkey = PySequence_Fast_GET_ITEM(pair, 0);
+        PyObject *hvalue = PySequence_Fast_GET_ITEM(pair, 1);
+        PyObject *kb;
+        if (PyUnicode_Check(hkey)) kb = PyUnicode_AsUTF8String(hkey);
+        else kb = PyObject_CallOneArg((PyObject *)&PyBytes_Type, hkey);
+        if (!kb) { Py_DECREF(pair); goto done; }
+        Py_buffer vview;
+        int has_value = hvalue != Py_None;
+        if (has_value && PyObject_GetBuffer(hvalue, &vview, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(kb); Py_DECREF(pair); goto done;
+        }
+        Py_ssize_t klen = PyBytes_GET_SIZE(kb);
+        Py_ssize_t vlen = has_value ? vview.len : 0;
+        Py_ssize_t add = uvarint_size(zigzag64(klen)) + klen +
+                         (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1);
+        if (PyByteArray_Resize(out, used + add) < 0) {
+            if (has_value) PyBuffer_Release(&vview);
+            Py_DECREF(kb); Py_DECREF(pair); goto done;
+        }
+        char *p = PyByteArray_AS_STRING(out) + used;
+        p = put_uvarint(p, zigzag64(klen));
+        memcpy(p, PyBytes_AS_STRING(kb), klen);
+        p += klen;
+        if (has_value) {
+            p = put_uvarint(p, zigzag64(vlen));
+            memcpy(p, vview.buf, vlen);
+            PyBuffer_Release(&vview);
+        } else {
+            *p = 1; /* zigzag(-1): a null header value */
+        }
+        used += add;
+        Py_DECREF(kb);
+        Py_DECREF(pair);
+    }
+    result = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(out), used);
+done:
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyObject *k_headers_bytes(PyObject *self, PyObject *headers) {
+    return encode_headers(headers);
+}
+
+/* ---- one record ----------------------------------------------------------- */
+
+/* encode_record(buf, batch_size, count, timestamp_delta, key, value, headers) -> int
+ *
+ * Appends one record (offset delta ``count``) to ``buf`` and returns its encoded
+ * size, or returns -1 and leaves ``buf`` unchanged when ``count`` > 0 and the
+ * record would take the batch (61-byte header + buf) past ``batch_size``. */
+static PyObject *k_encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "encode_record takes 7 arguments");
+        return NULL;
+    }
+    PyObject *buf = args[0];
+    if (!PyByteArray_Check(buf)) {
+        PyErr_SetString(PyExc_TypeError, "encode_record needs a bytearray");
+        return NULL;
+    }
+    Py_ssize_t batch_size = PyLong_AsSsize_t(args[1]);
+    if (batch_size == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t count = PyLong_AsSsize_t(args[2]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    long long delta = PyLong_AsLongLong(args[3]);
+    if (delta == -1 && PyErr_Occurred()) return NULL;
+    PyObject *key = args[4], *value = args[5], *headers = args[6];
+    Py_buffer kview, vview;
+    int has_key = key != Py_None, has_value = value != Py_None;
+    PyObject *hdr = NULL, *result = NULL;
+    if (has_key && PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) return NULL;
+    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) {
+        if (has_key) PyBuffer_Release(&kview);
+        return NULL;
+    }
+    /* Pure: ``_headers_bytes(headers) if headers else _ZERO`` */
+    int truth = PyObject_IsTrue(headers);
+    if (truth < 0) goto done;
+    if (truth) {
+        hdr = encode_headers(headers);
+        if (!hdr) goto done;
+    }
+    uint64_t ts = count ? zigzag64((int64_t)delta) : 0;
+    uint64_t off = zigzag64(count);
+    Py_ssize_t klen = has_key ? kview.len : 0, vlen = has_value ? vview.len : 0;
+    Py_ssize_t hlen = hdr ? PyBytes_GET_SIZE(hdr) : 1;
+    Py_ssize_t size = 1 + uvarint_size(ts) + uvarint_size(off) +
+                      (has_key ? uvarint_size(zigzag64(klen)) + klen : 1) +
+                      (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + hlen;
+    Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
+    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
+    if (count && BATCH_OVERHEAD + old + total > batch_size) {
+        result = PyLong_FromLong(-1);
+        goto done;
+    }
+    if (PyByteArray_Resize(buf, old + total) < 0) goto done;
+    char *p = PyByteArray_AS_STRING(buf) + old;
+    p = put_uvarint(p, zigzag64(size));
+    *p++ = 0; /* attributes: always 0 in a producer's record */
+    p = put_uvarint(p, ts);
+    p = put_uvarint(p, off);
+    if (has_key) {
+        p = put_uvarint(p, zigzag64(klen));
+        memcpy(p, kview.buf, klen);
+        p += klen;
+    } else {
+        *p++ = 1;
+    }
+    if (has_value) {
+        p = put_uvarint(p, zigzag64(vlen));
+        memcpy(p, vview.buf, vlen);
+        p += vlen;
+    } else {
+        *p++ = 1;
+    }
+    if (hdr) memcpy(p, PyBytes_AS_STRING(hdr), hlen);
+    else *p = 0;
+    result = PyLong_FromSsize_t(size);
+done:
+    Py_XDECREF(hdr);
+    if (has_key) PyBuffer_Release(&kview);
+    if (has_value) PyBuffer_Release(&vview);
+    return result;
+}
+
+/* ---- a run of records ----------------------------------------------------- */
+
+static inline int grow(PyObject *buf, Py_ssize_t *cap, Py_ssize_t need) {
+    if (need <= *cap) return 0;
+    Py_ssize_t want = *cap * 2 > need ? *cap * 2 : need;
+    if (PyByteArray_Resize(buf, want) < 0) return -1;
+    *cap = want;
+    return 0;
+}
+
+/* encode_run(buf, room, count, fixed, hdr, values, keys, order, start, stop) -> int
+ *
+ * Appends records ``values[i]`` (and ``keys[i]`` when keys is not None) for each
+ * ``i`` of ``range(start, stop)``, or of ``order`` when it is not None (then the
+ * slice ``order[start:stop]`` already), while they fit in ``room`` bytes (the
+ * first record of an empty batch always does). ``fixed`` is the attributes byte
+ * and timestamp delta, ``hdr`` the encoded header section. Returns the new
+ * record count; on an error ``buf`` is left as it was. */
+static PyObject *k_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "encode_run takes 10 arguments");
+        return NULL;
+    }
+    PyObject *buf = args[0];
+    if (!PyByteArray_Check(buf) || !PyBytes_Check(args[3]) || !PyBytes_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "encode_run needs a bytearray and bytes");
+        return NULL;
+    }
+    Py_ssize_t room = PyLong_AsSsize_t(args[1]);
+    if (room == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t count = PyLong_AsSsize_t(args[2]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t first = PyLong_AsSsize_t(args[8]);
+    if (first == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t last = PyLong_AsSsize_t(args[9]);
+    if (last == -1 && PyErr_Occurred()) return NULL;
+    const char *fixed = PyBytes_AS_STRING(args[3]);
+    Py_ssize_t fixed_len = PyBytes_GET_SIZE(args[3]);
+    const char *hdr = PyBytes_AS_STRING(args[4]);
+    Py_ssize_t hdr_len = PyBytes_GET_SIZE(args[4]);
+    PyObject *values = args[5];
+    PyObject *keys = args[6] == Py_None ? NULL : args[6];
+    PyObject *order = NULL;
+    Py_ssize_t n = last > first ? last - first : 0;
+    if (args[7] != Py_None) {
+        order = PySequence_Fast(args[7], "order must be a sequence of indices");
+        if (!order) return NULL;
+        n = PySequence_Fast_GET_SIZE(order);
+    }
+    Py_ssize_t start = PyByteArray_GET_SIZE(buf), used = start, cap = start;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        Py_ssize_t i = first + j;
+        if (order) {
+            i = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(order, j), PyExc_IndexError);
+            if (i == -1 && PyErr_Occurred()) goto fail;
+        }
+        PyObject *value = PySequence_GetItem(values, i);
+        if (!value) goto fail;
+        PyObject *key = NULL;
+        if (keys) {
+            key = PySequence_GetItem(keys, i);
+            if (!key) { Py_DECREF(value); goto fail; }
+        }
+        Py_buffer kview, vview;
+        int has_key = key && key != Py_None, has_value = value != Py_None;
+        if (has_key && PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) {
+            Py_XDECREF(key); Py_DECREF(value); goto fail;
+        }
+        if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) {
+            if (has_key) PyBuffer_Release(&kview);
+            Py_XDECREF(key); Py_DECREF(value); goto fail;
+        }
+        Py_ssize_t klen = has_key ? kview.len : 0, vlen = has_value ? vview.len : 0;
+        uint64_t off = zigzag64(count);
+        Py_ssize_t body = fixed_len + uvarint_size(off) +
+                          (has_key ? uvarint_size(zigzag64(klen)) + klen : 1) +
+                          (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + hdr_len;
+        Py_ssize_t size = uvarint_size(zigzag64(body)) + body;
+        int full = size > room && count;
+        if (full || grow(buf, &cap, used + size) < 0) {
+            if (has_key) PyBuffer_Release(&kview);
+            if (has_value) PyBuffer_Release(&vview);
+            Py_XDECREF(key);
+            Py_DECREF(value);
+            if (full) break;
+            goto fail;
+        }
+        room -= size;
+        char *p = PyByteArray_AS_STRING(buf) + used;
+        p = put_uvarint(p, zigzag64(body));
+        memcpy(p, fixed, fixed_len);
+        p += fixed_len;
+        p = put_uvarint(p, off);
+        if (has_key) {
+            p = put_uvarint(p, zigzag64(klen));
+            memcpy(p, kview.buf, klen);
+            p += klen;
+            PyBuffer_Release(&kview);
+        } else {
+            *p++ = 1;
+        }
+        if (has_value) {
+            p = put_uvarint(p, zigzag64(vlen));
+            memcpy(p, vview.buf, vlen);
+            p += vlen;
+            PyBuffer_Release(&vview);
+        } else {
+            *p++ = 1;
+        }
+        memcpy(p, hdr, hdr_len);
+        used += size;
+        count++;
+        Py_XDECREF(key);
+        Py_DECREF(value);
+    }
+    if (PyByteArray_Resize(buf, used) < 0) goto fail;
+    Py_XDECREF(order);
+    return PyLong_FromSsize_t(count);
+fail:
+    if (PyByteArray_GET_SIZE(buf) != start) {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyByteArray_Resize(buf, start); /* nothing of a failed run stays */
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+    Py_XDECREF(order);
+    return NULL;
+}
+
+/* ---- completing futures ------------------------------------------------ */
+
+static PyObject *str_set_result;
+
+static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
+    if (PyList_CheckExact(seq)) {
+        if (i < 0 || i >= PyList_GET_SIZE(seq)) {
+            PyErr_SetString(PyExc_IndexError, "list index out of range");
+            return NULL;
+        }
+        PyObject *o = PyList_GET_ITEM(seq, i);
+        Py_INCREF(o);
+        return o;
+    }
+    return PySequence_GetItem(seq, i);
+}
+
+/* resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset,
+ *                 deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None
+ *
+ * For each record j in [start, stop): futures[j].set_result(metadata_type(topic,
+ * partition, offset, timestamp, key_size, value_size)) where offset is -1 when
+ * base_offset < 0 (acks=0), else base_offset + (deltas[j] if deltas is not None
+ * else j), deltas indexed like futures; timestamp is log_append_time_ms when >= 0, else timestamps[j]; the sizes
+ * are unpacked from sizes[j] (see batch.pack_sizes). A future that refuses its
+ * result with ``invalid_state`` (its caller cancelled it) is skipped. */
+static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "resolve_futures takes 12 arguments");
+        return NULL;
+    }
+    PyObject *futures = args[0];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
+    if (stop == -1 && PyErr_Occurred()) return NULL;
+    PyTypeObject *meta_type = (PyTypeObject *)args[3];
+    if (!PyType_Check(args[3]) || !PyType_IsSubtype(meta_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "metadata_type must be a tuple subclass");
+        return NULL;
+    }
+    PyObject *topic = args[4], *partition = args[5];
+    long long base_offset = PyLong_AsLongLong(args[6]);
+    if (base_offset == -1 && PyErr_Occurred()) return NULL;
+    PyObject *deltas = args[7] == Py_None ? NULL : args[7];
+    long long log_append = PyLong_AsLongLong(args[8]);
+    if (log_append == -1 && PyErr_Occurred()) return NULL;
+    PyObject *timestamps = args[9], *sizes = args[10], *invalid_state = args[11];
+    PyObject *log_append_obj = log_append >= 0 ? args[8] : NULL;
+    for (Py_ssize_t j = start; j < stop; j++) {
+        PyObject *fut = item(futures, j);
+        if (!fut) return NULL;
+        PyObject *offset;
+        if (base_offset < 0) {
+            offset = PyLong_FromLong(-1);
+        } else if (deltas) {
+            PyObject *d = item(deltas, j);
+            if (!d) { Py_DECREF(fut); return NULL; }
+            long long dv = PyLong_AsLongLong(d);
+            Py_DECREF(d);
+            if (dv == -1 && PyErr_Occurred()) { Py_DECREF(fut); return NULL; }
+            offset = PyLong_FromLongLong(base_offset + dv);
+        } else {
+            offset = PyLong_FromLongLong(base_offset + j);
+        }
+        if (!offset) { Py_DECREF(fut); return NULL; }
+        PyObject *ts;
+        if (log_append_obj) { ts = log_append_obj; Py_INCREF(ts); }
+        else ts = item(timestamps, j);
+        PyObject *packed = ts ? item(sizes, j) : NULL;
+        unsigned long long pv = packed ? PyLong_AsUnsignedLongLong(packed) : 0;
+        Py_XDECREF(packed);
+        if (!packed || PyErr_Occurred()) {
+            Py_XDECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
+            return NULL;
+        }
+        PyObject *ksize = PyLong_FromLongLong((long long)(pv >> 32) - 1);
+        PyObject *vsize = PyLong_FromLongLong((long long)(pv & 0xFFFFFFFFull) - 1);
+        PyObject *meta = meta_type->tp_alloc(meta_type, 6);
+        if (!ksize || !vsize || !meta) {
+            Py_XDECREF(ksize); Py_XDECREF(vsize); Py_XDECREF(meta);
+            Py_DECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
+            return NULL;
+        }
+        Py_INCREF(topic);
+        Py_INCREF(partition);
+        PyTuple_SET_ITEM(meta, 0, topic);
+        PyTuple_SET_ITEM(meta, 1, partition);
+        PyTuple_SET_ITEM(meta, 2, offset);
+        PyTuple_SET_ITEM(meta, 3, ts);
+        PyTuple_SET_ITEM(meta, 4, ksize);
+        PyTuple_SET_ITEM(meta, 5, vsize);
+        PyObject *r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
+        Py_DECREF(meta);
+        Py_DECREF(fut);
+        if (r) {
+            Py_DECREF(r);
+        } else if (PyErr_ExceptionMatches(invalid_state)) {
+            PyErr_Clear(); /* the caller cancelled its wait; the record is written all the same */
+        } else {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"murmur2", k_murmur2, METH_O, "Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int."},
+    {"headers_bytes", k_headers_bytes, METH_O, "A record's header count and headers, encoded."},
+    {"encode_record", (PyCFunction)(void (*)(void))k_encode_record, METH_FASTCALL,
+     "encode_record(buf, batch_size, count, timestamp_delta, key, value, headers) -> size or -1"},
+    {"encode_run", (PyCFunction)(void (*)(void))k_encode_run, METH_FASTCALL,
+     "encode_run(buf, room, count, fixed, hdr, values, keys, order, start, stop) -> new record count"},
+    {"resolve_futures", (PyCFunction)(void (*)(void))k_resolve_futures, METH_FASTCALL,
+     "resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset, "
+     "deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "aioproducer._speedups._kernels",
+    "Compiled twins of the producer's per-record kernels.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) {
+    str_set_result = PyUnicode_InternFromString("set_result");
+    if (!str_set_result) return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,42 @@
+from collections.abc import Sequence
+
+def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
+def headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]], /) -> bytes: ...
+def encode_record(
+    buf: bytearray,
+    batch_size: int,
+    count: int,
+    timestamp_delta: int,
+    key: bytes | bytearray | memoryview | None,
+    value: bytes | bytearray | memoryview | None,
+    headers: Sequence[tuple[str, bytes | None]] | None,
+    /,
+) -> int: ...
+def encode_run(
+    buf: bytearray,
+    room: int,
+    count: int,
+    fixed: bytes,
+    hdr: bytes,
+    values: Sequence[bytes | bytearray | memoryview | None],
+    keys: Sequence[bytes | bytearray | memoryview | None] | None,
+    order: Sequence[int] | None,
+    start: int,
+    stop: int,
+    /,
+) -> int: ...
+def resolve_futures(
+    futures: Sequence[object],
+    start: int,
+    stop: int,
+    metadata_type: type[tuple[object, ...]],
+    topic: str,
+    partition: int,
+    base_offset: int,
+    deltas: Sequence[int] | None,
+    log_append_time_ms: int,
+    timestamps: Sequence[int],
+    sizes: Sequence[int],
+    invalid_state: type[BaseException],
+    /,
+) -> None: ...

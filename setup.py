@@ -1,0 +1,41 @@
+"""Builds the optional C kernels (aioproducer._speedups._kernels); metadata is in pyproject.toml.
+
+Without a working compiler the install still succeeds: the extension is
+optional and aioproducer then runs its pure-Python code (same bytes, slower).
+"""
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
+
+
+class OptionalBuildExt(build_ext):
+    """Warns, instead of failing, when the kernels cannot be compiled.
+
+    ``optional=True`` already turns a failed compile into a warning; this also
+    covers a machine where no compiler can be set up at all.
+    """
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except (CCompilerError, ExecError, PlatformError, OSError) as exc:
+            self.warn(f"aioproducer: C kernels not built ({exc}); using pure Python")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except (CCompilerError, ExecError, PlatformError, OSError) as exc:
+            self.warn(f"aioproducer: C kernels not built ({exc}); using pure Python")
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "aioproducer._speedups._kernels",
+            sources=["aioproducer/_speedups/_kernels.c"],
+            optional=True,
+        )
+    ],
+    cmdclass={"build_ext": OptionalBuildExt},
+)

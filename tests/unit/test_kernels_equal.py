@@ -1,0 +1,279 @@
+"""The C kernels (aioproducer._speedups._kernels) produce exactly what their pure-Python twins do.
+
+Random keys, values, nulls, headers (None values, non-ASCII names), timestamps and
+varint boundaries (lengths 63/64 and 8191/8192, where a zigzag varint grows a
+byte; negative and large timestamp deltas); murmur2 on random bytes, empty
+included. The extension is imported directly, so these tests also run (and
+compare) when ``AIOPRODUCER_NO_EXTENSIONS=1`` selects the pure path for the rest
+of the package. The completion of a batch's futures is compared the same way.
+They skip only where the extension is not built and CI is not
+``"true"``; in CI an unbuilt extension fails them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from types import ModuleType
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioproducer import batch as batch_module
+from aioproducer import partitioner
+from aioproducer.batch import ProducerBatch, RecordMetadata, pack_sizes
+from aioproducer.protocol import records
+from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.records import RecordBatchBuilder
+
+
+def _load() -> ModuleType | None:
+    try:
+        return importlib.import_module("aioproducer._speedups._kernels")
+    except ImportError:
+        return None
+
+
+K = _load()
+if K is None and os.environ.get("CI") != "true":
+    pytest.skip(
+        "the C kernels are not built here (no compiler at install time); "
+        "run `pip install -e .` with a C compiler to compare them",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def k() -> ModuleType:
+    if K is None:
+        pytest.fail("CI=true but aioproducer._speedups._kernels is not built")
+    return K
+
+
+# Lengths on both sides of the varint steps (zigzag: 63 -> 1 byte, 64 -> 2; 8191 -> 2, 8192 -> 3).
+_EDGE_LENGTHS = st.sampled_from([0, 1, 62, 63, 64, 65, 127, 128, 8190, 8191, 8192, 8193])
+_LENGTHS = st.one_of(_EDGE_LENGTHS, st.integers(0, 300))
+_BLOBS = _LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n))
+_MAYBE = st.one_of(st.none(), _BLOBS)
+_NAMES = st.one_of(st.text(max_size=20), st.sampled_from(["ключ", "名前", "é" * 70, "x" * 64]))
+_HEADERS = st.lists(st.tuples(_NAMES, _MAYBE), max_size=4)
+# Timestamp deltas around the zigzag edges, negative ones included.
+_DELTAS = st.one_of(
+    st.sampled_from([0, 1, -1, 63, 64, -64, -65, 4095, 4096, -4096, -4097, 8191, 8192,
+                     -8192, -8193, 1 << 40, -(1 << 40)]),
+    st.integers(-(1 << 20), 1 << 20),
+)
+_BATCH_SIZES = st.sampled_from([100, 300, 1000, 16_384, 1 << 20])
+
+
+@given(data=st.one_of(st.binary(max_size=64), _BLOBS))
+def test_murmur2_equals_the_pure_version(k: ModuleType, data: bytes) -> None:
+    expected = partitioner._murmur2_pure(data)
+    assert k.murmur2(data) == expected
+    assert k.murmur2(bytearray(data)) == expected
+    assert k.murmur2(memoryview(data)) == expected
+
+
+def test_murmur2_known_values(k: ModuleType) -> None:
+    # Java's Utils.murmur2 (the pure version is checked against these in test_partitioner).
+    for data in (b"", b"a", b"ab", b"abc", b"abcd", b"21"):
+        assert k.murmur2(data) == partitioner._murmur2_pure(data)
+
+
+@given(headers=_HEADERS)
+def test_headers_bytes_equals_the_pure_version(k: ModuleType, headers: list) -> None:
+    assert k.headers_bytes(headers) == records._headers_bytes_pure(headers)
+
+
+def test_headers_bytes_takes_bytes_names_and_rejects_bad_pairs(k: ModuleType) -> None:
+    headers = [(b"raw", b"v"), ("t", None)]
+    assert k.headers_bytes(headers) == records._headers_bytes_pure(headers)  # type: ignore[arg-type]
+    for bad in ([("n", 5)], [("a", b"1", b"2")], [("\udc80", b"v")]):
+        with pytest.raises((TypeError, ValueError)) as pure_error:
+            records._headers_bytes_pure(bad)  # type: ignore[arg-type]
+        with pytest.raises(pure_error.type):
+            k.headers_bytes(bad)
+
+
+def _state(builder: RecordBatchBuilder) -> tuple:
+    return (bytes(builder._buf), builder.record_count, builder.base_timestamp,
+            builder.max_timestamp)
+
+
+@settings(max_examples=150)
+@given(
+    batch_size=_BATCH_SIZES,
+    base=st.integers(0, 1 << 42),
+    rows=st.lists(st.tuples(_DELTAS, _MAYBE, _MAYBE, st.one_of(st.none(), _HEADERS)),
+                  min_size=1, max_size=30),
+)
+def test_append_equals_the_pure_version(k: ModuleType, batch_size: int, base: int, rows: list) -> None:
+    pure = RecordBatchBuilder(batch_size=batch_size)
+    compiled = RecordBatchBuilder(batch_size=batch_size)
+    with mock.patch.object(records, "kernels", k):
+        for delta, key, value, headers in rows:
+            ts = max(0, base + delta)
+            expected = pure._append_pure(ts, key, value, headers)
+            assert compiled._append_compiled(ts, key, value, headers) == expected
+            assert _state(compiled) == _state(pure)
+    assert compiled.build(producer_id=7, producer_epoch=1, base_sequence=3) == pure.build(
+        producer_id=7, producer_epoch=1, base_sequence=3
+    )
+
+
+def test_append_refuses_what_the_pure_version_refuses(k: ModuleType) -> None:
+    with mock.patch.object(records, "kernels", k):
+        for key, value in ((b"k", 12), ("text", b"v"), (None, object())):
+            pure = RecordBatchBuilder()
+            compiled = RecordBatchBuilder()
+            with pytest.raises(TypeError):
+                pure._append_pure(1, key, value)  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                compiled._append_compiled(1, key, value)  # type: ignore[arg-type]
+            assert _state(compiled) == _state(pure)
+        sealed = RecordBatchBuilder()
+        sealed.append(1, None, b"v")
+        sealed.build()
+        with pytest.raises(RuntimeError):
+            sealed._append_compiled(2, None, b"v")
+
+
+_COLUMN = st.lists(st.tuples(_MAYBE, _MAYBE), min_size=1, max_size=60)
+
+
+@settings(max_examples=150)
+@given(
+    batch_size=_BATCH_SIZES,
+    first=st.lists(st.tuples(_MAYBE, _MAYBE), max_size=3),
+    delta=_DELTAS,
+    column=_COLUMN,
+    keyed=st.booleans(),
+    headers=st.one_of(st.none(), _HEADERS),
+    bounds=st.tuples(st.integers(0, 60), st.integers(0, 60)),
+    shuffle=st.one_of(st.none(), st.randoms(use_true_random=False)),
+    as_views=st.booleans(),
+)
+def test_append_run_equals_the_pure_loops(
+    k: ModuleType, batch_size: int, first: list, delta: int, column: list, keyed: bool,
+    headers: list | None, bounds: tuple[int, int], shuffle, as_views: bool,
+) -> None:
+    values = [v for _, v in column]
+    keys = [key for key, _ in column] if keyed else None
+    if as_views:
+        values = [None if v is None else memoryview(v) for v in values]
+    start, stop = sorted(min(b, len(column)) for b in bounds)
+    order = None
+    if shuffle is not None:
+        order = list(range(len(column)))
+        shuffle.shuffle(order)
+    base = 1_700_000_000_000
+    built = []
+    for kernel in (None, k.encode_run):
+        builder = RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
+        for key, value in first:  # records already in the batch: offsets and room
+            builder._append_pure(base, key, value)
+        with mock.patch.object(records, "_encode_run", kernel):
+            taken = builder.append_run(base + delta if first else base, values, start, stop,
+                                       keys, headers, order)
+        built.append((taken, _state(builder)))
+    assert built[1] == built[0]
+
+
+def test_a_failed_run_leaves_the_buffer_as_it_was(k: ModuleType) -> None:
+    builder = RecordBatchBuilder()
+    builder.append(1, None, b"kept")
+    before = _state(builder)
+    with mock.patch.object(records, "_encode_run", k.encode_run), pytest.raises(TypeError):
+        builder.append_run(1, [b"a", b"b", 3], 0, 3)  # type: ignore[list-item]
+    assert _state(builder) == before
+
+
+def test_the_switch_names_the_active_path() -> None:
+    forced_pure = bool(os.environ.get("AIOPRODUCER_NO_EXTENSIONS"))
+    assert records.COMPILED == (K is not None and not forced_pure)
+    active = records.RecordBatchBuilder.append
+    assert active is (RecordBatchBuilder._append_compiled if records.COMPILED
+                      else RecordBatchBuilder._append_pure)
+    assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
+    assert (batch_module._resolve_futures is None) == (not records.COMPILED)
+    assert (records._encode_run is None) == (not records.COMPILED)
+
+
+def test_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
+    # Every batch size over a span: some land exactly on a record's end, where
+    # ``size > room`` (fits) and ``size >= room`` (would not) differ.
+    values = [bytes([i]) * (i * 7 % 90) for i in range(40)]
+    keys = [None if i % 3 else b"key-%d" % i for i in range(40)]
+    for batch_size in range(62, 1500, 3):
+        runs, singles = [], []
+        for kernel in (None, k.encode_run):
+            builder = RecordBatchBuilder(batch_size=batch_size)
+            with mock.patch.object(records, "_encode_run", kernel):
+                runs.append((builder.append_run(5, values, 0, 40, keys), _state(builder)))
+        with mock.patch.object(records, "kernels", k):
+            for append in (RecordBatchBuilder._append_pure, RecordBatchBuilder._append_compiled):
+                builder = RecordBatchBuilder(batch_size=batch_size)
+                taken = [append(builder, 5 + i, keys[i], values[i], None) for i in range(40)]
+                singles.append((taken, _state(builder)))
+        assert runs[1] == runs[0], batch_size
+        assert singles[1] == singles[0], batch_size
+
+
+def _batch_with_futures(loop: asyncio.AbstractEventLoop, rows: list, cancelled: set[int]) -> ProducerBatch:
+    batch = ProducerBatch("topic", 3, codec=Codec.NONE, batch_size=16_384, now=0.0,
+                          delivery_timeout=120.0)
+    for i, (key_size, value_size, ts) in enumerate(rows):
+        fut = loop.create_future()
+        if i in cancelled:
+            fut.cancel()
+        batch.futures.append(fut)
+        batch.sizes.append(pack_sizes(key_size, value_size))
+        batch.timestamps.append(ts)
+    return batch
+
+
+def _outcomes(batch_futures: list) -> list:
+    return [f.cancelled() or (type(f.result()), f.result()) if f.done() else None
+            for f in batch_futures]
+
+
+@settings(max_examples=100)
+@given(
+    rows=st.lists(st.tuples(st.integers(-1, 1 << 20), st.integers(-1, (1 << 31) - 2),
+                            st.integers(0, 1 << 42)), min_size=1, max_size=40),
+    cancelled=st.sets(st.integers(0, 39), max_size=5),
+    bounds=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    base_offset=st.sampled_from([-1, 0, 7, 1 << 40]),
+    log_append_time_ms=st.sampled_from([-1, 0, 1_700_000_000_000]),
+    with_deltas=st.booleans(),
+)
+def test_resolve_futures_equals_the_pure_loop(
+    k: ModuleType, rows: list, cancelled: set[int], bounds: tuple[int, int], base_offset: int,
+    log_append_time_ms: int, with_deltas: bool,
+) -> None:
+    start, stop = sorted(min(b, len(rows)) for b in bounds)
+    deltas = [2 * j + 1 for j in range(len(rows))] if with_deltas else None
+    loop = asyncio.new_event_loop()
+    try:
+        pure = _batch_with_futures(loop, rows, cancelled)
+        compiled = _batch_with_futures(loop, rows, cancelled)
+        pure._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
+        k.resolve_futures(compiled.futures, start, stop, RecordMetadata, compiled.topic,
+                          compiled.partition, base_offset, deltas, log_append_time_ms,
+                          compiled.timestamps, compiled.sizes, asyncio.InvalidStateError)
+        assert _outcomes(compiled.futures) == _outcomes(pure.futures)
+    finally:
+        loop.close()
+
+
+def test_resolve_futures_passes_on_other_errors(k: ModuleType) -> None:
+    class Refusing:
+        def set_result(self, result: object) -> None:
+            raise KeyError("refused")
+
+    with pytest.raises(KeyError):
+        k.resolve_futures([Refusing()], 0, 1, RecordMetadata, "t", 0, 0, None, -1, [5],
+                          [pack_sizes(1, 2)], asyncio.InvalidStateError)
