@@ -76,6 +76,23 @@ API_VERSIONS = Api(
             ),
         ),
         F("throttle_time_ms", INT32, "1+"),
+        # KIP-584 feature levels; the producer reads the cluster's finalized
+        # ``transaction.version`` (KIP-890: 2 means transactions v2).
+        tagged={
+            1: F("finalized_features_epoch", INT64, "3+", default=-1),
+            2: F(
+                "finalized_features",
+                Array(
+                    Struct(
+                        F("name", STRING),
+                        F("max_version_level", INT16),
+                        F("min_version_level", INT16),
+                    )
+                ),
+                "3+",
+                default=None,
+            ),
+        },
     ),
 )
 
