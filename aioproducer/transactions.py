@@ -15,13 +15,21 @@ States and who moves between them::
     any --fenced / fatal error--> FATAL_ERROR   (the producer must be closed)
 
 A batch that fails inside a transaction makes it ABORTABLE_ERROR: commit then
-raises and the user aborts and carries on. Every wait on the coordinator is
-bounded by ``max_block_ms``.
+raises and the user aborts and carries on. So does TRANSACTION_ABORTABLE (120,
+KIP-890 part 1) from the broker. Every wait on the coordinator is bounded by
+``max_block_ms``.
+
+Transactions v2 (KIP-890 part 2, ``transaction_version.py``), chosen from the
+cluster's finalized ``transaction.version`` at init and re-checked after each
+transaction: no AddPartitionsToTxn nor AddOffsetsToTxn (the brokers add the
+partitions implicitly), and EndTxn hands back the next epoch, adopted with every
+sequence back at 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import logging
 import time
@@ -43,6 +51,7 @@ from .protocol.txn_messages import (
     FIND_COORDINATOR,
     TXN_OFFSET_COMMIT,
 )
+from .transaction_version import choose_version, end_txn_identity, transaction_v2_enabled
 
 __all__ = ["TransactionManager", "TxnState"]
 
@@ -104,6 +113,10 @@ class TransactionManager:
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
         self._on_partitions_added = on_partitions_added
+        # Transactions v2 (KIP-890 part 2) for the current transaction.
+        self.v2 = False
+        # Requests sent to coordinators, by API name (observability, tests).
+        self.requests_sent: collections.Counter[str] = collections.Counter()
 
     def __repr__(self) -> str:
         return f"<TransactionManager {self.transactional_id!r} {self.state.value} partitions={len(self._added)}>"
@@ -130,6 +143,10 @@ class TransactionManager:
     def add_partition(self, tp: TopicPartition) -> None:
         """Register ``tp`` in the current transaction before its first batch goes out."""
         if tp in self._added or tp in self._pending:
+            return
+        if self.v2:
+            # The partition leader adds it on the first Produce v12 (KIP-890).
+            self._added.add(tp)
             return
         self._pending.add(tp)
         if self._add_task is None or self._add_task.done():
@@ -169,9 +186,11 @@ class TransactionManager:
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.state = TxnState.READY
+        self.v2 = transaction_v2_enabled(self._client.finalized_features)
         self._log.info(
-            "transactional id %r: producer id %s epoch %s",
+            "transactional id %r: producer id %s epoch %s (transactions v%d)",
             self.transactional_id, response.producer_id, response.producer_epoch,
+            2 if self.v2 else 1,
         )
 
     def begin(self) -> None:
@@ -206,8 +225,27 @@ class TransactionManager:
                 "producer_epoch": self._seq.epoch,
                 "committed": commit,
             }
-            await self._coordinator_request(END_TXN, body, deadline)
-        if not commit and self.epoch_bump_needed:
+            response = await self._coordinator_request(END_TXN, body, deadline)
+            identity = end_txn_identity(
+                (self._seq.producer_id, self._seq.epoch),
+                response.get("producer_id", -1),
+                response.get("producer_epoch", -1),
+            )
+            if identity is not None:
+                # EndTxn v5 bumped the epoch (or, past the last epoch, gave
+                # a new producer id): every sequence starts again at 0.
+                if identity[0] != self._seq.producer_id:
+                    self._log.info(
+                        "transactional id %r: epoch exhausted, new producer id %s",
+                        self.transactional_id, identity[0],
+                    )
+                self._seq.reset(*identity)
+                self.epoch_bump_needed = False
+        # Java re-reads the feature at the end of each transaction; moving to
+        # v2 needs a fresh epoch first (its clientSideEpochBumpRequired).
+        was_v2, self.v2 = self.v2, transaction_v2_enabled(self._client.finalized_features)
+        upgraded = self.v2 and not was_v2
+        if (not commit and self.epoch_bump_needed) or upgraded:
             # Sequences of a failed batch were never acknowledged: continue on a
             # new epoch with every partition's sequence back at 0 (KIP-360).
             body = {
@@ -262,7 +300,11 @@ class TransactionManager:
             "producer_id": self._seq.producer_id,
             "producer_epoch": self._seq.epoch,
         }
-        await self._coordinator_request(ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline)
+        if not self.v2:
+            # Under v2 TxnOffsetCommit v5 adds the offsets partition (KIP-890).
+            await self._coordinator_request(
+                ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline
+            )
         self._offsets_added = True
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
@@ -376,7 +418,9 @@ class TransactionManager:
                     self._coordinator = coordinator
             try:
                 conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
-                response = await conn.request(api, body)
+                version = choose_version(api.key, conn.version_for(api), v2=self.v2)
+                self.requests_sent[api.name] += 1
+                response = await conn.request(api, body, version=version)
             except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
                 self._log.debug(
                     "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
@@ -396,6 +440,14 @@ class TransactionManager:
                     f"transactional id {self.transactional_id!r} is used by a newer producer"
                 ))
                 raise self._fatal()
+            if code == errors.TransactionAbortableError.code:
+                # KIP-890 part 1: the user aborts this transaction and goes on.
+                abortable = errors.TransactionAbortableError(
+                    f"{api.name} for transactional id {self.transactional_id!r}: "
+                    "the transaction must be aborted"
+                )
+                self.batch_failed(abortable)
+                raise abortable
             if code:
                 errors.raise_for_code(code, f"{api.name} for transactional id {self.transactional_id!r}")
             return response

@@ -159,13 +159,15 @@ METADATA = Api(
 
 # Produce v3 is the first version carrying record batch v2 (magic 2, KIP-98).
 # v10 adds only tagged fields (KIP-951 leader hints), which we skip. v11 tells
-# the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1) and v12
-# changes transaction semantics (part 2); neither is claimed until handled.
+# the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1); v12
+# makes the leader add the partition to the transaction (part 2), so a
+# transactional producer sends it only under transactions v2
+# (``transaction_version.choose_version``). v13 names topics by id (KIP-516).
 PRODUCE = Api(
     key=0,
     name="Produce",
     min_version=3,
-    max_version=10,
+    max_version=12,
     flexible_from=9,
     request=Struct(
         F("transactional_id", STRING, "3+", nullable="3+", default=None),
