@@ -76,6 +76,8 @@ _RETRY_CODES = {
     errors.CoordinatorLoadInProgressError.code,
     errors.ConcurrentTransactionsError.code,
 }
+# Per-partition TxnOffsetCommit answers that are sent again (besides the above).
+_OFFSET_RETRY_CODES = {errors.UnknownTopicOrPartitionError.code, errors.RequestTimedOutError.code}
 _REFIND_CODES = {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code}
 # This producer has been replaced by a newer one with the same transactional id.
 _FENCED_CODES = {errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code}
@@ -120,6 +122,11 @@ class TransactionManager:
 
     def __repr__(self) -> str:
         return f"<TransactionManager {self.transactional_id!r} {self.state.value} partitions={len(self._added)}>"
+
+    @property
+    def producer_identity(self) -> tuple[int, int]:
+        """The producer id and epoch in use (under v2 the epoch grows at every EndTxn)."""
+        return self._seq.producer_id, self._seq.epoch
 
     # -- checks used on the send path (pure) -------------------------------
 
@@ -311,22 +318,47 @@ class TransactionManager:
             topics.setdefault(topic, []).append(
                 {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
             )
-        body = dict(
-            base,
-            group_id=group_id,
-            topics=[{"name": t, "partitions": p} for t, p in topics.items()],
-        )
-        response = await self._request_to_coordinator_of(
-            TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
-        )
+        while topics:
+            body = dict(
+                base,
+                group_id=group_id,
+                topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+            )
+            response = await self._request_to_coordinator_of(
+                TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
+            )
+            topics = self._offsets_to_retry(response, topics, group_id)
+            if topics:
+                await self._sleep_before(deadline)
+
+    def _offsets_to_retry(
+        self, response: Message, sent: dict[str, list[dict[str, Any]]], group_id: str
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The partitions of a TxnOffsetCommit to send again; raise on a final error.
+
+        Under v2 the group coordinator first checks with the transaction
+        coordinator, which answers CONCURRENT_TRANSACTIONS while the previous
+        transaction completes: retried, as Java's TxnOffsetCommitHandler does.
+        """
+        retry: dict[str, list[dict[str, Any]]] = {}
         for topic in response.topics:
             for part in topic.partitions:
-                if part.error_code:
-                    exc = errors.error_for_code(part.error_code)(
-                        f"TxnOffsetCommit {topic.name}-{part.partition_index} for group {group_id!r}"
+                code = part.error_code
+                if not code:
+                    continue
+                if code in _RETRY_CODES or code in _OFFSET_RETRY_CODES:
+                    entry = next(
+                        e for e in sent.get(topic.name, ())
+                        if e["partition_index"] == part.partition_index
                     )
-                    self.batch_failed(exc)
-                    raise exc
+                    retry.setdefault(topic.name, []).append(entry)
+                    continue
+                exc = errors.error_for_code(code)(
+                    f"TxnOffsetCommit {topic.name}-{part.partition_index} for group {group_id!r}"
+                )
+                self.batch_failed(exc)
+                raise exc
+        return retry
 
     # -- background: AddPartitionsToTxn -------------------------------------
 
