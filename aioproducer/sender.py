@@ -445,7 +445,7 @@ class Sender:
         seq = self._seq if batch.base_sequence >= 0 else None
         if error is not None and not batch.decided:
             if self._txn is not None:
-                self._txn.batch_failed(error)
+                error = self._txn.batch_failed(error)
             if seq is not None:
                 if self._txn is not None:
                     # Its sequences will never be acknowledged: a transactional

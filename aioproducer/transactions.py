@@ -162,16 +162,23 @@ class TransactionManager:
     def unadded(self) -> set[TopicPartition]:
         return self._pending
 
-    def batch_failed(self, exc: BaseException) -> None:
-        """A batch of this transaction failed: the transaction can only be aborted."""
+    def batch_failed(self, exc: BaseException) -> BaseException:
+        """A batch of this transaction failed: the transaction can only be aborted.
+
+        Returns the error the batch's records get: a stale epoch is fencing,
+        reported as such. Under v2 that is how a zombie first hears of it: its
+        Produce v12 meets the newer epoch at the partition leader, with no
+        AddPartitionsToTxn to the coordinator before it (KIP-890).
+        """
         if isinstance(exc, errors.KafkaError) and exc.code in _FENCED_CODES:
             detail = exc.message or ""
-            self._to_fatal(
-                errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
-            )
-        elif self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            fenced = errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
+            self._to_fatal(fenced)
+            return errors.ProducerFencedError(str(fenced))
+        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = exc
+        return exc
 
     def _to_fatal(self, exc: BaseException) -> None:
         self.state = TxnState.FATAL_ERROR

@@ -181,3 +181,26 @@ async def test_empty_transaction_sends_no_end_txn(txn_broker) -> None:  # type: 
         assert _txn(p).producer_identity == start
         with pytest.raises(errors.IllegalStateError, match="no transaction"):
             await p.abort_transaction()
+
+
+async def test_zombie_is_fenced(txn_broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
+    """Under v2 the zombie hears of it from the partition leader (stale epoch on
+    Produce v12), under v1 from the coordinator (AddPartitionsToTxn): fenced both ways."""
+    _version, bootstrap = txn_broker
+    topic = topic_factory(1, bootstrap=bootstrap)
+    tid = _tid()
+    async with Producer(bootstrap, transactional_id=tid) as first:
+        await first.init_transactions()
+        async with first.transaction():
+            await first.send(topic, b"first")
+        async with Producer(bootstrap, transactional_id=tid) as second:
+            await second.init_transactions()
+            await first.begin_transaction()
+            with pytest.raises(errors.ProducerFencedError):
+                await asyncio.wait_for(first.send(topic, b"zombie"), 30)
+            with pytest.raises(errors.ProducerFencedError):
+                await first.begin_transaction()
+            async with second.transaction():
+                await second.send(topic, b"second")
+    records = read_records(bootstrap, topic, 2, isolation_level="read_committed", grace=2.0)
+    assert sorted(r.value for r in records) == [b"first", b"second"]
