@@ -87,3 +87,28 @@ async def test_v2_stale_epoch_is_fenced() -> None:
                 async with second.transaction():
                     await second.send("tx", b"second")
         assert [r.value for r in cluster.records("tx")] == [b"second"]
+
+
+async def test_cluster_upgraded_to_v2_between_transactions() -> None:
+    """Java's clientSideEpochBumpRequired: the transaction under way ends on v1,
+    a fresh epoch is taken (InitProducerId), and the next one runs v2."""
+    async with MockCluster(brokers=1, transaction_version=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="up", max_block_ms=5000) as p:
+            await asyncio.wait_for(p.init_transactions(), TIMEOUT)
+            pid, epoch = _identity(p)
+            async with p.transaction():
+                await p.send("tx", b"v1")
+            cluster.transaction_version = 2
+            cluster.drop_connections()  # the next ApiVersions finalizes v2
+            async with p.transaction():
+                await asyncio.wait_for(p.send("tx", b"still v1"), TIMEOUT)
+            added = cluster.request_count(ADD_PARTITIONS)
+            assert added == 2
+            assert _identity(p) == (pid, epoch + 1)  # the bump before the first v2 transaction
+            assert cluster.request_count(INIT_PID) == 2
+            async with p.transaction():
+                await p.send("tx", b"v2")
+            assert cluster.request_count(ADD_PARTITIONS) == added
+            assert _identity(p) == (pid, epoch + 2)  # EndTxn v5
+        assert [r.value for r in cluster.records("tx")] == [b"v1", b"still v1", b"v2"]
