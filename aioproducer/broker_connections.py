@@ -96,6 +96,10 @@ class BrokerConnections(abc.ABC):
         self._use_bootstrap = True
         self._listeners: list[Callable[[], None]] = []
         self._closed = False
+        # The cluster's finalized feature levels with the highest epoch seen
+        # in any ApiVersions answer (Java's ApiVersions.finalizedFeatures).
+        self.finalized_features: dict[str, int] = {}
+        self._features_epoch = -1
 
     @abc.abstractmethod
     def request_update(self) -> None:
@@ -260,6 +264,9 @@ class BrokerConnections(abc.ABC):
             self._log.info(
                 "reconnected to %s", self.describe_node(node_id), extra={"broker": node_id}
             )
+        if conn.finalized_features_epoch > self._features_epoch:
+            self._features_epoch = conn.finalized_features_epoch
+            self.finalized_features = dict(conn.finalized_features)
         old = self._conns.get(node_id)
         if old is not None and not old.closed:
             await old.close()

@@ -114,6 +114,10 @@ class BrokerConnection:
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
         self.api_versions: dict[int, int] = {}
+        # Cluster-wide feature levels this broker reported (KIP-584), with
+        # their epoch (-1: unknown, e.g. an ApiVersions answer below v3).
+        self.finalized_features: dict[str, int] = {}
+        self.finalized_features_epoch = -1
         self._reader = reader
         self._writer = writer
         self._loop = asyncio.get_running_loop()
@@ -540,6 +544,12 @@ async def _negotiate(conn: BrokerConnection, software_version: str, timeout: flo
         chosen = negotiate_version(api, entry.min_version, entry.max_version)
         if chosen is not None:
             versions[api.key] = chosen
+    epoch = response.get("finalized_features_epoch", -1)
+    if epoch >= 0:
+        conn.finalized_features_epoch = epoch
+        conn.finalized_features = {
+            f.name: f.max_version_level for f in response.get("finalized_features") or ()
+        }
     return versions
 
 

@@ -38,6 +38,7 @@ from .logs import ClientLogger
 from .produce_request import build_payloads, partition_outcomes, produce_body
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, Written, classify
+from .transaction_version import choose_version
 from .transactions import TransactionManager
 
 if TYPE_CHECKING:
@@ -352,7 +353,11 @@ class Sender:
             acks=self._acks,
             timeout_ms=self._config.request_timeout_ms,
         )
-        fut = conn.send(PRODUCE, body, expect_response=self._acks != 0)
+        version = None
+        if self._txn is not None:
+            # Produce v12 adds the partition to the transaction: only under v2.
+            version = choose_version(PRODUCE.key, conn.version_for(PRODUCE), v2=self._txn.v2)
+        fut = conn.send(PRODUCE, body, version=version, expect_response=self._acks != 0)
         await conn.drain()
         return fut
 
@@ -450,7 +455,7 @@ class Sender:
         seq = self._seq if batch.base_sequence >= 0 else None
         if error is not None and not batch.decided:
             if self._txn is not None:
-                self._txn.batch_failed(error)
+                error = self._txn.batch_failed(error)
             if seq is not None:
                 if self._txn is not None:
                     # Its sequences will never be acknowledged: a transactional

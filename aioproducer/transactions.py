@@ -15,13 +15,21 @@ States and who moves between them::
     any --fenced / fatal error--> FATAL_ERROR   (the producer must be closed)
 
 A batch that fails inside a transaction makes it ABORTABLE_ERROR: commit then
-raises and the user aborts and carries on. Every wait on the coordinator is
-bounded by ``max_block_ms``.
+raises and the user aborts and carries on. So does TRANSACTION_ABORTABLE (120,
+KIP-890 part 1) from the broker. Every wait on the coordinator is bounded by
+``max_block_ms``.
+
+Transactions v2 (KIP-890 part 2, ``transaction_version.py``), chosen from the
+cluster's finalized ``transaction.version`` at init and re-checked after each
+transaction: no AddPartitionsToTxn nor AddOffsetsToTxn (the brokers add the
+partitions implicitly), and EndTxn hands back the next epoch, adopted with every
+sequence back at 0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import logging
 import time
@@ -43,6 +51,7 @@ from .protocol.txn_messages import (
     FIND_COORDINATOR,
     TXN_OFFSET_COMMIT,
 )
+from .transaction_version import choose_version, end_txn_identity, transaction_v2_enabled
 
 __all__ = ["TransactionManager", "TxnState"]
 
@@ -67,6 +76,8 @@ _RETRY_CODES = {
     errors.CoordinatorLoadInProgressError.code,
     errors.ConcurrentTransactionsError.code,
 }
+# Per-partition TxnOffsetCommit answers that are sent again (besides the above).
+_OFFSET_RETRY_CODES = {errors.UnknownTopicOrPartitionError.code, errors.RequestTimedOutError.code}
 _REFIND_CODES = {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code}
 # This producer has been replaced by a newer one with the same transactional id.
 _FENCED_CODES = {errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code}
@@ -104,9 +115,18 @@ class TransactionManager:
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
         self._on_partitions_added = on_partitions_added
+        # Transactions v2 (KIP-890 part 2) for the current transaction.
+        self.v2 = False
+        # Requests sent to coordinators, by API name (observability, tests).
+        self.requests_sent: collections.Counter[str] = collections.Counter()
 
     def __repr__(self) -> str:
         return f"<TransactionManager {self.transactional_id!r} {self.state.value} partitions={len(self._added)}>"
+
+    @property
+    def producer_identity(self) -> tuple[int, int]:
+        """The producer id and epoch in use (under v2 the epoch grows at every EndTxn)."""
+        return self._seq.producer_id, self._seq.epoch
 
     # -- checks used on the send path (pure) -------------------------------
 
@@ -131,6 +151,10 @@ class TransactionManager:
         """Register ``tp`` in the current transaction before its first batch goes out."""
         if tp in self._added or tp in self._pending:
             return
+        if self.v2:
+            # The partition leader adds it on the first Produce v12 (KIP-890).
+            self._added.add(tp)
+            return
         self._pending.add(tp)
         if self._add_task is None or self._add_task.done():
             self._add_task = asyncio.get_running_loop().create_task(self._add_partitions())
@@ -138,16 +162,23 @@ class TransactionManager:
     def unadded(self) -> set[TopicPartition]:
         return self._pending
 
-    def batch_failed(self, exc: BaseException) -> None:
-        """A batch of this transaction failed: the transaction can only be aborted."""
+    def batch_failed(self, exc: BaseException) -> BaseException:
+        """A batch of this transaction failed: the transaction can only be aborted.
+
+        Returns the error the batch's records get: a stale epoch is fencing,
+        reported as such. Under v2 that is how a zombie first hears of it: its
+        Produce v12 meets the newer epoch at the partition leader, with no
+        AddPartitionsToTxn to the coordinator before it (KIP-890).
+        """
         if isinstance(exc, errors.KafkaError) and exc.code in _FENCED_CODES:
             detail = exc.message or ""
-            self._to_fatal(
-                errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
-            )
-        elif self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            fenced = errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
+            self._to_fatal(fenced)
+            return errors.ProducerFencedError(str(fenced))
+        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = exc
+        return exc
 
     def _to_fatal(self, exc: BaseException) -> None:
         self.state = TxnState.FATAL_ERROR
@@ -169,9 +200,11 @@ class TransactionManager:
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.state = TxnState.READY
+        self.v2 = transaction_v2_enabled(self._client.finalized_features)
         self._log.info(
-            "transactional id %r: producer id %s epoch %s",
+            "transactional id %r: producer id %s epoch %s (transactions v%d)",
             self.transactional_id, response.producer_id, response.producer_epoch,
+            2 if self.v2 else 1,
         )
 
     def begin(self) -> None:
@@ -206,8 +239,27 @@ class TransactionManager:
                 "producer_epoch": self._seq.epoch,
                 "committed": commit,
             }
-            await self._coordinator_request(END_TXN, body, deadline)
-        if not commit and self.epoch_bump_needed:
+            response = await self._coordinator_request(END_TXN, body, deadline)
+            identity = end_txn_identity(
+                (self._seq.producer_id, self._seq.epoch),
+                response.get("producer_id", -1),
+                response.get("producer_epoch", -1),
+            )
+            if identity is not None:
+                # EndTxn v5 bumped the epoch (or, past the last epoch, gave
+                # a new producer id): every sequence starts again at 0.
+                if identity[0] != self._seq.producer_id:
+                    self._log.info(
+                        "transactional id %r: epoch exhausted, new producer id %s",
+                        self.transactional_id, identity[0],
+                    )
+                self._seq.reset(*identity)
+                self.epoch_bump_needed = False
+        # Java re-reads the feature at the end of each transaction; moving to
+        # v2 needs a fresh epoch first (its clientSideEpochBumpRequired).
+        was_v2, self.v2 = self.v2, transaction_v2_enabled(self._client.finalized_features)
+        upgraded = self.v2 and not was_v2
+        if (not commit and self.epoch_bump_needed) or upgraded:
             # Sequences of a failed batch were never acknowledged: continue on a
             # new epoch with every partition's sequence back at 0 (KIP-360).
             body = {
@@ -262,29 +314,58 @@ class TransactionManager:
             "producer_id": self._seq.producer_id,
             "producer_epoch": self._seq.epoch,
         }
-        await self._coordinator_request(ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline)
+        if not self.v2:
+            # Under v2 TxnOffsetCommit v5 adds the offsets partition (KIP-890).
+            await self._coordinator_request(
+                ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline
+            )
         self._offsets_added = True
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
             topics.setdefault(topic, []).append(
                 {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
             )
-        body = dict(
-            base,
-            group_id=group_id,
-            topics=[{"name": t, "partitions": p} for t, p in topics.items()],
-        )
-        response = await self._request_to_coordinator_of(
-            TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
-        )
+        while topics:
+            body = dict(
+                base,
+                group_id=group_id,
+                topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+            )
+            response = await self._request_to_coordinator_of(
+                TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
+            )
+            topics = self._offsets_to_retry(response, topics, group_id)
+            if topics:
+                await self._sleep_before(deadline)
+
+    def _offsets_to_retry(
+        self, response: Message, sent: dict[str, list[dict[str, Any]]], group_id: str
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The partitions of a TxnOffsetCommit to send again; raise on a final error.
+
+        Under v2 the group coordinator first checks with the transaction
+        coordinator, which answers CONCURRENT_TRANSACTIONS while the previous
+        transaction completes: retried, as Java's TxnOffsetCommitHandler does.
+        """
+        retry: dict[str, list[dict[str, Any]]] = {}
         for topic in response.topics:
             for part in topic.partitions:
-                if part.error_code:
-                    exc = errors.error_for_code(part.error_code)(
-                        f"TxnOffsetCommit {topic.name}-{part.partition_index} for group {group_id!r}"
+                code = part.error_code
+                if not code:
+                    continue
+                if code in _RETRY_CODES or code in _OFFSET_RETRY_CODES:
+                    entry = next(
+                        e for e in sent.get(topic.name, ())
+                        if e["partition_index"] == part.partition_index
                     )
-                    self.batch_failed(exc)
-                    raise exc
+                    retry.setdefault(topic.name, []).append(entry)
+                    continue
+                exc = errors.error_for_code(code)(
+                    f"TxnOffsetCommit {topic.name}-{part.partition_index} for group {group_id!r}"
+                )
+                self.batch_failed(exc)
+                raise exc
+        return retry
 
     # -- background: AddPartitionsToTxn -------------------------------------
 
@@ -376,7 +457,9 @@ class TransactionManager:
                     self._coordinator = coordinator
             try:
                 conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
-                response = await conn.request(api, body)
+                version = choose_version(api.key, conn.version_for(api), v2=self.v2)
+                self.requests_sent[api.name] += 1
+                response = await conn.request(api, body, version=version)
             except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
                 self._log.debug(
                     "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
@@ -396,6 +479,14 @@ class TransactionManager:
                     f"transactional id {self.transactional_id!r} is used by a newer producer"
                 ))
                 raise self._fatal()
+            if code == errors.TransactionAbortableError.code:
+                # KIP-890 part 1: the user aborts this transaction and goes on.
+                abortable = errors.TransactionAbortableError(
+                    f"{api.name} for transactional id {self.transactional_id!r}: "
+                    "the transaction must be aborted"
+                )
+                self.batch_failed(abortable)
+                raise abortable
             if code:
                 errors.raise_for_code(code, f"{api.name} for transactional id {self.transactional_id!r}")
             return response

@@ -76,6 +76,23 @@ API_VERSIONS = Api(
             ),
         ),
         F("throttle_time_ms", INT32, "1+"),
+        # KIP-584 feature levels; the producer reads the cluster's finalized
+        # ``transaction.version`` (KIP-890: 2 means transactions v2).
+        tagged={
+            1: F("finalized_features_epoch", INT64, "3+", default=-1),
+            2: F(
+                "finalized_features",
+                Array(
+                    Struct(
+                        F("name", STRING),
+                        F("max_version_level", INT16),
+                        F("min_version_level", INT16),
+                    )
+                ),
+                "3+",
+                default=None,
+            ),
+        },
     ),
 )
 
@@ -142,13 +159,15 @@ METADATA = Api(
 
 # Produce v3 is the first version carrying record batch v2 (magic 2, KIP-98).
 # v10 adds only tagged fields (KIP-951 leader hints), which we skip. v11 tells
-# the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1) and v12
-# changes transaction semantics (part 2); neither is claimed until handled.
+# the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1); v12
+# makes the leader add the partition to the transaction (part 2), so a
+# transactional producer sends it only under transactions v2
+# (``transaction_version.choose_version``). v13 names topics by id (KIP-516).
 PRODUCE = Api(
     key=0,
     name="Produce",
     min_version=3,
-    max_version=10,
+    max_version=12,
     flexible_from=9,
     request=Struct(
         F("transactional_id", STRING, "3+", nullable="3+", default=None),

@@ -260,8 +260,11 @@ class Struct(_Type):
 
     name = "struct"
 
-    def __init__(self, *fields: Field) -> None:
+    def __init__(self, *fields: Field, tagged: dict[int, Field] | None = None) -> None:
+        """``tagged`` maps tag numbers to the optional fields read from (and
+        written to) the tagged-field section of flexible versions (KIP-482)."""
         self.fields = fields
+        self.tagged = tagged or {}
         self._plans: dict[int, tuple[tuple[Field, bool], ...]] = {}
 
     def _plan(self, version: int) -> tuple[tuple[Field, bool], ...]:
@@ -285,7 +288,24 @@ class Struct(_Type):
                 except SchemaError as exc:
                     raise SchemaError(f"field {field.name!r} (v{version}): {exc}") from None
         if flexible:
-            out.append(0)  # no tagged fields
+            self._encode_tagged(value, out, version)
+
+    def _encode_tagged(self, value: Any, out: bytearray, version: int) -> None:
+        """Write the tagged fields that ``value`` carries (absent or None: not written)."""
+        present = [
+            (tag, field) for tag, field in sorted(self.tagged.items())
+            if field.present(version) and value.get(field.name) is not None
+        ]
+        out += encode_uvarint(len(present))
+        for tag, field in present:
+            item = bytearray()
+            if isinstance(field.type, (Struct, Array)):
+                field.type.encode_version(value[field.name], item, version, True)
+            else:
+                field.type.encode(value[field.name], item, True, False)
+            out += encode_uvarint(tag)
+            out += encode_uvarint(len(item))
+            out += item
 
     def decode_version(self, buf: Any, pos: int, version: int, flexible: bool) -> tuple[Message, int]:
         msg = Message()
@@ -294,9 +314,34 @@ class Struct(_Type):
                 msg[field.name], pos = field.type.decode_version(buf, pos, version, flexible)
             else:
                 msg[field.name], pos = field.type.decode(buf, pos, flexible)
-        if flexible:
+        if self.tagged:
+            for field in self.tagged.values():
+                if field.present(version):
+                    msg[field.name] = field.default
+            if flexible:
+                pos = self._decode_tagged(buf, pos, version, msg)
+        elif flexible:
             pos = skip_tagged_fields(buf, pos)
         return msg, pos
+
+    def _decode_tagged(self, buf: Any, pos: int, version: int, msg: Message) -> int:
+        """Read the tagged fields we know into ``msg``; skip the others."""
+        count, pos = decode_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = decode_uvarint(buf, pos)
+            size, pos = decode_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise SchemaError("buffer ends inside a tagged field")
+            field = self.tagged.get(tag)
+            if field is not None and field.present(version):
+                view = memoryview(buf)[:end]
+                if isinstance(field.type, (Struct, Array)):
+                    msg[field.name], _ = field.type.decode_version(view, pos, version, True)
+                else:
+                    msg[field.name], _ = field.type.decode(view, pos, True)
+            pos = end
+        return pos
 
     def encode(self, value: Any, out: bytearray, flexible: bool, nullable: bool) -> None:
         raise SchemaError("a struct is encoded with encode_version()")

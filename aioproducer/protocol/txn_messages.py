@@ -10,15 +10,17 @@ then TxnOffsetCommit to the group coordinator) and ends it (EndTxn).
 Field version ranges follow the JSON message definitions of Apache Kafka
 (``clients/src/main/resources/common/message``) up to the newest version each
 defines, so a decoder is right for any version; ``max_version`` is what this
-client sends. The caps stop before the KIP-890 versions:
+client sends. KIP-890:
 
 * part 1 bumps FindCoordinator to v5, AddOffsetsToTxn, EndTxn and
   TxnOffsetCommit to v4 only to announce that the client understands
-  TRANSACTION_ABORTABLE (120), an error it must answer by aborting. Same wire
-  shape; raise the caps together with InitProducerId v5 once the transaction
-  manager handles that error.
+  TRANSACTION_ABORTABLE (120), an error it answers by aborting. Same wire
+  shape. AddOffsetsToTxn, EndTxn and TxnOffsetCommit claim it; FindCoordinator
+  and InitProducerId stay below it.
 * part 2 (EndTxn v5, TxnOffsetCommit v5) bumps the epoch on every transaction
-  and registers the offsets partition implicitly: different client semantics.
+  and registers the offsets partition implicitly: sent only under
+  transactions v2 (``transaction_version.choose_version`` caps them at v4
+  otherwise).
 
 None of these messages defines tagged fields; the schema interpreter skips any
 a broker sends anyway.
@@ -156,7 +158,7 @@ ADD_OFFSETS_TO_TXN = Api(
     key=25,
     name="AddOffsetsToTxn",
     min_version=0,
-    max_version=3,
+    max_version=4,
     flexible_from=3,
     request=Struct(*_TXN_IDENTITY, F("group_id", STRING)),
     response=Struct(F("throttle_time_ms", INT32), F("error_code", INT16)),
@@ -166,7 +168,7 @@ END_TXN = Api(
     key=26,
     name="EndTxn",
     min_version=0,
-    max_version=3,
+    max_version=5,
     flexible_from=3,
     request=Struct(*_TXN_IDENTITY, F("committed", BOOL)),
     response=Struct(
@@ -186,7 +188,7 @@ TXN_OFFSET_COMMIT = Api(
     key=28,
     name="TxnOffsetCommit",
     min_version=0,
-    max_version=3,
+    max_version=5,
     flexible_from=3,
     request=Struct(
         F("transactional_id", STRING),

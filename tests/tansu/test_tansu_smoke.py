@@ -63,3 +63,25 @@ async def test_records_round_trip_on_tansu(tansu_bootstrap: str) -> None:
     assert all(f.exception() is None for f in futures)
     got = read_records(tansu_bootstrap, topic, expected=len(values) + 1, timeout=30)
     assert sorted(r.value for r in got) == sorted([b"warm-up", *values])
+
+
+@pytest.mark.asyncio
+async def test_transactions_stay_v1_on_tansu(tansu_bootstrap: str) -> None:
+    """Tansu finalizes no transaction.version: the v1 protocol, with the
+    TRANSACTION_ABORTABLE versions it advertises (EndTxn v4)."""
+    topic = f"smoke-txn-{os.getpid()}-{time.monotonic_ns()}"
+    async with Producer(tansu_bootstrap, transactional_id=f"tx-{time.monotonic_ns()}") as p:
+        await p.init_transactions()
+        txn = p._txn
+        assert txn is not None
+        start = txn.producer_identity
+        for i in range(3):
+            async with p.transaction():
+                await p.send(topic, b"t%d" % i)
+        await p.begin_transaction()
+        await p.send(topic, b"aborted")
+        await p.abort_transaction()
+        assert not txn.v2 and p._client.finalized_features == {}
+        assert txn.requests_sent["AddPartitionsToTxn"] >= 4
+        assert txn.requests_sent["EndTxn"] >= 4
+        assert txn.producer_identity == start  # v1: no epoch bump per transaction

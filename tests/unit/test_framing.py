@@ -183,3 +183,49 @@ def test_negotiate_version(ours, broker, expected) -> None:  # type: ignore[no-u
 
     api = replace(PRODUCE, min_version=ours[0], max_version=ours[1])
     assert negotiate_version(api, *broker) == expected
+
+
+def _api_versions_v3_body(tags: bytes) -> bytes:
+    # error 0, api_keys: one entry (compact array n+1=2), throttle 0, then tags.
+    return b"\x00\x00" + b"\x02" + struct.pack(">hhh", 0, 3, 12) + b"\x00" + b"\x00\x00\x00\x00" + tags
+
+
+def test_api_versions_reads_finalized_features() -> None:
+    # Tag 0 (supported features, unknown to us: skipped), tag 1 (epoch 7),
+    # tag 2 (finalized features: transaction.version at 2), built by hand.
+    name = b"transaction.version"
+    feature = bytes([len(name) + 1]) + name + struct.pack(">hh", 2, 0) + b"\x00"
+    finalized = b"\x02" + feature
+    epoch = struct.pack(">q", 7)
+    tags = (
+        b"\x03"
+        + b"\x00\x01\x00"  # tag 0: an empty compact array, 1 byte
+        + b"\x01" + bytes([len(epoch)]) + epoch
+        + b"\x02" + bytes([len(finalized)]) + finalized
+    )
+    frame = struct.pack(">i", 3) + _api_versions_v3_body(tags)
+    msg = decode_response(API_VERSIONS, 3, frame)
+    assert msg.api_keys[0].max_version == 12
+    assert msg.finalized_features_epoch == 7
+    assert [(f.name, f.max_version_level, f.min_version_level) for f in msg.finalized_features] == [
+        ("transaction.version", 2, 0)
+    ]
+
+
+def test_api_versions_without_features_has_defaults() -> None:
+    frame = struct.pack(">i", 3) + _api_versions_v3_body(b"\x00")
+    msg = decode_response(API_VERSIONS, 3, frame)
+    assert msg.finalized_features_epoch == -1
+    assert msg.finalized_features is None
+
+
+def test_tagged_fields_round_trip() -> None:
+    body = {
+        "api_keys": [],
+        "finalized_features_epoch": 4,
+        "finalized_features": [{"name": "transaction.version", "max_version_level": 1, "min_version_level": 0}],
+    }
+    frame = encode_response(API_VERSIONS, 3, 5, body)
+    msg = decode_response(API_VERSIONS, 3, frame[4:])
+    assert msg.finalized_features_epoch == 4
+    assert msg.finalized_features[0].max_version_level == 1

@@ -204,9 +204,9 @@ def test_registered_with_the_versions_a_producer_sends() -> None:
     assert got == {
         "FindCoordinator": (10, 1, 4, 3),
         "AddPartitionsToTxn": (24, 0, 3, 3),
-        "AddOffsetsToTxn": (25, 0, 3, 3),
-        "EndTxn": (26, 0, 3, 3),
-        "TxnOffsetCommit": (28, 0, 3, 3),
+        "AddOffsetsToTxn": (25, 0, 4, 3),
+        "EndTxn": (26, 0, 5, 3),
+        "TxnOffsetCommit": (28, 0, 5, 3),
     }
     for api in TXN_APIS:
         assert APIS_BY_KEY[api.key] is api
@@ -217,7 +217,7 @@ def test_negotiation_against_tansu_advertised_ranges() -> None:
     # What tansu 0.6.0 advertises in ApiVersions (tests/golden/*_transactional.frames).
     tansu = {10: (0, 6), 24: (0, 5), 25: (0, 4), 26: (0, 4), 28: (0, 4)}
     chosen = {key: negotiate_version(APIS_BY_KEY[key], *tansu[key]) for key in tansu}
-    assert chosen == {10: 4, 24: 3, 25: 3, 26: 3, 28: 3}
+    assert chosen == {10: 4, 24: 3, 25: 4, 26: 4, 28: 4}
     # A broker with FindCoordinator v0 only cannot name a transaction coordinator.
     assert negotiate_version(FIND_COORDINATOR, 0, 0) is None
 

@@ -60,6 +60,11 @@ class MockCluster:
       Kafka's ``connections.max.reauth.ms``); clients must re-authenticate;
     * ``scram_iterations``: the iteration count SCRAM credentials use and the
       server-first message offers (default 4096, as ``kafka-configs.sh``).
+
+    ``transaction_version`` 2 finalizes that feature (KIP-890 part 2): the
+    brokers advertise Produce v12, EndTxn v5 and TxnOffsetCommit v5, add
+    partitions to transactions implicitly and bump the epoch at every EndTxn.
+    The default, 1, is the v1 protocol, with no feature advertised.
     """
 
     def __init__(
@@ -76,6 +81,7 @@ class MockCluster:
         oauth_validator: OAuthValidator | None = None,
         sasl_session_lifetime_ms: int | None = None,
         scram_iterations: int | None = None,
+        transaction_version: int = 1,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -110,6 +116,9 @@ class MockCluster:
             sasl_mechanisms, users, oauth_validator, sasl_session_lifetime_ms, scram_iterations
         )
         self.sasl_stats = SaslStats()
+        if transaction_version not in (1, 2):
+            raise ValueError(f"transaction_version must be 1 or 2, not {transaction_version!r}")
+        self.transaction_version = transaction_version
         self._started = False
 
     def __repr__(self) -> str:

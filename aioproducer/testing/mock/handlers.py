@@ -57,6 +57,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 # request closes the connection.
 ADVERTISED_ONLY: dict[int, tuple[int, int]] = {1: (4, 10)}
 
+# With transaction.version 2 (KIP-890): the versions that carry it, and the
+# TRANSACTION_ABORTABLE ones below them.
+TV2_VERSIONS: dict[int, tuple[int, int]] = {0: (3, 12), 25: (0, 4), 26: (0, 5), 28: (0, 5)}
+
 NONE = 0
 CORRUPT = code_of(errors.CorruptRecordError)
 UNKNOWN_TOPIC = code_of(errors.UnknownTopicOrPartitionError)
@@ -94,18 +98,38 @@ async def respond(cluster: ClusterView, ctx: RequestContext, body: Message) -> B
 # -- ApiVersions, Metadata, FindCoordinator ---------------------------------
 
 
-def api_versions_body(error_code: int = NONE, *, sasl: bool = False) -> Body:
-    """The ApiVersions answer; a SASL listener adds SaslHandshake and SaslAuthenticate."""
-    versions = {**SUPPORTED_VERSIONS, **ADVERTISED_ONLY, **(SASL_API_VERSIONS if sasl else {})}
+def api_versions_body(
+    error_code: int = NONE, *, sasl: bool = False, transaction_version: int = 1
+) -> Body:
+    """The ApiVersions answer; a SASL listener adds SaslHandshake and SaslAuthenticate,
+    transaction.version 2 its API versions and the finalized feature (KIP-584)."""
+    tv2 = TV2_VERSIONS if transaction_version >= 2 else {}
+    versions = {
+        **SUPPORTED_VERSIONS, **ADVERTISED_ONLY, **(SASL_API_VERSIONS if sasl else {}), **tv2
+    }
     keys = [
         {"api_key": key, "min_version": low, "max_version": high}
         for key, (low, high) in sorted(versions.items())
     ]
-    return {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+    body: Body = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+    if tv2:
+        body["finalized_features_epoch"] = 1
+        body["finalized_features"] = [
+            {"name": "transaction.version", "max_version_level": transaction_version,
+             "min_version_level": transaction_version}
+        ]
+    return body
+
+
+def _tv2(cluster: ClusterView, ctx: RequestContext, api_key: int) -> bool:
+    """Whether this request runs transactions v2 (the feature and the version, KIP-890)."""
+    return cluster.transaction_version >= 2 and ctx.api_version >= TV2_VERSIONS[api_key][1]
 
 
 def _api_versions(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    return api_versions_body(sasl=cluster.sasl_config is not None)
+    return api_versions_body(
+        sasl=cluster.sasl_config is not None, transaction_version=cluster.transaction_version
+    )
 
 
 def _brokers(cluster: ClusterView) -> list[Body]:
@@ -276,6 +300,14 @@ def _append_partition(
         # (KIP-890 part 1) and answers INVALID_TXN_STATE when it was not.
         txn = coordinator.transaction_of(batch.producer_id)
         if (
+            _tv2(cluster, ctx, 0)
+            and txn is not None
+            and txn.transactional_id == body.get("transactional_id")
+            and txn.producer_epoch == batch.producer_epoch
+        ):
+            # Produce v12: the leader adds the partition itself (KIP-890 part 2).
+            coordinator.add_partitions(txn, [(topic, index)])
+        if (
             txn is None
             or txn.transactional_id != body.get("transactional_id")
             or (topic, index) not in txn.partitions
@@ -383,6 +415,9 @@ def _txn_offset_commit(cluster: ClusterView, ctx: RequestContext, body: Message)
         28, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
     )
     if txn is not None:
+        if _tv2(cluster, ctx, 28):
+            # TxnOffsetCommit v5 adds the group's offsets partition (KIP-890 part 2).
+            cluster.coordinator.add_offsets(txn, body.group_id)
         offsets = {
             (t.name, p.partition_index): p.committed_offset
             for t in body.topics
@@ -406,11 +441,17 @@ def _txn_offset_commit_body(body: Message, code: int) -> Body:
 
 
 def _end_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    code, txn = cluster.coordinator.check(
+    coordinator = cluster.coordinator
+    if _tv2(cluster, ctx, 26):
+        code, pid, epoch = coordinator.end_txn_v2(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+        )
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+    code, txn = coordinator.check(
         26, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
     )
     if txn is not None:
-        code = cluster.coordinator.end_txn(txn, body.committed)
+        code = coordinator.end_txn(txn, body.committed)
     return {"throttle_time_ms": 0, "error_code": code}
 
 

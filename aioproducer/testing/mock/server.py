@@ -24,7 +24,13 @@ from ...protocol.framing import FrameDecoder, FrameTooLargeError, decode_request
 from ...protocol.messages import API_VERSIONS
 from ...protocol.schema import SchemaError
 from .faults import RequestContext
-from .handlers import SUPPORTED_VERSIONS, api_versions_body, error_response, respond
+from .handlers import (
+    SUPPORTED_VERSIONS,
+    TV2_VERSIONS,
+    api_versions_body,
+    error_response,
+    respond,
+)
 from .sasl_session import SaslSession
 from .state import ClusterView
 
@@ -178,6 +184,8 @@ class BrokerServer:
                     return False
                 return not reply.close
         supported = SUPPORTED_VERSIONS.get(api_key)
+        if self.cluster.transaction_version >= 2:
+            supported = TV2_VERSIONS.get(api_key, supported)
         if supported is None:
             # Kafka closes the connection on an API key it does not know.
             log.warning("broker %d: unsupported api key %d", self.node_id, api_key)

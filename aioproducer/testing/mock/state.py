@@ -74,6 +74,7 @@ class ClusterView(Protocol):
     ssl_context: ssl.SSLContext | None
     sasl_config: SaslServerConfig | None
     sasl_stats: SaslStats
+    transaction_version: int
 
     @property
     def servers(self) -> Mapping[int, Listener]: ...

@@ -205,6 +205,37 @@ class TransactionCoordinator:
             return NONE
         return INVALID_TXN_STATE
 
+    def end_txn_v2(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
+    ) -> tuple[int, int, int]:
+        """EndTxn v5 (KIP-890 part 2): (error code, producer id, epoch to use next).
+
+        Every commit or abort bumps the epoch (a new producer id once it is
+        exhausted). A retry carrying the epoch before that bump, of the same
+        outcome, gets the current id and epoch again.
+        """
+        txn = self.by_id.get(transactional_id)
+        if txn is None:
+            return INVALID_MAPPING, -1, -1
+        if (producer_id, epoch) == (txn.last_producer_id, txn.last_epoch):
+            done = TxnStatus.COMPLETE_COMMIT if commit else TxnStatus.COMPLETE_ABORT
+            if txn.status is done:
+                return NONE, txn.producer_id, txn.producer_epoch
+            return INVALID_TXN_STATE, -1, -1
+        code, current = self.check(26, 5, transactional_id, producer_id, epoch)
+        if current is None:
+            return code, -1, -1
+        code = self.end_txn(txn, commit)
+        if code != NONE:
+            return code, -1, -1
+        _, pid, new_epoch = self._bump(txn.producer_id)
+        if pid != txn.producer_id:
+            del self._by_pid[txn.producer_id]
+            self._by_pid[pid] = txn
+        txn.last_producer_id, txn.last_epoch = txn.producer_id, txn.producer_epoch
+        txn.producer_id, txn.producer_epoch = pid, new_epoch
+        return NONE, pid, new_epoch
+
     def _complete(self, txn: Transaction, commit: bool) -> None:
         self._write_markers(txn.producer_id, sorted(txn.partitions), commit)
         if commit:
