@@ -282,7 +282,7 @@ class RecordBatchBuilder:
         ) < 0:
             return None
         if count:
-            if timestamp_ms > self.max_timestamp:  # noqa: PLR1730 - no call on the hot path
+            if timestamp_ms > self.max_timestamp:
                 self.max_timestamp = timestamp_ms
         else:
             self.base_timestamp = self.max_timestamp = timestamp_ms
