@@ -138,3 +138,12 @@ def test_a_client_error_class_without_a_section_is_a_warning(caplog: pytest.LogC
     stripped = markdown.replace("### SslError\n", "")
     hook.on_page_markdown(stripped, page, None, None)
     assert any("SslError" in r.getMessage() for r in caplog.records)
+
+
+def test_the_layout_table_lists_every_module_with_its_docstring() -> None:
+    hook = _load_hook("module_reference")
+    table = hook.module_table()
+    package = Path(__file__).resolve().parents[2] / "aioproducer"
+    for path in package.rglob("*.py"):
+        assert f"`{path.relative_to(package.parent).as_posix()}`" in table
+    assert not [p for p, first in hook.modules() if not first], "modules without a docstring"
