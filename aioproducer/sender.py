@@ -108,6 +108,10 @@ class Sender:
         # compression finishes in, so sequences reach the broker in order.
         self._write_locks: dict[int, asyncio.Lock] = {}
         self._next_stranded_check = 0.0
+        # The last error each partition's batches were answered with, cleared
+        # by an acknowledgement: a batch that expires while queued behind
+        # retries, or in flight, says what kept its partition from progressing.
+        self._last_error: dict[TopicPartition, BaseException] = {}
 
     def __repr__(self) -> str:
         return f"<Sender in_flight_batches={len(self._in_flight)} requests={len(self._requests)}>"
@@ -253,16 +257,18 @@ class Sender:
             )
         for batch in expired:
             where = "in flight" if batch.in_flight else "in the accumulator"
-            cause = f"; last producer id error: {self._pid_error}" if self._pid_error else ""
-            self._finish(
-                batch,
-                errors.KafkaTimeoutError(
-                    f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
-                    f"{(now - batch.created) * 1000:.0f} ms have passed since batch creation "
-                    f"(delivery_timeout_ms={self._config.delivery_timeout_ms}; the batch was "
-                    f"{where}){cause}"
-                ),
+            last = self._last_error.get((batch.topic, batch.partition))
+            cause = f"; last error on this partition: {last}" if last is not None else ""
+            if self._pid_error:
+                cause += f"; last producer id error: {self._pid_error}"
+            exc = errors.KafkaTimeoutError(
+                f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
+                f"{(now - batch.created) * 1000:.0f} ms have passed since batch creation "
+                f"(delivery_timeout_ms={self._config.delivery_timeout_ms}; the batch was "
+                f"{where}){cause}"
             )
+            exc.__cause__ = last if last is not None else self._pid_error
+            self._finish(batch, exc)
 
     # -- one request -------------------------------------------------------
 
@@ -375,6 +381,10 @@ class Sender:
         if not self._in_flight_by_tp[tp]:
             del self._in_flight_by_tp[tp]
         batch.in_flight = False
+        if error is None:
+            self._last_error.pop(tp, None)
+        else:
+            self._last_error[tp] = error
         if batch.done:  # expired while in flight; its futures already failed
             return
         seq = self._seq
