@@ -391,8 +391,6 @@ class Sender:
         outcome = classify(
             error,
             attempts=batch.attempts,
-            deadline=batch.deadline,
-            now=now,
             config=self._retry,
             rand=self._rand.random(),
             idempotent=seq is not None,

@@ -262,11 +262,19 @@ class KafkaCluster:
         p = self.partitions(topic).get(partition)
         return [] if p is None else sorted(p["isr_nodes"])
 
-    def coordinator(self, key: str, *, transactional: bool = True, timeout: float = 60.0) -> int:
+    def coordinator(
+        self,
+        key: str,
+        *,
+        transactional: bool = True,
+        not_in: Collection[int] = (),
+        timeout: float = 60.0,
+    ) -> int:
         """The node coordinating transactional id ``key`` (or consumer group ``key``).
 
         Waits while the coordinator is not available (its internal topic is
-        created on the first request, then loaded).
+        created on the first request, then loaded), or is one of ``not_in``
+        (a node just lost, still named until its leaderships move).
         """
         key_type = COORDINATOR_KEY_TRANSACTION if transactional else COORDINATOR_KEY_GROUP
 
@@ -276,7 +284,8 @@ class KafkaCluster:
                     self.brokers[node].port, FIND_COORDINATOR, 1, {"key": key, "key_type": key_type}
                 )
                 if body is not None and body["error_code"] == 0 and body["node_id"] >= 0:
-                    return int(body["node_id"])
+                    node_id = int(body["node_id"])
+                    return None if node_id in not_in else node_id
             return None
 
         return _wait(check, timeout, f"coordinator of {key!r}")

@@ -24,8 +24,13 @@ _PAD = b"the quick brown fox jumps over the lazy dog; " * 3
 class SteadyStream:
     """A background task enqueueing keyed records at about ``rate`` per second."""
 
-    def __init__(self, producer: Producer, topic: str, *, rate: int = 1000, keys: int = 24) -> None:
+    def __init__(
+        self, producer: Producer, topic: str, *, rate: int = 1000, keys: int = 24, first: int = 0
+    ) -> None:
+        """``first`` is the send index of the first record (streams that follow
+        one another on a topic continue the numbering)."""
         self.producer = producer
+        self.first = first
         self.topic = topic
         self.rate = rate
         self.keys = keys
@@ -48,7 +53,7 @@ class SteadyStream:
         next_at = loop.time()
         while not self._stop.is_set():
             for _ in range(per_tick):
-                i = len(self.values)
+                i = self.first + len(self.values)
                 key = b"key-%03d" % (i % self.keys)
                 value = b"%09d|%s|" % (i, key) + _PAD
                 fut = await self.producer.enqueue(self.topic, value, key=key)
@@ -111,7 +116,7 @@ class SteadyStream:
 
 
 def assert_exactly_once(
-    stream: SteadyStream,
+    values: Sequence[bytes],
     results: Sequence[RecordMetadata | BaseException],
     records: Sequence[ConsumedRecord],
     *,
@@ -119,10 +124,14 @@ def assert_exactly_once(
 ) -> None:
     """Every acknowledged record is in the topic once, where its metadata says, in send order.
 
+    ``values`` are the records sent (:attr:`SteadyStream.values`, or several
+    streams' one after another), ``results`` their outcomes, ``records`` what
+    was read back, in (partition, offset) order.
+
     Without ``failed_ok`` every record must have succeeded; with it, records
     whose future failed must be absent (the caller checked the errors).
     """
-    acked = {v for v, r in zip(stream.values, results) if isinstance(r, RecordMetadata)}
+    acked = {v for v, r in zip(values, results) if isinstance(r, RecordMetadata)}
     failed = [r for r in results if not isinstance(r, RecordMetadata)]
     if not failed_ok:
         assert not failed, f"{len(failed)} records failed, first: {failed[0]!r}"
@@ -135,7 +144,7 @@ def assert_exactly_once(
     assert not strays, f"{len(strays)} records read back that were not acknowledged, e.g. {sorted(strays)[:3]}"
     by_position = {(r.partition, r.offset): r for r in records}
     partitions_of_key: dict[bytes, set[int]] = defaultdict(set)
-    for value, result in zip(stream.values, results):
+    for value, result in zip(values, results):
         if not isinstance(result, RecordMetadata):
             continue
         record = by_position.get((result.partition, result.offset))

@@ -26,7 +26,7 @@ async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
     records = await read_back(
         cluster.bootstrap_servers, stream.topic, stream.sent, timeout=60, grace=2.0
     )
-    assert_exactly_once(stream, results, records)
+    assert_exactly_once(stream.values, results, records)
 
 
 async def test_sigkill_leader_three_times_while_producing(cluster: KafkaCluster, cluster_topic) -> None:

@@ -74,7 +74,7 @@ async def test_isr_below_min_insync_records_wait_until_replica_returns(
     finally:
         await within(producer.close(), 60, "close")
     records = await read_back(cluster.bootstrap_servers, topic, stream.sent, timeout=60, grace=2.0)
-    assert_exactly_once(stream, results, records)
+    assert_exactly_once(stream.values, results, records)
 
 
 async def test_two_nodes_down_records_wait_until_one_returns(
@@ -101,7 +101,7 @@ async def test_two_nodes_down_records_wait_until_one_returns(
     finally:
         await within(producer.close(), 60, "close")
     records = await read_back(cluster.bootstrap_servers, topic, stream.sent, timeout=60, grace=2.0)
-    assert_exactly_once(stream, results, records)
+    assert_exactly_once(stream.values, results, records)
 
 
 async def test_isr_below_min_insync_fails_at_delivery_timeout_naming_the_cause(

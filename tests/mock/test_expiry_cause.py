@@ -60,3 +60,39 @@ async def test_batches_expiring_in_flight_or_queued_name_the_last_error() -> Non
         finally:
             cluster.clear_faults()
             await within(producer.close(), 10, "close")
+
+
+async def test_a_refused_batch_fails_at_its_delivery_timeout_not_a_backoff_early() -> None:
+    """Java retries while the delivery timeout has not passed; the batch fails at it.
+
+    With a one-second backoff and a two-second delivery timeout, the second
+    refusal comes about one second in: the next retry would be due at the
+    deadline. The batch must still be given its whole delivery timeout (the
+    cluster may recover meanwhile) and then fail naming the refusal.
+    """
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        producer = Producer(
+            cluster.bootstrap_servers,
+            linger_ms=0,
+            retry_backoff_ms=1000,
+            retry_backoff_max_ms=1000,
+            request_timeout_ms=2000,
+            delivery_timeout_ms=2000,
+        )
+        await within(producer.start(), 10, "start")
+        try:
+            await within(producer.send("t", b"warm-up"), 10, "warm-up")
+            cluster.fail_produce("t", 0, errors.NotEnoughReplicasError.code, count=1_000)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            fut = await producer.enqueue("t", b"refused")
+            with pytest.raises(errors.KafkaTimeoutError) as caught:
+                await within(fut, 15, "the refused record")
+            # A lower bound only: a slow machine makes it later, never earlier.
+            assert loop.time() - started >= 2.0 - 0.005
+            assert "NOT_ENOUGH_REPLICAS" in str(caught.value)
+            assert isinstance(caught.value.__cause__, errors.NotEnoughReplicasError)
+        finally:
+            cluster.clear_faults()
+            await within(producer.close(), 10, "close")
