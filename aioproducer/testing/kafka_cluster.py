@@ -28,7 +28,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ from ..protocol.txn_messages import (
     FIND_COORDINATOR,
 )
 from .broker_process import HOST, free_port
+from .kafka_admin import alter_partition_reassignments, elect_leaders
 from .kafka_broker import KafkaBroker, _random_cluster_id, probe, probe_metadata
 
 __all__ = ["CLUSTER_PROPERTIES", "KafkaCluster"]
@@ -290,7 +291,45 @@ class KafkaCluster:
 
         return _wait(check, timeout, f"coordinator of {key!r}")
 
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The replica list of ``topic``-``partition`` in order (the first is preferred)."""
+        p = self.partitions(topic).get(partition)
+        return [] if p is None else list(p["replica_nodes"])
+
+    # -- moving leadership on purpose ---------------------------------------------------
+
+    def elect_preferred_leaders(self, topic: str, partitions: Iterable[int] | None = None) -> None:
+        """Make each partition's first replica its leader again (ElectLeaders, KIP-460)."""
+        names = sorted(self.partitions(topic)) if partitions is None else list(partitions)
+        elect_leaders(self._admin_port(), topic, names)
+
+    def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> None:
+        """Start moving partitions to new replica lists (AlterPartitionReassignments, KIP-455).
+
+        Returns once the controller accepted; see :meth:`wait_for_replicas`.
+        """
+        alter_partition_reassignments(self._admin_port(), topic, replicas)
+
+    def _admin_port(self) -> int:
+        live = self.live_nodes()
+        if not live:
+            raise RuntimeError("no live node to send an admin request to")
+        return self.brokers[live[0]].port
+
     # -- waiting for the cluster -------------------------------------------------------
+
+    def wait_for_replicas(
+        self, topic: str, partition: int, replicas: Sequence[int], *, timeout: float = 90.0
+    ) -> None:
+        """Wait until the partition has exactly ``replicas``, in order, all in sync."""
+
+        def check() -> bool | None:
+            p = self.partitions(topic).get(partition)
+            if p is None or list(p["replica_nodes"]) != list(replicas):
+                return None
+            return True if sorted(p["isr_nodes"]) == sorted(replicas) else None
+
+        _wait(check, timeout, f"{topic}-{partition} on replicas {list(replicas)}, all in sync")
 
     def wait_for_leader(
         self, topic: str, partition: int, *, not_in: Collection[int] = (), timeout: float = 60.0
