@@ -35,7 +35,7 @@ from .config import ProducerConfig
 from .connection import BrokerConnection
 from .idempotence import SequenceState
 from .logs import ClientLogger
-from .produce_request import build_payloads, partition_outcomes, produce_body
+from .produce_request import build_payloads, leader_hints, partition_outcomes, produce_body
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, Written, classify
 from .transactions import TransactionManager
@@ -316,7 +316,7 @@ class Sender:
                     for batch in batches:
                         self._apply(batch, None, -1, -1, now)
                 else:
-                    self._apply_response(batches, response)
+                    self._apply_response(batches, response, conn.node_id)
             except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
                 self._log.exception(
                     "handling the produce response from %r failed", conn, extra={"broker": conn.node_id}
@@ -344,8 +344,13 @@ class Sender:
         await conn.drain()
         return fut
 
-    def _apply_response(self, batches: list[ProducerBatch], response: Any) -> None:
+    def _apply_response(self, batches: list[ProducerBatch], response: Any, node: int) -> None:
         now = time.monotonic()
+        leaders, brokers = leader_hints(response)
+        if leaders:
+            # KIP-951: the refusal names the new leader; the retries go there
+            # at once instead of after a metadata round trip.
+            self._client.apply_leader_hints(leaders, brokers)
         for batch, error, written, base_offset, log_append_time in partition_outcomes(
             batches, response
         ):
@@ -355,7 +360,7 @@ class Sender:
                 # The broker checked this very sequence against its state and
                 # refused it: this stamping holds nothing written (KIP-360).
                 batch.maybe_written = False
-            self._apply(batch, error, base_offset, log_append_time, now)
+            self._apply(batch, error, base_offset, log_append_time, now, sent_to=node)
 
     def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
         """The request failed as a whole (connection lost, timed out, undecodable):
@@ -372,8 +377,14 @@ class Sender:
         base_offset: int,
         log_append_time: int,
         now: float,
+        sent_to: int | None = None,
     ) -> None:
-        """Make one batch's outcome take effect. The only place outcomes apply."""
+        """Make one batch's outcome take effect. The only place outcomes apply.
+
+        ``sent_to`` is the node that answered: a batch to retry whose partition
+        is led elsewhere by now goes there without a backoff (Java's
+        ``hasLeaderChangedForTheOngoingRetry``, KIP-951).
+        """
         tp = (batch.topic, batch.partition)
         self._in_flight.discard(batch)
         self._muted.discard(tp)
@@ -420,7 +431,10 @@ class Sender:
             )
             if self._metrics is not None:
                 self._metrics.retried(batch.topic, batch.record_count, now)
-            self._acc.reenqueue(batch, now, outcome.backoff)
+            backoff = outcome.backoff
+            if sent_to is not None and self._client.snapshot.leader_for(*tp) not in (None, sent_to):
+                backoff = 0.0
+            self._acc.reenqueue(batch, now, backoff)
         else:
             self._finish(batch, outcome.error)
 

@@ -141,7 +141,9 @@ METADATA = Api(
 )
 
 # Produce v3 is the first version carrying record batch v2 (magic 2, KIP-98).
-# v10 adds only tagged fields (KIP-951 leader hints), which we skip. v11 tells
+# v10 adds tagged fields (KIP-951): a partition refused with NOT_LEADER_OR_FOLLOWER
+# names its current leader and epoch, and the response the addresses of those
+# leaders, so the batch goes there without a metadata round trip. v11 tells
 # the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1) and v12
 # changes transaction semantics (part 2); neither is claimed until handled.
 PRODUCE = Api(
@@ -193,6 +195,16 @@ PRODUCE = Api(
                                     "8+",
                                 ),
                                 F("error_message", STRING, "8+", nullable="0+", default=None),
+                                F(
+                                    "current_leader",
+                                    Struct(
+                                        F("leader_id", INT32, default=-1),
+                                        F("leader_epoch", INT32, default=-1),
+                                    ),
+                                    "10+",
+                                    tag=0,
+                                    default=None,
+                                ),
                             )
                         ),
                     ),
@@ -200,6 +212,19 @@ PRODUCE = Api(
             ),
         ),
         F("throttle_time_ms", INT32, "1+"),
+        F(
+            "node_endpoints",
+            Array(
+                Struct(
+                    F("node_id", INT32),
+                    F("host", STRING),
+                    F("port", INT32),
+                    F("rack", STRING, nullable="0+", default=None),
+                )
+            ),
+            "10+",
+            tag=0,
+        ),
     ),
 )
 
