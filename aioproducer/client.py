@@ -146,10 +146,14 @@ class KafkaClient(BrokerConnections):
             return set()
         self.snapshot = after
         self._notify()
-        return {
-            tp for tp in leaders
-            if before.leader_for(*tp) != after.leader_for(*tp)
-        }
+        moved = {tp for tp in leaders if before.leader_for(*tp) != after.leader_for(*tp)}
+        for topic, partition in sorted(moved):
+            self._log.debug(
+                "%s-%d: new leader %s (epoch %s) named by a produce answer",
+                topic, partition, leaders[(topic, partition)][0], leaders[(topic, partition)][1],
+                extra={"partition": f"{topic}-{partition}"},
+            )
+        return moved
 
     def request_update(self) -> None:
         """Ask for a metadata refresh; cheap to call often (callers share one request)."""

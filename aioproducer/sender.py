@@ -425,15 +425,15 @@ class Sender:
             batch.complete(base_offset, log_append_time)
             self._finish(batch, None)
         elif outcome.action is Action.RETRY:
+            backoff = outcome.backoff
+            if sent_to is not None and self._client.snapshot.leader_for(*tp) not in (None, sent_to):
+                backoff = 0.0
             self._log.debug(
-                "retrying %r after %s in %.3fs", batch, error, outcome.backoff,
+                "retrying %r after %s in %.3fs", batch, error, backoff,
                 extra={"partition": f"{tp[0]}-{tp[1]}"},
             )
             if self._metrics is not None:
                 self._metrics.retried(batch.topic, batch.record_count, now)
-            backoff = outcome.backoff
-            if sent_to is not None and self._client.snapshot.leader_for(*tp) not in (None, sent_to):
-                backoff = 0.0
             self._acc.reenqueue(batch, now, backoff)
         else:
             self._finish(batch, outcome.error)

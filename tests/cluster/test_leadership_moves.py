@@ -4,12 +4,14 @@ Nothing fails here: the operator moves a partition's leadership (ElectLeaders,
 KIP-460) or its replicas (AlterPartitionReassignments, KIP-455, dropping the
 leader's replica and adding it back, which copies the log to it). The old
 leader answers NOT_LEADER_OR_FOLLOWER; the producer finds the new one and every
-record is still written once, in order.
+record is still written once, in order. The refusal names the new leader
+(KIP-951), and the producer takes it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -29,7 +31,10 @@ async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
     assert_exactly_once(stream.values, results, records)
 
 
-async def test_preferred_leader_election_while_producing(cluster: KafkaCluster, cluster_topic) -> None:
+async def test_preferred_leader_election_while_producing(
+    cluster: KafkaCluster, cluster_topic, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aioproducer.client")
     topic = cluster_topic(3)
     producer = cluster_producer(cluster, compression="lz4")
     await within(producer.start(), 30, "start")
@@ -50,6 +55,9 @@ async def test_preferred_leader_election_while_producing(cluster: KafkaCluster, 
         await asyncio.to_thread(cluster.wait_for_leader, topic, 0, not_in={interim})
         assert await asyncio.to_thread(cluster.leader, topic, 0) == preferred
         await stream.wait_acked(1000, 60, f"after node {preferred} was elected again")
+        # The former leader's refusal named the new one (KIP-951, Produce v10).
+        hint = f"{topic}-0: new leader {preferred} "
+        assert any(hint in r.getMessage() for r in caplog.records), "no leader hint taken"
         await _finish(cluster, stream)
     finally:
         await within(producer.close(), 60, "close")
