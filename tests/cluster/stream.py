@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from aioproducer import Producer, RecordMetadata
+from aioproducer.errors import KafkaError
 from tests.support.verify import ConsumedRecord
 
 __all__ = ["SteadyStream", "assert_exactly_once"]
@@ -41,6 +42,8 @@ class SteadyStream:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._progress = asyncio.Event()
+        #: What refused a record and ended the stream, if anything did.
+        self.enqueue_error: KafkaError | None = None
 
     def start(self) -> SteadyStream:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="steady-stream")
@@ -56,7 +59,12 @@ class SteadyStream:
                 i = self.first + len(self.values)
                 key = b"key-%03d" % (i % self.keys)
                 value = b"%09d|%s|" % (i, key) + _PAD
-                fut = await self.producer.enqueue(self.topic, value, key=key)
+                try:
+                    fut = await self.producer.enqueue(self.topic, value, key=key)
+                except KafkaError as exc:
+                    # Refused, e.g. a transaction that can only be aborted now.
+                    self.enqueue_error = exc
+                    return
                 self.values.append(value)
                 self.futures.append(fut)
                 fut.add_done_callback(self._on_done)
@@ -81,7 +89,9 @@ class SteadyStream:
         """Raise what stopped the sending task, if it stopped by itself."""
         if self._task is not None and self._task.done():
             self._task.result()
-            raise AssertionError("the sending task ended before it was stopped")
+            raise AssertionError(
+                f"the sending task ended before it was stopped: {self.enqueue_error!r}"
+            )
 
     async def wait_acked(self, more: int, timeout: float, what: str = "records") -> None:
         """Wait until ``more`` records beyond those acknowledged now are acknowledged."""

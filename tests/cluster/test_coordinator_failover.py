@@ -149,3 +149,56 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
     # Strays would be records of an aborted transaction.
     assert_exactly_once(values, results, records)
     assert txns.aborted >= 1
+
+
+async def test_transaction_with_records_expired_in_a_failover_aborts_and_the_next_commits(
+    cluster: KafkaCluster, cluster_topic
+) -> None:
+    """Records of a transaction expire while their leader is down: the transaction
+    can only be aborted; after the abort (and a new epoch) the next one commits."""
+    topic = cluster_topic(3)
+    txn_id = f"cluster-txn-{uuid.uuid4().hex[:8]}"
+    producer = cluster_producer(
+        cluster, compression="lz4", transactional_id=txn_id,
+        request_timeout_ms=1500, delivery_timeout_ms=3000,
+    )
+    await within(producer.start(), 30, "start")
+    txns = Transactions(producer, topic)
+    try:
+        await within(producer.init_transactions(), 60, "init_transactions")
+        await producer.begin_transaction()
+        stream = txns.begin_stream().start()
+        await stream.wait_acked(300, 60, "first transaction")
+        assert await txns.end(stream), txns.commit_errors
+
+        await producer.begin_transaction()
+        stream = txns.begin_stream().start()
+        await stream.wait_acked(300, 60, "before the kill")
+        coordinator = await asyncio.to_thread(cluster.coordinator, txn_id)
+        leaders = await asyncio.to_thread(cluster.leaders, topic)
+        # A partition leader that does not coordinate: only records fail here.
+        victim = next(n for n in leaders.values() if n != coordinator)
+        await asyncio.to_thread(cluster.kill, victim)
+        for _ in range(600):  # bounded: 60 s
+            if stream.failed or stream.enqueue_error is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert stream.failed, "no record of the transaction expired"
+        assert not await txns.end(stream)
+        assert isinstance(txns.commit_errors[-1], errors.KafkaError)
+        await _restore(cluster, victim, topic)
+
+        await producer.begin_transaction()
+        stream = txns.begin_stream().start()
+        await stream.wait_acked(300, 60, "after the abort")
+        assert await txns.end(stream), txns.commit_errors
+    finally:
+        await within(producer.close(), 60, "close")
+    values = [v for v, _ in txns.committed]
+    results = [r for _, r in txns.committed]
+    records = await read_back(
+        cluster.bootstrap_servers, topic, len(values), timeout=60, grace=2.0,
+        isolation_level="read_committed",
+    )
+    assert_exactly_once(values, results, records)
+    assert txns.aborted == 1

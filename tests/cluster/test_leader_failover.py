@@ -105,3 +105,26 @@ async def test_leader_paused_beyond_request_timeout_while_producing(
         await _finish(cluster, stream)
     finally:
         await within(producer.close(), 60, "close")
+
+
+async def test_rolling_restart_of_every_node_while_producing(
+    cluster: KafkaCluster, cluster_topic
+) -> None:
+    """An upgrade as operators do it: each node in turn shut down and started again."""
+    topic = cluster_topic(6)
+    producer = cluster_producer(cluster, compression="zstd")
+    await within(producer.start(), 30, "start")
+    stream = SteadyStream(producer, topic, rate=1500, keys=48).start()
+    try:
+        await stream.wait_acked(500, 60, "before the rolling restart")
+        for node in cluster.node_ids:
+            await asyncio.to_thread(cluster.stop, node)
+            led = await asyncio.to_thread(cluster.leaders, topic)
+            assert node not in led.values(), f"node {node} still leads after its shutdown: {led}"
+            await stream.wait_acked(500, 60, f"while node {node} is down")
+            await asyncio.to_thread(cluster.start, node)
+            await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
+            await stream.wait_acked(300, 60, f"after node {node} came back")
+        await _finish(cluster, stream)
+    finally:
+        await within(producer.close(), 60, "close")
