@@ -28,13 +28,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
-from .cluster import ClusterSnapshot, TopicInfo
+from .cluster import BrokerInfo, ClusterSnapshot, TopicInfo
 from .node_selection import reconnect_delay
 from .protocol.messages import METADATA
 from .security import Security
@@ -130,6 +130,32 @@ class KafkaClient(BrokerConnections):
     def topics(self) -> list[str]:
         """Topics whose metadata is kept fresh."""
         return list(self._topics)
+
+    def apply_leader_hints(
+        self,
+        leaders: Mapping[tuple[str, int], tuple[int, int]],
+        brokers: Iterable[BrokerInfo] = (),
+    ) -> set[tuple[str, int]]:
+        """Take new partition leaders a broker named in a refusal (KIP-951).
+
+        The batches of those partitions can go to the new leader at once
+        instead of after a metadata round trip. Returns the partitions whose
+        leader changed.
+        """
+        before = self.snapshot
+        after = before.with_leaders(leaders, brokers)
+        if after is before:
+            return set()
+        self.snapshot = after
+        self._notify()
+        moved = {tp for tp in leaders if before.leader_for(*tp) != after.leader_for(*tp)}
+        for topic, partition in sorted(moved):
+            self._log.debug(
+                "%s-%d: new leader %s (epoch %s) named by a produce answer",
+                topic, partition, leaders[(topic, partition)][0], leaders[(topic, partition)][1],
+                extra={"partition": f"{topic}-{partition}"},
+            )
+        return moved
 
     def request_update(self) -> None:
         """Ask for a metadata refresh; cheap to call often (callers share one request)."""

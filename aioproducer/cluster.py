@@ -7,7 +7,7 @@ current snapshot and replaces it on each refresh.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,8 @@ class TopicInfo:
     available: tuple[int, ...] = ()
     # (topic, partition) keys, made once: the producer uses them for every record.
     tps: tuple[tuple[str, int], ...] = ()
+    # The topic's id (Metadata v10+), None when the broker does not say.
+    topic_id: Any = None
 
 
 @dataclass(slots=True)
@@ -55,7 +57,11 @@ class ClusterSnapshot:
         """Build a snapshot from a decoded Metadata response.
 
         Topics the response does not mention keep their previous entry, so a
-        refresh for one topic does not forget the others.
+        refresh for one topic does not forget the others. A partition whose
+        known leader epoch is newer than the answer's keeps its known leader
+        (KIP-320): a broker whose metadata lags must not move a leader back,
+        e.g. one learnt from a Produce refusal (KIP-951). Only within the same
+        topic id: a topic deleted and created again starts its epochs anew.
         """
         brokers = {
             b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.get("rack")) for b in response.brokers
@@ -75,15 +81,59 @@ class ClusterSnapshot:
                     key=lambda p: p.partition,
                 )
             )
+            topic_id = t.get("topic_id")
+            known = topics.get(t.name)
+            if known is not None and topic_id is not None and known.topic_id == topic_id:
+                parts = tuple(_newest(known, p) for p in parts)
             available = tuple(p.partition for p in parts if p.leader >= 0 and p.leader in brokers)
             tps = tuple((t.name, p.partition) for p in parts)
-            topics[t.name] = TopicInfo(t.name, t.error_code, parts, available, tps)
+            topics[t.name] = TopicInfo(t.name, t.error_code, parts, available, tps, topic_id)
         return cls(
             brokers=brokers,
             topics=topics,
             cluster_id=response.get("cluster_id"),
             controller_id=response.get("controller_id", -1),
             updated_at=now,
+        )
+
+    def with_leaders(
+        self,
+        leaders: Mapping[tuple[str, int], tuple[int, int]],
+        brokers: Iterable[BrokerInfo] = (),
+    ) -> ClusterSnapshot:
+        """This snapshot with the partitions' ``(leader, leader_epoch)`` from hints (KIP-951).
+
+        A hint applies only when its epoch is newer than the known one (an
+        older answer must not undo a newer refresh) and its leader has an
+        address: among the known brokers or ``brokers``. Returns ``self``
+        when no hint applies.
+        """
+        known = dict(self.brokers)
+        for broker in brokers:
+            known.setdefault(broker.node_id, broker)
+        changed: dict[str, dict[int, PartitionInfo]] = {}
+        for (topic, partition), (leader, epoch) in leaders.items():
+            info = self.topics.get(topic)
+            if info is None or not 0 <= partition < len(info.partitions) or leader not in known:
+                continue
+            current = info.partitions[partition]
+            if epoch <= current.leader_epoch or leader == current.leader:
+                continue
+            changed.setdefault(topic, {})[partition] = PartitionInfo(topic, partition, leader, epoch)
+        if not changed:
+            return self
+        topics = dict(self.topics)
+        for topic, updates in changed.items():
+            info = topics[topic]
+            parts = tuple(updates.get(p.partition, p) for p in info.partitions)
+            available = tuple(p.partition for p in parts if p.leader >= 0 and p.leader in known)
+            topics[topic] = TopicInfo(topic, info.error_code, parts, available, info.tps, info.topic_id)
+        return ClusterSnapshot(
+            brokers=known,
+            topics=topics,
+            cluster_id=self.cluster_id,
+            controller_id=self.controller_id,
+            updated_at=self.updated_at,
         )
 
     def leader_for(self, topic: str, partition: int) -> int | None:
@@ -105,3 +155,13 @@ class ClusterSnapshot:
     def forget(self, topics: Iterable[str]) -> None:
         for name in topics:
             self.topics.pop(name, None)
+
+
+def _newest(known: TopicInfo, answered: PartitionInfo) -> PartitionInfo:
+    """The answered partition, unless the known one has a newer leader epoch."""
+    if answered.partition >= len(known.partitions):
+        return answered
+    before = known.partitions[answered.partition]
+    if answered.leader_epoch >= 0 and before.leader_epoch > answered.leader_epoch:
+        return before
+    return answered

@@ -4,7 +4,7 @@ The sender drains batches and hands them here: :func:`build_payloads` turns
 each into its record batch bytes (KIP-98, stamped with the producer state it
 was given), :func:`produce_body` groups them by topic into the request body,
 and :func:`partition_outcomes` reads the response back into one outcome per
-batch. Applying the outcomes (completing futures, retrying, failing) stays in
+batch; :func:`leader_hints` reads the new leaders a refusal names (KIP-951). Applying the outcomes (completing futures, retrying, failing) stays in
 the sender, the one place where they take effect.
 
 Invariants: a batch's bytes are built once and kept across retries (a retry
@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from . import errors
 from .batch import ProducerBatch
+from .cluster import BrokerInfo
 from .protocol.compression import Codec
 from .retry import Written, written_after
 
@@ -28,6 +29,7 @@ __all__ = [
     "OFFLOAD_COMPRESSION_BYTES",
     "BatchOutcome",
     "build_payloads",
+    "leader_hints",
     "partition_outcomes",
     "produce_body",
 ]
@@ -118,3 +120,33 @@ def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[
         yield BatchOutcome(
             batch, error, written_after(part.error_code), part.base_offset, part.log_append_time_ms
         )
+
+
+# Refusals that mean "not the leader (any more)": with Produce v10+, the broker
+# names the partition's current leader in them (KIP-951).
+_LEADER_MOVED_CODES = frozenset(
+    {errors.NotLeaderOrFollowerError.code, errors.FencedLeaderEpochError.code}
+)
+
+
+def leader_hints(
+    response: Any,
+) -> tuple[dict[tuple[str, int], tuple[int, int]], list[BrokerInfo]]:
+    """The ``(leader, leader_epoch)`` a Produce v10+ response names per refused
+    partition, and the addresses of those leaders; empty for older versions."""
+    leaders: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic in response.responses:
+        for part in topic.partition_responses:
+            hint = part.get("current_leader")
+            if (
+                hint is not None
+                and part.error_code in _LEADER_MOVED_CODES
+                and hint.leader_id >= 0
+                and hint.leader_epoch >= 0
+            ):
+                leaders[(topic.name, part.index)] = (hint.leader_id, hint.leader_epoch)
+    brokers = [
+        BrokerInfo(e.node_id, e.host, e.port, e.get("rack"))
+        for e in response.get("node_endpoints") or ()
+    ] if leaders else []
+    return leaders, brokers

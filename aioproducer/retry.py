@@ -125,8 +125,6 @@ def classify(
     error: BaseException | None,
     *,
     attempts: int,
-    deadline: float,
-    now: float,
     config: RetryConfig,
     rand: float,
     idempotent: bool = False,
@@ -138,9 +136,12 @@ def classify(
     ``attempts`` counts the retries already made. A batch of several records
     that the broker refused as too large is ``splittable`` (KIP-126) unless an
     earlier attempt may have been written. A retriable error is retried
-    while retries remain and the retry can start before the batch's delivery
-    deadline; otherwise the batch fails with the error itself, so the user sees
-    the cause rather than a bare timeout.
+    while retries remain; otherwise the batch fails with the error itself.
+
+    A retry due after the batch's delivery deadline is scheduled all the same:
+    the sender fails the batch at its deadline, as Java does, naming this error
+    as the cause, rather than a backoff early (when the cluster may still
+    recover in time for the batch to be sent).
     """
     if error is None:
         return Outcome(Action.COMPLETE)
@@ -166,8 +167,6 @@ def classify(
     backoff = retry_backoff(attempts, config.retry_backoff_ms, config.retry_backoff_max_ms, rand)
     if attempts >= config.retries:
         return Outcome(Action.FAIL, error, refresh, bump_epoch=bump)
-    if now + backoff >= deadline:
-        return Outcome(Action.FAIL, _expired(error, deadline, now), refresh, bump_epoch=bump)
     return Outcome(Action.RETRY, error, refresh, backoff, bump)
 
 
@@ -183,10 +182,3 @@ _TOO_LARGE_CODES = frozenset(
     {errors.RecordTooLargeError.code, errors.RecordListTooLargeError.code}
 )
 
-
-def _expired(error: BaseException, deadline: float, now: float) -> errors.KafkaTimeoutError:
-    exc = errors.KafkaTimeoutError(
-        f"delivery timeout reached while retrying after: {error}"
-    )
-    exc.__cause__ = error
-    return exc

@@ -35,7 +35,7 @@ from .config import ProducerConfig
 from .connection import BrokerConnection
 from .idempotence import SequenceState
 from .logs import ClientLogger
-from .produce_request import build_payloads, partition_outcomes, produce_body
+from .produce_request import build_payloads, leader_hints, partition_outcomes, produce_body
 from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, Written, classify
 from .transaction_version import choose_version
@@ -127,6 +127,10 @@ class Sender:
         # compression finishes in, so sequences reach the broker in order.
         self._write_locks: dict[int, asyncio.Lock] = {}
         self._next_stranded_check = 0.0
+        # The last error each partition's batches were answered with, cleared
+        # by an acknowledgement: a batch that expires while queued behind
+        # retries, or in flight, says what kept its partition from progressing.
+        self._last_error: dict[TopicPartition, BaseException] = {}
 
     def __repr__(self) -> str:
         return f"<Sender in_flight_batches={len(self._in_flight)} requests={len(self._requests)}>"
@@ -272,16 +276,18 @@ class Sender:
             )
         for batch in expired:
             where = "in flight" if batch.in_flight else "in the accumulator"
-            cause = f"; last producer id error: {self._pid_error}" if self._pid_error else ""
-            self._finish(
-                batch,
-                errors.KafkaTimeoutError(
-                    f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
-                    f"{(now - batch.created) * 1000:.0f} ms have passed since batch creation "
-                    f"(delivery_timeout_ms={self._config.delivery_timeout_ms}; the batch was "
-                    f"{where}){cause}"
-                ),
+            last = self._last_error.get((batch.topic, batch.partition))
+            cause = f"; last error on this partition: {last}" if last is not None else ""
+            if self._pid_error:
+                cause += f"; last producer id error: {self._pid_error}"
+            exc = errors.KafkaTimeoutError(
+                f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
+                f"{(now - batch.created) * 1000:.0f} ms have passed since batch creation "
+                f"(delivery_timeout_ms={self._config.delivery_timeout_ms}; the batch was "
+                f"{where}){cause}"
             )
+            exc.__cause__ = last if last is not None else self._pid_error
+            self._finish(batch, exc)
 
     # -- one request -------------------------------------------------------
 
@@ -329,7 +335,7 @@ class Sender:
                     for batch in batches:
                         self._apply(batch, None, -1, -1, now)
                 else:
-                    self._apply_response(batches, response)
+                    self._apply_response(batches, response, conn.node_id)
             except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
                 self._log.exception(
                     "handling the produce response from %r failed", conn, extra={"broker": conn.node_id}
@@ -361,8 +367,13 @@ class Sender:
         await conn.drain()
         return fut
 
-    def _apply_response(self, batches: list[ProducerBatch], response: Any) -> None:
+    def _apply_response(self, batches: list[ProducerBatch], response: Any, node: int) -> None:
         now = time.monotonic()
+        leaders, brokers = leader_hints(response)
+        if leaders:
+            # KIP-951: the refusal names the new leader; the retries go there
+            # at once instead of after a metadata round trip.
+            self._client.apply_leader_hints(leaders, brokers)
         for batch, error, written, base_offset, log_append_time in partition_outcomes(
             batches, response
         ):
@@ -372,7 +383,7 @@ class Sender:
                 # The broker checked this very sequence against its state and
                 # refused it: this stamping holds nothing written (KIP-360).
                 batch.maybe_written = False
-            self._apply(batch, error, base_offset, log_append_time, now)
+            self._apply(batch, error, base_offset, log_append_time, now, sent_to=node)
 
     def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
         """The request failed as a whole (connection lost, timed out, undecodable):
@@ -389,8 +400,14 @@ class Sender:
         base_offset: int,
         log_append_time: int,
         now: float,
+        sent_to: int | None = None,
     ) -> None:
-        """Make one batch's outcome take effect. The only place outcomes apply."""
+        """Make one batch's outcome take effect. The only place outcomes apply.
+
+        ``sent_to`` is the node that answered: a batch to retry whose partition
+        is led elsewhere by now goes there without a backoff (Java's
+        ``hasLeaderChangedForTheOngoingRetry``, KIP-951).
+        """
         tp = (batch.topic, batch.partition)
         self._in_flight.discard(batch)
         self._muted.discard(tp)
@@ -398,14 +415,16 @@ class Sender:
         if not self._in_flight_by_tp[tp]:
             del self._in_flight_by_tp[tp]
         batch.in_flight = False
+        if error is None:
+            self._last_error.pop(tp, None)
+        else:
+            self._last_error[tp] = error
         if batch.done:  # expired while in flight; its futures already failed
             return
         seq = self._seq
         outcome = classify(
             error,
             attempts=batch.attempts,
-            deadline=batch.deadline,
-            now=now,
             config=self._retry,
             rand=self._rand.random(),
             idempotent=seq is not None,
@@ -429,13 +448,16 @@ class Sender:
             batch.complete(base_offset, log_append_time)
             self._finish(batch, None)
         elif outcome.action is Action.RETRY:
+            backoff = outcome.backoff
+            if sent_to is not None and self._client.snapshot.leader_for(*tp) not in (None, sent_to):
+                backoff = 0.0
             self._log.debug(
-                "retrying %r after %s in %.3fs", batch, error, outcome.backoff,
+                "retrying %r after %s in %.3fs", batch, error, backoff,
                 extra={"partition": f"{tp[0]}-{tp[1]}"},
             )
             if self._metrics is not None:
                 self._metrics.retried(batch.topic, batch.record_count, now)
-            self._acc.reenqueue(batch, now, outcome.backoff)
+            self._acc.reenqueue(batch, now, backoff)
         else:
             self._finish(batch, outcome.error)
 

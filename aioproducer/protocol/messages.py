@@ -78,21 +78,20 @@ API_VERSIONS = Api(
         F("throttle_time_ms", INT32, "1+"),
         # KIP-584 feature levels; the producer reads the cluster's finalized
         # ``transaction.version`` (KIP-890: 2 means transactions v2).
-        tagged={
-            1: F("finalized_features_epoch", INT64, "3+", default=-1),
-            2: F(
-                "finalized_features",
-                Array(
-                    Struct(
-                        F("name", STRING),
-                        F("max_version_level", INT16),
-                        F("min_version_level", INT16),
-                    )
-                ),
-                "3+",
-                default=None,
+        F("finalized_features_epoch", INT64, "3+", default=-1, tag=1),
+        F(
+            "finalized_features",
+            Array(
+                Struct(
+                    F("name", STRING),
+                    F("max_version_level", INT16),
+                    F("min_version_level", INT16),
+                )
             ),
-        },
+            "3+",
+            default=None,
+            tag=2,
+        ),
     ),
 )
 
@@ -158,10 +157,12 @@ METADATA = Api(
 )
 
 # Produce v3 is the first version carrying record batch v2 (magic 2, KIP-98).
-# v10 adds only tagged fields (KIP-951 leader hints), which we skip. v11 tells
-# the broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1); v12
-# makes the leader add the partition to the transaction (part 2), so a
-# transactional producer sends it only under transactions v2
+# v10 adds tagged fields (KIP-951): a partition refused with NOT_LEADER_OR_FOLLOWER
+# names its current leader and epoch, and the response the addresses of those
+# leaders, so the batch goes there without a metadata round trip. v11 tells the
+# broker the client handles TRANSACTION_ABORTABLE (KIP-890 part 1); v12 makes
+# the leader add the partition to the transaction (part 2), so a transactional
+# producer sends it only under transactions v2
 # (``transaction_version.choose_version``). v13 names topics by id (KIP-516).
 PRODUCE = Api(
     key=0,
@@ -212,6 +213,16 @@ PRODUCE = Api(
                                     "8+",
                                 ),
                                 F("error_message", STRING, "8+", nullable="0+", default=None),
+                                F(
+                                    "current_leader",
+                                    Struct(
+                                        F("leader_id", INT32, default=-1),
+                                        F("leader_epoch", INT32, default=-1),
+                                    ),
+                                    "10+",
+                                    tag=0,
+                                    default=None,
+                                ),
                             )
                         ),
                     ),
@@ -219,6 +230,19 @@ PRODUCE = Api(
             ),
         ),
         F("throttle_time_ms", INT32, "1+"),
+        F(
+            "node_endpoints",
+            Array(
+                Struct(
+                    F("node_id", INT32),
+                    F("host", STRING),
+                    F("port", INT32),
+                    F("rack", STRING, nullable="0+", default=None),
+                )
+            ),
+            "10+",
+            tag=0,
+        ),
     ),
 )
 

@@ -10,7 +10,8 @@ Two wire dialects exist for the same schema:
   int32 count, ``-1`` meaning null;
 * flexible versions (KIP-482): lengths and counts are unsigned varints holding
   ``n + 1`` (``0`` meaning null), and every struct ends with a tagged-field
-  section. We write no tagged fields and skip the ones we do not know.
+  section. A field declared with a ``tag`` lives there (written only when it
+  differs from its default, read when present); unknown tags are skipped.
 
 Decoded messages are :class:`Message` objects: dicts that also allow attribute
 access, so callers can write ``resp.brokers[0].host``.
@@ -226,9 +227,13 @@ RECORDS = _Bytes()
 
 
 class Field:
-    """One named field of a struct, present in ``versions``, nullable in ``nullable``."""
+    """One named field of a struct, present in ``versions``, nullable in ``nullable``.
 
-    __slots__ = ("default", "high", "low", "name", "null_high", "null_low", "type")
+    ``tag`` makes it a tagged field (KIP-482): it travels in the struct's
+    tagged-field section of flexible versions, and only when not its default.
+    """
+
+    __slots__ = ("default", "high", "low", "name", "null_high", "null_low", "tag", "type")
 
     def __init__(
         self,
@@ -238,12 +243,14 @@ class Field:
         *,
         nullable: str | None = None,
         default: Any = _MISSING,
+        tag: int | None = None,
     ) -> None:
         self.name = name
         self.type = type_
         self.low, self.high = parse_versions(versions)
         self.null_low, self.null_high = parse_versions(nullable)
         self.default = type_.default() if default is _MISSING else default
+        self.tag = tag
 
     def present(self, version: int) -> bool:
         return self.low <= version <= self.high
@@ -260,19 +267,31 @@ class Struct(_Type):
 
     name = "struct"
 
-    def __init__(self, *fields: Field, tagged: dict[int, Field] | None = None) -> None:
-        """``tagged`` maps tag numbers to the optional fields read from (and
-        written to) the tagged-field section of flexible versions (KIP-482)."""
+    def __init__(self, *fields: Field) -> None:
         self.fields = fields
-        self.tagged = tagged or {}
         self._plans: dict[int, tuple[tuple[Field, bool], ...]] = {}
+        self._tag_plans: dict[int, dict[int, Field]] = {}
 
     def _plan(self, version: int) -> tuple[tuple[Field, bool], ...]:
         plan = self._plans.get(version)
         if plan is None:
-            plan = tuple((f, f.nullable(version)) for f in self.fields if f.present(version))
+            plan = tuple(
+                (f, f.nullable(version)) for f in self.fields if f.present(version) and f.tag is None
+            )
             self._plans[version] = plan
         return plan
+
+    def _tagged(self, version: int) -> dict[int, Field]:
+        """The tagged fields of ``version`` by tag, in tag order (usually none)."""
+        tagged = self._tag_plans.get(version)
+        if tagged is None:
+            tagged = {
+                f.tag: f
+                for f in sorted(self.fields, key=lambda f: f.tag or 0)
+                if f.tag is not None and f.present(version)
+            }
+            self._tag_plans[version] = tagged
+        return tagged
 
     def encode_version(self, value: Any, out: bytearray, version: int, flexible: bool) -> None:
         get: Callable[[str, Any], Any] = value.get
@@ -288,24 +307,34 @@ class Struct(_Type):
                 except SchemaError as exc:
                     raise SchemaError(f"field {field.name!r} (v{version}): {exc}") from None
         if flexible:
-            self._encode_tagged(value, out, version)
-
-    def _encode_tagged(self, value: Any, out: bytearray, version: int) -> None:
-        """Write the tagged fields that ``value`` carries (absent or None: not written)."""
-        present = [
-            (tag, field) for tag, field in sorted(self.tagged.items())
-            if field.present(version) and value.get(field.name) is not None
-        ]
-        out += encode_uvarint(len(present))
-        for tag, field in present:
-            item = bytearray()
-            if isinstance(field.type, (Struct, Array)):
-                field.type.encode_version(value[field.name], item, version, True)
+            tagged = self._tagged(version)
+            if tagged:
+                self._encode_tagged(get, out, version, tagged)
             else:
-                field.type.encode(value[field.name], item, True, False)
+                out.append(0)  # no tagged fields
+
+    def _encode_tagged(
+        self, get: Callable[[str, Any], Any], out: bytearray, version: int, tagged: dict[int, Field]
+    ) -> None:
+        sections: list[tuple[int, bytearray]] = []
+        for tag, field in tagged.items():
+            item = get(field.name, _MISSING)
+            if item is _MISSING or item is None or item == field.default:
+                continue  # a tagged field at its default is not written
+            data = bytearray()
+            nullable = field.nullable(version)
+            if isinstance(field.type, Array):
+                field.type.encode_version(item, data, version, True, nullable)
+            elif isinstance(field.type, Struct):
+                field.type.encode_version(item, data, version, True)
+            else:
+                field.type.encode(item, data, True, nullable)
+            sections.append((tag, data))
+        out += encode_uvarint(len(sections))
+        for tag, data in sections:
             out += encode_uvarint(tag)
-            out += encode_uvarint(len(item))
-            out += item
+            out += encode_uvarint(len(data))
+            out += data
 
     def decode_version(self, buf: Any, pos: int, version: int, flexible: bool) -> tuple[Message, int]:
         msg = Message()
@@ -314,18 +343,20 @@ class Struct(_Type):
                 msg[field.name], pos = field.type.decode_version(buf, pos, version, flexible)
             else:
                 msg[field.name], pos = field.type.decode(buf, pos, flexible)
-        if self.tagged:
-            for field in self.tagged.values():
-                if field.present(version):
-                    msg[field.name] = field.default
-            if flexible:
-                pos = self._decode_tagged(buf, pos, version, msg)
-        elif flexible:
-            pos = skip_tagged_fields(buf, pos)
+        if flexible:
+            tagged = self._tagged(version)
+            if tagged:
+                pos = self._decode_tagged(buf, pos, version, tagged, msg)
+            else:
+                pos = skip_tagged_fields(buf, pos)
         return msg, pos
 
-    def _decode_tagged(self, buf: Any, pos: int, version: int, msg: Message) -> int:
-        """Read the tagged fields we know into ``msg``; skip the others."""
+    def _decode_tagged(
+        self, buf: Any, pos: int, version: int, tagged: dict[int, Field], msg: Message
+    ) -> int:
+        for field in tagged.values():
+            # Absent means the default (a fresh list, never a shared one).
+            msg[field.name] = [] if field.default == [] else field.default
         count, pos = decode_uvarint(buf, pos)
         for _ in range(count):
             tag, pos = decode_uvarint(buf, pos)
@@ -333,13 +364,15 @@ class Struct(_Type):
             end = pos + size
             if end > len(buf):
                 raise SchemaError("buffer ends inside a tagged field")
-            field = self.tagged.get(tag)
-            if field is not None and field.present(version):
-                view = memoryview(buf)[:end]
-                if isinstance(field.type, (Struct, Array)):
-                    msg[field.name], _ = field.type.decode_version(view, pos, version, True)
+            known = tagged.get(tag)
+            if known is not None:
+                if isinstance(known.type, (Struct, Array)):
+                    value, read = known.type.decode_version(buf, pos, version, True)
                 else:
-                    msg[field.name], _ = field.type.decode(view, pos, True)
+                    value, read = known.type.decode(buf, pos, True)
+                if read != end:
+                    raise SchemaError(f"tagged field {known.name!r} is {size} bytes, read {read - pos}")
+                msg[known.name] = value
             pos = end
         return pos
 
@@ -398,7 +431,7 @@ class Array(_Type):
 
 
 def skip_tagged_fields(buf: Any, pos: int) -> int:
-    """Skip a tagged-field section (KIP-482): we read none of the optional tags."""
+    """Skip a tagged-field section (KIP-482) of a struct that declares no tags."""
     count, pos = decode_uvarint(buf, pos)
     for _ in range(count):
         _tag, pos = decode_uvarint(buf, pos)

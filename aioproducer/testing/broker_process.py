@@ -86,6 +86,7 @@ class BrokerProcess:
         self.stop_timeout = stop_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._paused = False
+        self._launched_at = 0.0
 
     # -- what subclasses provide ------------------------------------------------------
 
@@ -139,6 +140,15 @@ class BrokerProcess:
 
     def _spawn(self, cmd: list[str], env: dict[str, str], what: str) -> None:
         """Run ``cmd`` and block until :meth:`_is_ready`; ``what`` names it in errors."""
+        self._start_process(cmd, env, what)
+        self._await_ready(what)
+
+    def _start_process(self, cmd: list[str], env: dict[str, str], what: str) -> None:
+        """Run ``cmd`` without waiting for it to serve (see :meth:`_await_ready`).
+
+        Several brokers that need each other to come up (a KRaft quorum) are
+        all launched first and then awaited.
+        """
         with open(self._log_path, "ab") as log:
             log.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(cmd)}\n".encode())
             log.flush()
@@ -160,7 +170,18 @@ class BrokerProcess:
             )
         self._paused = False
         _LIVE.add(self)
-        deadline = time.monotonic() + self.startup_timeout
+        self._launched_at = time.monotonic()
+
+    def _await_ready(self, what: str) -> None:
+        """Block until :meth:`_is_ready`, at most ``startup_timeout`` from the launch.
+
+        Raises:
+            BrokerStartError: the process exited, or was not ready in time (it
+                is then killed); the message carries the log tail.
+        """
+        if self._proc is None:
+            raise BrokerStartError(f"{what} was not launched")
+        deadline = self._launched_at + self.startup_timeout
         while True:
             if self._proc.poll() is not None:
                 code = self._proc.returncode

@@ -35,7 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from ..protocol.framing import decode_response, encode_request, read_correlation_id
-from ..protocol.messages import METADATA
+from ..protocol.messages import METADATA, Api
 from .broker_process import HOST, BrokerProcess, BrokerStartError, free_port, port_accepts
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "Listener",
     "fetch_command",
     "find_kafka_libs",
+    "probe",
     "probe_metadata",
 ]
 
@@ -131,27 +132,31 @@ def probe_metadata(port: int, timeout: float = 2.0, topics: Sequence[str] | None
     ``None`` means the broker did not answer (refused, closed, timed out). Used
     for readiness and, by cluster fixtures, to find partition leaders.
     """
+    body = {
+        "topics": None if topics is None else [{"name": t} for t in topics],
+        "allow_auto_topic_creation": False,
+    }
+    return probe(port, METADATA, 4, body, timeout)
+
+
+def probe(port: int, api: Api, version: int, body: Mapping[str, Any], timeout: float = 2.0) -> Any:
+    """One request of ``api`` at ``version`` to ``127.0.0.1:port``; the decoded body, or None.
+
+    A blocking, connection-per-call client for fixtures that inspect a broker
+    (no aioproducer machinery involved). ``None`` means no answer.
+    """
     correlation_id = 0x5EED
-    frame = encode_request(
-        METADATA,
-        4,
-        correlation_id,
-        "aioproducer-probe",
-        {
-            "topics": None if topics is None else [{"name": t} for t in topics],
-            "allow_auto_topic_creation": False,
-        },
-    )
+    frame = encode_request(api, version, correlation_id, "aioproducer-probe", body)
     try:
         with socket.create_connection((HOST, port), timeout=timeout) as s:
             s.sendall(frame)
             size = struct.unpack(">i", _recv_exactly(s, 4))[0]
-            body = _recv_exactly(s, size)
+            data = _recv_exactly(s, size)
     except (OSError, EOFError):
         return None
-    if read_correlation_id(body) != correlation_id:
+    if read_correlation_id(data) != correlation_id:
         return None
-    return decode_response(METADATA, 4, body)
+    return decode_response(api, version, data)
 
 
 def _recv_exactly(s: socket.socket, n: int) -> bytes:
@@ -358,6 +363,17 @@ class KafkaBroker(BrokerProcess):
             BrokerStartError: a port is taken, or the broker died or was not
                 ready within ``startup_timeout``; the message carries the log tail.
         """
+        self.launch()
+        self.wait_ready()
+        return self
+
+    def launch(self) -> KafkaBroker:
+        """Format storage (first start only) and launch the process; do not wait.
+
+        A node of a multi-node quorum only serves once a majority of the
+        controllers runs, so a cluster launches every node before it waits for
+        any (:meth:`wait_ready`). Raises as :meth:`start` does.
+        """
         if self.is_running:
             raise RuntimeError(f"broker already running (pid {self.pid})")
         for port in (self.port, self.controller_port, *(lsn.port for lsn in self.listeners)):
@@ -366,12 +382,24 @@ class KafkaBroker(BrokerProcess):
         config = self._write_config()
         if not self._formatted:
             self._format(config)
-        self._spawn(
+        self._start_process(
             self._java_command("kafka.Kafka", str(config)),
             dict(os.environ),
-            f"Kafka node {self.node_id} on port {self.port}",
+            self._what(),
         )
         return self
+
+    def format_storage(self) -> None:
+        """Write the config and format storage now, if not done yet (it takes a JVM start)."""
+        if not self._formatted:
+            self._format(self._write_config())
+
+    def wait_ready(self) -> None:
+        """Block until Metadata lists this node (at most ``startup_timeout`` from the launch)."""
+        self._await_ready(self._what())
+
+    def _what(self) -> str:
+        return f"Kafka node {self.node_id} on port {self.port}"
 
     def _is_ready(self) -> bool:
         body = probe_metadata(self.port, timeout=1.0)

@@ -11,26 +11,24 @@ CFG = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
 
 
 @pytest.mark.parametrize(
-    ("error", "attempts", "deadline", "action", "refresh", "error_type"),
+    ("error", "attempts", "action", "refresh", "error_type"),
     [
-        (None, 0, 10.0, Action.COMPLETE, False, None),
-        (errors.NotLeaderOrFollowerError("x"), 0, 10.0, Action.RETRY, True, None),
-        (errors.UnknownTopicOrPartitionError("x"), 2, 10.0, Action.RETRY, True, None),
-        (errors.RequestTimedOutError("x"), 0, 10.0, Action.RETRY, False, None),
-        (errors.ConnectionLostError("x"), 0, 10.0, Action.RETRY, True, None),
-        (errors.NotEnoughReplicasError("x"), 4, 10.0, Action.RETRY, False, None),
+        (None, 0, Action.COMPLETE, False, None),
+        (errors.NotLeaderOrFollowerError("x"), 0, Action.RETRY, True, None),
+        (errors.UnknownTopicOrPartitionError("x"), 2, Action.RETRY, True, None),
+        (errors.RequestTimedOutError("x"), 0, Action.RETRY, False, None),
+        (errors.ConnectionLostError("x"), 0, Action.RETRY, True, None),
+        (errors.NotEnoughReplicasError("x"), 4, Action.RETRY, False, None),
         # retries used up: fail with the cause itself
-        (errors.NotEnoughReplicasError("x"), 5, 10.0, Action.FAIL, False, errors.NotEnoughReplicasError),
-        # no time for another attempt before the delivery deadline
-        (errors.NotLeaderOrFollowerError("x"), 0, 0.05, Action.FAIL, True, errors.KafkaTimeoutError),
-        (errors.RecordTooLargeError("x"), 0, 10.0, Action.FAIL, False, errors.RecordTooLargeError),
-        (errors.TopicAuthorizationFailedError("x"), 0, 10.0, Action.FAIL, False, None),
-        (errors.InvalidTopicError("x"), 0, 10.0, Action.FAIL, False, errors.InvalidTopicError),
-        (errors.CorruptResponseError("x"), 0, 10.0, Action.FAIL, False, None),
+        (errors.NotEnoughReplicasError("x"), 5, Action.FAIL, False, errors.NotEnoughReplicasError),
+        (errors.RecordTooLargeError("x"), 0, Action.FAIL, False, errors.RecordTooLargeError),
+        (errors.TopicAuthorizationFailedError("x"), 0, Action.FAIL, False, None),
+        (errors.InvalidTopicError("x"), 0, Action.FAIL, False, errors.InvalidTopicError),
+        (errors.CorruptResponseError("x"), 0, Action.FAIL, False, None),
     ],
 )
-def test_classify(error, attempts, deadline, action, refresh, error_type) -> None:  # type: ignore[no-untyped-def]
-    out = classify(error, attempts=attempts, deadline=deadline, now=0.0, config=CFG, rand=0.5)
+def test_classify(error, attempts, action, refresh, error_type) -> None:  # type: ignore[no-untyped-def]
+    out = classify(error, attempts=attempts, config=CFG, rand=0.5)
     assert out.action is action
     assert out.refresh_metadata is refresh
     if error_type is not None:
@@ -63,7 +61,7 @@ def test_backoff_grows_to_the_max_with_bounded_jitter() -> None:
 )
 def test_classify_idempotent(error, first, action, bump) -> None:  # type: ignore[no-untyped-def]
     out = classify(
-        error, attempts=0, deadline=10.0, now=0.0, config=CFG, rand=0.5,
+        error, attempts=0, config=CFG, rand=0.5,
         idempotent=True, first_pending=first,
     )
     assert (out.action, out.bump_epoch) == (action, bump)
@@ -71,7 +69,7 @@ def test_classify_idempotent(error, first, action, bump) -> None:  # type: ignor
 
 def test_sequence_errors_are_final_without_idempotence() -> None:
     for error in (errors.DuplicateSequenceNumberError("x"), errors.OutOfOrderSequenceNumberError("x")):
-        out = classify(error, attempts=0, deadline=10.0, now=0.0, config=CFG, rand=0.5)
+        out = classify(error, attempts=0, config=CFG, rand=0.5)
         assert out.action is Action.FAIL
 
 
@@ -111,10 +109,10 @@ def test_whether_an_answer_leaves_the_batch_possibly_written(code: int | None, w
 def test_too_large_batch_of_several_records_is_split_a_single_record_fails() -> None:
     cfg = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
     for error in (errors.RecordTooLargeError("x"), errors.RecordListTooLargeError("x")):
-        split = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
+        split = classify(error, attempts=0, config=cfg, rand=0.5,
                          idempotent=True, splittable=True)
         assert split.action is Action.SPLIT
-        single = classify(error, attempts=0, deadline=10.0, now=0.0, config=cfg, rand=0.5,
+        single = classify(error, attempts=0, config=cfg, rand=0.5,
                           idempotent=True, splittable=False)
         assert single.action is Action.FAIL and single.error is error
 

@@ -109,6 +109,10 @@ class MockCluster:
         #: ``max.message.bytes``); a larger one is answered MESSAGE_TOO_LARGE.
         #: None: no limit.
         self.max_message_bytes: int | None = None
+        #: Whether a Produce v10+ refused with NOT_LEADER_OR_FOLLOWER names the
+        #: partition's current leader and its address (KIP-951, Kafka 3.7+);
+        #: False answers as older brokers do, leaving the client to ask Metadata.
+        self.leader_hints = True
         #: Exceptions raised by handlers or intercepts (each answered UNKNOWN_SERVER_ERROR).
         self.handler_errors: list[BaseException] = []
         self.ssl_context = ssl_context

@@ -323,25 +323,46 @@ def _append_partition(
 
 def _produce(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body | None:
     responses = []
+    leaders: set[int] = set()
     for topic_data in body.topic_data:
         parts = []
         for pdata in topic_data.partition_data:
             code, base = _produce_partition(
                 cluster, ctx, body, topic_data.name, pdata.index, pdata.records
             )
-            parts.append(
-                {
-                    "index": pdata.index,
-                    "error_code": code,
-                    "base_offset": base,
-                    "log_append_time_ms": -1,
-                    "log_start_offset": 0 if code == NONE else -1,
-                }
-            )
+            part: Body = {
+                "index": pdata.index,
+                "error_code": code,
+                "base_offset": base,
+                "log_append_time_ms": -1,
+                "log_start_offset": 0 if code == NONE else -1,
+            }
+            hint = _current_leader(cluster, ctx, topic_data.name, pdata.index, code)
+            if hint is not None:
+                part["current_leader"] = hint
+                leaders.add(hint["leader_id"])
+            parts.append(part)
         responses.append({"name": topic_data.name, "partition_responses": parts})
     if body.acks == 0:
         return None  # acks=0: written, never answered
-    return {"responses": responses, "throttle_time_ms": 0}
+    # The tagged fields only reach the wire from Produce v10 on.
+    endpoints = [b for b in _brokers(cluster) if b["node_id"] in leaders]
+    return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": endpoints}
+
+
+def _current_leader(
+    cluster: ClusterView, ctx: RequestContext, topic: str, index: int, code: int
+) -> Body | None:
+    """KIP-951: a partition this broker no longer leads names its leader and epoch."""
+    if code != NOT_LEADER or not cluster.leader_hints:
+        return None
+    state = cluster.topic_states.get(topic)
+    if state is None or not 0 <= index < len(state.partitions):
+        return None
+    partition = state.partitions[index]
+    if partition.leader == ctx.broker_id:  # a scripted refusal: nothing moved
+        return None
+    return {"leader_id": partition.leader, "leader_epoch": partition.leader_epoch}
 
 
 # -- producer ids and transactions --------------------------------------------

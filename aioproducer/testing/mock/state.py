@@ -70,6 +70,7 @@ class ClusterView(Protocol):
     faults: FaultPlan
     duplicate_error_code: int
     max_message_bytes: int | None
+    leader_hints: bool
     handler_errors: list[BaseException]
     ssl_context: ssl.SSLContext | None
     sasl_config: SaslServerConfig | None

@@ -1,0 +1,89 @@
+"""A replicated three-node Apache Kafka cluster for failover tests.
+
+* ``kafka_cluster`` (session): a :class:`~aioproducer.testing.kafka_cluster.KafkaCluster`
+  started once (formatting and starting three JVMs takes a while); its files
+  live under the session's temporary directory.
+* ``cluster`` (function): the same cluster, healed after each test (every node
+  started and resumed, serving again), with every node's log tail attached to
+  the report of a failed test.
+* ``cluster_topic`` (function): ``cluster_topic(partitions=3, config=None) -> str``
+  creates a uniquely named topic replicated on all three nodes.
+
+Every test here is marked ``integration`` and ``slow``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from aioproducer.testing.kafka_cluster import KafkaCluster
+from tests.conftest import _kafka_libs_or_skip, _show_log_on_failure
+
+_HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """Three Apache Kafka nodes, replication factor 3, min.insync.replicas=2."""
+    _kafka_libs_or_skip()
+    cluster = KafkaCluster(workdir=tmp_path_factory.mktemp("kafka-cluster"))
+    cluster.start()
+    print(f"\nKafka cluster of 3 nodes serving after {cluster.startup_seconds:.1f} s")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def heal(cluster: KafkaCluster) -> None:
+    """Resume paused nodes and start stopped ones; return when all serve."""
+    for node, broker in cluster.brokers.items():
+        if broker.is_paused:
+            broker.resume()
+    down = [node for node, broker in cluster.brokers.items() if not broker.is_running]
+    for node in down:
+        cluster.start(node)
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's cluster, every node serving; healed again after the test."""
+    for node, broker in kafka_cluster.brokers.items():
+        _show_log_on_failure(request, f"Kafka node {node}", broker)
+    heal(kafka_cluster)
+    try:
+        yield kafka_cluster
+    finally:
+        heal(kafka_cluster)
+
+
+@pytest.fixture
+def cluster_topic(request: pytest.FixtureRequest, cluster: KafkaCluster) -> Callable[..., str]:
+    """Create a uniquely named topic on the cluster, replicated three times."""
+    base = re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name)[:60].strip("-") or "t"
+
+    def make(partitions: int = 3, *, config: dict[str, str] | None = None) -> str:
+        from tests.support.verify import create_topic
+
+        name = f"{base}-{uuid.uuid4().hex[:8]}"
+        create_topic(
+            cluster.bootstrap_servers, name, partitions, replication_factor=3, config=config
+        )
+        # Created means led; wait until every replica is in sync too, so that a
+        # test's first failover starts from a fully replicated topic.
+        cluster.wait_for_isr(name, 3)
+        return name
+
+    return make

@@ -1,0 +1,89 @@
+"""Leadership moved on purpose while producing: preferred-leader election, reassignment.
+
+Nothing fails here: the operator moves a partition's leadership (ElectLeaders,
+KIP-460) or its replicas (AlterPartitionReassignments, KIP-455, dropping the
+leader's replica and adding it back, which copies the log to it). The old
+leader answers NOT_LEADER_OR_FOLLOWER; the producer finds the new one and every
+record is still written once, in order. The refusal names the new leader
+(KIP-951), and the producer takes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from aioproducer.testing.kafka_cluster import KafkaCluster
+from tests.cluster.settings import cluster_producer
+from tests.cluster.stream import SteadyStream, assert_exactly_once
+from tests.support.aio import read_back, within
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
+    results = await stream.stop(timeout=120)
+    records = await read_back(
+        cluster.bootstrap_servers, stream.topic, stream.sent, timeout=60, grace=2.0
+    )
+    assert_exactly_once(stream.values, results, records)
+
+
+async def test_preferred_leader_election_while_producing(
+    cluster: KafkaCluster, cluster_topic, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aioproducer.client")
+    topic = cluster_topic(3)
+    producer = cluster_producer(cluster, compression="lz4")
+    await within(producer.start(), 30, "start")
+    stream = SteadyStream(producer, topic, rate=1000).start()
+    try:
+        await stream.wait_acked(500, 60, "before leadership moves")
+        preferred = (await asyncio.to_thread(cluster.replicas, topic, 0))[0]
+        assert await asyncio.to_thread(cluster.leader, topic, 0) == preferred
+        # A controlled shutdown moves leadership away; after the restart the
+        # preferred replica follows until an election gives it back.
+        await asyncio.to_thread(cluster.stop, preferred)
+        interim = await asyncio.to_thread(cluster.wait_for_leader, topic, 0, not_in={preferred})
+        await asyncio.to_thread(cluster.start, preferred)
+        await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
+        await stream.wait_acked(500, 60, f"while node {interim} leads")
+        assert await asyncio.to_thread(cluster.leader, topic, 0) == interim
+        await asyncio.to_thread(cluster.elect_preferred_leaders, topic)
+        await asyncio.to_thread(cluster.wait_for_leader, topic, 0, not_in={interim})
+        assert await asyncio.to_thread(cluster.leader, topic, 0) == preferred
+        await stream.wait_acked(1000, 60, f"after node {preferred} was elected again")
+        # The former leader's refusal named the new one (KIP-951, Produce v10).
+        hint = f"{topic}-0: new leader {preferred} "
+        assert any(hint in r.getMessage() for r in caplog.records), "no leader hint taken"
+        await _finish(cluster, stream)
+    finally:
+        await within(producer.close(), 60, "close")
+
+
+async def test_reassignment_drops_and_readds_the_leader_while_producing(
+    cluster: KafkaCluster, cluster_topic
+) -> None:
+    topic = cluster_topic(1)
+    producer = cluster_producer(cluster, compression="zstd")
+    await within(producer.start(), 30, "start")
+    stream = SteadyStream(producer, topic, rate=1000).start()
+    try:
+        await stream.wait_acked(500, 60, "before the reassignment")
+        replicas = await asyncio.to_thread(cluster.replicas, topic, 0)
+        leader = await asyncio.to_thread(cluster.leader, topic, 0)
+        rest = [n for n in replicas if n != leader]
+        # The leader's replica goes: leadership moves to one of the others.
+        await asyncio.to_thread(cluster.reassign, topic, {0: rest})
+        await asyncio.to_thread(cluster.wait_for_replicas, topic, 0, rest)
+        assert await asyncio.to_thread(cluster.leader, topic, 0) in rest
+        await stream.wait_acked(1000, 60, "after the leader's replica was removed")
+        # It comes back, last: it copies the log while records keep arriving.
+        await asyncio.to_thread(cluster.reassign, topic, {0: [*rest, leader]})
+        await asyncio.to_thread(cluster.wait_for_replicas, topic, 0, [*rest, leader])
+        await stream.wait_acked(500, 60, "after the replica was added back")
+        await _finish(cluster, stream)
+    finally:
+        await within(producer.close(), 60, "close")
