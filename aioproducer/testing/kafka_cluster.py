@@ -214,7 +214,7 @@ class KafkaCluster:
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
-    def __enter__(self) -> KafkaCluster:  # noqa: PYI034 - typing.Self needs Python 3.11
+    def __enter__(self) -> KafkaCluster:
         return self.start()
 
     def __exit__(
