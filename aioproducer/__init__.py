@@ -1,9 +1,9 @@
 """aioproducer: an asyncio-native Apache Kafka producer with the Java producer's semantics."""
 
 from . import errors
-from .batch import RecordMetadata
-from .bulk_result import BulkResult, BulkSendError
+from .bulk.result import BulkResult, BulkSendError
 from .config import ProducerConfig
+from .engine.batch import RecordMetadata
 from .errors import ProducerLoopError
 from .producer import Producer
 

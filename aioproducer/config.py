@@ -6,7 +6,7 @@ an inconsistent combination is a :class:`~aioproducer.errors.ConfigurationError`
 at construction, never a surprise later. :func:`config_from_properties` maps
 Java property names (``linger.ms``) onto ours (``linger_ms``), accepting the
 string values that property files and Spark options carry, and the
-security properties through :mod:`aioproducer.security_properties`
+security properties through :mod:`aioproducer.net.security_properties`
 (``sasl.jaas.config``, librdkafka's ``ssl.ca.location``...).
 
 Secrets (``sasl_plain_password``, ``ssl_password``,
@@ -22,17 +22,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .bootstrap import parse_bootstrap
+from .engine.partitioner import PartitionerFn
 from .errors import ConfigurationError
-from .partitioner import PartitionerFn
-from .protocol.compression import Codec, codec_from_name
-from .sasl.oauthbearer import TokenProvider
-from .security import Security, build_security
-from .security_properties import (
+from .net.bootstrap import parse_bootstrap
+from .net.security import Security, build_security
+from .net.security_properties import (
     SECURITY_PROPERTY_NAMES,
     TRANSLATED_PROPERTIES,
     translate_security_property,
 )
+from .protocol.compression import Codec, codec_from_name
+from .sasl.oauthbearer import TokenProvider
 
 __all__ = [
     "JAVA_PROPERTY_NAMES",

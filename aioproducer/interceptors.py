@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .batch import RecordMetadata
+from .engine.batch import RecordMetadata
 from .logs import ClientLogger, RateLimiter
 
 __all__ = [

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 
 if TYPE_CHECKING:
-    from .accumulator import RecordAccumulator
+    from .engine.accumulator import RecordAccumulator
+    from .engine.sender import Sender
     from .logs import ClientLogger
-    from .sender import Sender
 
 __all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
 

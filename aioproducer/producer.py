@@ -28,35 +28,35 @@ from threading import get_ident
 from typing import Any
 
 from . import errors
-from .accumulator import RecordAccumulator
-from .batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
-from .buffer_pool import BufferPool
-from .bulk import BulkAppender
-from .client import KafkaClient
-from .cluster import TopicInfo
+from .bulk.appender import BulkAppender
 from .config import ProducerConfig
-from .idempotence import SequenceState
-from .interceptors import InterceptorChain, intercepted_enqueue
-from .logs import ClientLogger
-from .loop_binding import LoopBindingMixin
-from .metadata_wait import MetadataWait
-from .metrics import MetricConfig, MetricName
-from .partition_selection import (
+from .engine.accumulator import RecordAccumulator
+from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
+from .engine.buffer_pool import BufferPool
+from .engine.idempotence import SequenceState
+from .engine.partition_selection import (
     choose_partition,
     forget_idle_topics,
     maybe_switch_sticky,
     next_sticky_partition,
 )
-from .partitioner import StickyPartitioner
+from .engine.partitioner import StickyPartitioner
+from .engine.sender import Sender
+from .engine.transactions import TransactionManager
+from .engine.validation import check_headers, check_record_size, check_topic, to_bytes
+from .interceptors import InterceptorChain, intercepted_enqueue
+from .logs import ClientLogger
+from .loop_binding import LoopBindingMixin
+from .metrics import MetricConfig, MetricName
+from .net.client import KafkaClient
+from .net.cluster import TopicInfo
+from .net.metadata_wait import MetadataWait
 from .producer_bulk import BulkProducerMixin
 from .producer_metrics import ProducerMetrics, add_producer_gauges
 from .producer_settings import ProducerConstructor
 from .producer_transactions import TransactionalProducerMixin
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
-from .sender import Sender
 from .serializer_prepare import SerializerPreparation
-from .transactions import TransactionManager
-from .validation import check_headers, check_record_size, check_topic, to_bytes
 
 __all__ = ["Producer"]
 

@@ -1,9 +1,9 @@
 """The bulk API of :class:`~aioproducer.Producer`: ``enqueue_many`` and ``send_many``.
 
 :class:`BulkProducerMixin` holds the two public methods; ``Producer``
-inherits them. The work is :class:`~aioproducer.bulk.BulkAppender`'s (one
+inherits them. The work is :class:`~aioproducer.bulk.appender.BulkAppender`'s (one
 encoding pass over a column of records, one future per call), and, with
-interceptors configured, :func:`~aioproducer.bulk_intercept.intercepted_enqueue_many`
+interceptors configured, :func:`~aioproducer.bulk.intercept.intercepted_enqueue_many`
 runs the hooks once per record around it.
 
 Invariants: bad input raises at once and buffers nothing; the call's future
@@ -17,11 +17,11 @@ import asyncio
 import functools
 from typing import TYPE_CHECKING, Any
 
-from .bulk_intercept import intercepted_enqueue_many
-from .bulk_result import BulkResult
+from .bulk.intercept import intercepted_enqueue_many
+from .bulk.result import BulkResult
 
 if TYPE_CHECKING:
-    from .bulk import BulkAppender
+    from .bulk.appender import BulkAppender
     from .config import ProducerConfig
     from .interceptors import InterceptorChain
     from .serializer_prepare import SerializerPreparation

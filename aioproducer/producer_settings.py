@@ -34,8 +34,8 @@ from .config import (
     config_from_properties,
     unknown_setting_message,
 )
+from .engine.partitioner import PartitionerFn
 from .errors import ConfigurationError
-from .partitioner import PartitionerFn
 from .sasl.oauthbearer import TokenProvider
 
 if TYPE_CHECKING:

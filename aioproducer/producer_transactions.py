@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import errors
 
 if TYPE_CHECKING:
-    from .accumulator import RecordAccumulator
     from .config import ProducerConfig
+    from .engine.accumulator import RecordAccumulator
+    from .engine.sender import Sender
+    from .engine.transactions import TransactionManager
     from .logs import ClientLogger
-    from .sender import Sender
-    from .transactions import TransactionManager
 
 __all__ = ["TransactionalProducerMixin"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from aioproducer.accumulator import RecordAccumulator
+from aioproducer.engine.accumulator import RecordAccumulator
 from aioproducer.protocol.compression import Codec
 
 

@@ -54,9 +54,9 @@ except ImportError:  # Python 3.10
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from aioproducer import Producer, RecordMetadata, errors
+from aioproducer.engine.validation import check_topic
 from aioproducer.integrations.aiohttp import PRODUCER, setup_producer
 from aioproducer.integrations.prometheus import register as register_metrics
-from aioproducer.validation import check_topic
 
 log = logging.getLogger("ingest")
 

@@ -285,7 +285,7 @@ async def _produce_bulk(
     rate: float | None,
 ) -> bool:
     """As :func:`_produce`, in chunks of ``--bulk-size`` through ``enqueue_many``."""
-    from ..bulk_result import BulkSendError
+    from ..bulk.result import BulkSendError
 
     clock = time.perf_counter
 

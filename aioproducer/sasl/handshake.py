@@ -24,7 +24,7 @@ import logging
 import random
 
 from .. import errors
-from ..connection import BrokerConnection
+from ..net.connection import BrokerConnection
 from ..protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from .credentials import SaslCredentials, SaslExchange
 

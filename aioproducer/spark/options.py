@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import config_from_properties
+from ..engine.validation import check_topic
 from ..errors import ConfigurationError
-from ..security_properties import redact_properties
-from ..validation import check_topic
+from ..net.security_properties import redact_properties
 
 __all__ = ["KAFKA_PREFIX", "SinkOptions", "parse_options"]
 

@@ -33,7 +33,7 @@ from pyspark.sql.datasource import (
 )
 
 from .. import errors
-from ..bulk_result import BulkSendError
+from ..bulk.result import BulkSendError
 from ..producer import Producer
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
 from .options import SinkOptions

@@ -23,7 +23,7 @@ log = logging.getLogger("mkdocs.plugins.error_reference")
 def client_error_classes() -> list[type]:
     """Error classes raised by the client itself: aioproducer.errors' own and BulkSendError."""
     from aioproducer import errors
-    from aioproducer.bulk_result import BulkSendError
+    from aioproducer.bulk.result import BulkSendError
 
     generated = set(errors.ERROR_CODES.values())
     found = [

@@ -34,7 +34,7 @@ async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
 async def test_preferred_leader_election_while_producing(
     cluster: KafkaCluster, cluster_topic, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="aioproducer.client")
+    caplog.set_level(logging.DEBUG, logger="aioproducer.net.client")
     topic = cluster_topic(3)
     producer = cluster_producer(cluster, compression="lz4")
     await within(producer.start(), 30, "start")

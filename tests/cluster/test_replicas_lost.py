@@ -49,7 +49,7 @@ async def _kill_followers(cluster: KafkaCluster, topic: str, count: int) -> list
 async def test_isr_below_min_insync_records_wait_until_replica_returns(
     cluster: KafkaCluster, cluster_topic, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="aioproducer.sender")
+    caplog.set_level(logging.DEBUG, logger="aioproducer.engine.sender")
     topic = cluster_topic(1, config=ALL_IN_SYNC)
     producer = cluster_producer(cluster, compression="lz4")
     await within(producer.start(), 30, "start")

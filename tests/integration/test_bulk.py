@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from aioproducer import Producer
-from aioproducer.partitioner import partition_for_key
+from aioproducer.engine.partitioner import partition_for_key
 from tests.support.aio import read_back, within
 from tests.support.verify import produce_with_librdkafka, read_records
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from aioproducer import Producer, RecordMetadata
-from aioproducer.partitioner import murmur2, partition_for_key
+from aioproducer.engine.partitioner import murmur2, partition_for_key
 from tests.support.aio import gather_within, read_back, runs
 from tests.support.verify import produce_with_librdkafka
 

@@ -18,8 +18,8 @@ import confluent_kafka
 import pytest
 
 from aioproducer import Producer, errors
+from aioproducer.engine.transactions import TransactionManager
 from aioproducer.testing.kafka_broker import KafkaBroker
-from aioproducer.transactions import TransactionManager
 from tests.support.verify import read_records
 
 pytestmark = pytest.mark.asyncio

@@ -14,8 +14,9 @@ import socket
 
 import pytest
 
-from aioproducer import Producer, broker_connections
+from aioproducer import Producer
 from aioproducer.errors import ConfigurationError
+from aioproducer.net import broker_connections as broker_connections
 from aioproducer.testing import MockCluster
 from tests.support.aio import closed_port, until, within
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from aioproducer import BulkResult, BulkSendError, Producer, errors
-from aioproducer.partitioner import partition_for_key
+from aioproducer.engine.partitioner import partition_for_key
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio

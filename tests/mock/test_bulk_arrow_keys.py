@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from aioproducer import Producer
-from aioproducer.partitioner import partition_for_key
+from aioproducer.engine.partitioner import partition_for_key
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio
@@ -79,13 +79,13 @@ async def test_chunked_arrow_keys() -> None:
 
 async def test_without_numpy_keys_are_hashed_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
-    monkeypatch.delitem(sys.modules, "aioproducer.partition_vector", raising=False)
+    monkeypatch.delitem(sys.modules, "aioproducer.engine.partition_vector", raising=False)
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("bulk", partitions=6)
         cluster.create_topic("single", partitions=6)
         bulk_parts, single_parts = await _bulk_then_single(cluster, pa.array(KEYS, pa.string()))
         _check(cluster, bulk_parts, single_parts)
-    assert "aioproducer.partition_vector" not in sys.modules
+    assert "aioproducer.engine.partition_vector" not in sys.modules
 
 
 async def test_keys_do_not_choose_when_a_partition_or_partitioner_does() -> None:
@@ -120,7 +120,7 @@ async def test_arrow_columns_copied_or_viewed_give_the_same_records(
 ) -> None:
     # Columns up to ARROW_COPY_LIMIT bytes become bytes objects; bigger ones are
     # read as memoryviews of the Arrow buffers (0: every column is "big").
-    from aioproducer import bulk_input
+    from aioproducer.bulk.appender import input as bulk_input
 
     if copy_limit is not None:
         monkeypatch.setattr(bulk_input, "ARROW_COPY_LIMIT", copy_limit)

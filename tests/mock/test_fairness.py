@@ -14,9 +14,10 @@ from typing import TypeVar
 
 import pytest
 
-from aioproducer import BulkResult, Producer, bulk, producer
-from aioproducer.batch import RECORD_HANDLE_OVERHEAD, RESOLVE_SLICE
-from aioproducer.bulk import BULK_RECORD_OVERHEAD
+from aioproducer import BulkResult, Producer, producer
+from aioproducer.bulk.appender import BULK_RECORD_OVERHEAD
+from aioproducer.bulk.appender import appender as bulk
+from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD, RESOLVE_SLICE
 from aioproducer.protocol.records import MAX_RECORD_OVERHEAD
 from aioproducer.testing import MockCluster
 

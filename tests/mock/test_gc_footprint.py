@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager, contextmanager
 import pytest
 
 from aioproducer import Producer
-from aioproducer.batch import RESOLVE_SLICE, ProducerBatch
+from aioproducer.engine.batch import RESOLVE_SLICE, ProducerBatch
 from aioproducer.testing import MockCluster
 
 # A new batch, the list the test keeps the futures in, a metadata refresh the

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer import metadata_wait as metadata_wait_module
+from aioproducer.net import metadata_wait as metadata_wait_module
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio

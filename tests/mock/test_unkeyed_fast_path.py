@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.batch import RECORD_HANDLE_OVERHEAD
+from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD
 from aioproducer.producer import UNKEYED_RECORD_BOUND
 from aioproducer.testing import MockCluster
 from tests.support.aio import until

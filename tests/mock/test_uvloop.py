@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from aioproducer import Producer
-from aioproducer.partitioner import partition_for_key
+from aioproducer.engine.partitioner import partition_for_key
 from aioproducer.testing import MockCluster
 
 uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aioproducer import Producer, RecordMetadata
-from aioproducer.accumulator import RecordAccumulator
+from aioproducer.engine.accumulator import RecordAccumulator
 from aioproducer.protocol.messages import PRODUCE
 
 __all__ = [

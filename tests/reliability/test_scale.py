@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from aioproducer.buffer_pool import BufferPool
+from aioproducer.engine.buffer_pool import BufferPool
 from tests.reliability.harness import within
 
 pytestmark = [

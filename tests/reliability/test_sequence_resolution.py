@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from aioproducer import errors
-from aioproducer.idempotence import MAX_SEQUENCE
+from aioproducer.engine.idempotence import MAX_SEQUENCE
 from tests.reliability.harness import FAST, PRODUCE_KEY, Tracker, within
 from tests.support.aio import until
 
@@ -195,7 +195,7 @@ async def test_retries_straddling_the_sequence_wrap_keep_their_order(
     await within(p.send(topic, b"warm-up"), 10, "warm-up")
     # White-box: move both sides of partition 0 close to the wrap.
     seq = p._sender._seq
-    from aioproducer.idempotence import _Partition
+    from aioproducer.engine.idempotence import _Partition
 
     seq._parts[(topic, 0)] = _Partition(seq.producer_id, seq.epoch, next=MAX_SEQUENCE - 1)
     kafka_cluster.topic_states[topic].partitions[0].log.seed_producer(

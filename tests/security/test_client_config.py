@@ -11,7 +11,7 @@ import trustme
 
 from aioproducer import Producer, errors
 from aioproducer.config import ProducerConfig, config_from_properties
-from aioproducer.security_properties import parse_jaas_config
+from aioproducer.net.security_properties import parse_jaas_config
 
 SECRET = "s3cret-Pa55word"
 

@@ -12,8 +12,8 @@ import pytest
 
 from aioproducer import errors
 from aioproducer.config import config_from_properties
-from aioproducer.jaas import JaasEntry, parse_jaas_entry
-from aioproducer.security_properties import parse_jaas_config
+from aioproducer.net.jaas import JaasEntry, parse_jaas_entry
+from aioproducer.net.security_properties import parse_jaas_config
 
 M = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SECRET = "s3cret-Pa55word"

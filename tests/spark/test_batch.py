@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from aioproducer.partitioner import partition_for_key
+from aioproducer.engine.partitioner import partition_for_key
 from tests.support.verify import count_records, read_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from aioproducer.accumulator import RecordAccumulator
-from aioproducer.batch import pack_sizes
-from aioproducer.idempotence import MAX_SEQUENCE
+from aioproducer.engine.accumulator import RecordAccumulator
+from aioproducer.engine.batch import pack_sizes
+from aioproducer.engine.idempotence import MAX_SEQUENCE
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
 

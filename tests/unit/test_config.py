@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import Producer, ProducerConfig
-from aioproducer.client import parse_bootstrap
 from aioproducer.config import config_from_properties
 from aioproducer.errors import ConfigurationError
+from aioproducer.net.client import parse_bootstrap
 from aioproducer.protocol.compression import Codec
 
 
@@ -115,7 +115,7 @@ def test_protocol_prefixes_and_ipv6_parse() -> None:
         ("a", 9093), ("::1", 9092), ("fe80::1%eth0", 1),
     ]
     assert parse_bootstrap("SASL_PLAINTEXT://[::1]:9092", "SASL_PLAINTEXT") == [("::1", 9092)]
-    from aioproducer.bootstrap import format_address
+    from aioproducer.net.bootstrap import format_address
 
     assert format_address("::1", 9092) == "[::1]:9092" and format_address("a", 1) == "a:1"
 

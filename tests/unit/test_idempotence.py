@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aioproducer.batch import ProducerBatch
-from aioproducer.idempotence import MAX_SEQUENCE, SequenceState, _Partition, sequence_before
+from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.idempotence import MAX_SEQUENCE, SequenceState, _Partition, sequence_before
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
 

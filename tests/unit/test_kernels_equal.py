@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioproducer import batch as batch_module
-from aioproducer import partitioner
-from aioproducer.batch import ProducerBatch, RecordMetadata, pack_sizes
+from aioproducer.engine import batch as batch_module
+from aioproducer.engine import partitioner as partitioner
+from aioproducer.engine.batch import ProducerBatch, RecordMetadata, pack_sizes
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilder

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from aioproducer.cluster import BrokerInfo, ClusterSnapshot
-from aioproducer.produce_request import leader_hints
+from aioproducer.engine.produce_request import leader_hints
+from aioproducer.net.cluster import BrokerInfo, ClusterSnapshot
 from aioproducer.protocol.messages import PRODUCE
 from aioproducer.protocol.schema import Message
 

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("numpy")
 
-from aioproducer import partition_vector
-from aioproducer.partition_vector import arrow_key_partitions, murmur2_arrow
-from aioproducer.partitioner import murmur2, partition_for_key
+from aioproducer.engine import partition_vector as partition_vector
+from aioproducer.engine.partition_vector import arrow_key_partitions, murmur2_arrow
+from aioproducer.engine.partitioner import murmur2, partition_for_key
 from tests.unit.test_partitioner import JAVA_MURMUR2
 
 BINARY_TYPES = [pa.binary(), pa.large_binary()]
@@ -108,7 +108,7 @@ def test_a_non_binary_column_is_a_type_error() -> None:
 
 def test_importing_the_producer_imports_neither_numpy_nor_pyarrow() -> None:
     code = (
-        "import sys, aioproducer, aioproducer.bulk, aioproducer.producer\n"
+        "import sys, aioproducer, aioproducer.bulk.appender, aioproducer.producer\n"
         "print(sorted(m for m in ('numpy', 'pyarrow') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

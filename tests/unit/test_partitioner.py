@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from aioproducer.partitioner import (
+from aioproducer.engine.partitioner import (
     StickyPartitioner,
     cumulative_frequencies,
     murmur2,

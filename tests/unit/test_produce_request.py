@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 
 from aioproducer import errors
-from aioproducer.batch import ProducerBatch
-from aioproducer.produce_request import build_payloads, partition_outcomes, produce_body
+from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.produce_request import build_payloads, partition_outcomes, produce_body
+from aioproducer.engine.retry import Written
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.framing import decode_response, encode_response
 from aioproducer.protocol.messages import PRODUCE
 from aioproducer.protocol.record_parsing import parse_record_batches
-from aioproducer.retry import Written
 
 VERSION = 8  # the first version with record_errors and error_message
 

@@ -29,7 +29,7 @@ MODULES = [
 ]
 # Types the public API hands out or takes, defined in modules without a public __all__ of their own.
 TYPES = [
-    "aioproducer.bulk_result.FailedRecords",
+    "aioproducer.bulk.result.FailedRecords",
     "aioproducer.interceptors.ProducerInterceptor",
     "aioproducer.interceptors.ProducerRecord",
     "aioproducer.metrics.MetricName",

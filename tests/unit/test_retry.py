@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import errors
-from aioproducer.retry import Action, RetryConfig, Written, classify, retry_backoff, written_after
+from aioproducer.engine.retry import (
+    Action,
+    RetryConfig,
+    Written,
+    classify,
+    retry_backoff,
+    written_after,
+)
 
 CFG = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
 
@@ -74,7 +81,7 @@ def test_sequence_errors_are_final_without_idempotence() -> None:
 
 
 def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> None:
-    from aioproducer.client import reconnect_delay
+    from aioproducer.net.client import reconnect_delay
 
     assert reconnect_delay(0, 50, 1000, 0.5) == 0.0
     mids = [reconnect_delay(n, 50, 1000, 0.5) for n in range(1, 8)]
@@ -118,7 +125,7 @@ def test_too_large_batch_of_several_records_is_split_a_single_record_fails() -> 
 
 
 def test_node_preference_is_least_loaded_first() -> None:
-    from aioproducer.node_selection import node_preference
+    from aioproducer.net.node_selection import node_preference
 
     order = [3, 1, 2, 4, 5]
     # 1 and 4 idle and live, 2 busy (3 in flight), 3 busy (1), 5 connecting; nothing else may connect.

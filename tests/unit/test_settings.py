@@ -21,7 +21,7 @@ import aioproducer
 from aioproducer import Producer, ProducerConfig
 from aioproducer.config import JAVA_PROPERTY_NAMES
 from aioproducer.errors import ConfigurationError
-from aioproducer.security_properties import translate_security_property
+from aioproducer.net.security_properties import translate_security_property
 
 FIELDS = dataclasses.fields(ProducerConfig)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import errors
-from aioproducer.idempotence import SequenceState
-from aioproducer.transactions import TransactionManager, TxnState
+from aioproducer.engine.idempotence import SequenceState
+from aioproducer.engine.transactions import TransactionManager, TxnState
 
 
 def manager(state: TxnState) -> TransactionManager:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import errors
-from aioproducer.idempotence import SequenceState
-from aioproducer.protocol.messages import PRODUCE
-from aioproducer.protocol.txn_messages import ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT
-from aioproducer.transaction_version import (
+from aioproducer.engine.idempotence import SequenceState
+from aioproducer.engine.transaction_version import (
     choose_version,
     end_txn_identity,
     transaction_v2_enabled,
 )
-from aioproducer.transactions import TransactionManager, TxnState
+from aioproducer.engine.transactions import TransactionManager, TxnState
+from aioproducer.protocol.messages import PRODUCE
+from aioproducer.protocol.txn_messages import ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 import aioproducer
 from aioproducer import errors
-from aioproducer.validation import check_headers, check_topic, to_bytes
+from aioproducer.engine.validation import check_headers, check_topic, to_bytes
 
 
 @pytest.mark.parametrize("name", ["orders", "a.b-c_D9", "x" * 249])

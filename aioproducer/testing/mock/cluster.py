@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 
-from ...bootstrap import format_address
+from ...net.bootstrap import format_address
 from .faults import FaultPlan, InterceptHandler
 from .log import MockRecord, PartitionLog
 from .sasl import OAuthValidator, sasl_server_config

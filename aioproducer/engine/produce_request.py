@@ -19,10 +19,10 @@ import functools
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from . import errors
+from .. import errors
+from ..net.cluster import BrokerInfo
+from ..protocol.compression import Codec
 from .batch import ProducerBatch
-from .cluster import BrokerInfo
-from .protocol.compression import Codec
 from .retry import Written, written_after
 
 __all__ = [

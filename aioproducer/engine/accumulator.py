@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.compression import Codec
+from ..protocol.record_parsing import parse_record_batches
 from .batch import ProducerBatch, pack_sizes
 from .idempotence import sequence_before
-from .protocol.compression import Codec
-from .protocol.record_parsing import parse_record_batches
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
 
@@ -108,7 +108,7 @@ class RecordAccumulator:
 
         With ``abort_on_new_batch``, return None instead of starting a batch:
         the sticky partitioner then picks another partition (KIP-480).
-        ``sizes`` is :func:`~aioproducer.batch.pack_sizes` of key and value,
+        ``sizes`` is :func:`~aioproducer.engine.batch.pack_sizes` of key and value,
         computed here when not given.
         """
         if sizes is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import errors
+from .. import errors
 
 __all__ = [
     "FEATURE",

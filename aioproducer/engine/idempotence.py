@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..protocol.records import restamp_producer_state
 from .batch import ProducerBatch
-from .protocol.records import restamp_producer_state
 
 __all__ = ["MAX_SEQUENCE", "SequenceState", "sequence_before"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = ["CONTROL_FLAGS", "JaasEntry", "parse_jaas_entries", "parse_jaas_entry"]
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import errors
+from .. import errors
+from ..config import ProducerConfig
+from ..net.cluster import TopicInfo
 from .accumulator import RecordAccumulator
-from .cluster import TopicInfo
-from .config import ProducerConfig
 from .partitioner import PartitionerFn, StickyPartitioner, partition_for_key
 
 __all__ = ["choose_partition", "forget_idle_topics", "maybe_switch_sticky", "next_sticky_partition"]

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from . import errors
+from .. import errors
 
 __all__ = ["BufferPool"]
 

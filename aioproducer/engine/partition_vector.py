@@ -6,7 +6,7 @@ array of them); without numpy (pyarrow 18+ does not need it) the bulk path
 hashes key by key instead. The hashes are computed from the array's offsets
 and data buffers: no key becomes a Python object.
 
-The result is exactly :func:`aioproducer.partitioner.partition_for_key` of
+The result is exactly :func:`aioproducer.engine.partitioner.partition_for_key` of
 every key (Java's ``Utils.toPositive(Utils.murmur2(key)) % numPartitions``).
 murmur2 is sequential within a key, so the vector runs across keys: step ``j``
 mixes the ``j``-th little-endian 4-byte word of every key that has one into

@@ -22,9 +22,9 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from ._speedups import kernels
-from .protocol.compression import Codec
-from .protocol.records import RecordBatchBuilder
+from .._speedups import kernels
+from ..protocol.compression import Codec
+from ..protocol.records import RecordBatchBuilder
 
 __all__ = ["RECORD_HANDLE_OVERHEAD", "RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
 

@@ -36,13 +36,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import errors
-from .client import KafkaClient
-from .idempotence import SequenceState
-from .logs import ClientLogger
-from .protocol.messages import INIT_PRODUCER_ID, Api
-from .protocol.schema import Message
-from .protocol.txn_messages import (
+from .. import errors
+from ..logs import ClientLogger
+from ..net.client import KafkaClient
+from ..protocol.messages import INIT_PRODUCER_ID, Api
+from ..protocol.schema import Message
+from ..protocol.txn_messages import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     COORDINATOR_KEY_GROUP,
@@ -51,11 +50,12 @@ from .protocol.txn_messages import (
     FIND_COORDINATOR,
     TXN_OFFSET_COMMIT,
 )
+from .idempotence import SequenceState
 from .transaction_version import choose_version, end_txn_identity, transaction_v2_enabled
 
 __all__ = ["TransactionManager", "TxnState"]
 
-log = logging.getLogger("aioproducer.transactions")
+log = logging.getLogger("aioproducer.engine.transactions")
 TopicPartition = tuple[str, int]
 
 

@@ -27,11 +27,11 @@ import socket
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 from .security import SECURITY_PROTOCOLS
 
 if TYPE_CHECKING:
-    from .logs import ClientLogger
+    from ..logs import ClientLogger
 
 __all__ = ["format_address", "parse_bootstrap", "resolvable_bootstrap"]
 

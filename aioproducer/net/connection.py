@@ -34,16 +34,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import errors
-from .logs import ClientLogger
-from .protocol.apis import APIS_BY_KEY
-from .protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
-from .protocol.messages import API_VERSIONS, Api, negotiate_version
-from .protocol.schema import Message
+from .. import errors
+from ..logs import ClientLogger
+from ..protocol.apis import APIS_BY_KEY
+from ..protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
+from ..protocol.messages import API_VERSIONS, Api, negotiate_version
+from ..protocol.schema import Message
 
 __all__ = ["BrokerConnection", "ThrottleStats", "open_connection"]
 
-log = logging.getLogger("aioproducer.connection")
+log = logging.getLogger("aioproducer.net.connection")
 
 _READ_CHUNK = 256 * 1024
 # Pending writes above this make writers wait for the socket to drain.

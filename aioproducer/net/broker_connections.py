@@ -2,7 +2,7 @@
 
 :class:`BrokerConnections` keeps one :class:`BrokerConnection` per node and
 knows where each node is (the bootstrap servers, then the brokers of the
-latest :class:`ClusterSnapshot`). :class:`~aioproducer.client.KafkaClient`
+latest :class:`ClusterSnapshot`). :class:`~aioproducer.net.client.KafkaClient`
 extends it with the cluster metadata; what to refresh, and when, is its
 business: this class only asks, through :meth:`BrokerConnections.request_update`.
 
@@ -34,22 +34,22 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from .. import errors
+from ..logs import ClientLogger, RateLimiter
+from ..sasl.handshake import authenticate
+from ..sasl.oidc import ClientCredentialsTokenProvider
 from .bootstrap import format_address, parse_bootstrap
 from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, ThrottleStats, open_connection
-from .logs import ClientLogger, RateLimiter
 from .node_selection import node_preference, reconnect_delay
-from .sasl.handshake import authenticate
-from .sasl.oidc import ClientCredentialsTokenProvider
 from .security import Security
 
 if TYPE_CHECKING:
-    from .producer_metrics import ProducerMetrics
+    from ..producer_metrics import ProducerMetrics
 
 __all__ = ["BrokerConnections", "parse_bootstrap"]
 
-log = logging.getLogger("aioproducer.client")
+log = logging.getLogger("aioproducer.net.client")
 # A broker that cannot be reached is a warning at the first failed attempt,
 # then at most once per this many seconds per address (the failures in
 # between are counted): a wrong address says so within a second, and a broker
@@ -58,7 +58,7 @@ UNREACHABLE_WARNING_INTERVAL = 30.0
 
 
 class BrokerConnections(abc.ABC):
-    """The connections of a client; :class:`~aioproducer.client.KafkaClient` adds metadata."""
+    """The connections of a client; :class:`~aioproducer.net.client.KafkaClient` adds metadata."""
 
     def __init__(
         self,

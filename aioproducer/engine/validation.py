@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import errors
+from .. import errors
 from .batch import RECORD_HANDLE_OVERHEAD
 
 __all__ = ["MAX_TOPIC_LENGTH", "check_headers", "check_record_size", "check_topic", "to_bytes"]

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import errors
-from .logs import ClientLogger, RateLimiter
+from .. import errors
+from ..logs import ClientLogger, RateLimiter
 
 if TYPE_CHECKING:
     from .client import KafkaClient

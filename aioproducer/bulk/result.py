@@ -20,8 +20,8 @@ from array import array
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from . import errors
-from .batch import RecordMetadata
+from .. import errors
+from ..engine.batch import RecordMetadata
 
 __all__ = ["BulkCall", "BulkResult", "BulkSendError", "BulkSpan", "FailedRecords"]
 
@@ -56,7 +56,7 @@ class _Acked(NamedTuple):
 
 
 class BulkSpan:
-    """A run of a bulk call's records in one batch (see :class:`~aioproducer.batch.Span`)."""
+    """A run of a bulk call's records in one batch (see :class:`~aioproducer.engine.batch.Span`)."""
 
     __slots__ = ("call", "count", "delta", "first", "futures_before", "partition")
 

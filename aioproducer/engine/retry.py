@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from . import errors
+from .. import errors
 
 __all__ = [
     "Action",

@@ -18,9 +18,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .bulk_input import bytes_column, is_arrow_array
-from .bulk_result import BulkResult, BulkSendError
-from .interceptors import InterceptorChain, ProducerRecord, failed_metadata
+from ..interceptors import InterceptorChain, ProducerRecord, failed_metadata
+from .input import bytes_column, is_arrow_array
+from .result import BulkResult, BulkSendError
 
 __all__ = ["intercepted_enqueue_many"]
 

@@ -7,7 +7,7 @@ buffered, waiting at most ``max_block_ms``; transactions register each
 partition. What differs is the cost: no future, no metadata object and no
 call chain per record. Each record is one ``RecordBatchBuilder.append``; runs
 of records that land in one batch are filed as one span (see
-:mod:`aioproducer.bulk_result`), and the call's one future resolves once all
+:mod:`aioproducer.bulk.result`), and the call's one future resolves once all
 of them have reported.
 
 Records are taken in slices of at most :data:`SLICE_RECORDS` records and
@@ -26,21 +26,21 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import errors
-from .bulk_input import BulkColumns, read_columns
-from .bulk_result import BulkCall, BulkResult, BulkSpan
-from .partitioner import partition_for_key
-from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from .. import errors
+from ..engine.partitioner import partition_for_key
+from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from .input import BulkColumns, read_columns
+from .result import BulkCall, BulkResult, BulkSpan
 
 if TYPE_CHECKING:
-    from .accumulator import RecordAccumulator
-    from .buffer_pool import BufferPool
-    from .client import KafkaClient
-    from .cluster import TopicInfo
-    from .config import ProducerConfig
-    from .metadata_wait import MetadataWait
-    from .partitioner import StickyPartitioner
-    from .transactions import TransactionManager
+    from ..config import ProducerConfig
+    from ..engine.accumulator import RecordAccumulator
+    from ..engine.buffer_pool import BufferPool
+    from ..engine.partitioner import StickyPartitioner
+    from ..engine.transactions import TransactionManager
+    from ..net.client import KafkaClient
+    from ..net.cluster import TopicInfo
+    from ..net.metadata_wait import MetadataWait
 
 __all__ = ["BULK_RECORD_OVERHEAD", "SLICE_BYTES", "SLICE_RECORDS", "YIELD_INTERVAL", "BulkAppender"]
 
@@ -171,7 +171,7 @@ class BulkAppender:
             return None
         try:
             # numpy is optional (pyarrow 18+ does not require it either).
-            from .partition_vector import arrow_key_partitions
+            from ..engine.partition_vector import arrow_key_partitions
         except ImportError:
             return None  # without numpy, key by key (murmur2 in Python)
         return arrow_key_partitions(cols.key_array, len(info.partitions))

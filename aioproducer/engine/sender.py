@@ -26,27 +26,27 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from .. import errors
+from ..config import ProducerConfig
+from ..logs import ClientLogger
+from ..net.client import KafkaClient
+from ..net.connection import BrokerConnection
+from ..protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool
-from .client import KafkaClient
-from .config import ProducerConfig
-from .connection import BrokerConnection
 from .idempotence import SequenceState
-from .logs import ClientLogger
 from .produce_request import build_payloads, leader_hints, partition_outcomes, produce_body
-from .protocol.messages import INIT_PRODUCER_ID, PRODUCE
 from .retry import Action, RetryConfig, Written, classify
 from .transaction_version import choose_version
 from .transactions import TransactionManager
 
 if TYPE_CHECKING:
-    from .producer_metrics import ProducerMetrics
+    from ..producer_metrics import ProducerMetrics
 
 __all__ = ["Sender"]
 
-log = logging.getLogger("aioproducer.sender")
+log = logging.getLogger("aioproducer.engine.sender")
 
 # Answers that mean "ask again in a moment" while a coordinator loads or moves,
 # and how long they are retried before each failure is a WARNING.

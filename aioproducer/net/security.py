@@ -18,10 +18,10 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .errors import ConfigurationError
-from .sasl.credentials import MECHANISMS, SaslCredentials
-from .sasl.oauthbearer import TokenProvider
-from .sasl.oidc import ClientCredentialsTokenProvider
+from ..errors import ConfigurationError
+from ..sasl.credentials import MECHANISMS, SaslCredentials
+from ..sasl.oauthbearer import TokenProvider
+from ..sasl.oidc import ClientCredentialsTokenProvider
 
 
 class SecuritySettings(Protocol):

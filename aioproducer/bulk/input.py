@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from .validation import check_headers, to_bytes
+from ..engine.validation import check_headers, to_bytes
 
 __all__ = ["ARROW_COPY_LIMIT", "BulkColumns", "bytes_column", "is_arrow_array", "read_columns"]
 
@@ -205,7 +205,7 @@ class BulkColumns:
 
 
 def _headers(headers: Any, n: int, cols: BulkColumns) -> None:
-    from .protocol.records import headers_size
+    from ..protocol.records import headers_size
 
     cols.common_headers = cols.headers = cols.header_sizes = None
     if headers is None:

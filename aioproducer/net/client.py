@@ -1,6 +1,6 @@
 """The cluster metadata that maps partitions to brokers, kept fresh, over the connections.
 
-:class:`KafkaClient` extends :class:`~aioproducer.broker_connections.BrokerConnections`
+:class:`KafkaClient` extends :class:`~aioproducer.net.broker_connections.BrokerConnections`
 (one connection per node, opened on demand with jittered reconnect backoff) with a
 :class:`ClusterSnapshot` kept fresh: on demand (a leader moved, a topic is unknown,
 a connection dropped) and at least every ``metadata_max_age_ms``. It also
@@ -31,16 +31,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from .. import errors
+from ..protocol.messages import METADATA
 from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
 from .cluster import BrokerInfo, ClusterSnapshot, TopicInfo
 from .node_selection import reconnect_delay
-from .protocol.messages import METADATA
 from .security import Security
 
 if TYPE_CHECKING:
-    from .producer_metrics import ProducerMetrics
+    from ..producer_metrics import ProducerMetrics
 
 __all__ = ["KafkaClient", "parse_bootstrap", "reconnect_delay"]
 

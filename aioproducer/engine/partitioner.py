@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._speedups import kernels
+from .._speedups import kernels
 
 __all__ = [
     "PartitionerFn",

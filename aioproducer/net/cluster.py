@@ -1,7 +1,7 @@
 """A snapshot of cluster metadata: brokers, topics, partitions and their leaders.
 
 Pure data, built from Metadata responses; no I/O and no clock of its own (the
-caller passes ``now``). :class:`~aioproducer.client.KafkaClient` owns the
+caller passes ``now``). :class:`~aioproducer.net.client.KafkaClient` owns the
 current snapshot and replaces it on each refresh.
 """
 

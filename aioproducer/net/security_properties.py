@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 from .jaas import parse_jaas_entry
 
 __all__ = [
@@ -87,7 +87,7 @@ def parse_jaas_config(text: str) -> dict[str, str]:
     ``org.apache.kafka.common.security.plain.PlainLoginModule required
     username="alice" password="secret";`` -> ``{"sasl_plain_username":
     "alice", "sasl_plain_password": "secret"}``. The text is read as Kafka's
-    ``JaasConfig`` reads it (:mod:`aioproducer.jaas`). Options other login
+    ``JaasConfig`` reads it (:mod:`aioproducer.net.jaas`). Options other login
     modules use (``unsecuredLoginStringClaim_sub``...) are ignored.
     """
     entry = parse_jaas_entry(text)

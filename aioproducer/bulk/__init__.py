@@ -1,0 +1,1 @@
+"""The bulk path: whole columns of records encoded in one pass."""

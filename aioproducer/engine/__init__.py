@@ -1,0 +1,1 @@
+"""The engine: batches, the accumulator, the sender and its pure decisions."""

@@ -1,0 +1,1 @@
+"""Networking: broker connections, bootstrap and metadata, TLS and SASL set-up."""
