@@ -120,7 +120,7 @@ async def test_arrow_columns_copied_or_viewed_give_the_same_records(
 ) -> None:
     # Columns up to ARROW_COPY_LIMIT bytes become bytes objects; bigger ones are
     # read as memoryviews of the Arrow buffers (0: every column is "big").
-    from aioproducer.bulk.appender import input as bulk_input
+    from aioproducer.bulk import input as bulk_input
 
     if copy_limit is not None:
         monkeypatch.setattr(bulk_input, "ARROW_COPY_LIMIT", copy_limit)

@@ -16,7 +16,7 @@ import pytest
 
 from aioproducer import BulkResult, Producer, producer
 from aioproducer.bulk.appender import BULK_RECORD_OVERHEAD
-from aioproducer.bulk.appender import appender as bulk
+from aioproducer.bulk import appender as bulk
 from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD, RESOLVE_SLICE
 from aioproducer.protocol.records import MAX_RECORD_OVERHEAD
 from aioproducer.testing import MockCluster
