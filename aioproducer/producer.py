@@ -8,7 +8,7 @@ after that (batching, retries, expiry) belongs to the sender.
 This module holds the lifecycle (start, flush, close) and the per-record hot
 path, kept in one function on purpose (no call per record beyond the append).
 The transaction methods come from :mod:`.producer_transactions`, the bulk ones
-from :mod:`.producer_bulk`, the partition rules from :mod:`.partition_selection`,
+from :mod:`.producer_bulk`, the partition rules from :mod:`.engine.partition_selection`,
 the gauges from :mod:`.producer_metrics`, the hooks from :mod:`.interceptors`.
 
 Invariants: a cancelled ``enqueue`` appended nothing and holds no memory; every

@@ -49,7 +49,7 @@ class BulkProducerMixin:
         ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
         The future resolves to a BulkResult, or fails with BulkSendError naming
         the failed records. Bad input raises at once and buffers nothing.
-        Configured interceptors see every record (see :mod:`.bulk_intercept`).
+        Configured interceptors see every record (see :mod:`.bulk.intercept`).
         """
         self._check_open()
         assert self._bulk is not None

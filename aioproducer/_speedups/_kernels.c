@@ -3,7 +3,7 @@
  * Each function here computes exactly what its pure-Python reference computes
  * (tests/unit/test_kernels_equal.py checks byte equality on random input):
  *
- *   murmur2            aioproducer.partitioner._murmur2_pure
+ *   murmur2            aioproducer.engine.partitioner._murmur2_pure
  *   headers_bytes      aioproducer.protocol.records._headers_bytes_pure
  *   encode_record      the encoding half of RecordBatchBuilder._append_pure
  *   encode_run         the per-record loops of RecordBatchBuilder.append_run

@@ -106,13 +106,18 @@ def bytes_column(
     kinds = set(map(type, column))
     if kinds <= {bytes, type(None)}:
         return column if isinstance(column, list) else list(column)
-    for i, v in enumerate(column):
+    out = list(column)
+    for i, v in enumerate(out):
         if v is not None and not isinstance(v, _BYTES_LIKE):
             raise TypeError(
                 f"{what}[{i}] must be bytes-like or None when no serializer is set, "
                 f"got {type(v).__name__}"
             )
-    return list(column)
+        if type(v) is memoryview and (v.itemsize != 1 or not v.c_contiguous):
+            # Record lengths are byte counts: a view of wider items (array('i'))
+            # or a strided one is taken as its bytes, as the per-record path does.
+            out[i] = v.tobytes()
+    return out
 
 
 def _arrow_lengths(arr: Any) -> array[int]:
