@@ -4,11 +4,13 @@ from . import errors
 from .bulk.result import BulkResult, BulkSendError
 from .config import ProducerConfig
 from .engine.batch import RecordMetadata
+from .engine.transactions import PreparedTransaction
 from .errors import ProducerLoopError
 from .producer import Producer
 
 __all__ = [
-    "BulkResult", "BulkSendError", "Producer", "ProducerConfig", "ProducerLoopError",
+    "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
+    "ProducerLoopError",
     "RecordMetadata", "__version__", "errors",
 ]
 __version__ = "0.1.0"

@@ -43,6 +43,7 @@ __all__ = [
     "SerializationError",
     "SslError",
     "TransactionAbortedError",
+    "TransactionNotCompletedError",
     "error_for_code",
     "is_authentication_failure",
     "raise_for_code",
@@ -152,6 +153,17 @@ class IllegalStateError(KafkaError):
     """The API was used in a state that does not allow it (e.g. commit without begin)."""
 
     description = "Operation not allowed in the current state"
+
+
+class TransactionNotCompletedError(IllegalStateError):
+    """A prepared transaction could not be committed or aborted as asked.
+
+    It is gone: a newer producer with the same ``transactional_id`` fenced it
+    (aborting it), the coordinator aborted it after ``transaction_timeout_ms``,
+    or it already ended the other way. Not retriable.
+    """
+
+    description = "The prepared transaction no longer exists"
 
 
 class ProducerLoopError(IllegalStateError, RuntimeError):

@@ -2,7 +2,8 @@
 
 :class:`TransactionalProducerMixin` holds the public transaction methods
 (``init_transactions``, ``begin_transaction``, ``commit_transaction``,
-``abort_transaction``, ``send_offsets_to_transaction``, ``transaction()``) and
+``abort_transaction``, ``send_offsets_to_transaction``, ``transaction()``, and
+the two-phase ``prepare_transaction``/``complete_transaction``) and
 the abort of a transaction left open on close. ``Producer`` inherits them, so
 they are methods of ``Producer`` itself; the protocol and the state machine
 stay in :mod:`.transactions` (:class:`TransactionManager`).
@@ -17,6 +18,8 @@ Invariants:
   be aborted;
 * an abort first fails the records not yet sent (TransactionAbortedError),
   waits for those in flight, then sends EndTxn(abort);
+* a prepare flushes as a commit does, then leaves the transaction open; close
+  does not abort it;
 * every wait is bounded by ``max_block_ms`` (or close's ``timeout``).
 """
 
@@ -28,13 +31,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import errors
+from .engine.idempotence import SequenceState
+from .engine.transactions import PreparedTransaction, TransactionManager
 
 if TYPE_CHECKING:
     from .config import ProducerConfig
     from .engine.accumulator import RecordAccumulator
     from .engine.sender import Sender
-    from .engine.transactions import TransactionManager
     from .logs import ClientLogger
+    from .net.client import KafkaClient
 
 __all__ = ["TransactionalProducerMixin"]
 
@@ -51,6 +56,7 @@ class TransactionalProducerMixin:
         _acc: RecordAccumulator
         _sender: Sender | None
         _txn: TransactionManager | None
+        _client: KafkaClient | None
         _max_block: float
 
         def _check_open(self) -> None: ...
@@ -80,6 +86,49 @@ class TransactionalProducerMixin:
 
     async def commit_transaction(self) -> None:
         """Flush, then commit. If a record failed, raises; abort_transaction() then."""
+        txn = await self._flush_transaction("commit")
+        await txn.end(commit=True)
+
+    async def prepare_transaction(self) -> PreparedTransaction:
+        """Flush, then leave the transaction open for a later commit or abort.
+
+        The first phase of a two-phase commit (as KIP-939's
+        ``prepareTransaction``, without its broker-side support): pass the
+        returned :class:`~aioproducer.PreparedTransaction` to
+        :meth:`complete_transaction` of any started producer, in any process.
+        Until then ``read_committed`` consumers wait at its first record, and
+        the coordinator aborts it once ``transaction_timeout_ms`` has passed
+        since it began. This producer sends nothing more until it completes
+        it; closing it leaves the transaction open.
+        """
+        txn = await self._flush_transaction("prepare")
+        return await txn.prepare()
+
+    async def complete_transaction(self, prepared: PreparedTransaction, *, commit: bool) -> None:
+        """Commit (or abort) a transaction that a producer prepared.
+
+        Any started producer may complete it, transactional or not. Raises
+        TransactionNotCompletedError if the transaction is gone (fenced by a
+        newer producer with its id, timed out, or ended the other way).
+        """
+        self._check_open()
+        own = self._txn
+        if own is not None and own.matches(prepared):
+            await own.end(commit=commit)
+            return
+        assert self._client is not None  # started: _check_open() says so
+        courier = TransactionManager(
+            self._client,
+            SequenceState(),
+            transactional_id=prepared.transactional_id,
+            transaction_timeout_ms=self.config.transaction_timeout_ms,
+            max_block_ms=self.config.max_block_ms,
+            retry_backoff_ms=self.config.retry_backoff_ms,
+        )
+        await courier.end_prepared(prepared, commit)
+
+    async def _flush_transaction(self, what: str) -> TransactionManager:
+        """Flush the open transaction's records: the first half of commit and prepare."""
         txn = self._transactions()
         txn.start_commit()
         self._acc.flushing += 1
@@ -87,14 +136,14 @@ class TransactionalProducerMixin:
             self._sender.wakeup()  # type: ignore[union-attr]
             if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
                 raise errors.KafkaTimeoutError(
-                    f"commit could not flush the transaction's records within "
-                    f"{self.config.max_block_ms} ms; call commit_transaction() again or abort"
+                    f"{what} could not flush the transaction's records within "
+                    f"{self.config.max_block_ms} ms; call {what}_transaction() again or abort"
                 )
         finally:
             self._acc.flushing -= 1
         if txn.state is not txn.state.COMMITTING:
             txn.start_commit()  # raises the failure that made the transaction abortable
-        await txn.end(commit=True)
+        return txn
 
     async def abort_transaction(self) -> None:
         """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""

@@ -12,7 +12,17 @@ States and who moves between them::
     UNINITIALIZED --init()--> READY --begin()--> IN_TRANSACTION
     IN_TRANSACTION --commit()--> READY          (flushes first)
     IN_TRANSACTION | ABORTABLE_ERROR --abort()--> READY
+    IN_TRANSACTION --prepare()--> PREPARED      (flushes first; two-phase commit)
+    PREPARED --complete()--> READY
     any --fenced / fatal error--> FATAL_ERROR   (the producer must be closed)
+
+Two-phase commit: ``prepare()`` leaves the transaction open on the broker and
+hands back its :class:`PreparedTransaction` (id, producer id, epoch). Any
+producer, in any process, completes it later with EndTxn under that identity
+(``end_prepared``), as long as no newer producer with the same
+``transactional_id`` has fenced it and ``transaction_timeout_ms`` has not
+passed since the transaction began (the coordinator aborts it then). Close
+does not abort a prepared transaction.
 
 A batch that fails inside a transaction makes it ABORTABLE_ERROR: commit then
 raises and the user aborts and carries on. So does TRANSACTION_ABORTABLE (120,
@@ -34,6 +44,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .. import errors
@@ -53,7 +64,7 @@ from ..protocol.txn_messages import (
 from .idempotence import SequenceState
 from .transaction_version import choose_version, end_txn_identity, transaction_v2_enabled
 
-__all__ = ["TransactionManager", "TxnState"]
+__all__ = ["PreparedTransaction", "TransactionManager", "TxnState"]
 
 log = logging.getLogger("aioproducer.engine.transactions")
 TopicPartition = tuple[str, int]
@@ -66,7 +77,23 @@ class TxnState(enum.Enum):
     COMMITTING = "committing"
     ABORTING = "aborting"
     ABORTABLE_ERROR = "abortable error"
+    PREPARED = "prepared"
     FATAL_ERROR = "fatal error"
+
+
+@dataclass(frozen=True)
+class PreparedTransaction:
+    """A flushed transaction left open, to be committed or aborted elsewhere.
+
+    Picklable: a Spark task prepares, the driver completes. ``empty`` means no
+    record or offset was added, so the broker has nothing to complete.
+    """
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    transaction_version: int  # 1 or 2 (KIP-890): which EndTxn versions apply
+    empty: bool = False
 
 
 # Answers that mean "ask again", possibly after finding the coordinator anew.
@@ -138,6 +165,11 @@ class TransactionManager:
         if self.state is TxnState.ABORTABLE_ERROR:
             raise errors.IllegalStateError(
                 f"the transaction failed ({self.error}); call abort_transaction() before sending"
+            )
+        if self.state is TxnState.PREPARED:
+            raise errors.IllegalStateError(
+                "the transaction was prepared: complete it with complete_transaction() "
+                "before sending"
             )
         raise errors.IllegalStateError(
             f"cannot send outside a transaction (state: {self.state.value}); "
@@ -217,9 +249,7 @@ class TransactionManager:
             )
         self.state = TxnState.IN_TRANSACTION
 
-    async def end(self, commit: bool) -> None:
-        """EndTxn for the current transaction; the caller has flushed or aborted batches."""
-        deadline = time.monotonic() + self._max_block
+    async def _await_partitions_added(self, deadline: float) -> None:
         if self._add_task is not None and not self._add_task.done():
             try:
                 await asyncio.wait_for(
@@ -232,6 +262,11 @@ class TransactionManager:
                 ) from None
         if self.state is TxnState.FATAL_ERROR:  # fenced while partitions were being added
             raise self._fatal()
+
+    async def end(self, commit: bool) -> None:
+        """EndTxn for the current transaction; the caller has flushed or aborted batches."""
+        deadline = time.monotonic() + self._max_block
+        await self._await_partitions_added(deadline)
         if self._added or self._offsets_added:
             body = {
                 "transactional_id": self.transactional_id,
@@ -304,6 +339,60 @@ class TransactionManager:
                 f"cannot abort in state {self.state.value}: no transaction was begun"
             )
         self.state = TxnState.ABORTING
+
+    async def prepare(self) -> PreparedTransaction:
+        """Leave the flushed transaction open and describe it (two-phase commit).
+
+        The caller has flushed it (state COMMITTING, every record acknowledged).
+        """
+        if self.state is not TxnState.COMMITTING:
+            self.start_commit()  # raises what keeps it from being prepared
+        await self._await_partitions_added(time.monotonic() + self._max_block)
+        if self.state is not TxnState.COMMITTING:  # a registration failed meanwhile
+            self.start_commit()
+        self.state = TxnState.PREPARED
+        return PreparedTransaction(
+            self.transactional_id,
+            self._seq.producer_id,
+            self._seq.epoch,
+            2 if self.v2 else 1,
+            empty=not (self._added or self._offsets_added),
+        )
+
+    def matches(self, prepared: PreparedTransaction) -> bool:
+        """Whether ``prepared`` is this manager's own prepared transaction."""
+        return (
+            self.state is TxnState.PREPARED
+            and prepared.transactional_id == self.transactional_id
+            and (prepared.producer_id, prepared.producer_epoch) == self.producer_identity
+        )
+
+    async def end_prepared(self, prepared: PreparedTransaction, commit: bool) -> None:
+        """EndTxn for a transaction another producer prepared (this manager is a courier).
+
+        Fencing answers mean the transaction is gone: a newer producer with the
+        same id initialized (aborting it), or the coordinator aborted it after
+        its timeout. INVALID_TXN_STATE means it already ended the other way.
+        """
+        if prepared.empty:
+            return
+        self.v2 = prepared.transaction_version >= 2
+        body = {
+            "transactional_id": prepared.transactional_id,
+            "producer_id": prepared.producer_id,
+            "producer_epoch": prepared.producer_epoch,
+            "committed": commit,
+        }
+        what = "commit" if commit else "abort"
+        try:
+            await self._coordinator_request(END_TXN, body, time.monotonic() + self._max_block)
+        except (errors.ProducerFencedError, errors.InvalidTxnStateError) as exc:
+            raise errors.TransactionNotCompletedError(
+                f"cannot {what} the prepared transaction of {prepared.transactional_id!r} "
+                f"(producer id {prepared.producer_id}, epoch {prepared.producer_epoch}): it was "
+                f"aborted by a newer producer with that id, by the coordinator after "
+                f"transaction_timeout_ms, or already ended the other way ({exc})"
+            ) from None
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         """Add consumer offsets to the transaction (consume-transform-produce)."""

@@ -33,6 +33,9 @@ _RESERVED = {
     ),
 }
 
+# Kafka's default transaction.max.timeout.ms (15 minutes).
+_JOB_TRANSACTION_TIMEOUT_MS = 900_000
+
 # Options Spark itself passes to every data source (or that belong to the
 # streaming engine); they are not ours to reject.
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
@@ -64,6 +67,16 @@ class SinkOptions:
         props.setdefault("client.id", f"aioproducer-spark-{partition_id}")
         if self.transactional:
             props["transactional.id"] = self.transactional_id(partition_id)
+            # A task's transaction stays open until the driver commits the job,
+            # so its timeout must cover the job, not the task: the brokers'
+            # default transaction.max.timeout.ms, unless the user chose one.
+            props.setdefault("transaction.timeout.ms", str(_JOB_TRANSACTION_TIMEOUT_MS))
+        return props
+
+    def driver_properties(self) -> dict[str, str]:
+        """Producer properties for the driver, which completes the tasks' transactions."""
+        props = dict(self.producer_properties)
+        props.setdefault("client.id", "aioproducer-spark-driver")
         return props
 
     def transactional_id(self, partition_id: int) -> str:

@@ -5,9 +5,17 @@ feeds it the task's rows a chunk at a time through the bulk path
 (``enqueue_many``, straight from the Arrow arrays; its buffer-memory
 backpressure bounds what is held in memory), flushes and reports a
 :class:`KafkaCommitMessage`. The first failed delivery fails the task with that
-error's message. In transactional mode the task's records form one Kafka
-transaction whose id is stable across attempts, so a retried attempt fences the
-failed one and its partial output is never committed.
+error's message.
+
+In transactional mode the write is a two-phase commit, as Spark's own
+contract for exactly-once sinks asks: each task writes its records in one
+Kafka transaction whose id is stable across attempts and *prepares* it
+(flushed, left open); only the driver's ``commit()``, which Spark calls once
+every task has succeeded, commits them, and ``abort()`` aborts them. A task
+cannot commit by itself: when an upstream computation fails, the task's input
+can simply end early, so a task that reaches the end of its input has not
+necessarily succeeded. A retried attempt's ``init_transactions()`` fences the
+attempt it replaces and aborts whatever that one left open.
 
 Rows are pulled from Spark on a helper thread, one chunk ahead of the producer:
 reading the input can block (on the JVM or an upstream computation), and the
@@ -34,8 +42,10 @@ from pyspark.sql.datasource import (
 
 from .. import errors
 from ..bulk.result import BulkSendError
+from ..engine.transactions import PreparedTransaction
 from ..producer import Producer
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
+from .job_transactions import abort_job, commit_job
 from .options import SinkOptions
 
 try:  # Spark 4.1+: Arrow batches for streaming writes too.
@@ -70,6 +80,8 @@ class KafkaCommitMessage(WriterCommitMessage):
     started: float = 0.0  # epoch seconds, for the job's wall time
     finished: float = 0.0
     transactional_id: str | None = None
+    # Transactional mode: the task's open transaction, for the driver to end.
+    prepared: PreparedTransaction | None = None
 
 
 def _task_identity() -> tuple[int, int]:
@@ -131,6 +143,7 @@ async def _produce(
     pending: asyncio.Future[Chunk | None] | None = None
     outstanding = _Outstanding()
     ok = in_transaction = False
+    prepared: PreparedTransaction | None = None
     try:
         await producer.start()
         if options.transactional:
@@ -161,7 +174,8 @@ async def _produce(
         if error is not None:
             raise error
         if options.transactional:
-            await producer.commit_transaction()
+            # Left open: the driver commits it once every task succeeded.
+            prepared = await producer.prepare_transaction()
         ok = True
     except SinkWriteError:
         raise
@@ -196,6 +210,7 @@ async def _produce(
         started=started,
         finished=time.time(),
         transactional_id=props.get("transactional.id"),
+        prepared=prepared,
     )
 
 
@@ -253,6 +268,24 @@ def summarize(
     return line, records, nbytes
 
 
+def _commit(options: SinkOptions, messages: list[WriterCommitMessage | None], what: str) -> None:
+    """The driver's commit: in transactional mode, commit every task's transaction."""
+    line = summarize(messages, what)[0]
+    if options.transactional:
+        line += f" ({commit_job(options, messages)} task transactions committed)"
+    _report(logging.INFO, line)
+
+
+def _abort(options: SinkOptions, messages: list[WriterCommitMessage | None], what: str) -> None:
+    line = summarize(messages, what)[0]
+    if options.transactional:
+        line += f" ({abort_job(options, messages)})"
+    else:
+        # Without transactions the successful tasks' records stay in Kafka.
+        line += " (already delivered records stay in Kafka: at-least-once)"
+    _report(logging.WARNING, line)
+
+
 class KafkaBatchWriter(DataSourceArrowWriter):
     """Batch writes; Arrow input avoids building a Row object per record."""
 
@@ -264,14 +297,10 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         return write_partition(arrow_chunks(iterator, self.plan), self.options)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        _report(logging.INFO, summarize(messages, "write committed")[0])
+        _commit(self.options, messages, "write committed")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        # Without transactions the successful tasks' records stay in Kafka.
-        line = summarize(messages, "write failed")[0]
-        if not self.options.transactional:
-            line += " (already delivered records stay in Kafka: at-least-once)"
-        _report(logging.WARNING, line)
+        _abort(self.options, messages, "write failed")
 
 
 class KafkaStreamWriter(DataSourceStreamWriter):
@@ -288,10 +317,10 @@ class KafkaStreamWriter(DataSourceStreamWriter):
         return write_partition(self._chunks(iterator), self.options)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        _report(logging.INFO, summarize(messages, f"micro-batch {batchId} committed")[0])
+        _commit(self.options, messages, f"micro-batch {batchId} committed")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        _report(logging.WARNING, summarize(messages, f"micro-batch {batchId} failed")[0])
+        _abort(self.options, messages, f"micro-batch {batchId} failed")
 
 
 if DataSourceStreamArrowWriter is not None:

@@ -11,33 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import confluent_kafka
 import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.engine.transactions import TransactionManager
-from aioproducer.testing.kafka_broker import KafkaBroker
 from tests.support.verify import read_records
 
 pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture(scope="module", params=[1, 2], ids=["tv1", "tv2"])
-def txn_broker(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[int, str]]:
-    """(transaction.version, bootstrap) of a broker formatted with that level."""
-    version = request.param
-    request.getfixturevalue("kafka_libs")  # skips (fails in CI) without the jars
-    workdir: Path = tmp_path_factory.mktemp(f"kafka-tv{version}")
-    broker = KafkaBroker(workdir=workdir, features={"transaction.version": version}).start()
-    try:
-        yield version, broker.bootstrap_servers
-    finally:
-        broker.stop()
 
 
 def _tid() -> str:

@@ -1,14 +1,15 @@
-"""Transactional mode: one Kafka transaction per task, fenced across attempts.
+"""Transactional mode: a two-phase commit of one Kafka transaction per task.
 
-Tansu 0.6 accepts transactions but shows aborted records to ``read_committed``
-consumers. As in ``tests/integration/test_transactions.py``, the one assertion
-that depends on the broker hiding them ("a failed attempt leaves nothing
-visible") runs only if librdkafka sees the broker do so; everything else (the
-mode runs, commits, and a retried job delivers every row) runs everywhere.
+On Apache Kafka, read back by librdkafka with ``read_committed``. Tasks
+prepare their transactions; the driver commits them when the job succeeds and
+aborts them (fencing the ids of tasks that reported nothing) when it fails. A
+task whose upstream computation fails sees its input end early, as if it were
+complete: only the driver knows the task failed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections import Counter
@@ -21,6 +22,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.functions import col, udf
 from pyspark.sql.types import StringType
 
+from aioproducer import Producer
 from tests.support.verify import count_records, read_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -134,14 +136,58 @@ def test_failed_first_attempt_is_fenced_and_the_retry_delivers_every_row(
     # The first attempts did put records in the log (the UDF waited for them)...
     assert count_records(kafka_bootstrap, topic, n) > n
 
-    # ...but read_committed consumers should never see them. On Apache Kafka they do:
-    # the failed attempts' partial output is committed (3,200 records read_committed
-    # for 2,000 rows). A known defect, not yet fixed: the task commits its Kafka
-    # transaction when its input iterator ends, and the input of a task whose
-    # upstream UDF failed appears to end early instead of raising. Until fixed the
-    # test reports it as an expected failure rather than hiding it.
-    if len(committed) != n:
-        pytest.xfail(
-            f"known defect: records of the failed attempts are visible to read_committed "
-            f"({len(committed)} read for {n} rows)"
+    # ...but read_committed consumers never see them: each row exactly once.
+    assert len(committed) == n, f"{len(committed)} records read_committed for {n} rows"
+
+
+async def _commit_marker(bootstrap: str, topic: str) -> bytes:
+    async with Producer(bootstrap, transactional_id=f"marker-{uuid.uuid4().hex[:8]}") as p:
+        await p.init_transactions()
+        async with p.transaction():
+            await p.send(topic, b"marker")
+    return b"marker"
+
+
+def _always_failing(bootstrap: str, topic: str, fail_at: int) -> Callable[[str], str]:
+    def fail_every_attempt(value: str) -> str:
+        if value.endswith(f"-{fail_at}") and value.rsplit("|", 1)[1].startswith("1-"):
+            _wait_until_visible(bootstrap, topic, b"|1-", 60)
+            raise RuntimeError("deliberate failure of every attempt of task 1")
+        return value
+
+    return fail_every_attempt
+
+
+def test_a_failed_job_commits_nothing_and_leaves_no_transaction_open(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, small_arrow_batches: None
+) -> None:
+    """Task 0 succeeds, task 1 fails on every attempt: the job fails, and the
+    driver's abort() aborts task 0's prepared transaction and fences task 1's id,
+    so a later transaction on the topic is visible at once, alone."""
+    topic = topic_factory(1)
+    partitions, per_partition = 2, 1_000
+    prefix = _prefix()
+    fail = udf(_always_failing(kafka_bootstrap, topic, 700), StringType(), useArrow=False)
+    df = (
+        spark.range(partitions * per_partition, numPartitions=partitions)
+        .selectExpr(f"concat(repeat('x', {_PADDING}), '|', cast(id div {per_partition} as string),"
+                    f" '-', cast(id % {per_partition} as string)) as value")
+        .select(fail(col("value")).alias("value"))
+    )
+    with pytest.raises(Exception, match="deliberate failure of every attempt"):
+        (
+            df.write.format("aioproducer")
+            .option("kafka.bootstrap.servers", kafka_bootstrap)
+            .option("topic", topic)
+            .option("kafka.linger.ms", "1")
+            .option("transactional", "true")
+            .option("transactional.id.prefix", prefix)
+            .mode("append")
+            .save()
         )
+    assert count_records(kafka_bootstrap, topic, 1) > 0  # the attempts did write
+    marker = asyncio.run(_commit_marker(kafka_bootstrap, topic))
+    # Open transactions would hold read_committed readers back for 15 minutes;
+    # the marker, committed after the job, is read well within the bound.
+    committed = read_records(kafka_bootstrap, topic, 1, isolation_level="read_committed", timeout=60)
+    assert [r.value for r in committed] == [marker]
