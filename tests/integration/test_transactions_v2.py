@@ -186,3 +186,27 @@ async def test_zombie_is_fenced(txn_broker, topic_factory) -> None:  # type: ign
                 await second.send(topic, b"second")
     records = read_records(bootstrap, topic, 2, isolation_level="read_committed", grace=2.0)
     assert sorted(r.value for r in records) == [b"first", b"second"]
+
+
+async def test_abort_before_any_record_was_sent(txn_broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
+    """Records still lingering when the transaction is aborted never reach a broker;
+    under v2 the broker then knows of no transaction, yet the producer goes on."""
+    version, bootstrap = txn_broker
+    topic = topic_factory(2, bootstrap=bootstrap)
+    async with Producer(bootstrap, transactional_id=_tid(), linger_ms=60_000) as p:
+        await p.init_transactions()
+        await p.begin_transaction()
+        lingering = [await p.enqueue(topic, b"never sent", partition=i % 2) for i in range(4)]
+        await asyncio.wait_for(p.abort_transaction(), 30)
+        for future in lingering:
+            with pytest.raises(errors.TransactionAbortedError):
+                await future
+        async with p.transaction():
+            await p.send(topic, b"after", partition=0)
+        await p.begin_transaction()
+        await p.enqueue(topic, b"never sent either", partition=1)
+        await asyncio.wait_for(p.abort_transaction(), 30)
+        async with p.transaction():
+            await p.send(topic, b"last", partition=1)
+    records = read_records(bootstrap, topic, 2, isolation_level="read_committed", grace=1.0)
+    assert sorted(r.value for r in records) == [b"after", b"last"]

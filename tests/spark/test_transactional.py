@@ -80,12 +80,16 @@ def test_transactional_needs_a_prefix(spark: SparkSession, kafka_bootstrap: str)
 _PADDING = 1_000
 
 
-def _wait_until_visible(bootstrap: str, topic: str, marker: bytes, timeout: float) -> None:
-    """Block until some record whose value contains ``marker`` is in the log."""
+def _wait_until_visible(
+    bootstrap: str, topic: str, marker: bytes, timeout: float, suffix: bytes = b""
+) -> None:
+    """Block until some record whose value contains ``marker`` (and ends with ``suffix``)
+    is in the log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        records = read_records(bootstrap, topic, 1, timeout=2, grace=0)
-        if any(r.value is not None and marker in r.value for r in records):
+        # With a suffix, read all there is (two seconds' worth), not just the first record.
+        records = read_records(bootstrap, topic, 10**9 if suffix else 1, timeout=2, grace=0)
+        if any(r.value is not None and marker in r.value and r.value.endswith(suffix) for r in records):
             return
 
 
@@ -150,10 +154,16 @@ async def _commit_marker(bootstrap: str, topic: str) -> bytes:
 
 def _always_failing(bootstrap: str, topic: str, fail_at: int) -> Callable[[str], str]:
     def fail_every_attempt(value: str) -> str:
-        if value.endswith(f"-{fail_at}") and value.rsplit("|", 1)[1].startswith("1-"):
-            _wait_until_visible(bootstrap, topic, b"|1-", 60)
+        # Values carry their attempt, so each attempt of task 1 fails only once its
+        # own writer has begun its transaction and written part of it: the driver's
+        # abort, which follows the job's failure, is then what must end it.
+        ctx = TaskContext.get()
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        tagged = f"{value}#a{attempt}"
+        if value.rsplit("|", 1)[1] == f"1-{fail_at}":
+            _wait_until_visible(bootstrap, topic, b"|1-", 60, suffix=f"#a{attempt}".encode())
             raise RuntimeError("deliberate failure of every attempt of task 1")
-        return value
+        return tagged
 
     return fail_every_attempt
 
