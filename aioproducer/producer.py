@@ -43,7 +43,13 @@ from .engine.partition_selection import (
 from .engine.partitioner import StickyPartitioner
 from .engine.sender import Sender
 from .engine.transactions import TransactionManager
-from .engine.validation import check_headers, check_record_size, check_topic, to_bytes
+from .engine.validation import (
+    MAX_TIMESTAMP_MS,
+    check_headers,
+    check_record_size,
+    check_topic,
+    to_bytes,
+)
 from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
 from .loop_binding import LoopBindingMixin
@@ -452,8 +458,12 @@ class Producer(
             header_size = 1
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
-        elif isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0:
-            raise ValueError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        elif (isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int)
+              or not 0 <= timestamp_ms <= MAX_TIMESTAMP_MS):
+            raise ValueError(
+                f"timestamp_ms must be an int from 0 to 2**63-1 (ms since the epoch), "
+                f"got {timestamp_ms!r}"
+            )
         key_size = -1 if key is None else len(key)
         value_size = -1 if value is None else len(value)
         # Upper bound of the record's encoded size: lengths as 5-byte varints.

@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from ..engine.validation import check_headers, to_bytes
+from ..engine.validation import MAX_TIMESTAMP_MS, check_headers, to_bytes
 
 __all__ = ["ARROW_COPY_LIMIT", "BulkColumns", "bytes_column", "is_arrow_array", "read_columns"]
 
@@ -164,13 +164,15 @@ def _per_record_or_one(value: Any, n: int, what: str) -> tuple[Any, list[Any] | 
     return None, list(value)
 
 
-def _check_int(value: Any, what: str, minimum: int) -> None:
+def _check_int(value: Any, what: str, minimum: int, maximum: int | None = None) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an int or None, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{what} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{what} must be <= {maximum}, got {value}")
 
 
 class BulkColumns:
@@ -276,7 +278,7 @@ def read_columns(
     _headers(headers, n, cols)
     cols.timestamp, cols.timestamps = _per_record_or_one(timestamp_ms, n, "timestamp_ms")
     for i, ts in enumerate(cols.timestamps or (cols.timestamp,)):
-        _check_int(ts, f"timestamp_ms[{i}]" if cols.timestamps else "timestamp_ms", 0)
+        _check_int(ts, f"timestamp_ms[{i}]" if cols.timestamps else "timestamp_ms", 0, MAX_TIMESTAMP_MS)
     cols.partition, cols.partitions = _per_record_or_one(partition, n, "partition")
     for i, p in enumerate(cols.partitions or (cols.partition,)):
         _check_int(p, f"partition[{i}]" if cols.partitions else "partition", 0)

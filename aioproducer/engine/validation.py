@@ -13,7 +13,10 @@ from typing import Any
 from .. import errors
 from .batch import RECORD_HANDLE_OVERHEAD
 
-__all__ = ["MAX_TOPIC_LENGTH", "check_headers", "check_record_size", "check_topic", "to_bytes"]
+__all__ = ["MAX_TIMESTAMP_MS", "MAX_TOPIC_LENGTH", "check_headers", "check_record_size", "check_topic", "to_bytes"]
+
+# A record batch's timestamps are int64 (milliseconds since the epoch).
+MAX_TIMESTAMP_MS = 2**63 - 1
 
 # Kafka's Topic.validate: at most 249 characters of [a-zA-Z0-9._-], not "." or "..".
 MAX_TOPIC_LENGTH = 249

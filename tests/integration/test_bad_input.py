@@ -60,6 +60,8 @@ def _bad_calls(topic: str) -> list[tuple[str, dict, type[BaseException], str]]:
          "timestamp_ms"),
         ("float timestamp", {"topic": topic, "value": v, "timestamp_ms": 1.5}, ValueError,
          "timestamp_ms"),
+        ("timestamp beyond int64", {"topic": topic, "value": v, "timestamp_ms": 2**63},
+         ValueError, "2**63-1"),
     ]
 
 

@@ -180,6 +180,8 @@ async def test_bad_input_raises_typed_errors_and_buffers_nothing() -> None:
                 (ValueError, {"values": good, "headers": [None] * 3}),
                 (ValueError, {"values": good, "timestamp_ms": -1}),
                 (ValueError, {"values": good, "timestamp_ms": [1] * 9 + [-5]}),
+                (ValueError, {"values": good, "timestamp_ms": 2**63}),
+                (ValueError, {"values": good, "timestamp_ms": [1] * 9 + [2**64]}),
                 (TypeError, {"values": good, "partition": "0"}),
                 (errors.InvalidPartitionError, {"values": good, "partition": [0] * 9 + [2]}),
                 (errors.RecordTooLargeError, {"values": good[:3] + [b"x" * 20_000]}),
