@@ -197,16 +197,31 @@ class TransactionManager:
     def batch_failed(self, exc: BaseException) -> BaseException:
         """A batch of this transaction failed: the transaction can only be aborted.
 
-        Returns the error the batch's records get: a stale epoch is fencing,
-        reported as such. Under v2 that is how a zombie first hears of it: its
-        Produce v12 meets the newer epoch at the partition leader, with no
-        AddPartitionsToTxn to the coordinator before it (KIP-890).
+        Returns the error the batch's records get. PRODUCER_FENCED is fatal.
+        INVALID_PRODUCER_EPOCH from a partition leader is abortable, as in Java
+        (KIP-588): the coordinator bumped the epoch either because the
+        transaction outlived ``transaction_timeout_ms`` (it aborted it) or
+        because a newer producer took the id. The abort tells which: its EndTxn
+        answers PRODUCER_FENCED to a zombie (fatal then), and otherwise
+        InitProducerId hands this producer the new epoch and it goes on. Under
+        v2 this is also how a zombie first hears of it: its Produce v12 meets
+        the newer epoch, with no AddPartitionsToTxn before it (KIP-890).
         """
-        if isinstance(exc, errors.KafkaError) and exc.code in _FENCED_CODES:
-            detail = exc.message or ""
+        if not isinstance(exc, errors.KafkaError):
+            code, detail = None, ""
+        else:
+            code, detail = exc.code, exc.message or ""
+        if code == errors.ProducerFencedError.code:
             fenced = errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
             self._to_fatal(fenced)
             return errors.ProducerFencedError(str(fenced))
+        if code == errors.InvalidProducerEpochError.code:
+            self.epoch_bump_needed = True
+            exc = errors.InvalidProducerEpochError(
+                f"transactional id {self.transactional_id!r}: the coordinator moved to a newer "
+                f"epoch (the transaction ran past transaction_timeout_ms, or a newer producer "
+                f"with this id started); abort the transaction. {detail}".rstrip()
+            )
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = exc

@@ -18,7 +18,12 @@ def txn_broker(
     version = request.param
     request.getfixturevalue("kafka_libs")  # skips (fails in CI) without the jars
     workdir: Path = tmp_path_factory.mktemp(f"kafka-tv{version}")
-    broker = KafkaBroker(workdir=workdir, features={"transaction.version": version}).start()
+    broker = KafkaBroker(
+        workdir=workdir,
+        features={"transaction.version": version},
+        # Timed-out transactions are found within half a second (Kafka: every 10 s).
+        properties={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"},
+    ).start()
     try:
         yield version, broker.bootstrap_servers
     finally:

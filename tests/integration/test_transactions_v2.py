@@ -167,7 +167,8 @@ async def test_empty_transaction_sends_no_end_txn(txn_broker) -> None:  # type: 
 
 async def test_zombie_is_fenced(txn_broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
     """Under v2 the zombie hears of it from the partition leader (stale epoch on
-    Produce v12), under v1 from the coordinator (AddPartitionsToTxn): fenced both ways."""
+    Produce v12), under v1 from the coordinator (AddPartitionsToTxn): fenced both ways
+    once it aborts."""
     _version, bootstrap = txn_broker
     topic = topic_factory(1, bootstrap=bootstrap)
     tid = _tid()
@@ -178,8 +179,13 @@ async def test_zombie_is_fenced(txn_broker, topic_factory) -> None:  # type: ign
         async with Producer(bootstrap, transactional_id=tid) as second:
             await second.init_transactions()
             await first.begin_transaction()
-            with pytest.raises(errors.ProducerFencedError):
+            # v1: the coordinator refuses AddPartitionsToTxn (PRODUCER_FENCED, fatal);
+            # v2: the partition leader answers INVALID_PRODUCER_EPOCH, abortable as in
+            # Java (KIP-588), and the abort's EndTxn meets PRODUCER_FENCED.
+            with pytest.raises((errors.ProducerFencedError, errors.InvalidProducerEpochError)):
                 await asyncio.wait_for(first.send(topic, b"zombie"), 30)
+            with pytest.raises(errors.ProducerFencedError):
+                await asyncio.wait_for(first.abort_transaction(), 30)
             with pytest.raises(errors.ProducerFencedError):
                 await first.begin_transaction()
             async with second.transaction():
@@ -211,3 +217,38 @@ async def test_abort_before_any_record_was_sent(txn_broker, topic_factory) -> No
             await p.enqueue(topic, b"last", partition=1)
     records = read_records(bootstrap, topic, 2, isolation_level="read_committed", grace=1.0)
     assert sorted(r.value for r in records) == [b"after", b"last"]
+
+
+async def test_a_timed_out_transaction_is_aborted_then_the_producer_goes_on_under_v2(
+    txn_broker, topic_factory
+) -> None:  # type: ignore[no-untyped-def]
+    """The coordinator aborts a transaction older than transaction_timeout_ms and bumps
+    the epoch. The next record gets INVALID_PRODUCER_EPOCH (abortable, KIP-588). Under
+    v2 the abort succeeds and the producer continues on a new epoch; under v1 the
+    coordinator answers the abort with PRODUCER_FENCED, and the producer is done."""
+    version, bootstrap = txn_broker
+    topic = topic_factory(1, bootstrap=bootstrap)
+    async with Producer(bootstrap, transactional_id=_tid(), transaction_timeout_ms=1000) as p:
+        await p.init_transactions()
+        await p.begin_transaction()
+        await p.send(topic, b"timed out", partition=0)
+        # The brokers check for timed-out transactions every 500 ms (the fixture's
+        # setting): the coordinator has aborted it well before 60 s.
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:
+            try:
+                await asyncio.wait_for(p.send(topic, b"probe", partition=0), 30)
+            except errors.InvalidProducerEpochError:
+                break
+            assert asyncio.get_running_loop().time() < deadline, "the coordinator never timed it out"
+            await asyncio.sleep(0.5)
+        if version >= 2:
+            await asyncio.wait_for(p.abort_transaction(), 30)
+            async with p.transaction():
+                await p.send(topic, b"after", partition=0)
+        else:
+            with pytest.raises(errors.ProducerFencedError):
+                await asyncio.wait_for(p.abort_transaction(), 30)
+    if version >= 2:
+        records = read_records(bootstrap, topic, 1, isolation_level="read_committed", grace=1.0)
+        assert [r.value for r in records] == [b"after"]

@@ -82,8 +82,14 @@ async def test_v2_stale_epoch_is_fenced() -> None:
             async with Producer(cluster.bootstrap_servers, transactional_id="z", max_block_ms=5000) as second:
                 await asyncio.wait_for(second.init_transactions(), TIMEOUT)
                 await first.begin_transaction()
-                with pytest.raises(errors.ProducerFencedError):
+                # The partition leader sees a stale epoch: abortable (KIP-588), and
+                # the abort's EndTxn is where the coordinator says "fenced".
+                with pytest.raises(errors.InvalidProducerEpochError):
                     await asyncio.wait_for(first.send("tx", b"zombie"), TIMEOUT)
+                with pytest.raises(errors.ProducerFencedError):
+                    await asyncio.wait_for(first.abort_transaction(), TIMEOUT)
+                with pytest.raises(errors.ProducerFencedError):
+                    await first.begin_transaction()
                 async with second.transaction():
                     await second.send("tx", b"second")
         assert [r.value for r in cluster.records("tx")] == [b"second"]

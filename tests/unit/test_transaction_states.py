@@ -67,10 +67,23 @@ def test_a_failed_batch_makes_the_transaction_abortable_only() -> None:
     assert txn.state is TxnState.ABORTING
 
 
-@pytest.mark.parametrize("fenced", [errors.ProducerFencedError("x"), errors.InvalidProducerEpochError("x")])
-def test_fencing_is_fatal_and_sticky(fenced: errors.KafkaError) -> None:
+def test_a_stale_epoch_from_a_partition_leader_is_abortable_with_an_epoch_bump() -> None:
+    """KIP-588: INVALID_PRODUCER_EPOCH on Produce may be a timed-out transaction, not a
+    zombie; the abort (EndTxn, then InitProducerId) tells which."""
     txn = manager(TxnState.IN_TRANSACTION)
-    txn.batch_failed(fenced)
+    returned = txn.batch_failed(errors.InvalidProducerEpochError("x"))
+    assert isinstance(returned, errors.InvalidProducerEpochError)
+    assert "transaction_timeout_ms" in str(returned) and "abort" in str(returned)
+    assert txn.state is TxnState.ABORTABLE_ERROR
+    assert txn.epoch_bump_needed
+    with pytest.raises(errors.IllegalStateError, match="abort_transaction"):
+        txn.start_commit()
+    txn.start_abort()
+
+
+def test_fencing_is_fatal_and_sticky() -> None:
+    txn = manager(TxnState.IN_TRANSACTION)
+    txn.batch_failed(errors.ProducerFencedError("x"))
     assert txn.state is TxnState.FATAL_ERROR
     for call in (txn.check_can_send, txn.begin, txn.start_commit, txn.start_abort):
         with pytest.raises(errors.ProducerFencedError):
