@@ -204,6 +204,12 @@ class SchemaRegistryClient:
         """The first base URL, without credentials."""
         return self._urls[0]
 
+    @property
+    def max_request_s(self) -> float:
+        """The longest one request may take: every attempt timing out, and the backoffs between."""
+        attempts = self._max_retries + 1
+        return attempts * self._timeout_s + self._max_retries * self._backoff_max * 1.2
+
     # -- lifecycle -------------------------------------------------------------
 
     async def __aenter__(self) -> Self:

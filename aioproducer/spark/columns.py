@@ -10,7 +10,9 @@ value and key arrays are handed over as they are (the producer reads them
 through Arrow's C code and hashes the key column in one vectorized pass), with
 no Python code per row on the sink's side. Schema mistakes
 raise :class:`SinkSchemaError` on the driver; rows the sink cannot write raise
-:class:`SinkWriteError` in the task.
+:class:`SinkWriteError` in the task. With ``value.format`` (``key.format``)
+``avro`` the column is a struct instead, passed on as it is and encoded by
+:mod:`aioproducer.spark.avro_columns`.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ class ColumnPlan:
     timestamp: int | None = None
     # The ``topic`` option; it wins over a topic column, as in Spark's Kafka sink.
     fixed_topic: str | None = None
+    # Struct columns encoded as Avro (value.format / key.format avro), not bytes.
+    value_avro: bool = False
+    key_avro: bool = False
 
 
 @dataclass
@@ -159,8 +164,13 @@ _EXPECTED: dict[str, tuple[str, Any]] = {
 }
 
 
-def plan_columns(schema: StructType, fixed_topic: str | None) -> ColumnPlan:
-    """Check ``schema`` against the contract; raise SinkSchemaError naming the column."""
+def plan_columns(
+    schema: StructType, fixed_topic: str | None, *, avro: tuple[str, ...] = ()
+) -> ColumnPlan:
+    """Check ``schema`` against the contract; raise SinkSchemaError naming the column.
+
+    ``avro``: the columns ("value", "key") written as Avro, which must be structs.
+    """
     # Spark resolves column names case-insensitively by default; so do we.
     positions: dict[str, int] = {}
     for index, f in enumerate(schema.fields):
@@ -173,16 +183,29 @@ def plan_columns(schema: StructType, fixed_topic: str | None) -> ColumnPlan:
                 f"({schema.fields[positions[name]].name!r} and {f.name!r}); keep one"
             )
         expected, accepts = _EXPECTED[name]
+        if name in avro:
+            expected, accepts = "struct", lambda dt: isinstance(dt, StructType)
         if not accepts(f.dataType):
+            hint = ""
+            if name in avro:
+                hint = f" (option('{name}.format', 'avro') encodes a struct column)"
+            elif name in ("key", "value") and isinstance(f.dataType, StructType):
+                hint = f" (or set option('{name}.format', 'avro') to encode the struct as Avro)"
             raise SinkSchemaError(
                 f"column {f.name!r} must be of type {expected} for the aioproducer sink, "
-                f"but it is {f.dataType.simpleString()}"
+                f"but it is {f.dataType.simpleString()}{hint}"
             )
         positions[name] = index
+    if "key" in avro and "key" not in positions:
+        raise SinkSchemaError(
+            "option('key.format', 'avro') needs a 'key' column (a struct); the DataFrame "
+            f"has columns: {', '.join(schema.fieldNames()) or 'none'}"
+        )
     columns = ", ".join(schema.fieldNames()) or "none"
     if "value" not in positions:
+        kind = "a struct" if "value" in avro else "string or binary"
         raise SinkSchemaError(
-            f"the aioproducer sink needs a 'value' column (string or binary); "
+            f"the aioproducer sink needs a 'value' column ({kind}); "
             f"the DataFrame has columns: {columns}"
         )
     if fixed_topic is None and "topic" not in positions:
@@ -198,6 +221,8 @@ def plan_columns(schema: StructType, fixed_topic: str | None) -> ColumnPlan:
         headers=positions.get("headers"),
         timestamp=positions.get("timestamp"),
         fixed_topic=fixed_topic,
+        value_avro="value" in avro,
+        key_avro="key" in avro,
     )
 
 
@@ -277,11 +302,12 @@ def arrow_chunks(batches: Iterable[pa.RecordBatch], plan: ColumnPlan) -> Iterato
         for offset in range(0, batch.num_rows, CHUNK_ROWS):
             part = batch.slice(offset, CHUNK_ROWS)  # zero-copy
             value_col = part.column(plan.value)
-            nbytes = _byte_count(value_col)
+            # Avro columns are structs: their bytes are counted once encoded.
+            nbytes = 0 if plan.value_avro else _byte_count(value_col)
             key_col = None
             if plan.key is not None:
                 key_col = part.column(plan.key)
-                nbytes += _byte_count(key_col)
+                nbytes += 0 if plan.key_avro else _byte_count(key_col)
             columns = TopicColumns(
                 plan.fixed_topic or "",
                 value_col,
@@ -310,6 +336,11 @@ def _to_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
+def _struct(value: Any) -> dict[str, Any] | None:
+    """A struct column's Row as a dict (nested Rows too), for the Avro encoder."""
+    return None if value is None else value.asDict(recursive=True)
+
+
 def _to_millis(value: datetime | None) -> int | None:
     if value is None:
         return None
@@ -330,8 +361,10 @@ def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
         nbytes = 0
         for row in block:
             seen += 1
-            value = _to_bytes(row[plan.value])
-            key = _to_bytes(row[plan.key]) if plan.key is not None else None
+            value = _struct(row[plan.value]) if plan.value_avro else _to_bytes(row[plan.value])
+            key = None
+            if plan.key is not None:
+                key = _struct(row[plan.key]) if plan.key_avro else _to_bytes(row[plan.key])
             if plan.fixed_topic is not None:
                 topic = plan.fixed_topic
             else:
@@ -361,5 +394,8 @@ def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
                     if raw_headers is None
                     else [(h["key"], _to_bytes(h["value"])) for h in raw_headers]
                 )
-            nbytes += (0 if value is None else len(value)) + (0 if key is None else len(key))
+            if not plan.value_avro and value is not None:
+                nbytes += len(value)
+            if not plan.key_avro and key is not None:
+                nbytes += len(key)
         yield Chunk(list(parts.values()), nbytes, Counter({t: len(c) for t, c in parts.items()}))

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from ..errors import ConfigurationError
+from .avro_columns import plan_avro
 from .columns import ColumnPlan, plan_columns
 from .options import SinkOptions, parse_options
 from .writer import KafkaBatchWriter, stream_writer_class
@@ -57,4 +58,7 @@ class AioproducerDataSource(DataSource):
                 "use mode('append') (or outputMode('append') for streams)"
             )
         options = parse_options(self.options)
-        return options, plan_columns(schema, options.topic)
+        avro = () if options.avro is None else tuple(c.which for c in options.avro.columns)
+        plan = plan_columns(schema, options.topic, avro=avro)
+        # Avro columns: their schemas derived, and resolved with the registry if possible.
+        return plan_avro(schema, plan, options), plan

@@ -2,7 +2,8 @@
 
 The option names mirror Spark's own Kafka sink: ``kafka.bootstrap.servers``
 (required), ``topic`` and any ``kafka.<Java producer property>``, plus the
-opt-in ``transactional`` mode. This module imports neither the data source
+opt-in ``transactional`` mode and Avro key/value columns through a Schema
+Registry (:mod:`.avro_options`). This module imports neither the data source
 nor the writers: both depend on it.
 """
 
@@ -16,6 +17,7 @@ from ..config import config_from_properties
 from ..engine.validation import check_topic
 from ..errors import ConfigurationError
 from ..net.security_properties import redact_properties
+from .avro_options import AvroOptions, is_avro_option, parse_avro_options
 
 __all__ = ["KAFKA_PREFIX", "SinkOptions", "parse_options"]
 
@@ -51,6 +53,8 @@ class SinkOptions:
     transactional_id_prefix: str | None = None
     # Extra Spark-side options we accepted but do not interpret (for messages).
     ignored: tuple[str, ...] = field(default=())
+    # Avro key/value columns through a Schema Registry (None: bytes as given).
+    avro: AvroOptions | None = None
 
     def __repr__(self) -> str:
         # Security properties (kafka.sasl.jaas.config, kafka.ssl.key.password...)
@@ -58,7 +62,8 @@ class SinkOptions:
         return (
             f"SinkOptions(producer_properties={redact_properties(self.producer_properties)!r}, "
             f"topic={self.topic!r}, transactional={self.transactional!r}, "
-            f"transactional_id_prefix={self.transactional_id_prefix!r}, ignored={self.ignored!r})"
+            f"transactional_id_prefix={self.transactional_id_prefix!r}, ignored={self.ignored!r}, "
+            f"avro={self.avro!r})"
         )
 
     def task_properties(self, partition_id: int) -> dict[str, str]:
@@ -103,6 +108,7 @@ def parse_options(options: Mapping[str, Any]) -> SinkOptions:
     transactional = False
     prefix: str | None = None
     ignored: list[str] = []
+    avro: dict[str, str] = {}
     for raw_name, raw_value in options.items():
         name = str(raw_name).strip().lower()
         value = "" if raw_value is None else str(raw_value)
@@ -118,13 +124,17 @@ def parse_options(options: Mapping[str, Any]) -> SinkOptions:
             transactional = _parse_bool(name, value)
         elif name == "transactional.id.prefix":
             prefix = value.strip() or None
+        elif is_avro_option(name):
+            avro[name] = value
         elif name in _SPARK_OPTIONS:
             ignored.append(name)
         else:
             raise ConfigurationError(
                 f"unknown option {raw_name!r} for the aioproducer sink; producer properties "
                 f"take the 'kafka.' prefix (e.g. 'kafka.linger.ms'), other options are "
-                f"'topic', 'transactional' and 'transactional.id.prefix'"
+                f"'topic', 'transactional', 'transactional.id.prefix' and, for Avro through a "
+                f"Schema Registry, 'value.format', 'key.format', 'schema.registry.url' and "
+                f"Confluent's serializer properties"
             )
     if not props.get("bootstrap.servers", "").strip():
         raise ConfigurationError(
@@ -146,6 +156,7 @@ def parse_options(options: Mapping[str, Any]) -> SinkOptions:
         transactional=transactional,
         transactional_id_prefix=prefix,
         ignored=tuple(ignored),
+        avro=parse_avro_options(avro),
     )
     # Build one configuration now: an unknown or inconsistent property fails the
     # query at analysis time instead of failing every task.

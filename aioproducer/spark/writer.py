@@ -44,6 +44,7 @@ from .. import errors
 from ..bulk.result import BulkSendError
 from ..engine.transactions import PreparedTransaction
 from ..producer import Producer
+from .avro_columns import avro_encoder
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
 from .job_transactions import abort_job, commit_job
 from .options import SinkOptions
@@ -140,6 +141,10 @@ async def _produce(
     loop = asyncio.get_running_loop()
     # One thread, so the Spark input iterator is only ever read from one place.
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aioproducer-spark-input")
+    # Avro columns are encoded on that thread, as the chunks are read.
+    encoder = avro_encoder(options, loop)
+    if encoder is not None:
+        chunks = encoder.encoded(chunks)
     pending: asyncio.Future[Chunk | None] | None = None
     outstanding = _Outstanding()
     ok = in_transaction = False
@@ -201,6 +206,8 @@ async def _produce(
         finally:
             await producer.close(None if ok else _CLOSE_ON_ERROR_S)
             outstanding.discard()
+            if encoder is not None:
+                await encoder.close()
     return KafkaCommitMessage(
         partition_id=partition_id,
         attempt=attempt,
