@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import timezone
 from typing import Any
 
 from pyspark.sql.types import (
@@ -131,34 +130,24 @@ def avro_schema(struct: StructType, name: str, namespace: str, column: str) -> d
 # -- the rows' Python values, made fit for fastavro --------------------------------------
 
 
-def _fixer(dt: DataType, *, pairs: bool, naive_local: bool) -> Fixer | None:
-    """A function fixing one value of type ``dt``, or None when it needs nothing.
+def _fixer(dt: DataType) -> Fixer | None:
+    """A function making one value of type ``dt`` as Arrow decodes it fit fastavro, or None.
 
-    ``pairs``: maps come as lists of (key, value) pairs (Arrow's ``to_pylist``).
-    ``naive_local``: timestamps come as naive local-time datetimes (Spark Rows).
+    Arrow's ``to_pylist`` gives maps as lists of (key, value) pairs; fastavro
+    writes dicts. Everything else fits as it is (timestamps are aware datetimes).
     """
-    if isinstance(dt, TimestampType) and naive_local:
-        # astimezone() reads a naive datetime as local time, the instant Spark meant.
-        return lambda v: None if v is None else v.astimezone(timezone.utc)
     if isinstance(dt, ArrayType):
-        item = _fixer(dt.elementType, pairs=pairs, naive_local=naive_local)
+        item = _fixer(dt.elementType)
         if item is None:
             return None
         return lambda v: None if v is None else [item(x) for x in v]
     if isinstance(dt, MapType):
-        value = _fixer(dt.valueType, pairs=pairs, naive_local=naive_local)
-        if pairs:
-            if value is None:
-                return lambda v: None if v is None else dict(v)
-            return lambda v: None if v is None else {k: value(x) for k, x in v}
+        value = _fixer(dt.valueType)
         if value is None:
-            return None
-        return lambda v: None if v is None else {k: value(x) for k, x in v.items()}
+            return lambda v: None if v is None else dict(v)
+        return lambda v: None if v is None else {k: value(x) for k, x in v}
     if isinstance(dt, StructType):
-        inner = [
-            (f.name, fix) for f in dt.fields
-            if (fix := _fixer(f.dataType, pairs=pairs, naive_local=naive_local)) is not None
-        ]
+        inner = [(f.name, fix) for f in dt.fields if (fix := _fixer(f.dataType)) is not None]
         if not inner:
             return None
 
@@ -176,7 +165,7 @@ def _fixer(dt: DataType, *, pairs: bool, naive_local: bool) -> Fixer | None:
 def row_fixer(struct: StructType, *, arrow: bool) -> Fixer | None:
     """What turns a decoded row (a dict) of ``struct`` into what fastavro writes, if anything.
 
-    From Arrow (``arrow=True``), maps come as lists of pairs; from Spark Rows
-    (made dicts by ``asDict(recursive=True)``), timestamps are naive local time.
+    Rows from Spark ``Row``s (``asDict(recursive=True)``) need nothing: maps are
+    dicts, and fastavro reads a naive timestamp as local time, as Spark means it.
     """
-    return _fixer(struct, pairs=arrow, naive_local=not arrow)
+    return _fixer(struct) if arrow else None

@@ -9,6 +9,7 @@ from Apache Kafka, so neither side of the check is aioproducer's code.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
@@ -302,3 +303,82 @@ def test_registry_refusals_fail_at_write_start(
               use_latest_version="true")
     assert "has field(s) ['b'] that the latest schema" in str(info.value)
     assert count_records(kafka_bootstrap, topic, 0, grace=0.5) == 0
+
+
+@pytest.fixture
+def new_york_time(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone is not UTC (so naive local times differ from UTC)."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_rows_path_encodes_structs_with_local_timestamps(
+    registry: Registry, new_york_time: None
+) -> None:
+    """Spark 4.0's streaming writer hands over Rows: nested Rows, dict maps, naive local times."""
+    from pyspark.sql import Row
+    from pyspark.sql.types import (
+        ArrayType,
+        IntegerType,
+        LongType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    from aioproducer.spark.avro_columns import AvroEncoder, plan_avro
+    from aioproducer.spark.columns import plan_columns, row_chunks
+    from aioproducer.spark.options import parse_options
+
+    struct = StructType([
+        StructField("id", LongType(), False),
+        StructField("at", TimestampType()),
+        StructField("attrs", MapType(StringType(), IntegerType())),
+        StructField("inner", StructType([StructField("tags", ArrayType(StringType()))])),
+    ])
+    schema = StructType([StructField("value", struct)])
+    options = parse_options({
+        "kafka.bootstrap.servers": "127.0.0.1:1", "topic": "rows",
+        "value.format": "avro", "schema.registry.url": registry.url,
+    })
+    plan = plan_columns(schema, options.topic, avro=("value",))
+    options = plan_avro(schema, plan, options)
+    assert options.avro is not None
+    at = datetime(2024, 5, 1, 12, 0, 0, 123456)  # naive, local time, as Spark gives it
+    rows = [Row(value=Row(id=i, at=at, attrs={"a": i}, inner=Row(tags=["x", str(i)])))
+            for i in range(3)] + [Row(value=None)]
+    encoder = AvroEncoder(options.avro, registry.thread.loop)
+    try:
+        [chunk] = list(encoder.encoded(row_chunks(rows, plan)))
+    finally:
+        registry.thread.run(encoder.close())
+    [part] = chunk.parts
+    assert part.values[3] is None  # a null struct: a tombstone
+    assert chunk.nbytes == sum(len(v) for v in part.values[:3])
+    decoded = registry.decode(
+        [ConsumedRecord("rows", 0, i, None, v, [], 0, 0) for i, v in enumerate(part.values[:3])],
+        MessageField.VALUE,
+    )
+    # 12:00 in New York (EDT) is 16:00 UTC.
+    assert decoded[0]["at"] == datetime(2024, 5, 1, 16, 0, 0, 123456, tzinfo=timezone.utc)
+    assert decoded == [
+        {"id": i, "at": at.astimezone(timezone.utc), "attrs": {"a": i}, "inner": {"tags": ["x", str(i)]}}
+        for i in range(3)
+    ]
+
+
+def test_avro_options_keep_secrets_out_of_their_repr() -> None:
+    from aioproducer.spark.options import parse_options
+
+    options = parse_options({
+        "kafka.bootstrap.servers": "127.0.0.1:1", "value.format": "avro",
+        "schema.registry.url": "http://registry:8081", "basic.auth.user.info": "me:hunter2",
+        "bearer.auth.logical.cluster": "lsrc-1",
+    })
+    text = repr(options)
+    assert "hunter2" not in text and "[hidden]" in text and "lsrc-1" in text
