@@ -23,7 +23,7 @@ else:  # pragma: no cover - Python 3.10
     tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ["aiohttp_service.py", "fastapi_service.py"]
+EXAMPLES = ["aiohttp_service.py", "fastapi_service.py", "avro_service.py"]
 # Programs a reader already has: the interpreter, pip, and the HTTP client shown.
 NOT_INSTALLED_BY_EXTRAS = {"python", "python3", "pip", "curl"}
 
