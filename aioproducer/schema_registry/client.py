@@ -106,6 +106,16 @@ def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     return clean, (unquote(parts.username), unquote(parts.password or ""))
 
 
+def _import_aiohttp() -> Any:
+    try:
+        import aiohttp
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigurationError(
+            "the Schema Registry client needs aiohttp: pip install 'aioproducer[avro]'"
+        ) from exc
+    return aiohttp
+
+
 class _Cache(OrderedDict):  # type: ignore[type-arg]
     """A size-bounded mapping that drops its oldest entry."""
 
@@ -136,6 +146,9 @@ class SchemaRegistryClient:
         retry_backoff_s / retry_backoff_max_s: the first wait, doubled per retry, capped.
         latest_ttl_s: how long the latest version of a subject is cached.
         cache_capacity: entries kept per cache.
+        max_in_flight: requests sent at once; more wait their turn (so that
+            resolving many subjects at once neither floods the registry nor
+            holds the event loop up starting hundreds of requests in one step).
     """
 
     def __init__(
@@ -153,6 +166,7 @@ class SchemaRegistryClient:
         retry_backoff_max_s: float = 2.0,
         latest_ttl_s: float = 60.0,
         cache_capacity: int = 1000,
+        max_in_flight: int = 8,
     ) -> None:
         urls = [url] if isinstance(url, str) else list(url)
         if not urls:
@@ -165,11 +179,17 @@ class SchemaRegistryClient:
                 basic_auth = userinfo
         if basic_auth is not None and bearer_token is not None:
             raise ConfigurationError("Schema Registry: basic auth and a bearer token both given")
-        if timeout_s <= 0 or max_retries < 0 or retry_backoff_s < 0 or cache_capacity < 1:
+        if (
+            timeout_s <= 0 or max_retries < 0 or retry_backoff_s < 0 or cache_capacity < 1
+            or max_in_flight < 1
+        ):
             raise ConfigurationError(
                 "Schema Registry: timeout_s must be > 0, max_retries and retry_backoff_s >= 0, "
-                "cache_capacity >= 1"
+                "cache_capacity and max_in_flight >= 1"
             )
+        # Imported now, not at the first request: importing aiohttp takes a
+        # hundred milliseconds or more, which must not stall a running loop.
+        self._aiohttp = _import_aiohttp()
         self._headers = {"Accept": CONTENT_TYPE, "Content-Type": CONTENT_TYPE}
         if basic_auth is not None:
             token = base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
@@ -187,6 +207,8 @@ class SchemaRegistryClient:
         self._backoff_max = max(retry_backoff_max_s, retry_backoff_s)
         self._latest_ttl = latest_ttl_s
         self._session: Any = None  # aiohttp.ClientSession, made on first use
+        self._max_in_flight = max_in_flight
+        self._slots: asyncio.Semaphore | None = None  # made with the session, on its loop
         self._ids = _Cache(cache_capacity)  # (subject, Schema, normalize) -> id
         self._schemas = _Cache(cache_capacity)  # id -> Schema
         self._latest = _Cache(cache_capacity)  # subject -> (expires, RegisteredSchema)
@@ -226,12 +248,8 @@ class SchemaRegistryClient:
 
     def _get_session(self) -> Any:
         if self._session is None or self._session.closed:
-            try:
-                import aiohttp
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise ConfigurationError(
-                    "the Schema Registry client needs aiohttp: pip install 'aioproducer[avro]'"
-                ) from exc
+            aiohttp = self._aiohttp
+            self._slots = asyncio.Semaphore(self._max_in_flight)
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self._timeout_s),
                 connector=aiohttp.TCPConnector(ssl=self._ssl if self._ssl is not None else True),
@@ -244,19 +262,23 @@ class SchemaRegistryClient:
         self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None
     ) -> Any:
         """One REST call with bounded retries; the decoded JSON answer or a typed error."""
-        import aiohttp
-
+        aiohttp = self._aiohttp
         session = self._get_session()
-        data = None if body is None else json.dumps(body)
+        slots = self._slots
+        assert slots is not None
+        data: str | None = None
         attempt, last = 0, ""
         while True:
             url = self._urls[attempt % len(self._urls)]
             try:
-                async with session.request(
-                    method, url + path, data=data, params=params, headers=self._headers
-                ) as resp:
-                    text = await resp.text()
-                    status = resp.status
+                async with slots:
+                    if data is None and body is not None:  # once a slot is ours: no work queued
+                        data = json.dumps(body)
+                    async with session.request(
+                        method, url + path, data=data, params=params, headers=self._headers
+                    ) as resp:
+                        text = await resp.text()
+                        status = resp.status
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 # The exception's text may repeat the URL; ours is free of credentials.
                 last = f"{type(exc).__name__} from {url}"

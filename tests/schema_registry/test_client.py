@@ -239,3 +239,42 @@ async def test_retries_log_no_credentials(schema_registry, caplog) -> None:
     assert schema_registry.requests[0].headers["Authorization"] == "Basic " + base64.b64encode(
         b"bob:hunter2-pw"
     ).decode()
+
+
+async def test_requests_in_flight_are_bounded(aiohttp_server) -> None:
+    """Resolving many subjects at once sends ``max_in_flight`` requests at a time, no more."""
+    import asyncio
+
+    from aiohttp import web
+
+    gate = asyncio.Event()
+    in_flight = peak = 0
+
+    async def register(request: web.Request) -> web.Response:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await asyncio.wait_for(gate.wait(), 10)
+        finally:
+            in_flight -= 1
+        return web.json_response({"id": 1})
+
+    app = web.Application()
+    app.router.add_post("/subjects/{subject}/versions", register)
+    server = await aiohttp_server(app)
+    async with SchemaRegistryClient(str(server.make_url("")), max_in_flight=3) as client:
+        calls = asyncio.gather(*(
+            client.register_schema(f"s{i}", Schema(USER_V1)) for i in range(12)
+        ))
+        for _ in range(500):  # until three are held at the server (bounded: 5 s)
+            if in_flight == 3:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # time for more to arrive, were they not held back
+        assert (in_flight, peak) == (3, 3)
+        gate.set()
+        assert await asyncio.wait_for(calls, 10) == [1] * 12
+    assert peak == 3
+    with pytest.raises(ConfigurationError, match="max_in_flight"):
+        SchemaRegistryClient("http://registry", max_in_flight=0)
