@@ -23,6 +23,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from .. import errors
 from ..engine.validation import MAX_TIMESTAMP_MS, check_headers, to_bytes
 
 __all__ = ["ARROW_COPY_LIMIT", "BulkColumns", "bytes_column", "is_arrow_array", "read_columns"]
@@ -91,7 +92,11 @@ def _arrow_views(arr: Any, code: Literal["i", "q"]) -> list[memoryview | None]:
 def bytes_column(
     column: Any, what: str, serializer: Callable[[Any], Any] | None, topic: str
 ) -> list[Any]:
-    """``column`` as a list of bytes-like objects or None; TypeError names the first bad one."""
+    """``column`` as a list of bytes-like objects or None; TypeError names the first bad one.
+
+    A serializer with a ``many`` attribute (the schema-aware ones) serializes
+    the whole column in one call of it.
+    """
     if is_arrow_array(column):
         if serializer is not None:
             raise TypeError(f"an Arrow array of {what} cannot go through a {what} serializer")
@@ -102,6 +107,9 @@ def bytes_column(
             f"got {type(column).__name__}"
         )
     if serializer is not None:
+        many = getattr(serializer, "many", None)
+        if many is not None:
+            return _serialize_many(many, column, what, topic)
         return [to_bytes(v, what, serializer, topic) for v in column]
     kinds = set(map(type, column))
     if kinds <= {bytes, type(None)}:
@@ -117,6 +125,25 @@ def bytes_column(
             # Record lengths are byte counts: a view of wider items (array('i'))
             # or a strided one is taken as its bytes, as the per-record path does.
             out[i] = v.tobytes()
+    return out
+
+
+def _serialize_many(
+    many: Callable[[Sequence[Any]], list[Any]], column: Sequence[Any], what: str, topic: str
+) -> list[Any]:
+    """A serializer's one-call path for a whole column (schema-aware serializers have one)."""
+    try:
+        out = many(column)
+    except errors.SerializationError:
+        raise  # already typed and explained
+    except Exception as exc:
+        raise errors.SerializationError(
+            f"the {what} serializer failed for topic {topic!r}: {exc!r}"
+        ) from exc
+    if len(out) != len(column):
+        raise errors.SerializationError(
+            f"the {what} serializer's many() returned {len(out)} items for {len(column)}"
+        )
     return out
 
 

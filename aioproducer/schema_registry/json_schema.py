@@ -2,7 +2,10 @@
 
 The payload is the value as compact UTF-8 JSON. Validation with the
 ``jsonschema`` package is on by default (Confluent's serializers validate
-too); ``validate=False`` turns it off for trusted input. A value that fails
+too); ``validate=False`` turns it off for trusted input. Values are first
+checked by a compiled check of the schema (:mod:`.json_check`), a few
+microseconds; only those it does not pass, or every value when the schema uses
+keywords it does not compile, go through ``jsonschema``. A value that fails
 raises SchemaValidationError naming the path of the field and the problem.
 """
 
@@ -14,6 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import ConfigurationError
 from .errors import SchemaValidationError
+from .json_check import compile_check
 from .serializer import SchemaSerializer
 
 __all__ = ["JsonSchemaSerializer"]
@@ -45,7 +49,7 @@ class JsonSchemaSerializer(SchemaSerializer):
         if not isinstance(schema, (dict, bool)):
             raise ConfigurationError("invalid JSON Schema: not an object or boolean")
         if not self._validate:
-            return (schema, None)
+            return (schema, None, None)
         try:
             import jsonschema  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -58,21 +62,23 @@ class JsonSchemaSerializer(SchemaSerializer):
             cls.check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise ConfigurationError(f"invalid JSON Schema: {exc.message}") from exc
-        return (schema, cls(schema))
+        # Values pass the compiled check in a few microseconds; jsonschema itself
+        # sees those that fail it (and explains them) or all, if it cannot be compiled.
+        return (schema, cls(schema), compile_check(schema, cls))
 
     def _record_name(self, parsed: Any) -> str | None:
         schema = parsed[0]
         return schema.get("title") if isinstance(schema, dict) else None
 
     def _encoder(self, parsed: Any) -> Callable[[Any], bytes]:
-        validator = parsed[1]
+        _, validator, check = parsed
         to_dict = self._to_dict
         dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
         def encode(obj: Any) -> bytes:
             if to_dict is not None:
                 obj = to_dict(obj)
-            if validator is not None:
+            if validator is not None and (check is None or not check(obj)):
                 error = next(iter(validator.iter_errors(obj)), None)
                 if error is not None:
                     raise SchemaValidationError(_explain(validator, obj, error))
