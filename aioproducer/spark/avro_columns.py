@@ -171,7 +171,7 @@ class _Column:
             values = [fix(v) for v in values]
         serialize = self.serializer.for_topic(topic)
         try:
-            out = [serialize(v) for v in values]
+            out: list[bytes | None] = serialize.many(values)  # type: ignore[attr-defined]
         except SchemaValidationError:
             for i, v in enumerate(values):  # only on failure: which row
                 try:

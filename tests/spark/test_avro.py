@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,6 +227,51 @@ def test_a_row_that_does_not_fit_the_latest_schema_fails_the_task_naming_it(
     text = str(info.value)
     assert "row 1 of this task: the value column's value does not match its schema" in text
     assert count_records(kafka_bootstrap, topic, 0, grace=0.5) == 0
+
+
+def test_a_streaming_query_writes_avro_over_several_micro_batches(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, registry: Registry,
+    tmp_path: Path,
+) -> None:
+    topic = topic_factory(2)
+    source = tmp_path / "input"
+    source.mkdir()
+    files, per_file = 3, 1_000
+    for f in range(files):
+        (source / f"part-{f}.json").write_text("".join(
+            json.dumps({"id": f * per_file + r, "file": f}) + "\n" for r in range(per_file)
+        ))
+    stream = (
+        spark.readStream.schema("id long, file int").option("maxFilesPerTrigger", 1)
+        .json(str(source))
+        .selectExpr("cast(id as string) as key",
+                    "named_struct('id', id, 'file', file, 'half', id / 2) as value")
+    )
+    query = (
+        stream.writeStream.format("aioproducer")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("topic", topic)
+        .option("value.format", "avro")
+        .option("schema.registry.url", registry.url)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(180), "the streaming query did not finish"
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert len([p for p in query.recentProgress if p["numInputRows"] > 0]) == files
+
+    records = read_records(kafka_bootstrap, topic, files * per_file, timeout=60)
+    assert len(records) == files * per_file
+    for r, value in zip(records, registry.decode(records, MessageField.VALUE)):
+        i = int(r.key)  # type: ignore[arg-type]
+        assert value == {"id": i, "file": i // per_file, "half": i / 2}
+    # Per micro-batch (Spark plans the writer for each): one check on the driver and one
+    # resolution per task (two at most here), never one per row or Arrow batch.
+    assert registry.registrations(f"{topic}-value") <= files * (1 + 2)
 
 
 BAD = "named_struct('a', id) as value"
