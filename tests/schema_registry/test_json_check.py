@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -81,3 +82,27 @@ def test_float_integers_follow_the_draft() -> None:
 ])
 def test_keywords_it_does_not_check_leave_every_value_to_jsonschema(schema: dict[str, Any]) -> None:
     assert compile_check(schema, jsonschema.Draft7Validator) is None
+
+
+class _Client:
+    """Enough of a registry client for a serializer that is never prepared."""
+
+
+def _encode(schema: dict[str, Any], value: Any) -> bytes:
+    from aioproducer.schema_registry import JsonSchemaSerializer
+
+    serializer = JsonSchemaSerializer(_Client(), json.dumps(schema))  # type: ignore[arg-type]
+    return serializer._encoder(serializer._writer)(value)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}},  # compiled
+    {"type": "object", "properties": {"n": {"$ref": "#/definitions/small"}},      # jsonschema
+     "definitions": {"small": {"type": "integer", "maximum": 3}}},
+])
+def test_the_serializer_refuses_and_explains_either_way(schema: dict[str, Any]) -> None:
+    from aioproducer.schema_registry import SchemaValidationError
+
+    assert _encode(schema, {"n": 2}) == b'{"n":2}'
+    with pytest.raises(SchemaValidationError, match=r"at 'n': 4 is greater than the maximum of 3"):
+        _encode(schema, {"n": 4})
