@@ -187,6 +187,21 @@ def test_avro_keys_and_values_with_record_names_auth_and_a_topic_column(
     assert subjects == ["com.example.Order", "com.example.OrderKey"]
 
 
+def test_transactional_avro_write_is_read_committed(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, registry: Registry
+) -> None:
+    topic = topic_factory(2)
+    df = spark.range(2_000, numPartitions=2).selectExpr(
+        "cast(id as string) as key", "named_struct('id', id, 'label', concat('l', id)) as value"
+    )
+    write(df, kafka_bootstrap, registry, topic=topic, value_format="avro",
+          transactional="true", transactional_id_prefix=f"{topic}-txn")
+    records = read_records(kafka_bootstrap, topic, 2_000, isolation_level="read_committed")
+    assert len(records) == 2_000
+    for r, value in zip(records, registry.decode(records, MessageField.VALUE)):
+        assert value == {"id": int(r.key), "label": f"l{int(r.key)}"}  # type: ignore[arg-type]
+
+
 def test_use_latest_version_writes_with_the_registered_schema(
     spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, registry: Registry
 ) -> None:
