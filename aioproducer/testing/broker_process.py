@@ -50,10 +50,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def port_accepts(port: int, timeout: float = 0.5) -> bool:
-    """True if something accepts TCP connections on ``127.0.0.1:port``."""
+def port_accepts(port: int, timeout: float = 0.5, host: str = HOST) -> bool:
+    """True if something accepts TCP connections on ``host:port``."""
     try:
-        with socket.create_connection((HOST, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -102,6 +102,11 @@ class BrokerProcess:
     def port(self) -> int:
         """The port clients connect to."""
         raise NotImplementedError
+
+    @property
+    def host(self) -> str:
+        """The address clients connect to."""
+        return HOST
 
     # -- state ------------------------------------------------------------------------
 
@@ -251,7 +256,7 @@ class BrokerProcess:
         """Wait until the client port refuses connections; True if it did within ``timeout``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not port_accepts(self.port, timeout=0.2):
+            if not port_accepts(self.port, timeout=0.2, host=self.host):
                 return True
             time.sleep(0.05)
         return False

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..protocol.messages import Api
 from ..protocol.schema import INT8, INT16, INT32, STRING, Array, Field, Struct
+from .broker_process import HOST
 from .kafka_broker import probe
 
 __all__ = [
@@ -129,17 +130,26 @@ class AdminRequestError(RuntimeError):
     """The broker refused an admin request, or did not answer it."""
 
 
-def elect_leaders(port: int, topic: str, partitions: Iterable[int], timeout: float = 30.0) -> None:
+def elect_leaders(
+    port: int,
+    topic: str,
+    partitions: Iterable[int],
+    timeout: float = 30.0,
+    *,
+    host: str = HOST,
+    source: str | None = None,
+) -> None:
     """Elect the preferred replica of each partition as its leader.
 
     A partition already led by its preferred replica counts as done.
+    ``host`` and ``source`` are as :func:`~aioproducer.testing.kafka_broker.probe` takes them.
     """
     body = {
         "election_type": ELECTION_PREFERRED,
         "topic_partitions": [{"topic": topic, "partitions": sorted(partitions)}],
         "timeout_ms": int(timeout * 1000),
     }
-    response = _request(port, ELECT_LEADERS, 2, body, timeout)
+    response = _request((host, port, source), ELECT_LEADERS, 2, body, timeout)
     problems = [
         f"{topic}-{p['partition_id']}: {p['error_code']} {p['error_message']}"
         for t in response["replica_election_results"]
@@ -151,7 +161,13 @@ def elect_leaders(port: int, topic: str, partitions: Iterable[int], timeout: flo
 
 
 def alter_partition_reassignments(
-    port: int, topic: str, replicas: Mapping[int, Sequence[int]], timeout: float = 30.0
+    port: int,
+    topic: str,
+    replicas: Mapping[int, Sequence[int]],
+    timeout: float = 30.0,
+    *,
+    host: str = HOST,
+    source: str | None = None,
 ) -> None:
     """Start moving each partition of ``topic`` to its replica list in ``replicas``.
 
@@ -170,7 +186,7 @@ def alter_partition_reassignments(
             }
         ],
     }
-    response = _request(port, ALTER_PARTITION_REASSIGNMENTS, 0, body, timeout)
+    response = _request((host, port, source), ALTER_PARTITION_REASSIGNMENTS, 0, body, timeout)
     problems = [
         f"{t['name']}-{p['partition_index']}: {p['error_code']} {p['error_message']}"
         for t in response["responses"]
@@ -184,8 +200,11 @@ def alter_partition_reassignments(
         )
 
 
-def _request(port: int, api: Api, version: int, body: Mapping[str, Any], timeout: float) -> Any:
-    response = probe(port, api, version, body, timeout=timeout + 5)
+def _request(
+    where: tuple[str, int, str | None], api: Api, version: int, body: Mapping[str, Any], timeout: float
+) -> Any:
+    host, port, source = where
+    response = probe(port, api, version, body, timeout=timeout + 5, host=host, source=source)
     if response is None:
-        raise AdminRequestError(f"{api.name}: no answer from port {port}")
+        raise AdminRequestError(f"{api.name}: no answer from {host}:{port}")
     return response

@@ -126,8 +126,15 @@ def _random_cluster_id() -> str:
             return text
 
 
-def probe_metadata(port: int, timeout: float = 2.0, topics: Sequence[str] | None = None) -> Any:
-    """One Metadata v4 request to ``127.0.0.1:port``; the decoded body, or None.
+def probe_metadata(
+    port: int,
+    timeout: float = 2.0,
+    topics: Sequence[str] | None = None,
+    *,
+    host: str = HOST,
+    source: str | None = None,
+) -> Any:
+    """One Metadata v4 request to ``host:port``; the decoded body, or None.
 
     ``None`` means the broker did not answer (refused, closed, timed out). Used
     for readiness and, by cluster fixtures, to find partition leaders.
@@ -136,19 +143,30 @@ def probe_metadata(port: int, timeout: float = 2.0, topics: Sequence[str] | None
         "topics": None if topics is None else [{"name": t} for t in topics],
         "allow_auto_topic_creation": False,
     }
-    return probe(port, METADATA, 4, body, timeout)
+    return probe(port, METADATA, 4, body, timeout, host=host, source=source)
 
 
-def probe(port: int, api: Api, version: int, body: Mapping[str, Any], timeout: float = 2.0) -> Any:
-    """One request of ``api`` at ``version`` to ``127.0.0.1:port``; the decoded body, or None.
+def probe(
+    port: int,
+    api: Api,
+    version: int,
+    body: Mapping[str, Any],
+    timeout: float = 2.0,
+    *,
+    host: str = HOST,
+    source: str | None = None,
+) -> Any:
+    """One request of ``api`` at ``version`` to ``host:port``; the decoded body, or None.
 
     A blocking, connection-per-call client for fixtures that inspect a broker
-    (no aioproducer machinery involved). ``None`` means no answer.
+    (no aioproducer machinery involved). ``None`` means no answer. ``source``
+    is the local address to connect from (a harness address never cut off).
     """
     correlation_id = 0x5EED
     frame = encode_request(api, version, correlation_id, "aioproducer-probe", body)
     try:
-        with socket.create_connection((HOST, port), timeout=timeout) as s:
+        bind = None if source is None else (source, 0)
+        with socket.create_connection((host, port), timeout=timeout, source_address=bind) as s:
             s.sendall(frame)
             size = struct.unpack(">i", _recv_exactly(s, 4))[0]
             data = _recv_exactly(s, size)
@@ -199,6 +217,11 @@ class KafkaBroker(BrokerProcess):
             ``{"transaction.version": 1}``.
         cluster_id, voters, controller_port: set by a cluster of several
             brokers; a lone broker picks its own.
+        host: the address its client listener binds to and advertises;
+            ``controller_host`` the controller listener's (``host`` if None).
+        launcher: a command prefix the broker process is run under, e.g.
+            ``["ip", "netns", "exec", name]`` to run it in a network namespace.
+        probe_source: the local address fixtures' probes connect from.
         heap: the JVM's maximum heap (``-Xmx``).
         jvm_args: extra JVM options, e.g. system properties such as
             ``-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=...`` (Kafka 4
@@ -221,6 +244,10 @@ class KafkaBroker(BrokerProcess):
         voters: str | None = None,
         controller_port: int | None = None,
         port: int | None = None,
+        host: str = HOST,
+        controller_host: str | None = None,
+        launcher: Sequence[str] = (),
+        probe_source: str | None = None,
         heap: str = "512m",
         jvm_args: Sequence[str] = (),
         startup_timeout: float = 120.0,
@@ -236,6 +263,10 @@ class KafkaBroker(BrokerProcess):
             stop_timeout=stop_timeout,
         )
         self.node_id = node_id
+        self._host = host
+        self.controller_host = controller_host or host
+        self.launcher = list(launcher)
+        self.probe_source = probe_source
         self._libs = Path(libs) if libs is not None else None
         self._port = port if port is not None else free_port()
         self.controller_port = controller_port if controller_port is not None else free_port()
@@ -244,7 +275,7 @@ class KafkaBroker(BrokerProcess):
             for lsn in listeners
         ]
         self.cluster_id = cluster_id or _random_cluster_id()
-        self.voters = voters or f"{node_id}@{HOST}:{self.controller_port}"
+        self.voters = voters or f"{node_id}@{self.controller_host}:{self.controller_port}"
         self._extra_properties = dict(properties or {})
         self._scram_users = list(scram_users)
         self._features = dict(features or {})
@@ -260,15 +291,20 @@ class KafkaBroker(BrokerProcess):
         return self._port
 
     @property
+    def host(self) -> str:
+        """The address of the listeners (``127.0.0.1`` unless set)."""
+        return self._host
+
+    @property
     def bootstrap_servers(self) -> str:
-        """``"127.0.0.1:PORT"`` of the PLAINTEXT listener, valid across restarts."""
-        return f"{HOST}:{self.port}"
+        """``"HOST:PORT"`` of the PLAINTEXT listener, valid across restarts."""
+        return f"{self.host}:{self.port}"
 
     def address(self, listener: str) -> str:
-        """``"127.0.0.1:PORT"`` of the extra listener called ``listener``."""
+        """``"HOST:PORT"`` of the extra listener called ``listener``."""
         for lsn in self.listeners:
             if lsn.name == listener:
-                return f"{HOST}:{lsn.port}"
+                return f"{self.host}:{lsn.port}"
         raise KeyError(f"no listener named {listener!r}; have {[lsn.name for lsn in self.listeners]}")
 
     @property
@@ -282,12 +318,16 @@ class KafkaBroker(BrokerProcess):
 
     def server_properties(self) -> dict[str, str]:
         """The complete ``server.properties`` this broker is started with."""
-        listeners = [f"PLAINTEXT://{HOST}:{self.port}", f"CONTROLLER://{HOST}:{self.controller_port}"]
+        host = self.host
+        listeners = [
+            f"PLAINTEXT://{host}:{self.port}",
+            f"CONTROLLER://{self.controller_host}:{self.controller_port}",
+        ]
         protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
-        advertised = [f"PLAINTEXT://{HOST}:{self.port}"]
+        advertised = [f"PLAINTEXT://{host}:{self.port}"]
         for lsn in self.listeners:
-            listeners.append(f"{lsn.name}://{HOST}:{lsn.port}")
-            advertised.append(f"{lsn.name}://{HOST}:{lsn.port}")
+            listeners.append(f"{lsn.name}://{host}:{lsn.port}")
+            advertised.append(f"{lsn.name}://{host}:{lsn.port}")
             protocols.append(f"{lsn.name}:{lsn.security_protocol}")
         props = {
             "process.roles": "broker,controller",
@@ -376,14 +416,16 @@ class KafkaBroker(BrokerProcess):
         """
         if self.is_running:
             raise RuntimeError(f"broker already running (pid {self.pid})")
-        for port in (self.port, self.controller_port, *(lsn.port for lsn in self.listeners)):
-            if port_accepts(port):
-                raise BrokerStartError(f"port {port} is already in use")
+        addresses = [(self.host, self.port), (self.controller_host, self.controller_port)]
+        addresses += [(self.host, lsn.port) for lsn in self.listeners]
+        for host, port in addresses:
+            if port_accepts(port, host=host):
+                raise BrokerStartError(f"port {host}:{port} is already in use")
         config = self._write_config()
         if not self._formatted:
             self._format(config)
         self._start_process(
-            self._java_command("kafka.Kafka", str(config)),
+            [*self.launcher, *self._java_command("kafka.Kafka", str(config))],
             dict(os.environ),
             self._what(),
         )
@@ -399,10 +441,14 @@ class KafkaBroker(BrokerProcess):
         self._await_ready(self._what())
 
     def _what(self) -> str:
-        return f"Kafka node {self.node_id} on port {self.port}"
+        return f"Kafka node {self.node_id} on {self.bootstrap_servers}"
+
+    def request(self, api: Api, version: int, body: Mapping[str, Any], timeout: float = 2.0) -> Any:
+        """One request to this broker from the probe address (see :func:`probe`)."""
+        return probe(self.port, api, version, body, timeout, host=self.host, source=self.probe_source)
 
     def _is_ready(self) -> bool:
-        body = probe_metadata(self.port, timeout=1.0)
+        body = probe_metadata(self.port, timeout=1.0, host=self.host, source=self.probe_source)
         return body is not None and any(b["node_id"] == self.node_id for b in body["brokers"])
 
     def restart(self) -> None:

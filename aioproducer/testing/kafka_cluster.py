@@ -1,4 +1,4 @@
-"""A replicated Apache Kafka cluster of three KRaft nodes on loopback ports.
+"""A replicated Apache Kafka cluster of three KRaft nodes on loopback ports (or namespaces).
 
 Each node is a :class:`~aioproducer.testing.kafka_broker.KafkaBroker` running
 as a combined broker and controller; the three share a cluster id and
@@ -15,6 +15,11 @@ Example::
         cluster.wait_for_leader("orders", 0, not_in={leader})
         cluster.start(leader)
         cluster.wait_for_isr("orders", 3)
+
+With ``network=`` (a :class:`~aioproducer.testing.netns.NamespaceNetwork`)
+each node runs in its own network namespace on addresses of its own, so that a
+test can cut links between nodes, or between a node and its clients, while
+the cluster's own probes (bound to the harness address) still see every node.
 
 Every method blocks (it sleeps while it polls); from a coroutine, call it
 through ``asyncio.to_thread``. Every wait is bounded and raises
@@ -40,7 +45,8 @@ from ..protocol.txn_messages import (
 )
 from .broker_process import HOST, free_port
 from .kafka_admin import alter_partition_reassignments, elect_leaders
-from .kafka_broker import KafkaBroker, _random_cluster_id, probe, probe_metadata
+from .kafka_broker import KafkaBroker, _random_cluster_id, probe_metadata
+from .netns import NamespaceNetwork
 
 __all__ = ["CLUSTER_PROPERTIES", "KafkaCluster"]
 
@@ -89,6 +95,9 @@ class KafkaCluster:
         heap: each JVM's maximum heap.
         startup_timeout: seconds a node has from its launch to serve clients.
         stop_timeout: seconds :meth:`stop` waits after SIGTERM before SIGKILL.
+        network: run node ``n`` in ``network``'s namespace of node ``n``, on its
+            addresses (created here if not yet; the caller deletes it after
+            :meth:`stop`). Its node ids must be ``1..size``.
     """
 
     def __init__(
@@ -101,15 +110,21 @@ class KafkaCluster:
         startup_timeout: float = 180.0,
         stop_timeout: float = 30.0,
         libs: str | os.PathLike[str] | None = None,
+        network: NamespaceNetwork | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a cluster needs at least one node, not {size}")
+        if network is not None and network.nodes != list(range(1, size + 1)):
+            raise ValueError(f"the network's nodes {network.nodes} are not 1..{size}")
+        self.network = network
         self._owns_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="kafka-cluster-") if workdir is None else workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _random_cluster_id()
-        controller_ports = {node_id: free_port() for node_id in range(1, size + 1)}
-        voters = ",".join(f"{n}@{HOST}:{p}" for n, p in controller_ports.items())
+        placement = {node_id: self._placement(node_id) for node_id in range(1, size + 1)}
+        voters = ",".join(
+            f"{n}@{where['controller_host']}:{where['controller_port']}" for n, where in placement.items()
+        )
         props = {**CLUSTER_PROPERTIES, **(properties or {})}
         self.brokers: dict[int, KafkaBroker] = {
             node_id: KafkaBroker(
@@ -118,22 +133,37 @@ class KafkaCluster:
                 properties=props,
                 cluster_id=self.cluster_id,
                 voters=voters,
-                controller_port=port,
                 heap=heap,
                 startup_timeout=startup_timeout,
                 stop_timeout=stop_timeout,
                 libs=libs,
+                **where,
             )
-            for node_id, port in controller_ports.items()
+            for node_id, where in placement.items()
         }
         #: Seconds the last whole-cluster :meth:`start` took (format, launch, all serving).
         self.startup_seconds: float | None = None
+
+    def _placement(self, node: int) -> dict[str, Any]:
+        """Where node ``node`` listens: loopback ports, or its namespace's addresses."""
+        net = self.network
+        if net is None:
+            return {"port": free_port(), "controller_port": free_port(), "controller_host": HOST}
+        # Every node has addresses of its own: the same well-known ports serve.
+        return {
+            "port": 9092,
+            "controller_port": 9093,
+            "host": net.broker_address(node),
+            "controller_host": net.controller_address(node),
+            "launcher": net.exec_prefix(node),
+            "probe_source": net.harness_address,
+        }
 
     # -- addresses ----------------------------------------------------------------
 
     @property
     def bootstrap_servers(self) -> str:
-        """Every node's ``127.0.0.1:PORT``, comma-separated (valid across restarts)."""
+        """Every node's ``HOST:PORT``, comma-separated (valid across restarts)."""
         return ",".join(b.bootstrap_servers for b in self.brokers.values())
 
     @property
@@ -164,6 +194,8 @@ class KafkaCluster:
             self.broker(node).start()
             return self
         started = time.monotonic()
+        if self.network is not None:
+            self.network.create()
         brokers = [b for b in self.brokers.values() if not b.is_running]
         _parallel(lambda b: b.format_storage(), brokers)
         try:
@@ -231,10 +263,17 @@ class KafkaCluster:
     # -- what the cluster says --------------------------------------------------------
 
     def metadata(self, topics: Iterable[str] | None = None) -> Any:
-        """A decoded Metadata v4 answer from a live node, or None if none answers."""
+        """A decoded Metadata v4 answer from a live node, or None if none answers.
+
+        A node cut off from a controller majority (see :attr:`network`) is
+        asked last: it still answers, with what it knew before the cut.
+        """
         names = None if topics is None else list(topics)
-        for node in self.live_nodes():
-            body = probe_metadata(self.brokers[node].port, timeout=2.0, topics=names)
+        live = self.live_nodes()
+        stale = [n for n in live if self.network is not None and self.network.quorum_lost(n)]
+        for node in [n for n in live if n not in stale] + stale:
+            b = self.brokers[node]
+            body = probe_metadata(b.port, 2.0, names, host=b.host, source=b.probe_source)
             if body is not None:
                 return body
         return None
@@ -281,8 +320,8 @@ class KafkaCluster:
 
         def check() -> int | None:
             for node in self.live_nodes():
-                body = probe(
-                    self.brokers[node].port, FIND_COORDINATOR, 1, {"key": key, "key_type": key_type}
+                body = self.brokers[node].request(
+                    FIND_COORDINATOR, 1, {"key": key, "key_type": key_type}
                 )
                 if body is not None and body["error_code"] == 0 and body["node_id"] >= 0:
                     node_id = int(body["node_id"])
@@ -301,22 +340,40 @@ class KafkaCluster:
     def elect_preferred_leaders(self, topic: str, partitions: Iterable[int] | None = None) -> None:
         """Make each partition's first replica its leader again (ElectLeaders, KIP-460)."""
         names = sorted(self.partitions(topic)) if partitions is None else list(partitions)
-        elect_leaders(self._admin_port(), topic, names)
+        b = self._admin_broker()
+        elect_leaders(b.port, topic, names, host=b.host, source=b.probe_source)
 
     def reassign(self, topic: str, replicas: Mapping[int, Sequence[int]]) -> None:
         """Start moving partitions to new replica lists (AlterPartitionReassignments, KIP-455).
 
         Returns once the controller accepted; see :meth:`wait_for_replicas`.
         """
-        alter_partition_reassignments(self._admin_port(), topic, replicas)
+        b = self._admin_broker()
+        alter_partition_reassignments(b.port, topic, replicas, host=b.host, source=b.probe_source)
 
-    def _admin_port(self) -> int:
+    def _admin_broker(self) -> KafkaBroker:
         live = self.live_nodes()
         if not live:
             raise RuntimeError("no live node to send an admin request to")
-        return self.brokers[live[0]].port
+        return self.brokers[live[0]]
 
     # -- waiting for the cluster -------------------------------------------------------
+
+    def wait_for_nodes(self, nodes: Iterable[int] | None = None, *, timeout: float = 60.0) -> None:
+        """Wait until Metadata lists every node (or those named): registered and unfenced.
+
+        A node the controller fenced (it stopped heartbeating, e.g. it was
+        cut off) is left out of Metadata until it heartbeats again; a topic
+        created meanwhile could not be placed on it.
+        """
+        wanted = set(self.node_ids if nodes is None else nodes)
+
+        def check() -> bool | None:
+            body = self.metadata([])
+            listed = set() if body is None else {b["node_id"] for b in body["brokers"]}
+            return True if wanted <= listed else None
+
+        _wait(check, timeout, f"Metadata listing nodes {sorted(wanted)}")
 
     def wait_for_replicas(
         self, topic: str, partition: int, replicas: Sequence[int], *, timeout: float = 90.0

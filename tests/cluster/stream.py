@@ -10,8 +10,8 @@ duplicated, and each partition holds its records in the order they were sent.
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Collection, Sequence
 
 from aioproducer import Producer, RecordMetadata
 from aioproducer.errors import KafkaError
@@ -38,6 +38,8 @@ class SteadyStream:
         self.values: list[bytes] = []
         self.futures: list[asyncio.Future[RecordMetadata]] = []
         self.acked = 0
+        #: Acknowledged records per partition.
+        self.acked_on: Counter[int] = Counter()
         self.failed = 0
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -79,6 +81,7 @@ class SteadyStream:
             self.failed += 1
         else:
             self.acked += 1
+            self.acked_on[fut.result().partition] += 1
         self._progress.set()
 
     @property
@@ -93,18 +96,33 @@ class SteadyStream:
                 f"the sending task ended before it was stopped: {self.enqueue_error!r}"
             )
 
-    async def wait_acked(self, more: int, timeout: float, what: str = "records") -> None:
-        """Wait until ``more`` records beyond those acknowledged now are acknowledged."""
-        target = self.acked + more
+    async def wait_acked(
+        self,
+        more: int,
+        timeout: float,
+        what: str = "records",
+        *,
+        partitions: Collection[int] | None = None,
+    ) -> None:
+        """Wait until ``more`` records beyond those acknowledged now are acknowledged
+        (on ``partitions`` only, if given)."""
+
+        def count() -> int:
+            if partitions is None:
+                return self.acked
+            return sum(self.acked_on[p] for p in partitions)
+
+        target = count() + more
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.acked < target:
+        while count() < target:
             self.check_running()
             left = deadline - loop.time()
             if left <= 0:
+                on = "" if partitions is None else f" on partitions {sorted(partitions)}"
                 raise AssertionError(
-                    f"{what}: only {self.acked}/{target} acknowledged within {timeout} s "
-                    f"({self.sent} sent, {self.failed} failed)"
+                    f"{what}: only {count()}/{target} acknowledged{on} within {timeout} s "
+                    f"({self.sent} sent, {self.acked} acknowledged, {self.failed} failed)"
                 )
             self._progress.clear()
             try:
