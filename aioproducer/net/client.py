@@ -88,6 +88,9 @@ class KafkaClient(BrokerConnections):
         self._retry_backoff = retry_backoff_ms / 1000
         self._refresh_backoff_ms = (retry_backoff_ms, max(retry_backoff_ms, retry_backoff_max_ms))
         self._auto_create = allow_auto_create_topics
+        #: Take the new leaders that produce refusals name (KIP-951). Off only
+        #: to measure what the hints save (``benchmarks/failover.py``).
+        self.use_leader_hints = True
         self._topic_max_idle = metadata_max_idle_ms / 1000
         self._rebootstrap_enabled = metadata_recovery_strategy == "rebootstrap"
         self._rebootstrap_after = metadata_recovery_rebootstrap_trigger_ms / 1000
@@ -142,6 +145,8 @@ class KafkaClient(BrokerConnections):
         instead of after a metadata round trip. Returns the partitions whose
         leader changed.
         """
+        if not self.use_leader_hints:
+            return set()
         before = self.snapshot
         after = before.with_leaders(leaders, brokers)
         if after is before:
