@@ -54,8 +54,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.kafka_broker import KAFKA_VERSION  # noqa: E402
-from aioproducer.testing.kafka_cluster import CLUSTER_PROPERTIES, KafkaCluster  # noqa: E402
+from aioproducer.testing.kafka_broker import KAFKA_VERSION
+from aioproducer.testing.kafka_cluster import CLUSTER_PROPERTIES, KafkaCluster
 
 CLIENTS = ("aioproducer", "aioproducer-no-hints", "java", "librdkafka")
 NAMES = {
@@ -222,13 +222,18 @@ def table(kills: list[Kill], args: argparse.Namespace) -> str:
     """The Markdown table of the medians per client (min–max of the kills in brackets)."""
     session_ms = CLUSTER_PROPERTIES["broker.session.timeout.ms"]
     lines = [
-        f"Apache Kafka {KAFKA_VERSION}, 3 KRaft nodes, replication factor 3, min.insync.replicas=2, "
-        f"broker.session.timeout.ms={session_ms}; {args.rate:,} records/s of {args.size} B, "
-        f"idempotent, acks=all, linger.ms=5, compression {args.compression}; median of "
-        f"{args.kills} kill(s) per client (min–max).",
+        (
+            f"Apache Kafka {KAFKA_VERSION}, 3 KRaft nodes, replication factor 3, "
+            f"min.insync.replicas=2, broker.session.timeout.ms={session_ms}; {args.rate:,} "
+            f"records/s of {args.size} B, idempotent, acks=all, linger.ms=5, compression "
+            f"{args.compression}; median of {args.kills} kill(s) per client (min–max)."
+        ),
         "",
-        "| client | kill → first ack on the new leader (s) | p99 send→ack across the kill (ms) "
-        "| max send→ack (ms) | new leader seen by the harness (s) | records failed | broker holds exactly the acked |",
+        (
+            "| client | kill → first ack on the new leader (s) | p99 send→ack across the kill (ms) "
+            "| max send→ack (ms) | new leader seen by the harness (s) | records failed "
+            "| broker holds exactly the acked |"
+        ),
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for client in args.client_list:
