@@ -16,7 +16,7 @@ from aioproducer import Producer
 from aioproducer.protocol.schema import Message
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
-from tests.support.aio import within
+from tests.support.aio import until, within
 
 pytestmark = pytest.mark.asyncio
 
@@ -115,3 +115,32 @@ async def test_without_hints_the_producer_still_follows_through_metadata() -> No
             assert cluster.request_count(METADATA) > metadata_before
             assert cluster.request_count(PRODUCE, broker=new) >= 1
         assert [r.value for r in cluster.records("t")] == [b"before", b"after"]
+
+
+async def test_hints_switched_off_leave_the_move_to_metadata() -> None:
+    """``use_leader_hints = False`` (what the failover benchmark compares against) ignores them."""
+    async with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("t", partitions=1)
+        async with _producer(cluster, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
+            await within(producer.send("t", b"before"), 10, "warm-up")
+            assert producer._client is not None
+            producer._client.use_leader_hints = False
+            old = cluster.leader("t", 0)
+            epoch = cluster.topic_states["t"].partitions[0].leader_epoch
+            new = cluster.move_leader("t", 0)
+            cluster.intercept(METADATA, _lagging_metadata(cluster, "t", old, epoch))
+            refused = cluster.request_count(PRODUCE, broker=old)
+            fut = await producer.enqueue("t", b"after")
+            # The refusal names the new leader, but only Metadata may say so now.
+            await until(
+                lambda: cluster.request_count(PRODUCE, broker=old) > refused, 10,
+                "a refusal by the old leader",
+            )
+            await asyncio.sleep(0.5)
+            assert not fut.done()
+            assert cluster.request_count(PRODUCE, broker=new) == 0
+            cluster.intercept(METADATA, None)
+            await within(fut, 20, "the record after Metadata named the new leader")
+            assert cluster.request_count(PRODUCE, broker=new) >= 1
+        assert [r.value for r in cluster.records("t")] == [b"before", b"after"]
+
