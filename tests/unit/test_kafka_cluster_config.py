@@ -1,12 +1,16 @@
-"""KafkaCluster's nodes form one replicated quorum: checked on their configuration alone."""
+"""KafkaCluster's nodes form one replicated quorum, on loopback or in namespaces: checked on
+their configuration alone."""
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from pathlib import Path
 
 import pytest
 
 from aioproducer.testing.kafka_cluster import KafkaCluster
+from aioproducer.testing.netns import NamespaceNetwork, NamespaceUnavailable
 
 
 def test_three_nodes_share_one_quorum_and_replicate_three_times(tmp_path: Path) -> None:
@@ -42,3 +46,55 @@ def test_three_nodes_share_one_quorum_and_replicate_three_times(tmp_path: Path) 
 def test_a_cluster_needs_a_node() -> None:
     with pytest.raises(ValueError, match="at least one node"):
         KafkaCluster(0)
+
+
+def _network(nodes: list[int]) -> NamespaceNetwork:
+    try:
+        return NamespaceNetwork(nodes)  # names and addresses only: nothing is created
+    except NamespaceUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def test_nodes_in_namespaces_listen_and_vote_on_their_own_addresses(tmp_path: Path) -> None:
+    net = _network([1, 2, 3])
+    cluster = KafkaCluster(workdir=tmp_path, network=net)
+    try:
+        voters = set()
+        for node, b in cluster.brokers.items():
+            p = b.server_properties()
+            broker, controller = net.broker_address(node), net.controller_address(node)
+            assert p["listeners"] == f"PLAINTEXT://{broker}:9092,CONTROLLER://{controller}:9093"
+            assert p["advertised.listeners"] == f"PLAINTEXT://{broker}:9092"
+            assert b.launcher == ["ip", "netns", "exec", net.namespace(node)]
+            assert b.probe_source == net.harness_address
+            voters.add(p["controller.quorum.voters"])
+        assert voters == {",".join(f"{n}@{net.controller_address(n)}:9093" for n in (1, 2, 3))}
+        assert cluster.bootstrap_servers == ",".join(
+            f"{net.broker_address(n)}:9092" for n in (1, 2, 3)
+        )
+    finally:
+        cluster.cleanup()
+    with pytest.raises(ValueError, match=r"not 1\.\.3"):
+        KafkaCluster(workdir=tmp_path, network=_network([1, 2]))
+
+
+def test_namespace_names_fit_interface_names_and_addresses_differ() -> None:
+    net = _network([1, 2, 3])
+    names = [net.bridge] + [f(n) for n in net.nodes for f in (net._host_link, net._node_link)]
+    assert all(len(name) <= 15 for name in names), names  # IFNAMSIZ - 1
+    assert len(set(names)) == len(names)
+    addresses = [net.client_address, net.harness_address]
+    addresses += [f(n) for n in net.nodes for f in (net.broker_address, net.controller_address)]
+    assert len(set(addresses)) == len(addresses)
+    assert all(ipaddress.ip_address(a) in net.subnet for a in addresses)
+    assert int(net.tag[3:9], 16) == os.getpid() % 0x1000000  # leftovers are found by pid
+
+
+def test_a_node_loses_the_quorum_when_it_reaches_no_majority_of_controllers() -> None:
+    net = _network([1, 2, 3])
+    # What cut_controllers(1) blackholes, both ways (no routes are made here).
+    net._cuts = {(1, net.controller_address(2)), (1, net.controller_address(3)),
+                 (2, net.controller_address(1)), (3, net.controller_address(1))}
+    assert [net.quorum_lost(n) for n in (1, 2, 3)] == [True, False, False]
+    net._cuts = {(1, net.controller_address(2))}
+    assert not net.quorum_lost(1)  # itself and node 3: a majority
