@@ -1,19 +1,19 @@
 """The public producer: a small API over the accumulator, the sender and the client.
 
-``enqueue`` validates and serializes a record, picks its partition, waits (up
-to ``max_block_ms``) for metadata and buffer memory, appends it to a batch and
-returns the record's future; ``send`` also waits for that future. Everything
-after that (batching, retries, expiry) belongs to the sender.
+``enqueue`` reads as its steps: (1) an unkeyed bytes record goes straight to
+the open batch of its topic's sticky partition when nothing is in doubt
+(:meth:`Producer._append_unkeyed`); otherwise (2) the record is checked and
+serialized, (3) metadata and buffer memory are waited for (up to
+``max_block_ms``), and (4) :meth:`Producer._append` picks its partition and
+appends it. It returns the record's future; ``send`` also waits for that
+future. Everything after that (batching, retries, expiry) belongs to the sender.
 
-This module holds the lifecycle (start, flush, close) and the per-record hot
-path, kept in one function on purpose (no call per record beyond the append).
-The transaction methods come from :mod:`.producer_transactions`, the bulk ones
-from :mod:`.producer_bulk`, the partition rules from :mod:`.engine.partition_selection`,
-the gauges from :mod:`.producer_metrics`, the hooks from :mod:`.interceptors`.
-
-Invariants: a cancelled ``enqueue`` appended nothing and holds no memory; every
-wait is bounded by ``max_block_ms``; after ``close`` every record's future resolves.
-"""
+Appending is the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`),
+the partition rules are :mod:`.engine.partitioner` and :mod:`.engine.sticky`.
+This module holds the lifecycle (start, flush, close) and those steps. The
+transaction methods come from :mod:`.producer_transactions`, the bulk ones from
+:mod:`.producer_bulk`, the gauges from :mod:`.producer_metrics`, the hooks from
+:mod:`.interceptors`."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import functools
 import itertools
 import logging
 import time
-import weakref
 from collections.abc import Sequence
 from threading import get_ident
+from time import time_ns
 from typing import Any
 
 from . import errors
@@ -34,14 +34,9 @@ from .engine.accumulator import RecordAccumulator
 from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .engine.buffer_pool import BufferPool
 from .engine.idempotence import SequenceState
-from .engine.partition_selection import (
-    choose_partition,
-    forget_idle_topics,
-    maybe_switch_sticky,
-    next_sticky_partition,
-)
-from .engine.partitioner import StickyPartitioner
+from .engine.partitioner import choose_partition
 from .engine.sender import Sender
+from .engine.sticky import StickyPartitioner, forget_idle_topics
 from .engine.transactions import TransactionManager
 from .engine.validation import (
     MAX_TIMESTAMP_MS,
@@ -108,7 +103,12 @@ class Producer(
             compression_level=config.compression_level,
             is_transactional=config.transactional_id is not None,
         )
-        self._sticky = StickyPartitioner(config.batch_size)
+        self._sticky = StickyPartitioner(
+            config.batch_size,
+            load=self._acc,
+            adaptive=config.partitioner_adaptive_partitioning,
+            availability_timeout_ms=config.partitioner_availability_timeout_ms,
+        )
         # KIP-794: unkeyed (or every, with partitioner_ignore_keys) record goes
         # through the uniform sticky partitioner.
         self._ignore_keys = config.partitioner_ignore_keys
@@ -239,7 +239,7 @@ class Producer(
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
-            functools.partial(next_sticky_partition, self._sticky, self._acc, cfg), self._metadata_wait,
+            self._metadata_wait,
         )
         self._started = True
         self._plain = self._txn is None
@@ -392,64 +392,20 @@ class Producer(
             # strands an appended record.
             self._yield_in = YIELD_EVERY_RECORDS
             await asyncio.sleep(0)
+        # 1. The common case, an unkeyed bytes record: the shortcut to the open batch.
         if (key is None and partition is None and headers is None and timestamp_ms is None
                 and self._plain and type(value) is bytes):
-            # The common case, an unkeyed bytes record: straight to the open batch
-            # of the topic's sticky partition while that batch takes records, the
-            # topic's metadata it was chosen under is current and memory is free,
-            # doing what the path below would; any doubt falls through.
-            filling = self._sticky.filling.get(topic)
-            if filling is not None:
-                known: TopicInfo
-                batch_ref, known = filling
-                batch = batch_ref()  # weak: a delivered batch dies with its records
-                size = len(value) + UNKEYED_RECORD_BOUND
-                reserve = size + RECORD_HANDLE_OVERHEAD
-                pool = self._pool
-                if (
-                    batch is not None
-                    and not batch.sealed
-                    # The topic's entry, not the snapshot: forgetting an idle
-                    # topic drops it from the snapshot in place.
-                    and self._client.snapshot.topics.get(topic) is known  # type: ignore[union-attr]
-                    and size <= self._max_unkeyed
-                    and pool.available >= reserve
-                    and not pool.exhausted
-                ):
-                    timestamp_ms = time.time_ns() // 1_000_000
-                    if batch.builder.append(timestamp_ms, None, value, None) is not None:
-                        pool.available -= reserve
-                        fut: asyncio.Future[RecordMetadata] = self._create_future()
-                        batch.futures.append(fut)
-                        batch.sizes.append(len(value) + 1)  # pack_sizes(-1, len(value))
-                        batch.timestamps.append(timestamp_ms)
-                        batch.reserved += reserve
-                        if size > batch.max_record_size:
-                            batch.max_record_size = size
-                        self._yield_in -= 1
-                        counts = self._sticky.produced
-                        produced = counts.get(topic, 0) + size
-                        counts[topic] = produced
-                        if produced >= self._sticky.batch_size:
-                            maybe_switch_sticky(
-                                self._sticky, self._acc, self.config, topic, known,
-                                produced, batch.builder.size_in_bytes, size,
-                            )
-                        return fut
+            fut = self._append_unkeyed(topic, value)
+            if fut is not None:
+                return fut
+        # 2. Checks and serialization: bad input raises here, before any wait.
         if not self._plain:
             self._check_can_send()
         if topic not in self._topics_seen:
-            check_topic(topic)
-            if len(self._topics_seen) < 10000:
-                self._topics_seen.add(topic)
+            self._check_topic(topic)
         if self._prep is not None and not self._prep.prepared(topic):
             await self._prep.prepare(topic)  # before anything is appended (registry I/O)
-        # Fast path for the common case: bytes in, no serializer.
-        if (
-            type(value) is not bytes
-            or (key is not None and type(key) is not bytes)
-            or self._serializing
-        ):
+        if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
             key, value = self._serialize(topic, key, value)
         if headers is not None:
             headers = check_headers(headers)
@@ -457,7 +413,7 @@ class Producer(
         else:
             header_size = 1
         if timestamp_ms is None:
-            timestamp_ms = time.time_ns() // 1_000_000
+            timestamp_ms = time_ns() // 1_000_000
         elif (isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int)
               or not 0 <= timestamp_ms <= MAX_TIMESTAMP_MS):
             raise ValueError(
@@ -473,57 +429,105 @@ class Producer(
                 size + RECORD_BATCH_OVERHEAD, self.config.max_request_size, self.config.buffer_memory
             )
         reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
-
-        client = self._client
-        assert client is not None
-        info = client.snapshot.topics.get(topic)
+        # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
+        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
         deadline = 0.0
-        if (
-            info is None
-            or not info.partitions
-            or (type(partition) is int and partition >= len(info.partitions))
-        ):
+        if info is None or not info.partitions or (type(partition) is int and partition >= len(info.partitions)):
             # Unknown topic, or a partition not in the metadata (added since the
             # last refresh?): one fresh answer decides, within max_block_ms.
             deadline = time.monotonic() + self._max_block
-            info = await self._metadata_wait.topic_info(client, topic, partition)
+            info = await self._metadata_wait.topic_info(self._client, topic, partition)  # type: ignore[arg-type]
         pool = self._pool
         if pool.available >= reserve and not pool.exhausted:  # BufferPool.try_reserve, inlined
             pool.available -= reserve
         elif not pool.try_reserve(reserve):
             if not deadline:
                 deadline = time.monotonic() + self._max_block
-            await self._pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
-
+            await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
         if deadline:  # we waited: the producer or the transaction may have moved on
             try:
                 self._check_can_send()
             except BaseException:
                 pool.release(reserve)
                 raise
+        # 4. Its partition and batch: nothing waits from here on.
+        return self._append(
+            topic, info, partition, key, value, headers, timestamp_ms,
+            ((key_size + 1) << 32) | (value_size + 1),  # batch.pack_sizes, inlined
+            size, reserve,
+        )
+
+    def _append_unkeyed(self, topic: str, value: bytes) -> asyncio.Future[RecordMetadata] | None:
+        """Append an unkeyed bytes record to the open batch of the topic's sticky partition.
+
+        Only while that batch takes records, the topic's metadata it was
+        chosen under is current and memory is free, doing what :meth:`_append`
+        would; on any doubt None, nothing appended: the full path decides.
+        """
+        filling = self._sticky.filling.get(topic)
+        if filling is None:
+            return None
+        batch_ref, known = filling
+        batch = batch_ref()  # weak: a delivered batch dies with its records
+        size = len(value) + UNKEYED_RECORD_BOUND
+        reserve = size + RECORD_HANDLE_OVERHEAD
+        pool = self._pool
+        if (
+            batch is None
+            # The topic's entry, not the snapshot: forgetting an idle topic
+            # drops it from the snapshot in place.
+            or self._client.snapshot.topics.get(topic) is not known  # type: ignore[union-attr]
+            or size > self._max_unkeyed
+            or pool.available < reserve
+            or pool.exhausted
+        ):
+            return None
+        fut: asyncio.Future[RecordMetadata] = self._create_future()
+        # len(value) + 1: pack_sizes(-1, len(value)), inlined.
+        if not batch.try_append(time_ns() // 1_000_000, None, value, None, fut, len(value) + 1, reserve, size):
+            return None  # the batch is full or sealed
+        pool.available -= reserve
+        self._yield_in -= 1
+        self._sticky.appended(topic, size, batch, known)
+        return fut
+
+    def _append(
+        self,
+        topic: str,
+        info: TopicInfo,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+        timestamp_ms: int,
+        sizes: int,
+        size: int,
+        reserve: int,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Append a checked record whose ``reserve`` bytes of memory are reserved.
+
+        Chooses its partition (explicit, keyed, custom or sticky), appends it
+        to that partition's open batch or a new one, and returns its future.
+        On an error (a bad partition) the memory is released and nothing is
+        appended; once appended, nothing may raise or wait.
+        """
         fut = self._create_future()
-        sizes = ((key_size + 1) << 32) | (value_size + 1)  # batch.pack_sizes, inlined
         acc = self._acc
         try:
             sticky: StickyPartitioner | None = None
-            if (
-                partition is None
-                and (key is None or self._ignore_keys)
-                and self._custom_partitioner is None
-            ):
+            if partition is None and (key is None or self._ignore_keys) and self._custom_partitioner is None:
                 sticky = self._sticky
-                chosen = sticky.current.get(topic)
-                if chosen is None or chosen >= len(info.partitions):
-                    chosen = sticky.partition(topic, len(info.partitions), info.available)
+                chosen = sticky.partition(topic, len(info.partitions), info.available)
             else:
                 chosen = choose_partition(topic, partition, key, info, self._custom_partitioner)
             tp = info.tps[chosen]
-            batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes)
+            batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes, reserve, size)
             if batch is None:
                 now = time.monotonic()
-                batch = acc.append(tp, timestamp_ms, key, value, headers, fut, now, False, sizes)
-                assert batch is not None
-                client.touch_topic(topic, now)
+                batch = acc.append_to_new_batch(
+                    tp, timestamp_ms, key, value, headers, fut, now, sizes, reserve, size
+                )
+                self._client.touch_topic(topic, now)  # type: ignore[union-attr]
                 # A new batch: the sender starts its linger clock, and the
                 # next enqueue yields to it first.
                 self._sender.wakeup()  # type: ignore[union-attr]
@@ -531,25 +535,20 @@ class Producer(
         except BaseException:
             self._pool.release(reserve)
             raise
-        # From here on the record is appended: nothing may raise or wait.
         self._yield_in -= 1
-        batch.reserved += reserve
-        if size > batch.max_record_size:
-            batch.max_record_size = size
         if self._txn is not None:
             self._txn.add_partition(tp)
         if sticky is not None:
             if self._plain and not self._serializing:
-                # The fast path above takes the next unkeyed records.
-                sticky.filling[topic] = (weakref.ref(batch), info)
-            produced = sticky.produced.get(topic, 0) + size
-            sticky.produced[topic] = produced
-            if produced >= sticky.batch_size:
-                maybe_switch_sticky(
-                    sticky, acc, self.config, topic, info,
-                    produced, batch.builder.size_in_bytes, size,
-                )
+                sticky.filling_batch(topic, batch, info)  # the shortcut takes the next records
+            sticky.appended(topic, size, batch, info)
         return fut
+
+    def _check_topic(self, topic: str) -> None:
+        """Raise unless ``topic`` is a valid name; remembered, so checked once per topic."""
+        check_topic(topic)
+        if len(self._topics_seen) < 10000:
+            self._topics_seen.add(topic)
 
     # -- metrics -------------------------------------------------------------
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..config import ProducerConfig
     from ..engine.accumulator import RecordAccumulator
     from ..engine.buffer_pool import BufferPool
-    from ..engine.partitioner import StickyPartitioner
+    from ..engine.sticky import StickyPartitioner
     from ..engine.transactions import TransactionManager
     from ..net.client import KafkaClient
     from ..net.cluster import TopicInfo
@@ -86,7 +86,6 @@ class BulkAppender:
         txn: TransactionManager | None,
         wakeup: Callable[[], None],
         check_open: Callable[[], None],
-        next_sticky: Callable[[str, TopicInfo], None],
         metadata_wait: MetadataWait | None = None,
     ) -> None:
         self._config = config
@@ -97,8 +96,6 @@ class BulkAppender:
         self._txn = txn
         self._wakeup = wakeup
         self._check_open = check_open
-        # Moves a topic's sticky partition on (KIP-794, adaptive when configured).
-        self._next_sticky = next_sticky
         self._metadata_wait = metadata_wait  # logs what a call waits for
         self._ignore_keys = config.partitioner_ignore_keys
         self._max_block = config.max_block_ms / 1000
@@ -326,7 +323,7 @@ class BulkAppender:
         i = start
         while True:
             span, batch = entry[1], entry[2]
-            count = batch.builder.append_run(
+            count = batch.append_run(
                 call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers,
                 lengths=cols.value_lengths,
             )
@@ -334,9 +331,10 @@ class BulkAppender:
                 call.partitions[i : i + count] = array("i", [span.partition]) * count
                 call.ordinals[i : i + count] = array("q", range(span.first + span.count, span.first + span.count + count))
                 span.count += count
-                batch.reserved += sum(sizes[i : i + count])
+                reserved = sum(sizes[i : i + count])
+                batch.reserve(reserved)
                 if fixed is None:
-                    self._produced(topic, sum(sizes[i : i + count]) - count * BULK_RECORD_OVERHEAD)
+                    self._sticky.count(topic, reserved - count * BULK_RECORD_OVERHEAD)
                 i += count
                 moved = False
             if i >= stop:
@@ -345,7 +343,7 @@ class BulkAppender:
             # partition once batch_size bytes went to this one (the switch
             # falls on a batch boundary); if the new partition's open batch has
             # no room either, or it is not time to move, start a batch.
-            if fixed is None and not moved and self._switch_due(topic):
+            if fixed is None and not moved and self._sticky.switch_due(topic):
                 entry = self._open(call, open_, None, topic, info, now, move=True)
                 moved = True
             else:
@@ -372,7 +370,7 @@ class BulkAppender:
             entry = self._open(call, open_, p, call.topic, info, now)
             while True:
                 span, batch = entry[1], entry[2]
-                taken = batch.builder.append_run(
+                taken = batch.append_run(
                     call.timestamp, cols.values, pos, end, keys, cols.common_headers, order
                 )
                 if taken:
@@ -380,7 +378,7 @@ class BulkAppender:
                     for i, ordinal in zip(placed, range(span.first + span.count, span.first + span.count + taken)):
                         ords[i] = ordinal
                     span.count += taken
-                    batch.reserved += sum(map(sizes.__getitem__, placed))
+                    batch.reserve(sum(map(sizes.__getitem__, placed)))
                     pos += taken
                 if pos >= end:
                     break
@@ -415,7 +413,7 @@ class BulkAppender:
                 # Slow path: a new partition for this slice, or a full batch.
                 entry = self._open(call, open_, p, topic, info, now)
                 delta = entry[0](ts, key, value, h)
-                if delta is None and p is None and self._switch_due(topic):
+                if delta is None and p is None and sticky.switch_due(topic):
                     # KIP-794: the sticky partition moves on at a batch boundary.
                     entry = self._open(call, open_, p, topic, info, now, move=True)
                     delta = entry[0](ts, key, value, h)
@@ -426,18 +424,9 @@ class BulkAppender:
             parts[i] = span.partition
             ords[i] = span.first + span.count
             span.count += 1
-            entry[2].reserved += sizes[i]
+            entry[2].reserve(sizes[i])
             if p is None:
-                self._produced(topic, sizes[i] - BULK_RECORD_OVERHEAD)
-
-    def _produced(self, topic: str, size: int) -> None:
-        """Count bytes produced to the topic's sticky partition (KIP-794)."""
-        sticky = self._sticky
-        sticky.produced[topic] = sticky.produced.get(topic, 0) + size
-
-    def _switch_due(self, topic: str) -> bool:
-        """The sticky partition's batch is full: move on once batch_size bytes went there."""
-        return self._sticky.produced.get(topic, 0) >= self._sticky.batch_size
+                sticky.count(topic, sizes[i] - BULK_RECORD_OVERHEAD)
 
     def _custom_partitions(self, topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         """Run a custom partitioner for every record up front, before anything is buffered."""
@@ -477,7 +466,7 @@ class BulkAppender:
         acc = self._acc
         if p is None:
             if move:
-                self._next_sticky(topic, info)
+                self._sticky.move_on(topic, info)  # KIP-794, adaptive when configured
             p = self._sticky.partition(topic, len(info.partitions), info.available)
         tp = info.tps[p]
         batch = None if new else acc.open_batch(tp)
@@ -488,12 +477,10 @@ class BulkAppender:
         old = open_.get(p)
         if old is not None:
             call.close_span(old[1])
-        span = call.span(p, batch.builder.record_count, len(batch.futures))
-        if batch.spans is None:
-            batch.spans = []
-        batch.spans.append(span)
+        span = call.span(p, batch.record_count, len(batch.futures))
+        batch.add_span(span)
         if self._txn is not None:
             self._txn.add_partition(tp)
-        entry = (batch.builder.append, span, batch)
+        entry = (batch.record_appender(), span, batch)
         open_[p] = entry
         return entry

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..protocol.compression import Codec
 from ..protocol.record_parsing import parse_record_batches
-from .batch import ProducerBatch, pack_sizes
+from .batch import OPEN, RESOLVING, ProducerBatch, pack_sizes
 from .idempotence import sequence_before
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
@@ -101,25 +101,23 @@ class RecordAccumulator:
         headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         now: float,
-        abort_on_new_batch: bool = False,
         sizes: int | None = None,
-    ) -> ProducerBatch | None:
-        """Append a record; return its batch (a new batch holds just this record).
+        reserve: int = 0,
+        bound: int = 0,
+    ) -> ProducerBatch:
+        """Append a record to ``tp``'s open batch, or to a new one; return its batch.
 
-        With ``abort_on_new_batch``, return None instead of starting a batch:
-        the sticky partitioner then picks another partition (KIP-480).
-        ``sizes`` is :func:`~aioproducer.engine.batch.pack_sizes` of key and value,
-        computed here when not given.
+        ``sizes`` is :func:`~aioproducer.engine.batch.pack_sizes` of key and
+        value, computed here when not given; ``reserve`` and ``bound`` as for
+        :meth:`ProducerBatch.try_append`.
         """
         if sizes is None:
             sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
-        batch = self.try_append(tp, timestamp_ms, key, value, headers, future, sizes)
-        if batch is not None:
-            return batch
-        if abort_on_new_batch:
-            return None
-        batch = self.new_batch(tp, now)
-        batch.try_append(timestamp_ms, key, value, headers, future, sizes)
+        batch = self.try_append(tp, timestamp_ms, key, value, headers, future, sizes, reserve, bound)
+        if batch is None:
+            batch = self.append_to_new_batch(
+                tp, timestamp_ms, key, value, headers, future, now, sizes, reserve, bound
+            )
         return batch
 
     def try_append(
@@ -131,19 +129,35 @@ class RecordAccumulator:
         headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         sizes: int,
+        reserve: int,
+        bound: int,
     ) -> ProducerBatch | None:
         """Append a record to ``tp``'s open batch if it has room; None (nothing
-        appended) when there is no such batch: :meth:`append` then starts one."""
+        appended) when there is no such batch: :meth:`append_to_new_batch` then starts one."""
         dq = self._deques.get(tp)
         if dq:
             last = dq[-1]
-            # ProducerBatch.try_append, inlined: this runs for every record.
-            if not last.sealed and last.builder.append(timestamp_ms, key, value, headers) is not None:
-                last.futures.append(future)
-                last.sizes.append(sizes)
-                last.timestamps.append(timestamp_ms)
+            if last.try_append(timestamp_ms, key, value, headers, future, sizes, reserve, bound):
                 return last
         return None
+
+    def append_to_new_batch(
+        self,
+        tp: TopicPartition,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        future: Any,
+        now: float,
+        sizes: int,
+        reserve: int,
+        bound: int,
+    ) -> ProducerBatch:
+        """Start a batch at the back of ``tp``'s queue holding this record (it always fits)."""
+        batch = self.new_batch(tp, now)
+        batch.try_append(timestamp_ms, key, value, headers, future, sizes, reserve, bound)
+        return batch
 
     def _new_batch(self, tp: TopicPartition, created: float, batch_size: int) -> ProducerBatch:
         return ProducerBatch(
@@ -162,7 +176,7 @@ class RecordAccumulator:
         dq = self._deques.get(tp)
         if dq:
             last = dq[-1]
-            if not last.sealed:
+            if last.state is OPEN:
                 return last
         return None
 
@@ -175,7 +189,7 @@ class RecordAccumulator:
         elif dq:
             # Only the tail takes records: the producer's per-topic shortcut to
             # the open batch (StickyPartitioner.filling) relies on it.
-            dq[-1].sealed = True
+            dq[-1].seal()
         dq.append(batch)
         if len(dq) == 1:
             self._nonempty[tp] = dq
@@ -267,7 +281,7 @@ class RecordAccumulator:
                 dq.popleft()
                 if not dq:
                     del self._nonempty[tp]
-                head.sealed = True
+                head.seal()
                 taken.append(head)
                 size += batch_size
             if taken:
@@ -287,9 +301,7 @@ class RecordAccumulator:
         """Queue ``batches`` (consecutive, in order) where the first one belongs."""
         first = batches[0]
         for batch in batches:
-            batch.attempts += 1
-            batch.retry_at = now + backoff
-            batch.in_flight = False
+            batch.requeue(now, backoff)
         tp = (first.topic, first.partition)
         dq = self._deques.get(tp)
         if dq is None:
@@ -328,16 +340,7 @@ class RecordAccumulator:
                 parts.append(current)
         # The parts' sequence ranges are fixed by the refused batch: none may take
         # new records, or its range would overlap the next batch's (KIP-126).
-        for part in parts:
-            part.sealed = True
-        # The buffer memory the records hold moves with them.
-        total = batch.record_count
-        left = batch.reserved
-        for part in parts[:-1]:
-            part.reserved = batch.reserved * part.record_count // total
-            left -= part.reserved
-        parts[-1].reserved = left
-        batch.reserved = 0
+        # replace_by seals them and moves the buffer memory with the records.
         batch.replace_by(parts)
         self.incomplete.discard(batch)
         self.incomplete.update(parts)
@@ -359,7 +362,7 @@ class RecordAccumulator:
                 keep = [b for b in dq if b.deadline > now]
                 for b in dq:
                     if b.deadline <= now:
-                        b.sealed = True  # failed now: it must take no record after this
+                        b.seal()  # failed now: it must take no record after this
                         out.append(b)
                 dq.clear()
                 dq.extend(keep)
@@ -373,7 +376,7 @@ class RecordAccumulator:
 
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch that has been completed or failed, once its futures are resolved."""
-        if batch.decided and not batch.done:  # still resolving its futures in slices
+        if batch.state is RESOLVING:  # still resolving its futures in slices
             batch.when_done(self._forget)
         else:
             self.incomplete.discard(batch)
@@ -399,7 +402,7 @@ class RecordAccumulator:
             dq = self._nonempty.pop(tp, None)
             if dq:
                 for batch in dq:
-                    batch.sealed = True
+                    batch.seal()
                 taken.extend(dq)
                 dq.clear()
         return taken
@@ -408,7 +411,7 @@ class RecordAccumulator:
         """Remove every queued batch (for abort on close)."""
         out = [b for dq in self._nonempty.values() for b in dq]
         for batch in out:
-            batch.sealed = True
+            batch.seal()
         self._deques.clear()
         self._nonempty.clear()
         return out

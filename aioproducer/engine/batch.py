@@ -1,32 +1,57 @@
-"""A batch of records for one partition, and what the user gets back for each record.
+"""A batch of records for one partition: its one state, every change of it, and its records' results.
 
-A :class:`ProducerBatch` is filled by the accumulator and sealed (it takes no
-more records) once it leaves its queue or another batch is queued behind it,
-so an unsealed batch is always the open tail of its partition's queue. It is
-possibly sent several times (retries keep its bytes), and completed exactly
-once: :meth:`complete` or :meth:`fail`, after which further calls are ignored.
-The futures it resolves are the ones ``Producer.enqueue`` handed out; records
-of a bulk call (``enqueue_many``) have no future of their own: a *span* stands
-for a run of them and reports to the call's one future.
+A :class:`ProducerBatch` moves through :class:`BatchState` (Java's
+``ProducerBatch`` lifecycle; every transition is a method of this module)::
+
+    OPEN ──seal──> SEALED ──start_attempt──> IN_FLIGHT ──complete──> RESOLVING ──> DONE
+                     ^                           │
+                     └──── requeue / answered ───┘      fail / replace_by (any state) ──> DONE
+
+* ``OPEN``: the open tail of its partition's queue; the only state that takes records.
+* ``SEALED``: takes no more records (another batch was queued behind it, it was
+  drained, expired or taken); waits to be sent, or re-sent after a retriable
+  error, or for the sender to decide on an answer.
+* ``IN_FLIGHT``: in a Produce request whose answer has not come.
+* ``RESOLVING``: acknowledged; its futures are being resolved in slices.
+* ``DONE``: every future resolved: completed, failed, or split into parts (KIP-126).
+
+A batch is completed exactly once: :meth:`complete` or :meth:`fail`, after
+which further calls are ignored. One that fails while in flight (expired,
+aborted) stays ``DONE`` when its answer comes; :meth:`answered` leaves it so.
+
+Records come in through one method per kind: :meth:`try_append` for a record
+with a future of its own (``Producer.enqueue``, its unkeyed shortcut, a split),
+and, for records of a bulk call (``enqueue_many``), which have no future of
+their own, :meth:`add_span` / :meth:`append_run` / :meth:`reserve`: a *span*
+stands for a run of them and reports to the call's one future.
 
 A large batch resolves its futures in slices of :data:`RESOLVE_SLICE`, one
-event-loop callback each, so other tasks run in between; ``done`` turns true
-(and ``flush`` returns) only after the last slice. The batch lets go of each
+event-loop callback each, so other tasks run in between; it is ``DONE`` (and
+``flush`` returns) only after the last slice. The batch lets go of each
 slice's futures once resolved, so that those their callers dropped die then.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from .._speedups import kernels
 from ..protocol.compression import Codec
-from ..protocol.records import RecordBatchBuilder
+from ..protocol.records import RecordBatchBuilder, restamp_producer_state
 
-__all__ = ["RECORD_HANDLE_OVERHEAD", "RESOLVE_SLICE", "ProducerBatch", "RecordMetadata", "Span", "pack_sizes"]
+__all__ = [
+    "RECORD_HANDLE_OVERHEAD",
+    "RESOLVE_SLICE",
+    "BatchState",
+    "ProducerBatch",
+    "RecordMetadata",
+    "Span",
+    "pack_sizes",
+]
 
 # Futures resolved per event-loop callback when a batch completes: about a
 # quarter of a millisecond of work, so a 10,000-record batch never holds the loop.
@@ -68,7 +93,28 @@ class Span(Protocol):
     def failed(self, exc: BaseException) -> None: ...
 
 
+class BatchState(enum.Enum):
+    """Where a batch is in its life (see the module docstring for the transitions)."""
+
+    OPEN = "open"
+    SEALED = "sealed"
+    IN_FLIGHT = "in flight"
+    RESOLVING = "resolving"
+    DONE = "done"
+
+
+# Module-level names of the states: the per-record checks compare with ``is``
+# and skip the enum class's attribute lookup.
+OPEN = BatchState.OPEN
+SEALED = BatchState.SEALED
+IN_FLIGHT = BatchState.IN_FLIGHT
+RESOLVING = BatchState.RESOLVING
+DONE = BatchState.DONE
+
+
 class ProducerBatch:
+    """Records of one partition on their way to the broker; state changes only through its methods."""
+
     __slots__ = (
         "__weakref__",  # the producer's shortcut to a topic's open batch holds it weakly
         "_on_done",
@@ -79,10 +125,7 @@ class ProducerBatch:
         "builder",
         "created",
         "deadline",
-        "decided",
-        "done",
         "futures",
-        "in_flight",
         "max_record_size",
         "maybe_written",
         "partition",
@@ -91,9 +134,9 @@ class ProducerBatch:
         "producer_id",
         "reserved",
         "retry_at",
-        "sealed",
         "sizes",
         "spans",
+        "state",
         "timestamps",
         "topic",
     )
@@ -119,6 +162,7 @@ class ProducerBatch:
             compression_level=compression_level,
         )
         self.batch_size = batch_size
+        self.state = OPEN
         self.futures: list[Any] = []
         # Per record: serialized key and value sizes packed into one int (see
         # pack_sizes; an int is cheaper to keep than a tuple), and the timestamp.
@@ -126,7 +170,7 @@ class ProducerBatch:
         self.timestamps: list[int] = []
         self.created = now
         self.deadline = now + delivery_timeout
-        self.attempts = 0
+        self.attempts = 0  # times it went back to its queue to be sent again
         self.retry_at = 0.0
         self.reserved = 0  # bytes of buffer memory this batch holds
         # Largest record appended, as the upper bound enqueue reserved for it
@@ -136,27 +180,49 @@ class ProducerBatch:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
-        self.decided = False  # complete() or fail() was called
-        self.done = False  # ... and every future of the batch is resolved
         self.spans: list[Span] | None = None  # bulk records, in append order
         self._on_done: list[Any] | None = None
-        self.in_flight = False
-        self.sealed = False
         self._waiters: list[asyncio.Future[None]] | None = None
         # An attempt ended without a clear answer: the broker may hold the batch
         # under its current producer id, epoch and sequence.
         self.maybe_written = False
 
     def __repr__(self) -> str:
-        state = "done" if self.done else "in flight" if self.in_flight else "queued"
         return (
             f"<ProducerBatch {self.topic}-{self.partition} records={self.record_count} "
-            f"bytes~{self.builder.size_in_bytes} attempts={self.attempts} {state}>"
+            f"bytes~{self.builder.size_in_bytes} attempts={self.attempts} {self.state.value}>"
         )
+
+    # -- reading the state ---------------------------------------------------
 
     @property
     def record_count(self) -> int:
         return self.builder.record_count
+
+    @property
+    def sealed(self) -> bool:
+        """It takes no more records."""
+        return self.state is not OPEN
+
+    @property
+    def in_flight(self) -> bool:
+        """In a Produce request whose answer has not come."""
+        return self.state is IN_FLIGHT
+
+    @property
+    def decided(self) -> bool:
+        """:meth:`complete`, :meth:`fail` or :meth:`replace_by` was called."""
+        return self.state is RESOLVING or self.state is DONE
+
+    @property
+    def done(self) -> bool:
+        """Decided, and every future of the batch is resolved."""
+        return self.state is DONE
+
+    def is_full(self) -> bool:
+        return self.state is not OPEN or self.builder.size_in_bytes >= self.batch_size
+
+    # -- filling -------------------------------------------------------------
 
     def try_append(
         self,
@@ -166,25 +232,133 @@ class ProducerBatch:
         headers: Sequence[tuple[str, bytes | None]] | None,
         future: Any,
         sizes: int,
+        reserve: int = 0,
+        bound: int = 0,
     ) -> bool:
-        """Append a record if it fits; the first record of a batch always fits.
+        """Append a record with its future if the batch is open and has room.
 
-        ``sizes`` is :func:`pack_sizes` of the record's key and value.
+        The first record of a batch always fits. ``sizes`` is
+        :func:`pack_sizes` of the record's key and value; ``reserve`` the
+        buffer memory reserved for it, which the batch now holds; ``bound``
+        the upper bound of its encoded size (for record-size-max).
         """
-        if self.sealed or self.builder.append(timestamp_ms, key, value, headers) is None:
+        if self.state is not OPEN or self.builder.append(timestamp_ms, key, value, headers) is None:
             return False
         self.futures.append(future)
         self.sizes.append(sizes)
         self.timestamps.append(timestamp_ms)
+        self.reserved += reserve
+        if bound > self.max_record_size:
+            self.max_record_size = bound
         return True
 
-    def is_full(self) -> bool:
-        return self.sealed or self.builder.size_in_bytes >= self.batch_size
+    def add_span(self, span: Span) -> None:
+        """File a span of bulk records; they follow the records appended so far."""
+        if self.spans is None:
+            self.spans = []
+        self.spans.append(span)
+
+    def append_run(
+        self,
+        timestamp_ms: int,
+        values: Sequence[Any],
+        start: int,
+        stop: int,
+        keys: Sequence[Any] | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        order: Sequence[int] | None = None,
+        lengths: Sequence[int] | None = None,
+    ) -> int:
+        """Encode bulk records as far as they fit (:meth:`RecordBatchBuilder.append_run`).
+
+        Returns how many went in (0 when the batch is not open). They belong to
+        the span filed last; the caller counts them there and reserves
+        their memory (:meth:`reserve`).
+        """
+        if self.state is not OPEN:
+            return 0
+        return self.builder.append_run(timestamp_ms, values, start, stop, keys, headers, order, lengths)
+
+    def record_appender(self) -> Any:
+        """The encoder of one bulk record, ``(timestamp_ms, key, value, headers) -> delta | None``.
+
+        For a loop that appends record by record to this batch while it stays
+        open (a bulk slice runs without a pause, so nothing seals it meanwhile).
+        """
+        assert self.state is OPEN, "only an open batch takes records"
+        return self.builder.append
+
+    def reserve(self, nbytes: int) -> None:
+        """The batch now holds ``nbytes`` more of buffer memory (bulk records)."""
+        self.reserved += nbytes
+
+    def release_reserved(self) -> int:
+        """Hand back the buffer memory the batch holds: returns it, holds none after."""
+        reserved, self.reserved = self.reserved, 0
+        return reserved
+
+    # -- on its way ----------------------------------------------------------
+
+    def seal(self) -> None:
+        """Take no more records: another batch is queued behind it, or it leaves its queue."""
+        if self.state is OPEN:
+            self.state = SEALED
+
+    def start_attempt(self) -> None:
+        """It goes out in a Produce request."""
+        assert self.state is SEALED, f"{self!r} cannot be sent"
+        self.state = IN_FLIGHT
+
+    def answered(self, maybe_written: bool | None = None) -> None:
+        """The answer to its request came (or the request failed as a whole).
+
+        ``maybe_written``: True when the broker may hold the batch after this
+        attempt, False when it checked this very stamping and refused it
+        (KIP-360), None when the answer says neither. A batch that failed
+        while in flight stays ``DONE``.
+        """
+        if maybe_written is not None:
+            self.maybe_written = maybe_written
+        if self.state is IN_FLIGHT:
+            self.state = SEALED
+
+    def requeue(self, now: float, backoff: float) -> None:
+        """Back to its queue to be sent again after ``backoff`` seconds (Java's ``reenqueued``)."""
+        assert self.state is SEALED, f"{self!r} cannot be retried"
+        self.attempts += 1
+        self.retry_at = now + backoff
+
+    def stamp(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Set the idempotent producer state it is sent with; a built batch is rewritten."""
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        if self.payload is not None:
+            self.payload = restamp_producer_state(
+                self.payload, producer_id=producer_id, producer_epoch=producer_epoch,
+                base_sequence=base_sequence,
+            )
+
+    def build(self) -> bytes:
+        """The batch's bytes with its producer state: built (and compressed) once, kept across retries.
+
+        May run in a worker thread: the batch is in flight meanwhile, and
+        nothing restamps a batch in flight.
+        """
+        if self.payload is None:
+            self.payload = self.builder.build(
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                base_sequence=self.base_sequence,
+            )
+        return self.payload
+
+    # -- the outcome ---------------------------------------------------------
 
     def done_waiter(self) -> asyncio.Future[None]:
         """A future resolved when this batch completes or fails (for flush/close)."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.done:
+        if self.state is DONE:
             fut.set_result(None)
         else:
             if self._waiters is None:
@@ -194,7 +368,7 @@ class ProducerBatch:
 
     def when_done(self, callback: Any) -> None:
         """Call ``callback(self)`` once every future of the batch is resolved."""
-        if self.done:
+        if self.state is DONE:
             callback(self)
         else:
             if self._on_done is None:
@@ -202,7 +376,7 @@ class ProducerBatch:
             self._on_done.append(callback)
 
     def _wake_waiters(self) -> None:
-        self.done = True
+        self.state = DONE
         waiters, self._waiters = self._waiters, None
         for fut in waiters or ():
             if not fut.done():
@@ -212,9 +386,20 @@ class ProducerBatch:
             callback(self)
 
     def replace_by(self, parts: Sequence[ProducerBatch]) -> None:
-        """This batch was split (KIP-126): its records and futures now belong to
-        ``parts``, and whoever waits for it is woken once every part is done."""
-        self.decided = self.done = True
+        """This batch was split (KIP-126): its records, futures and buffer memory
+        now belong to ``parts`` (sealed: their sequence ranges are fixed), and
+        whoever waits for it is woken once every part is done."""
+        for part in parts:
+            part.seal()
+        # The buffer memory moves with the records, in proportion to their count.
+        total = self.record_count
+        left = self.reserved
+        for part in parts[:-1]:
+            part.reserved = self.reserved * part.record_count // total
+            left -= part.reserved
+        parts[-1].reserved = left
+        self.reserved = 0
+        self.state = DONE
         waiters, self._waiters = self._waiters, None
         if not waiters:
             return
@@ -228,9 +413,9 @@ class ProducerBatch:
 
     def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
         """Resolve every record's future with its metadata (once), in slices."""
-        if self.decided:
+        if self.state is RESOLVING or self.state is DONE:
             return
-        self.decided = True
+        self.state = RESOLVING
         deltas = None
         if self.spans:
             acked = base_offset >= 0
@@ -310,10 +495,10 @@ class ProducerBatch:
             self._wake_waiters()
 
     def fail(self, exc: BaseException) -> None:
-        """Fail every record's future with ``exc`` (once)."""
-        if self.decided:
+        """Fail every record's future with ``exc`` (once), whatever state it is in."""
+        if self.state is RESOLVING or self.state is DONE:
             return
-        self.decided = True
+        self.state = RESOLVING  # for the moment it takes to fail every future
         for span in self.spans or ():
             span.failed(exc)
         for fut in self.futures:

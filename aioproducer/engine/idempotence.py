@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..protocol.records import restamp_producer_state
 from .batch import ProducerBatch
 
 __all__ = ["MAX_SEQUENCE", "SequenceState", "sequence_before"]
@@ -152,7 +151,7 @@ class SequenceState:
             p = self._parts[tp] = _Partition(self.producer_id, self.epoch)
         sequence = p.next
         p.next = _add(sequence, batch.record_count)
-        _assign(batch, p.producer_id, p.epoch, sequence)
+        batch.stamp(p.producer_id, p.epoch, sequence)
         p.pending.append(batch)
 
     def is_first_pending(self, batch: ProducerBatch) -> bool:
@@ -207,7 +206,7 @@ class SequenceState:
         index = p.pending.index(batch)
         sequence = batch.base_sequence
         for part in parts:
-            _assign(part, batch.producer_id, batch.producer_epoch, sequence)
+            part.stamp(batch.producer_id, batch.producer_epoch, sequence)
             sequence = _add(sequence, part.record_count)
         p.pending[index : index + 1] = parts
 
@@ -274,7 +273,7 @@ class SequenceState:
             fresh = self._parts[tp] = _Partition(producer_id, epoch)
             self._unresolved.discard(tp)
             for batch in p.pending:  # in sequence order
-                _assign(batch, producer_id, epoch, fresh.next)
+                batch.stamp(producer_id, epoch, fresh.next)
                 fresh.next = _add(fresh.next, batch.record_count)
                 fresh.pending.append(batch)
                 renumbered.append(batch)
@@ -288,13 +287,3 @@ class SequenceState:
 
     def pending_partitions(self) -> Iterable[TopicPartition]:
         return (tp for tp, p in self._parts.items() if p.pending)
-
-
-def _assign(batch: ProducerBatch, producer_id: int, epoch: int, sequence: int) -> None:
-    batch.producer_id = producer_id
-    batch.producer_epoch = epoch
-    batch.base_sequence = sequence
-    if batch.payload is not None:
-        batch.payload = restamp_producer_state(
-            batch.payload, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence
-        )

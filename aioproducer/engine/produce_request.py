@@ -15,7 +15,6 @@ the response does not mention gets an error, never silence.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -45,19 +44,13 @@ async def build_payloads(batches: list[ProducerBatch]) -> None:
     for batch in batches:
         if batch.payload is not None:
             continue
-        build = functools.partial(
-            batch.builder.build,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-        )
         if (
             batch.builder.codec != Codec.NONE
             and batch.builder.size_in_bytes >= OFFLOAD_COMPRESSION_BYTES
         ):
-            batch.payload = await loop.run_in_executor(None, build)
+            await loop.run_in_executor(None, batch.build)
         else:
-            batch.payload = build()
+            batch.build()
 
 
 def produce_body(

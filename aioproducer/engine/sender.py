@@ -276,7 +276,7 @@ class Sender(ProducerIdMixin):
 
     def _start_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> None:
         for batch in batches:
-            batch.in_flight = True
+            batch.start_attempt()
             self._in_flight.add(batch)
             tp = (batch.topic, batch.partition)
             self._in_flight_by_tp[tp] = self._in_flight_by_tp.get(tp, 0) + 1
@@ -312,19 +312,21 @@ class Sender(ProducerIdMixin):
             self._log.exception("produce request to %r failed", conn, extra={"broker": conn.node_id})
             self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
         else:
+            unanswered = set(batches)  # those _apply has not taken yet
             try:
                 if self._acks == 0:
                     now = time.monotonic()
                     for batch in batches:
+                        unanswered.discard(batch)
                         self._apply(batch, None, -1, -1, now)
                 else:
-                    self._apply_response(batches, response, conn.node_id)
+                    self._apply_response(batches, response, conn.node_id, unanswered)
             except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
                 self._log.exception(
                     "handling the produce response from %r failed", conn, extra={"broker": conn.node_id}
                 )
                 self._apply_all(
-                    [b for b in batches if b.in_flight],
+                    [b for b in batches if b in unanswered],
                     errors.CorruptResponseError(f"produce response handling failed: {exc!r}"),
                 )
         finally:
@@ -350,7 +352,9 @@ class Sender(ProducerIdMixin):
         await conn.drain()
         return fut
 
-    def _apply_response(self, batches: list[ProducerBatch], response: Any, node: int) -> None:
+    def _apply_response(
+        self, batches: list[ProducerBatch], response: Any, node: int, unanswered: set[ProducerBatch]
+    ) -> None:
         now = time.monotonic()
         leaders, brokers = leader_hints(response)
         if leaders:
@@ -360,21 +364,22 @@ class Sender(ProducerIdMixin):
         for batch, error, written, base_offset, log_append_time in partition_outcomes(
             batches, response
         ):
+            maybe_written = None
             if written is Written.MAYBE:
-                batch.maybe_written = True
+                maybe_written = True
             elif written is Written.REFUSED_SEQUENCE:
                 # The broker checked this very sequence against its state and
                 # refused it: this stamping holds nothing written (KIP-360).
-                batch.maybe_written = False
-            self._apply(batch, error, base_offset, log_append_time, now, sent_to=node)
+                maybe_written = False
+            unanswered.discard(batch)
+            self._apply(batch, error, base_offset, log_append_time, now, node, maybe_written)
 
     def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
         """The request failed as a whole (connection lost, timed out, undecodable):
         the broker may or may not have written each batch."""
         now = time.monotonic()
         for batch in batches:
-            batch.maybe_written = True
-            self._apply(batch, exc, -1, -1, now)
+            self._apply(batch, exc, -1, -1, now, maybe_written=True)
 
     def _apply(
         self,
@@ -384,12 +389,14 @@ class Sender(ProducerIdMixin):
         log_append_time: int,
         now: float,
         sent_to: int | None = None,
+        maybe_written: bool | None = None,
     ) -> None:
         """Make one batch's outcome take effect. The only place outcomes apply.
 
         ``sent_to`` is the node that answered: a batch to retry whose partition
         is led elsewhere by now goes there without a backoff (Java's
-        ``hasLeaderChangedForTheOngoingRetry``, KIP-951).
+        ``hasLeaderChangedForTheOngoingRetry``, KIP-951). ``maybe_written``:
+        see :meth:`ProducerBatch.answered`.
         """
         tp = (batch.topic, batch.partition)
         self._in_flight.discard(batch)
@@ -397,12 +404,12 @@ class Sender(ProducerIdMixin):
         self._in_flight_by_tp[tp] -= 1
         if not self._in_flight_by_tp[tp]:
             del self._in_flight_by_tp[tp]
-        batch.in_flight = False
+        batch.answered(maybe_written)
         if error is None:
             self._last_error.pop(tp, None)
         else:
             self._last_error[tp] = error
-        if batch.done:  # expired while in flight; its futures already failed
+        if batch.decided:  # failed while in flight (expired, aborted): nothing left to do
             return
         seq = self._seq
         outcome = classify(
@@ -480,8 +487,7 @@ class Sender(ProducerIdMixin):
         self._in_flight.discard(batch)
         self._acc.finished(batch)
         if batch.reserved:
-            self._pool.release(batch.reserved)
-            batch.reserved = 0
+            self._pool.release(batch.release_reserved())
 
     # -- producer id ---------------------------------------------------------
 

@@ -128,12 +128,18 @@ def test_expired_removes_only_past_deadline() -> None:
     assert acc.next_expiry() == 1.5
 
 
-def test_abort_on_new_batch() -> None:
+def test_a_record_goes_to_the_open_batch_or_starts_the_next() -> None:
     acc = make(batch_size=150)
-    assert acc.append(("t", 0), 1, None, b"x", None, Fut(), 0.0, abort_on_new_batch=True) is None
-    acc.append(("t", 0), 1, None, b"x" * 50, None, Fut(), 0.0)
-    assert acc.append(("t", 0), 1, None, b"y", None, Fut(), 0.0, abort_on_new_batch=True) is not None
-    assert acc.append(("t", 0), 1, None, b"z" * 120, None, Fut(), 0.0, abort_on_new_batch=True) is None
+    first = acc.try_append(("t", 0), 1, None, b"x", None, Fut(), pack_sizes(-1, 1), 300, 40)
+    assert first is None and acc.queued_batches() == 0  # no open batch: nothing appended
+    first = acc.append(("t", 0), 1, None, b"x" * 50, None, Fut(), 0.0, reserve=300, bound=80)
+    assert acc.try_append(("t", 0), 1, None, b"y", None, Fut(), pack_sizes(-1, 1), 300, 40) is first
+    assert acc.try_append(("t", 0), 1, None, b"z" * 120, None, Fut(), pack_sizes(-1, 120), 400, 150) is None
+    second = acc.append_to_new_batch(("t", 0), 1, None, b"z" * 120, None, Fut(), 0.0, pack_sizes(-1, 120), 400, 150)
+    assert first.sealed and not second.sealed and acc.queued_batches() == 2
+    # The batch holds the memory reserved for its records and their largest bound.
+    assert (first.reserved, first.max_record_size, first.record_count) == (600, 80, 2)
+    assert (second.reserved, second.max_record_size, second.record_count) == (400, 150, 1)
 
 
 def test_batches_hold_what_was_appended() -> None:

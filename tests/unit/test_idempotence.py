@@ -123,13 +123,13 @@ def test_a_batch_that_may_be_written_is_never_renumbered() -> None:
     expired, ambiguous = batch(0, 1), batch(0, 1)
     s.stamp(expired)
     s.stamp(ambiguous)
-    ambiguous.maybe_written = True  # its request timed out
+    ambiguous.answered(maybe_written=True)  # its request timed out
     s.failed(expired, may_have_landed=False)  # its sequence is a gap: the partition breaks
     assert s.reset(9, 0) == []
     assert (ambiguous.producer_id, ambiguous.base_sequence) == (7, 1)
     assert s.stale == {("t", 0)}
     # The broker then answers OUT_OF_ORDER for it: proven unwritten, renumbered next time.
-    ambiguous.maybe_written = False
+    ambiguous.answered(maybe_written=False)
     s.request_bump("out of order", ("t", 0))
     assert s.reset(10, 0) == [ambiguous]
     assert (ambiguous.producer_id, ambiguous.base_sequence) == (10, 0)

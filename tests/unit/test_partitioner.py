@@ -7,14 +7,17 @@ import random
 
 import pytest
 
-from aioproducer.engine.partitioner import (
+from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.partitioner import murmur2, partition_for_key
+from aioproducer.engine.sticky import (
     StickyPartitioner,
     cumulative_frequencies,
-    murmur2,
     next_sticky_partition,
-    partition_for_key,
     weighted_index,
 )
+from aioproducer.net.cluster import PartitionInfo, TopicInfo
+from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.records import RECORD_BATCH_OVERHEAD
 
 # Vectors from the Java client's UtilsTest.testMurmur2.
 JAVA_MURMUR2 = [
@@ -54,16 +57,66 @@ def test_sticky_without_available_partitions_uses_any() -> None:
     assert seen == {0, 1, 2}
 
 
+def _topic(partitions: int, leaders: tuple[int, ...] = ()) -> TopicInfo:
+    parts = tuple(
+        PartitionInfo("t", p, leaders[p] if leaders else 1) for p in range(partitions)
+    )
+    return TopicInfo("t", 0, parts, tuple(range(partitions)), tuple(("t", p) for p in range(partitions)))
+
+
+def _batch_of(size: int) -> ProducerBatch:
+    """An open batch of batch_size 100 holding ``size`` bytes."""
+    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=100, now=0.0, delivery_timeout=1)
+    assert batch.try_append(1, None, b"x" * (size - RECORD_BATCH_OVERHEAD - 7), None, None, 0)
+    assert batch.builder.size_in_bytes == size
+    return batch
+
+
 def test_switch_after_batch_size_bytes_when_the_batch_is_full_and_at_twice_regardless() -> None:
-    # KIP-794 / Java's BuiltInPartitioner.updatePartitionInfo.
+    # KIP-794 / Java's BuiltInPartitioner.updatePartitionInfo: the rule every
+    # path of the producer reports its records to.
+    sp = StickyPartitioner(100, random.Random(3))
+    info = _topic(4)
+    sp.partition("t", 4, [0, 1, 2, 3])
+    full, roomy = _batch_of(95), _batch_of(70)
+    sp.appended("t", 60, full, info)  # 60 < batch_size: stay
+    assert sp.produced["t"] == 60
+    sp.appended("t", 60, roomy, info)  # 120, and 70 + 60 > 100: the batch has no room, switch
+    assert sp.produced["t"] == 0
+    sp.appended("t", 90, roomy, info)
+    sp.appended("t", 20, roomy, info)  # 110, 70 + 20 fits: keep filling this batch
+    assert sp.produced["t"] == 110
+    sp.appended("t", 90, roomy, info)  # 200 = 2 x batch_size: switch anyway
+    assert sp.produced["t"] == 0
+
+
+def test_a_bulk_run_switches_once_batch_size_bytes_went_to_a_full_batch() -> None:
     sp = StickyPartitioner(100, random.Random(3))
     sp.partition("t", 4, [0, 1, 2, 3])
-    assert not sp.appended("t", 60, batch_full=True)  # 60 < batch_size
-    assert not sp.appended("t", 60, batch_full=False)  # 120: batch not full, keep filling it
-    assert sp.appended("t", 10, batch_full=True)  # 130 and full: switch
-    sp.next_partition("t", 4, [0, 1, 2, 3])
-    assert not sp.appended("t", 150, batch_full=False)
-    assert sp.appended("t", 50, batch_full=False)  # 200 = 2 x batch_size: switch anyway
+    sp.count("t", 60)
+    assert not sp.switch_due("t")
+    sp.count("t", 40)
+    assert sp.switch_due("t")
+
+
+def test_adaptive_move_skips_partitions_of_a_node_left_undrained() -> None:
+    class Load:
+        def queue_sizes(self, topic: str, partitions: object) -> list[int]:
+            return [0 for _ in partitions]  # type: ignore[attr-defined]
+
+        def unavailable_nodes(self, timeout: float) -> set[int]:
+            assert timeout == 0.5
+            return {2}
+
+        def forget_topic(self, topic: str) -> bool:
+            return True
+
+    sp = StickyPartitioner(100, random.Random(6), load=Load(), adaptive=True, availability_timeout_ms=500)
+    info = _topic(4, leaders=(1, 2, 1, 2))
+    assert {sp.move_on("t", info) for _ in range(200)} == {0, 2}
+    # Without adaptive partitioning every available partition is a candidate.
+    plain = StickyPartitioner(100, random.Random(6), load=Load())
+    assert {plain.move_on("t", info) for _ in range(200)} == {0, 1, 2, 3}
 
 
 def test_cumulative_frequency_table_matches_java_example() -> None:
