@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
 
 from aioproducer import Producer, RecordMetadata
 from aioproducer.errors import KafkaError
+from aioproducer.testing.kafka_cluster import KafkaCluster
+from tests.cluster.settings import SETTINGS
+from tests.support.aio import read_back, within
+from tests.support.producers import make_producer
 from tests.support.verify import ConsumedRecord
 
-__all__ = ["SteadyStream", "assert_exactly_once"]
+__all__ = ["SteadyStream", "assert_exactly_once", "finish", "streaming"]
 
 _PAD = b"the quick brown fox jumps over the lazy dog; " * 3
 
@@ -141,6 +147,29 @@ class SteadyStream:
             f"stream stopped"
         )
         return [f.exception() or f.result() for f in self.futures]
+
+
+@asynccontextmanager
+async def streaming(
+    cluster: KafkaCluster, topic: str, *, rate: int = 1000, keys: int = 24, **overrides: Any
+) -> AsyncIterator[SteadyStream]:
+    """A producer with the cluster tests' :data:`SETTINGS` (and ``overrides``),
+    started, streaming to ``topic``; closed on the way out."""
+    producer = make_producer(cluster, SETTINGS, **overrides)
+    await within(producer.start(), 30, "start")
+    try:
+        yield SteadyStream(producer, topic, rate=rate, keys=keys).start()
+    finally:
+        await within(producer.close(), 60, "close")
+
+
+async def finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
+    """Stop the stream, wait for every outcome, read back and check exactly-once."""
+    results = await stream.stop(timeout=120)
+    records = await read_back(
+        cluster.bootstrap_servers, stream.topic, stream.sent, timeout=60, grace=2.0
+    )
+    assert_exactly_once(stream.values, results, records)
 
 
 def assert_exactly_once(

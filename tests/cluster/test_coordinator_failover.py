@@ -17,9 +17,10 @@ import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
 from aioproducer.testing.kafka_cluster import KafkaCluster
-from tests.cluster.settings import cluster_producer
+from tests.cluster.settings import SETTINGS
 from tests.cluster.stream import SteadyStream, assert_exactly_once
 from tests.support.aio import read_back, within
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -35,8 +36,12 @@ class Transactions:
         self.commit_errors: list[BaseException] = []
         self._next = 0
 
-    def begin_stream(self) -> SteadyStream:
-        return SteadyStream(self.producer, self.topic, rate=800, first=self._next)
+    async def begin(self, acked: int, what: str) -> SteadyStream:
+        """Begin a transaction streaming records; return once ``acked`` of them are acknowledged."""
+        await self.producer.begin_transaction()
+        stream = SteadyStream(self.producer, self.topic, rate=800, first=self._next).start()
+        await stream.wait_acked(acked, 60, what)
+        return stream
 
     async def end(self, stream: SteadyStream, *, commit: bool = True) -> bool:
         """Stop the stream, commit (abort if the commit fails, or if not ``commit``).
@@ -71,6 +76,17 @@ class Transactions:
             return
         raise AssertionError("the transaction could not be aborted")
 
+    async def check_committed(self, bootstrap: str) -> None:
+        """What a ``read_committed`` consumer reads is every committed record, once, in
+        order (a stray would be a record of an aborted transaction)."""
+        values = [v for v, _ in self.committed]
+        results = [r for _, r in self.committed]
+        records = await read_back(
+            bootstrap, self.topic, len(values), timeout=60, grace=2.0,
+            isolation_level="read_committed",
+        )
+        assert_exactly_once(values, results, records)
+
 
 async def _kill_coordinator(cluster: KafkaCluster, txn_id: str) -> int:
     node = await asyncio.to_thread(cluster.coordinator, txn_id)
@@ -88,8 +104,8 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
 ) -> None:
     topic = cluster_topic(3)
     txn_id = f"cluster-txn-{uuid.uuid4().hex[:8]}"
-    producer = cluster_producer(
-        cluster, compression="zstd", transactional_id=txn_id, max_block_ms=60_000
+    producer = make_producer(
+        cluster, SETTINGS, compression="zstd", transactional_id=txn_id, max_block_ms=60_000
     )
     await within(producer.start(), 30, "start")
     txns = Transactions(producer, topic)
@@ -97,15 +113,11 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
         await within(producer.init_transactions(), 60, "init_transactions")
 
         # A transaction with every node up.
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "first transaction")
+        stream = await txns.begin(300, "first transaction")
         assert await txns.end(stream), txns.commit_errors
 
         # The coordinator dies while records of the transaction flow.
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "before the coordinator is killed")
+        stream = await txns.begin(300, "before the coordinator is killed")
         killed = await _kill_coordinator(cluster, txn_id)
         await asyncio.to_thread(cluster.coordinator, txn_id, not_in={killed})
         await stream.wait_acked(300, 60, f"after coordinator {killed} was killed")
@@ -114,40 +126,27 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
 
         # The coordinator dies mid-transaction and the application aborts:
         # none of those records may be read as committed.
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "before the coordinator is killed")
+        stream = await txns.begin(300, "before the coordinator is killed")
         killed = await _kill_coordinator(cluster, txn_id)
         await stream.wait_acked(300, 60, f"after coordinator {killed} was killed")
         assert not await txns.end(stream, commit=False)
         await _restore(cluster, killed, topic)
 
         # The coordinator dies just before the commit: EndTxn finds the new one.
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "before the commit")
+        stream = await txns.begin(300, "before the commit")
         killed = await _kill_coordinator(cluster, txn_id)
         await txns.end(stream)
         await _restore(cluster, killed, topic)
 
         # And the producer carries on.
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "last transaction")
+        stream = await txns.begin(300, "last transaction")
         assert await txns.end(stream), txns.commit_errors
     finally:
         await within(producer.close(), 60, "close")
 
     print(f"\ncommitted records {len(txns.committed)}, aborted transactions {txns.aborted}, "
           f"commit errors {txns.commit_errors}")
-    values = [v for v, _ in txns.committed]
-    results = [r for _, r in txns.committed]
-    records = await read_back(
-        cluster.bootstrap_servers, topic, len(values), timeout=60, grace=2.0,
-        isolation_level="read_committed",
-    )
-    # Strays would be records of an aborted transaction.
-    assert_exactly_once(values, results, records)
+    await txns.check_committed(cluster.bootstrap_servers)
     assert txns.aborted >= 1
 
 
@@ -158,22 +157,18 @@ async def test_transaction_with_records_expired_in_a_failover_aborts_and_the_nex
     can only be aborted; after the abort (and a new epoch) the next one commits."""
     topic = cluster_topic(3)
     txn_id = f"cluster-txn-{uuid.uuid4().hex[:8]}"
-    producer = cluster_producer(
-        cluster, compression="lz4", transactional_id=txn_id,
+    producer = make_producer(
+        cluster, SETTINGS, compression="lz4", transactional_id=txn_id,
         request_timeout_ms=1500, delivery_timeout_ms=3000,
     )
     await within(producer.start(), 30, "start")
     txns = Transactions(producer, topic)
     try:
         await within(producer.init_transactions(), 60, "init_transactions")
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "first transaction")
+        stream = await txns.begin(300, "first transaction")
         assert await txns.end(stream), txns.commit_errors
 
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "before the kill")
+        stream = await txns.begin(300, "before the kill")
         coordinator = await asyncio.to_thread(cluster.coordinator, txn_id)
         leaders = await asyncio.to_thread(cluster.leaders, topic)
         # A partition leader that does not coordinate: only records fail here.
@@ -188,17 +183,9 @@ async def test_transaction_with_records_expired_in_a_failover_aborts_and_the_nex
         assert isinstance(txns.commit_errors[-1], errors.KafkaError)
         await _restore(cluster, victim, topic)
 
-        await producer.begin_transaction()
-        stream = txns.begin_stream().start()
-        await stream.wait_acked(300, 60, "after the abort")
+        stream = await txns.begin(300, "after the abort")
         assert await txns.end(stream), txns.commit_errors
     finally:
         await within(producer.close(), 60, "close")
-    values = [v for v, _ in txns.committed]
-    results = [r for _, r in txns.committed]
-    records = await read_back(
-        cluster.bootstrap_servers, topic, len(values), timeout=60, grace=2.0,
-        isolation_level="read_committed",
-    )
-    assert_exactly_once(values, results, records)
+    await txns.check_committed(cluster.bootstrap_servers)
     assert txns.aborted == 1

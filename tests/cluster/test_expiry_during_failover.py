@@ -18,9 +18,10 @@ import pytest
 
 from aioproducer import RecordMetadata, errors
 from aioproducer.testing.kafka_cluster import KafkaCluster
-from tests.cluster.settings import cluster_producer
+from tests.cluster.settings import SETTINGS
 from tests.cluster.stream import SteadyStream, assert_exactly_once
 from tests.support.aio import read_back, within
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -30,8 +31,8 @@ async def test_records_expiring_during_a_failover_fail_typed_and_the_rest_go_in_
     cluster: KafkaCluster, cluster_topic, fault: str
 ) -> None:
     topic = cluster_topic(3)
-    producer = cluster_producer(
-        cluster, compression="lz4", request_timeout_ms=1500, delivery_timeout_ms=3000
+    producer = make_producer(
+        cluster, SETTINGS, compression="lz4", request_timeout_ms=1500, delivery_timeout_ms=3000
     )
     await within(producer.start(), 30, "start")
     stream = SteadyStream(producer, topic, rate=1000).start()

@@ -13,28 +13,14 @@ import asyncio
 import pytest
 
 from aioproducer.testing.kafka_cluster import KafkaCluster
-from tests.cluster.settings import cluster_producer
-from tests.cluster.stream import SteadyStream, assert_exactly_once
-from tests.support.aio import read_back, within
+from tests.cluster.stream import finish, streaming
 
 pytestmark = pytest.mark.asyncio
 
 
-async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
-    """Stop the stream, wait for every outcome, read back and check exactly-once."""
-    results = await stream.stop(timeout=120)
-    records = await read_back(
-        cluster.bootstrap_servers, stream.topic, stream.sent, timeout=60, grace=2.0
-    )
-    assert_exactly_once(stream.values, results, records)
-
-
 async def test_sigkill_leader_three_times_while_producing(cluster: KafkaCluster, cluster_topic) -> None:
     topic = cluster_topic(3)
-    producer = cluster_producer(cluster, compression="lz4")
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=1000).start()
-    try:
+    async with streaming(cluster, topic, rate=1000, compression="lz4") as stream:
         await stream.wait_acked(500, 60, "before the first kill")
         for cycle in range(3):
             leader = await asyncio.to_thread(cluster.leader, topic, 0)
@@ -46,19 +32,14 @@ async def test_sigkill_leader_three_times_while_producing(cluster: KafkaCluster,
             await asyncio.to_thread(cluster.start, leader)
             await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
             await stream.wait_acked(300, 60, f"cycle {cycle}: after node {leader} came back")
-        await _finish(cluster, stream)
-    finally:
-        await within(producer.close(), 60, "close")
+        await finish(cluster, stream)
 
 
 async def test_controlled_shutdown_of_leader_while_producing(
     cluster: KafkaCluster, cluster_topic
 ) -> None:
     topic = cluster_topic(3)
-    producer = cluster_producer(cluster, compression="zstd")
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=1000).start()
-    try:
+    async with streaming(cluster, topic, rate=1000, compression="zstd") as stream:
         await stream.wait_acked(500, 60, "before the shutdown")
         leader = await asyncio.to_thread(cluster.leader, topic, 0)
         # SIGTERM: the node hands its leaderships over before it goes.
@@ -70,9 +51,7 @@ async def test_controlled_shutdown_of_leader_while_producing(
         await asyncio.to_thread(cluster.start, leader)
         await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
         await stream.wait_acked(300, 60, f"after node {leader} came back")
-        await _finish(cluster, stream)
-    finally:
-        await within(producer.close(), 60, "close")
+        await finish(cluster, stream)
 
 
 async def test_leader_paused_beyond_request_timeout_while_producing(
@@ -80,11 +59,10 @@ async def test_leader_paused_beyond_request_timeout_while_producing(
 ) -> None:
     topic = cluster_topic(3)
     request_timeout_ms = 3000
-    producer = cluster_producer(cluster, compression="zstd", request_timeout_ms=request_timeout_ms)
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=1000).start()
     loop = asyncio.get_running_loop()
-    try:
+    async with streaming(
+        cluster, topic, rate=1000, compression="zstd", request_timeout_ms=request_timeout_ms
+    ) as stream:
         await stream.wait_acked(500, 60, "before the pause")
         leader = await asyncio.to_thread(cluster.leader, topic, 0)
         await asyncio.to_thread(cluster.pause, leader)
@@ -102,9 +80,7 @@ async def test_leader_paused_beyond_request_timeout_while_producing(
             await asyncio.to_thread(cluster.resume, leader)
         await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
         await stream.wait_acked(300, 60, f"after node {leader} resumed")
-        await _finish(cluster, stream)
-    finally:
-        await within(producer.close(), 60, "close")
+        await finish(cluster, stream)
 
 
 async def test_rolling_restart_of_every_node_while_producing(
@@ -112,10 +88,7 @@ async def test_rolling_restart_of_every_node_while_producing(
 ) -> None:
     """An upgrade as operators do it: each node in turn shut down and started again."""
     topic = cluster_topic(6)
-    producer = cluster_producer(cluster, compression="zstd")
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=1500, keys=48).start()
-    try:
+    async with streaming(cluster, topic, rate=1500, keys=48, compression="zstd") as stream:
         await stream.wait_acked(500, 60, "before the rolling restart")
         for node in cluster.node_ids:
             await asyncio.to_thread(cluster.stop, node)
@@ -125,6 +98,4 @@ async def test_rolling_restart_of_every_node_while_producing(
             await asyncio.to_thread(cluster.start, node)
             await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
             await stream.wait_acked(300, 60, f"after node {node} came back")
-        await _finish(cluster, stream)
-    finally:
-        await within(producer.close(), 60, "close")
+        await finish(cluster, stream)

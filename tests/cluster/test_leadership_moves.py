@@ -16,19 +16,9 @@ import logging
 import pytest
 
 from aioproducer.testing.kafka_cluster import KafkaCluster
-from tests.cluster.settings import cluster_producer
-from tests.cluster.stream import SteadyStream, assert_exactly_once
-from tests.support.aio import read_back, within
+from tests.cluster.stream import finish, streaming
 
 pytestmark = pytest.mark.asyncio
-
-
-async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
-    results = await stream.stop(timeout=120)
-    records = await read_back(
-        cluster.bootstrap_servers, stream.topic, stream.sent, timeout=60, grace=2.0
-    )
-    assert_exactly_once(stream.values, results, records)
 
 
 async def test_preferred_leader_election_while_producing(
@@ -36,10 +26,7 @@ async def test_preferred_leader_election_while_producing(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="aioproducer.net.client")
     topic = cluster_topic(3)
-    producer = cluster_producer(cluster, compression="lz4")
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=1000).start()
-    try:
+    async with streaming(cluster, topic, rate=1000, compression="lz4") as stream:
         await stream.wait_acked(500, 60, "before leadership moves")
         preferred = (await asyncio.to_thread(cluster.replicas, topic, 0))[0]
         assert await asyncio.to_thread(cluster.leader, topic, 0) == preferred
@@ -58,19 +45,14 @@ async def test_preferred_leader_election_while_producing(
         # The former leader's refusal named the new one (KIP-951, Produce v10).
         hint = f"{topic}-0: new leader {preferred} "
         assert any(hint in r.getMessage() for r in caplog.records), "no leader hint taken"
-        await _finish(cluster, stream)
-    finally:
-        await within(producer.close(), 60, "close")
+        await finish(cluster, stream)
 
 
 async def test_reassignment_drops_and_readds_the_leader_while_producing(
     cluster: KafkaCluster, cluster_topic
 ) -> None:
     topic = cluster_topic(1)
-    producer = cluster_producer(cluster, compression="zstd")
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=1000).start()
-    try:
+    async with streaming(cluster, topic, rate=1000, compression="zstd") as stream:
         await stream.wait_acked(500, 60, "before the reassignment")
         replicas = await asyncio.to_thread(cluster.replicas, topic, 0)
         leader = await asyncio.to_thread(cluster.leader, topic, 0)
@@ -84,6 +66,4 @@ async def test_reassignment_drops_and_readds_the_leader_while_producing(
         await asyncio.to_thread(cluster.reassign, topic, {0: [*rest, leader]})
         await asyncio.to_thread(cluster.wait_for_replicas, topic, 0, [*rest, leader])
         await stream.wait_acked(500, 60, "after the replica was added back")
-        await _finish(cluster, stream)
-    finally:
-        await within(producer.close(), 60, "close")
+        await finish(cluster, stream)

@@ -36,10 +36,11 @@ from aioproducer.testing.kafka_broker import probe_metadata
 from aioproducer.testing.kafka_cluster import KafkaCluster
 from aioproducer.testing.netns import NamespaceNetwork, unavailable_reason
 from tests.cluster.conftest import heal
-from tests.cluster.settings import cluster_producer
-from tests.cluster.stream import SteadyStream, assert_exactly_once
+from tests.cluster.settings import SETTINGS
+from tests.cluster.stream import SteadyStream, finish
 from tests.conftest import _kafka_libs_or_skip, _show_log_on_failure
-from tests.support.aio import read_back, within
+from tests.support.aio import within
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -111,14 +112,6 @@ def _leader_as_seen_by(cluster: KafkaCluster, node: int, topic: str, partition: 
     return int(found["leader_id"])
 
 
-async def _finish(cluster: KafkaCluster, stream: SteadyStream) -> None:
-    results = await stream.stop(timeout=120)
-    records = await read_back(
-        cluster.bootstrap_servers, stream.topic, stream.sent, timeout=60, grace=2.0
-    )
-    assert_exactly_once(stream.values, results, records)
-
-
 async def _heal(cluster: KafkaCluster, topic: str) -> None:
     _network(cluster).heal()
     await asyncio.to_thread(cluster.wait_for_nodes, timeout=90)
@@ -131,7 +124,7 @@ async def test_leader_cut_off_from_controllers_is_left_for_the_new_leader(
     """The old leader still claims the partition; a metadata refresh elsewhere names the new one."""
     cluster, net = partitionable, _network(partitionable)
     topic = make_topic(3)
-    producer = cluster_producer(cluster, compression="lz4", request_timeout_ms=3000)
+    producer = make_producer(cluster, SETTINGS, compression="lz4", request_timeout_ms=3000)
     await within(producer.start(), 30, "start")
     stream = SteadyStream(producer, topic, rate=1000).start()
     try:
@@ -148,7 +141,7 @@ async def test_leader_cut_off_from_controllers_is_left_for_the_new_leader(
         assert still == old, f"node {old}, cut off, names {still} as the leader: it was not cut off"
         await _heal(cluster, topic)
         await stream.wait_acked(300, 60, "after the cut healed")
-        await _finish(cluster, stream)
+        await finish(cluster, stream)
     finally:
         await within(producer.close(), 60, "close")
 
@@ -163,8 +156,8 @@ async def test_leader_cut_off_from_controllers_answers_not_leader_when_it_hears_
     # Long enough that nothing times out while the controller fences the old
     # leader and elects another: the requests are still waiting at the old
     # leader when it hears the quorum again.
-    producer = cluster_producer(
-        cluster, compression="zstd", request_timeout_ms=60_000, delivery_timeout_ms=180_000
+    producer = make_producer(
+        cluster, SETTINGS, compression="zstd", request_timeout_ms=60_000, delivery_timeout_ms=180_000
     )
     await within(producer.start(), 30, "start")
     stream = SteadyStream(producer, topic, rate=1000).start()
@@ -181,7 +174,7 @@ async def test_leader_cut_off_from_controllers_answers_not_leader_when_it_hears_
         assert refused, f"node {old} never answered NOT_LEADER_OR_FOLLOWER for {topic}-0"
         hinted = [m for m in messages if f"{topic}-0: new leader {new} " in m and "produce answer" in m]
         assert hinted, f"no produce answer named node {new} as the new leader of {topic}-0 (KIP-951)"
-        await _finish(cluster, stream)
+        await finish(cluster, stream)
     finally:
         await within(producer.close(), 60, "close")
 
@@ -191,7 +184,7 @@ async def test_leader_cut_off_from_the_producer_only(partitionable: KafkaCluster
     cluster, net = partitionable, _network(partitionable)
     topic = make_topic(3)
     request_timeout_ms = 3000
-    producer = cluster_producer(cluster, compression="lz4", request_timeout_ms=request_timeout_ms)
+    producer = make_producer(cluster, SETTINGS, compression="lz4", request_timeout_ms=request_timeout_ms)
     await within(producer.start(), 30, "start")
     stream = SteadyStream(producer, topic, rate=1000).start()
     loop = asyncio.get_running_loop()
@@ -225,6 +218,6 @@ async def test_leader_cut_off_from_the_producer_only(partitionable: KafkaCluster
         )
         await _heal(cluster, topic)
         await stream.wait_acked(300, 60, "after the cut healed")
-        await _finish(cluster, stream)
+        await finish(cluster, stream)
     finally:
         await within(producer.close(), 60, "close")

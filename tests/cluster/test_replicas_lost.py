@@ -24,9 +24,10 @@ import pytest
 
 from aioproducer import errors
 from aioproducer.testing.kafka_cluster import KafkaCluster
-from tests.cluster.settings import cluster_producer
-from tests.cluster.stream import SteadyStream, assert_exactly_once
+from tests.cluster.settings import SETTINGS
+from tests.cluster.stream import finish, streaming
 from tests.support.aio import read_back, within
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -51,10 +52,7 @@ async def test_isr_below_min_insync_records_wait_until_replica_returns(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="aioproducer.engine.sender")
     topic = cluster_topic(1, config=ALL_IN_SYNC)
-    producer = cluster_producer(cluster, compression="lz4")
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=500).start()
-    try:
+    async with streaming(cluster, topic, rate=500, compression="lz4") as stream:
         await stream.wait_acked(300, 60, "before a node is lost")
         [node] = await _kill_followers(cluster, topic, 1)
         # The leader now refuses every write: what was sent meanwhile waits.
@@ -70,21 +68,14 @@ async def test_isr_below_min_insync_records_wait_until_replica_returns(
         await asyncio.to_thread(cluster.start, node)
         await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
         await stream.wait_acked(waiting + 300, 90, f"after node {node} came back")
-        results = await stream.stop(timeout=120)
-    finally:
-        await within(producer.close(), 60, "close")
-    records = await read_back(cluster.bootstrap_servers, topic, stream.sent, timeout=60, grace=2.0)
-    assert_exactly_once(stream.values, results, records)
+        await finish(cluster, stream)
 
 
 async def test_two_nodes_down_records_wait_until_one_returns(
     cluster: KafkaCluster, cluster_topic
 ) -> None:
     topic = cluster_topic(1)
-    producer = cluster_producer(cluster, compression="zstd", request_timeout_ms=3000)
-    await within(producer.start(), 30, "start")
-    stream = SteadyStream(producer, topic, rate=500).start()
-    try:
+    async with streaming(cluster, topic, rate=500, compression="zstd", request_timeout_ms=3000) as stream:
         await stream.wait_acked(300, 60, "before nodes are lost")
         first, second = await _kill_followers(cluster, topic, 2)
         # Nothing can be acknowledged now; wait beyond several request timeouts.
@@ -97,11 +88,7 @@ async def test_two_nodes_down_records_wait_until_one_returns(
         await stream.wait_acked(waiting + 300, 90, f"after node {first} came back")
         await asyncio.to_thread(cluster.start, second)
         await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
-        results = await stream.stop(timeout=120)
-    finally:
-        await within(producer.close(), 60, "close")
-    records = await read_back(cluster.bootstrap_servers, topic, stream.sent, timeout=60, grace=2.0)
-    assert_exactly_once(stream.values, results, records)
+        await finish(cluster, stream)
 
 
 async def test_isr_below_min_insync_fails_at_delivery_timeout_naming_the_cause(
@@ -109,8 +96,8 @@ async def test_isr_below_min_insync_fails_at_delivery_timeout_naming_the_cause(
 ) -> None:
     topic = cluster_topic(1, config=ALL_IN_SYNC)
     delivery_timeout_ms = 6000
-    producer = cluster_producer(
-        cluster, request_timeout_ms=2000, delivery_timeout_ms=delivery_timeout_ms
+    producer = make_producer(
+        cluster, SETTINGS, request_timeout_ms=2000, delivery_timeout_ms=delivery_timeout_ms
     )
     await within(producer.start(), 30, "start")
     try:

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer, RecordMetadata, errors
+from aioproducer import RecordMetadata, errors
 from aioproducer.testing import MockCluster
 from tests.support.aio import gather_within, within
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -27,11 +28,7 @@ TOPIC_AUTHORIZATION_FAILED = errors.TopicAuthorizationFailedError.code
 CLUSTER_AUTHORIZATION_FAILED = errors.ClusterAuthorizationFailedError.code
 
 
-def _producer(cluster: MockCluster, **overrides: Any) -> Producer:
-    return Producer(
-        cluster.bootstrap_servers, delivery_timeout_ms=60_000, max_block_ms=30_000, linger_ms=1,
-        **overrides,
-    )
+SETTINGS: dict[str, Any] = {"delivery_timeout_ms": 60_000, "max_block_ms": 30_000, "linger_ms": 1}
 
 
 async def test_cluster_authorization_refusal_fails_queued_records_at_once() -> None:
@@ -41,7 +38,7 @@ async def test_cluster_authorization_refusal_fails_queued_records_at_once() -> N
             lambda body, ctx: {"error_code": CLUSTER_AUTHORIZATION_FAILED, "producer_id": -1,
                                "producer_epoch": -1},
         )
-        producer = _producer(cluster, enable_idempotence=True)
+        producer = make_producer(cluster, SETTINGS, enable_idempotence=True)
         await within(producer.start(), 10, "start")
         try:
             started = time.monotonic()
@@ -88,7 +85,7 @@ async def test_topic_refused_by_metadata_is_asked_again_on_the_next_send() -> No
             }
 
         cluster.intercept(3, refuse_secret)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             with pytest.raises(errors.TopicAuthorizationFailedError, match="secret"):
                 await within(producer.send("secret", b"refused"), 10, "refusal")
             # Granted: the next send asks the broker again instead of

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer
 from aioproducer.protocol.schema import Message
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.support.aio import until, within
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -24,17 +24,14 @@ METADATA = 3
 PRODUCE = 0
 
 
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    settings: dict[str, Any] = {
-        "linger_ms": 0,
-        # A retry that waited its backoff would outlast the test's bound.
-        "retry_backoff_ms": 60_000,
-        "retry_backoff_max_ms": 60_000,
-        "request_timeout_ms": 30_000,
-        "delivery_timeout_ms": 300_000,
-    }
-    settings.update(config)
-    return Producer(cluster.bootstrap_servers, **settings)
+SETTINGS: dict[str, Any] = {
+    "linger_ms": 0,
+    # A retry that waited its backoff would outlast the test's bound.
+    "retry_backoff_ms": 60_000,
+    "retry_backoff_max_ms": 60_000,
+    "request_timeout_ms": 30_000,
+    "delivery_timeout_ms": 300_000,
+}
 
 
 def _lagging_metadata(cluster: MockCluster, topic: str, leader: int, epoch: int) -> Any:
@@ -78,7 +75,7 @@ def _lagging_metadata(cluster: MockCluster, topic: str, leader: int, epoch: int)
 async def test_batches_follow_the_leader_hint_at_once() -> None:
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=2)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             await within(producer.send("t", b"before", partition=0), 10, "warm-up")
             await within(producer.send("t", b"before", partition=1), 10, "warm-up")
             old = cluster.leader("t", 0)
@@ -107,7 +104,7 @@ async def test_without_hints_the_producer_still_follows_through_metadata() -> No
     async with MockCluster(brokers=3) as cluster:
         cluster.leader_hints = False  # a broker before Kafka 3.7
         cluster.create_topic("t", partitions=1)
-        async with _producer(cluster, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
+        async with make_producer(cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
             await within(producer.send("t", b"before"), 10, "warm-up")
             new = cluster.move_leader("t", 0)
             metadata_before = cluster.request_count(METADATA)
@@ -121,7 +118,7 @@ async def test_hints_switched_off_leave_the_move_to_metadata() -> None:
     """``use_leader_hints = False`` (what the failover benchmark compares against) ignores them."""
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with _producer(cluster, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
+        async with make_producer(cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
             await within(producer.send("t", b"before"), 10, "warm-up")
             assert producer._client is not None
             producer._client.use_leader_hints = False

@@ -14,26 +14,23 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer, errors
+from aioproducer import errors
 from aioproducer.protocol.schema import Message
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.support.aio import until
+from tests.support.producers import make_producer
 
 METADATA = 3
 BACKOFF_MS = 100
 WINDOW = 1.5
 
 
-def _producer(cluster: MockCluster | str, **config: Any) -> Producer:
-    settings: dict[str, Any] = {
-        "linger_ms": 0,
-        "retry_backoff_ms": BACKOFF_MS,
-        "retry_backoff_max_ms": 1000,
-    }
-    settings.update(config)
-    servers = cluster if isinstance(cluster, str) else cluster.bootstrap_servers
-    return Producer(servers, **settings)
+SETTINGS: dict[str, Any] = {
+    "linger_ms": 0,
+    "retry_backoff_ms": BACKOFF_MS,
+    "retry_backoff_max_ms": 1000,
+}
 
 
 def _bound(window: float) -> int:
@@ -51,7 +48,7 @@ async def _metadata_during(cluster: MockCluster, window: float) -> int:
 async def test_missing_topic_without_auto_create_is_refreshed_with_backoff() -> None:
     async with (
         MockCluster(brokers=1, auto_create_topics=False) as cluster,
-        _producer(cluster, max_block_ms=int(WINDOW * 1000) + 1000) as producer,
+        make_producer(cluster, SETTINGS, max_block_ms=int(WINDOW * 1000) + 1000) as producer,
     ):
         waiters = [asyncio.create_task(producer.enqueue("missing", b"v")) for _ in range(20)]
         count = await _metadata_during(cluster, WINDOW)
@@ -65,8 +62,8 @@ async def test_missing_topic_without_auto_create_is_refreshed_with_backoff() -> 
 async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> None:
     async with MockCluster(brokers=1, auto_create_topics=False) as cluster:
         cluster.create_topic("gone", partitions=2)
-        async with _producer(
-            cluster, delivery_timeout_ms=3000, request_timeout_ms=1000, max_block_ms=2500
+        async with make_producer(
+            cluster, SETTINGS, delivery_timeout_ms=3000, request_timeout_ms=1000, max_block_ms=2500
         ) as producer:
             await producer.send("gone", b"first")
             cluster.delete_topic("gone")
@@ -89,7 +86,7 @@ async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> 
 async def test_leaderless_partition_with_traffic_elsewhere_is_refreshed_with_backoff() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=2)
-        async with _producer(cluster, delivery_timeout_ms=30_000, request_timeout_ms=1000) as producer:
+        async with make_producer(cluster, SETTINGS, delivery_timeout_ms=30_000, request_timeout_ms=1000) as producer:
             await producer.send("t", b"warm", partition=0)
             await producer.send("t", b"warm", partition=1)
             cluster.topic_states["t"].partitions[0].leader = -1  # election under way
@@ -125,8 +122,8 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
     request_timeout = 20.0
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=3)  # partition i led by broker i
-        async with _producer(
-            cluster,
+        async with make_producer(
+            cluster, SETTINGS,
             request_timeout_ms=int(request_timeout * 1000),
             delivery_timeout_ms=60000,
             retry_backoff_ms=10,
@@ -154,7 +151,7 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
 async def test_least_loaded_node_prefers_idle_live_connections() -> None:
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=3)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             for p in range(3):
                 await producer.send("t", b"warm", partition=p)
             client = producer._client
@@ -173,7 +170,7 @@ async def test_least_loaded_node_prefers_idle_live_connections() -> None:
 async def test_send_to_a_partition_just_added_refreshes_metadata() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=2)
-        async with _producer(cluster, max_block_ms=3000) as producer:
+        async with make_producer(cluster, SETTINGS, max_block_ms=3000) as producer:
             await producer.send("t", b"a", partition=1)
             cluster.add_partitions("t", 4)
             md = await asyncio.wait_for(producer.send("t", b"b", partition=3), 10)
@@ -187,7 +184,7 @@ async def test_send_to_a_partition_just_added_refreshes_metadata() -> None:
 @pytest.mark.asyncio
 async def test_close_wakes_an_enqueue_waiting_for_metadata() -> None:
     async with MockCluster(brokers=1, auto_create_topics=False) as cluster:
-        producer = _producer(cluster, max_block_ms=60000)
+        producer = make_producer(cluster, SETTINGS, max_block_ms=60000)
         await producer.start()
         waiting = asyncio.create_task(producer.enqueue("missing", b"v"))
         await asyncio.sleep(0.2)
@@ -200,7 +197,7 @@ async def test_close_wakes_an_enqueue_waiting_for_metadata() -> None:
 @pytest.mark.asyncio
 async def test_auto_created_topic_passes_through_leader_not_available() -> None:
     async with MockCluster(brokers=2) as cluster:
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             before = cluster.request_count(METADATA)
             md = await asyncio.wait_for(producer.send("fresh", b"v"), 10)
             # The creating request (LEADER_NOT_AVAILABLE), then the one with leaders.
@@ -222,7 +219,7 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
         busy = next(p for p in (0, 1) if cluster.leader("busy", p) == 0)
         stuck = next(p for p in (0, 1) if cluster.leader("stuck", p) == 1)
         cluster.intercept(METADATA, record)
-        async with _producer(cluster, metadata_max_idle_ms=300, request_timeout_ms=5000) as producer:
+        async with make_producer(cluster, SETTINGS, metadata_max_idle_ms=300, request_timeout_ms=5000) as producer:
             await producer.send("old", b"once")
             await producer.send("stuck", b"warm", partition=stuck)
             cluster.stall_broker(1)
@@ -263,13 +260,13 @@ async def test_rebootstrap_when_every_known_broker_moved() -> None:
             "request_timeout_ms": 1000,
         }
         # Time enough to find the brokers again, however slow the machine.
-        async with _producer(alias, delivery_timeout_ms=30_000, **settings) as producer:
+        async with make_producer(alias, SETTINGS, delivery_timeout_ms=30_000, **settings) as producer:
             await producer.send("t", b"before", partition=1)
             await cluster.move_brokers()
             md = await asyncio.wait_for(producer.send("t", b"after", partition=1), 40)
             assert md.partition == 1
-        async with _producer(
-            alias, metadata_recovery_strategy="none", delivery_timeout_ms=4000, **settings
+        async with make_producer(
+            alias, SETTINGS, metadata_recovery_strategy="none", delivery_timeout_ms=4000, **settings
         ) as producer:
             await producer.send("t", b"before", partition=1)
             await cluster.move_brokers()

@@ -20,6 +20,7 @@ from aioproducer.protocol.schema import Message
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.mock import RawClient, batch_bytes
+from tests.support.producers import make_producer
 
 TIMEOUT = 10.0
 # Delays and throttles whose effect a test times: long enough that a slow or
@@ -29,11 +30,6 @@ NOT_ENOUGH_REPLICAS = errors.NotEnoughReplicasError.code
 NOT_LEADER = errors.NotLeaderOrFollowerError.code
 COORDINATOR_NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 
-
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    settings: dict[str, Any] = {"linger_ms": 0, "retry_backoff_ms": 10, "retry_backoff_max_ms": 50}
-    settings.update(config)
-    return Producer(cluster.bootstrap_servers, **settings)
 
 
 async def _send(producer: Producer, topic: str, value: bytes, **kwargs: Any) -> Any:
@@ -52,7 +48,7 @@ async def test_fail_produce_is_retried_then_written_once() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
         cluster.fail_produce("t", 0, NOT_ENOUGH_REPLICAS, count=2)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster) as producer:
             md = await _send(producer, "t", b"once")
             assert cluster.request_count(0) == 3  # two scripted failures, then the write
             assert [(r.value, r.offset) for r in cluster.records("t")] == [(b"once", md.offset)]
@@ -68,7 +64,7 @@ async def test_move_leader_client_follows_new_leader() -> None:
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=1)
         assert cluster.leader("t", 0) == 0
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster) as producer:
             await _send(producer, "t", b"before", partition=0)
             assert cluster.move_leader("t", 0) == 1
             assert cluster.leader("t", 0) == 1
@@ -90,7 +86,7 @@ async def test_move_leader_client_follows_new_leader() -> None:
 async def test_drop_mid_response_client_reconnects_without_duplicate() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster) as producer:
             await _send(producer, "t", b"first")
             connections = cluster.request_count(18)
             cluster.drop_connections(mid_response=True)
@@ -134,7 +130,7 @@ async def test_drop_connections_now_and_after_requests() -> None:
 async def test_stall_broker_requests_time_out_then_resume() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with _producer(
+        async with make_producer(
             cluster, request_timeout_ms=300, delivery_timeout_ms=800, max_block_ms=800
         ) as producer:
             await _send(producer, "t", b"before")
@@ -172,7 +168,7 @@ async def test_delay_responses_and_timeout_retry_is_deduplicated() -> None:
         # A Produce answered after the client's request timeout: the client
         # retries, the mock recognises the retry and the record exists once.
         cluster.delay_responses(0.8, api_key=0, count=1)
-        async with _producer(cluster, request_timeout_ms=300, delivery_timeout_ms=5000) as producer:
+        async with make_producer(cluster, request_timeout_ms=300, delivery_timeout_ms=5000) as producer:
             md = await _send(producer, "t", b"slow")
         assert [(r.value, r.offset) for r in cluster.records("t")] == [(b"slow", md.offset)]
         assert cluster.request_count(0) >= 2
@@ -211,7 +207,7 @@ async def test_fail_api_init_producer_id_and_end_txn() -> None:
         cluster.fail_api(22, COORDINATOR_NOT_AVAILABLE, count=2)
         cluster.fail_api(26, errors.ConcurrentTransactionsError.code, count=1)
         before = cluster.request_count(22)
-        async with _producer(cluster, transactional_id="faulty") as producer:
+        async with make_producer(cluster, transactional_id="faulty") as producer:
             await asyncio.wait_for(producer.init_transactions(), TIMEOUT)
             await asyncio.wait_for(producer.begin_transaction(), TIMEOUT)
             await _send(producer, "t", b"in-txn")
@@ -257,7 +253,7 @@ async def test_intercept_custom_responses() -> None:
 
         cluster.intercept(22, fixed_id)
         cluster.intercept(0, refuse_once)
-        async with _producer(cluster, client_id="intercepted") as producer:
+        async with make_producer(cluster, client_id="intercepted") as producer:
             await _send(producer, "t", b"custom")
         (record,) = cluster.records("t")
         assert (record.producer_id, record.producer_epoch) == (4242, 7)

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer, errors
+from aioproducer import errors
 from aioproducer.net import metadata_wait as metadata_wait_module
 from aioproducer.testing import MockCluster
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -29,8 +30,7 @@ BOUND = 15.0  # far above a metadata round trip, far below max_block_ms
 LOGGER = "aioproducer.producer"
 
 
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    return Producer(cluster.bootstrap_servers, **{"linger_ms": 0, "max_block_ms": MAX_BLOCK_MS, **config})
+SETTINGS: dict[str, Any] = {"linger_ms": 0, "max_block_ms": MAX_BLOCK_MS}
 
 
 def _waits(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:
@@ -46,7 +46,7 @@ async def test_a_partition_out_of_range_of_known_metadata_raises_at_once(
     caplog.set_level(logging.INFO, logger=LOGGER)
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=4)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             await asyncio.wait_for(producer.send("t", b"known", partition=3), BOUND)
             began = time.monotonic()
             with pytest.raises(errors.InvalidPartitionError) as raised:
@@ -68,7 +68,7 @@ async def test_a_partition_out_of_range_of_known_metadata_raises_at_once(
 async def test_a_partition_of_a_topic_not_yet_in_the_metadata_is_checked_on_arrival() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("fresh", partitions=2)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             with pytest.raises(errors.InvalidPartitionError, match=r"partition 5 .*'fresh'.* 2 part"):
                 await asyncio.wait_for(producer.send("fresh", b"v", partition=5), BOUND)
             md = await asyncio.wait_for(producer.send("fresh", b"v", partition=1), BOUND)
@@ -78,7 +78,7 @@ async def test_a_partition_of_a_topic_not_yet_in_the_metadata_is_checked_on_arri
 async def test_a_bad_partition_raises_before_any_wait_for_metadata() -> None:
     async with (
         MockCluster(brokers=1, auto_create_topics=False) as cluster,
-        _producer(cluster) as producer,
+        make_producer(cluster, SETTINGS) as producer,
     ):
         with pytest.raises(TypeError, match="partition must be an int"):
             await asyncio.wait_for(producer.send("missing", b"v", partition="1"), BOUND)
@@ -89,7 +89,7 @@ async def test_a_bad_partition_raises_before_any_wait_for_metadata() -> None:
 async def test_a_partition_added_later_is_found_by_the_refresh() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("grows", partitions=2)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             await asyncio.wait_for(producer.send("grows", b"a", partition=1), BOUND)
             cluster.add_partitions("grows", 6)
             md = await asyncio.wait_for(producer.send("grows", b"b", partition=5), BOUND)
@@ -103,7 +103,7 @@ async def test_a_wait_that_goes_on_is_a_warning_rate_limited_per_topic(
     caplog.set_level(logging.DEBUG, logger=LOGGER)
     async with (
         MockCluster(brokers=1, auto_create_topics=False) as cluster,
-        _producer(cluster, max_block_ms=3000) as producer,
+        make_producer(cluster, SETTINGS, max_block_ms=3000) as producer,
     ):
         # Many records wait for the same missing topic: one line per level.
         calls = [producer.send("absent", b"v", partition=2) for _ in range(20)]
@@ -125,7 +125,7 @@ async def test_no_metadata_answer_warns_with_the_partitions_known_then_fails(
     caplog.set_level(logging.INFO, logger=LOGGER)
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=4)
-        async with _producer(cluster, max_block_ms=2000) as producer:
+        async with make_producer(cluster, SETTINGS, max_block_ms=2000) as producer:
             await asyncio.wait_for(producer.send("t", b"known", partition=0), BOUND)
             cluster.stall_broker(0)  # no metadata answer comes
             try:
@@ -143,7 +143,7 @@ async def test_the_bulk_path_decides_alike(caplog: pytest.LogCaptureFixture) -> 
     caplog.set_level(logging.INFO, logger=LOGGER)
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("bulk", partitions=2)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             await asyncio.wait_for(producer.send_many("bulk", [b"a"], partition=1), BOUND)
             cluster.add_partitions("bulk", 4)
             result = await asyncio.wait_for(

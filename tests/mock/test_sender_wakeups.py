@@ -14,6 +14,7 @@ import pytest
 from aioproducer import Producer
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
+from tests.support.producers import make_producer
 
 PRODUCE = 0
 WINDOW = 1.0
@@ -28,10 +29,7 @@ ROUND_RECORDS = 80
 THROTTLE_MS = 2000
 
 
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    settings: dict[str, Any] = {"linger_ms": 0, "retry_backoff_ms": 50}
-    settings.update(config)
-    return Producer(cluster.bootstrap_servers, **settings)
+SETTINGS: dict[str, Any] = {"linger_ms": 0, "retry_backoff_ms": 50}
 
 
 async def _passes_during(producer: Producer, window: float) -> int:
@@ -46,8 +44,8 @@ async def _passes_during(producer: Producer, window: float) -> int:
 async def test_no_polling_while_a_stalled_broker_has_no_in_flight_room() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        producer = _producer(
-            cluster,
+        producer = make_producer(
+            cluster, SETTINGS,
             request_timeout_ms=5000,
             delivery_timeout_ms=10000,
             max_in_flight_requests_per_connection=1,
@@ -76,8 +74,8 @@ async def test_no_polling_while_a_broker_is_down() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=2)
         down = next(p for p in (0, 1) if cluster.leader("t", p) == 1)
-        producer = _producer(
-            cluster, request_timeout_ms=1000, delivery_timeout_ms=3000, reconnect_backoff_max_ms=1000
+        producer = make_producer(
+            cluster, SETTINGS, request_timeout_ms=1000, delivery_timeout_ms=3000, reconnect_backoff_max_ms=1000
         )
         await producer.start()
         try:
@@ -97,7 +95,7 @@ async def test_no_polling_while_a_broker_is_down() -> None:
 async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with _producer(cluster) as producer:
+        async with make_producer(cluster, SETTINGS) as producer:
             await producer.send("t", b"before")
             client = producer._client
             assert client is not None
@@ -122,7 +120,7 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
     deadline."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        producer = _producer(cluster, linger_ms=60_000, delivery_timeout_ms=120_000,
+        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
                              batch_size=1 << 20, buffer_memory=64 * 1024)
         async with producer:
             await producer.partitions_for("t")

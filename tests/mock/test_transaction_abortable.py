@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from aioproducer import Producer, errors
+from aioproducer import errors
 from aioproducer.testing import MockCluster
+from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
@@ -16,17 +16,12 @@ TIMEOUT = 10.0
 ABORTABLE = errors.TransactionAbortableError.code
 
 
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    settings: dict[str, Any] = {"linger_ms": 0, "retry_backoff_ms": 10, "retry_backoff_max_ms": 50}
-    settings.update(config)
-    return Producer(cluster.bootstrap_servers, transactional_id="abortable", **settings)
-
 
 async def test_produce_transaction_abortable_then_abort_and_go_on() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
         cluster.fail_produce("t", 0, ABORTABLE)
-        async with _producer(cluster) as p:
+        async with make_producer(cluster, transactional_id="abortable") as p:
             await asyncio.wait_for(p.init_transactions(), TIMEOUT)
             await p.begin_transaction()
             with pytest.raises(errors.TransactionAbortableError):
@@ -42,7 +37,7 @@ async def test_produce_transaction_abortable_then_abort_and_go_on() -> None:
 async def test_end_txn_transaction_abortable_forbids_a_second_commit() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with _producer(cluster) as p:
+        async with make_producer(cluster, transactional_id="abortable") as p:
             await asyncio.wait_for(p.init_transactions(), TIMEOUT)
             await p.begin_transaction()
             await asyncio.wait_for(p.send("t", b"in-txn"), TIMEOUT)

@@ -8,24 +8,21 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer
 from aioproducer.testing import MockCluster
+from tests.support.producers import make_producer
 
 PRODUCE = 0
 
 
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    settings: dict[str, Any] = {"linger_ms": 2, "retry_backoff_ms": 50}
-    settings.update(config)
-    return Producer(cluster.bootstrap_servers, **settings)
+SETTINGS: dict[str, Any] = {"linger_ms": 2, "retry_backoff_ms": 50}
 
 
 async def _share_on_slow_broker(adaptive: bool) -> tuple[float, int]:
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=6)
         slow = {p for p in range(6) if cluster.leader("t", p) == 2}
-        async with _producer(
-            cluster,
+        async with make_producer(
+            cluster, SETTINGS,
             batch_size=2000,
             partitioner_adaptive_partitioning=adaptive,
         ) as producer:
@@ -53,7 +50,7 @@ async def test_adaptive_partitioning_sends_fewer_records_to_a_slow_broker() -> N
 async def test_unkeyed_records_switch_partition_every_batch_size_bytes() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=8)
-        async with _producer(cluster, batch_size=1000, linger_ms=50) as producer:
+        async with make_producer(cluster, SETTINGS, batch_size=1000, linger_ms=50) as producer:
             futures = [await producer.enqueue("t", b"v" * 90) for _ in range(200)]
             await asyncio.gather(*futures)
         counts = collections.Counter(r.partition for r in cluster.records("t"))
@@ -68,7 +65,7 @@ async def test_ignore_keys_spreads_keyed_records_like_unkeyed_ones() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=8)
         for ignore in (False, True):
-            async with _producer(cluster, batch_size=1000, partitioner_ignore_keys=ignore) as producer:
+            async with make_producer(cluster, SETTINGS, batch_size=1000, partitioner_ignore_keys=ignore) as producer:
                 futures = [
                     await producer.enqueue("t", b"v" * 90, key=b"same") for _ in range(200)
                 ]
@@ -81,8 +78,8 @@ async def test_partitions_of_a_broker_undrained_past_the_availability_timeout_ge
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=6)
         stalled = {p for p in range(6) if cluster.leader("t", p) == 2}
-        async with _producer(
-            cluster,
+        async with make_producer(
+            cluster, SETTINGS,
             batch_size=500,
             max_in_flight_requests_per_connection=1,
             partitioner_availability_timeout_ms=200,

@@ -18,6 +18,7 @@ from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD
 from aioproducer.producer import UNKEYED_RECORD_BOUND
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
+from tests.support.producers import DEFAULTS, make_producer
 
 METADATA = 3
 # What buffer memory enqueue reserves for an unkeyed record besides its value.
@@ -25,9 +26,6 @@ RECORD_BOUND = UNKEYED_RECORD_BOUND + RECORD_HANDLE_OVERHEAD
 # Generous bounds for waits that end in well under a second on a working producer.
 SETTLE = 15
 
-
-def _producer(cluster: MockCluster, **config: Any) -> Producer:
-    return Producer(cluster.bootstrap_servers, **config)
 
 
 def _filling(producer: Producer, topic: str) -> Any:
@@ -39,8 +37,8 @@ def _filling(producer: Producer, topic: str) -> Any:
 async def test_a_record_after_its_open_batch_expired_starts_a_new_batch() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with _producer(
-            cluster,
+        async with make_producer(
+            cluster, DEFAULTS,
             linger_ms=0,
             request_timeout_ms=500,
             delivery_timeout_ms=1000,
@@ -71,7 +69,7 @@ async def test_a_record_after_its_open_batch_expired_starts_a_new_batch() -> Non
 async def test_a_switch_made_by_a_bulk_call_moves_single_records_too() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=8)
-        async with _producer(cluster, linger_ms=60_000, batch_size=16384) as producer:
+        async with make_producer(cluster, DEFAULTS, linger_ms=60_000, batch_size=16384) as producer:
             # ~11 KiB of single records, then a bulk call whose 1 KiB records
             # fill the batch and move the sticky partition on (KIP-794).
             singles = [await producer.enqueue("t", b"a" * 100) for _ in range(100)]
@@ -101,8 +99,8 @@ async def test_a_switch_made_by_a_bulk_call_moves_single_records_too() -> None:
 async def test_a_record_after_the_topic_shrank_goes_to_a_partition_it_still_has() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=2)
-        producer = _producer(
-            cluster, linger_ms=60_000, request_timeout_ms=1000, delivery_timeout_ms=61_000
+        producer = make_producer(
+            cluster, DEFAULTS, linger_ms=60_000, request_timeout_ms=1000, delivery_timeout_ms=61_000
         )
         await producer.start()
         try:
@@ -146,8 +144,8 @@ async def test_a_topic_forgotten_while_a_record_waits_for_memory_takes_its_recor
         cluster.create_topic("busy", partitions=2)
         stalled = 1 - cluster.leader("idle", 0)
         busy = next(p for p in (0, 1) if cluster.leader("busy", p) == stalled)
-        async with _producer(
-            cluster,
+        async with make_producer(
+            cluster, DEFAULTS,
             linger_ms=0,
             batch_size=16384,
             buffer_memory=200_000,

@@ -25,7 +25,7 @@ class LoopThread:
         self.loop = loop_factory()
         self._thread = threading.Thread(target=self.loop.run_forever, name="test-loop", daemon=True)
 
-    def __enter__(self) -> LoopThread:  # noqa: PYI034 - typing.Self needs Python 3.11
+    def __enter__(self) -> LoopThread:
         self._thread.start()
         return self
 
