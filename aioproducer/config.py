@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .engine.partitioner import PartitionerFn
 from .errors import ConfigurationError
 from .net.bootstrap import parse_bootstrap
 from .net.security import Security, build_security
@@ -33,6 +32,10 @@ from .net.security_properties import (
 )
 from .protocol.compression import Codec, codec_from_name
 from .sasl.oauthbearer import TokenProvider
+
+# A custom partitioner: (topic, serialized key, partition count, available partitions) -> partition.
+# Defined here, with the settings that take it, so that the engine imports it from config.
+PartitionerFn = Callable[[str, "bytes | None", int, Sequence[int]], int]
 
 __all__ = [
     "JAVA_PROPERTY_NAMES",

@@ -16,18 +16,17 @@ naming it and places nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import errors
 from .._speedups import kernels
+from ..config import PartitionerFn
 
 if TYPE_CHECKING:
     from ..net.cluster import TopicInfo
 
 __all__ = ["PartitionerFn", "choose_partition", "murmur2", "partition_for_key"]
 
-PartitionerFn = Callable[[str, "bytes | None", int, Sequence[int]], int]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF

@@ -14,6 +14,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "aioproducer"
 FACADE = ("producer", "producer_bulk", "producer_settings", "producer_transactions", "loop_binding")
 TOP = ("testing", "spark", "integrations", "cli")
+SHARED = ("config", "errors", "error_codes", "logs", "metrics")
 
 # What each layer must not import (first component under aioproducer); "*" is
 # everything but the layers ALLOWED names.
@@ -24,6 +25,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sasl": ("engine", "bulk", *FACADE, *TOP),
     "engine": ("bulk", *FACADE, *TOP),
     "bulk": (*FACADE, *TOP),
+    # Shared by every layer, so below the engine: ``config`` may read ``net``'s
+    # and ``sasl``'s settings types, never the engine's.
+    **{shared: ("engine", "bulk", *FACADE, *TOP) for shared in SHARED},
     "_core": TOP,  # every module outside TOP
 }
 
