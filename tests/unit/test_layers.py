@@ -12,7 +12,10 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "aioproducer"
-FACADE = ("producer", "producer_bulk", "producer_settings", "producer_transactions", "loop_binding")
+FACADE = (
+    "producer", "producer_bulk", "producer_lifecycle", "producer_settings", "producer_transactions",
+    "loop_binding",
+)
 TOP = ("testing", "spark", "integrations", "cli")
 SHARED = ("config", "errors", "error_codes", "logs", "metrics")
 
