@@ -88,6 +88,12 @@ class Kill:
     first_error: str | None = None
 
     @property
+    def own_s(self) -> float | None:
+        """Kill -> first ack, less the time until the harness saw the new leader:
+        the client's own part (how soon it asked again and moved its batches)."""
+        return None if self.failover_s is None else self.failover_s - self.elected_s
+
+    @property
     def count_ok(self) -> bool | None:
         # +1: the warm-up record each client sends before it reports ready.
         return None if self.on_broker is None else self.on_broker == self.sent - self.failed + 1
@@ -108,6 +114,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--json", help="write every kill's figures to this file")
     p.add_argument("--output", help="put the table into this Markdown page, between its markers "
                                     f"{MARK_BEGIN} and {MARK_END}")
+    p.add_argument("--from-json", help="no run: redraw the table from a --json file of an earlier run")
     p.add_argument("--no-verify", action="store_true", help="skip reading the records back")
     args = p.parse_args(argv)
     args.client_list = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -235,15 +242,15 @@ def table(kills: list[Kill], args: argparse.Namespace) -> str:
         "",
         (
             "| client | kill → first ack on the new leader (s) | p99 send→ack across the kill (ms) "
-            "| max send→ack (ms) | new leader seen by the harness (s) | records failed "
-            "| broker holds exactly the acked |"
+            "| max send→ack (ms) | new leader seen by the harness (s) | the client's own part (s) "
+            "| records failed | broker holds exactly the acked |"
         ),
-        "|---|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for client in args.client_list:
         mine = [k for k in kills if k.client == client]
         if not mine:
-            lines.append(f"| {NAMES[client]} | failed | | | | | |")
+            lines.append(f"| {NAMES[client]} | failed | | | | | | |")
             continue
         checks = [k.count_ok for k in mine]
         held = "not checked" if all(c is None for c in checks) else (
@@ -253,6 +260,7 @@ def table(kills: list[Kill], args: argparse.Namespace) -> str:
             f"| {_median([k.p99_ms for k in mine], '{:.0f}')} "
             f"| {_median([k.max_ms for k in mine], '{:.0f}')} "
             f"| {_median([k.elected_s for k in mine], '{:.2f}')} "
+            f"| {_median([k.own_s for k in mine], '{:.2f}')} "
             f"| {sum(k.failed for k in mine)} of {sum(k.sent for k in mine):,} | {held} |"
         )
     return "\n".join(lines)
@@ -271,6 +279,14 @@ def write_page(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.from_json:
+        kills = [Kill(**k) for k in json.loads(Path(args.from_json).read_text())]
+        args.kills = max(sum(1 for k in kills if k.client == c) for c in args.client_list)
+        text = table(kills, args)
+        print(text)
+        if args.output:
+            write_page(Path(args.output), text)
+        return 0
     cluster = KafkaCluster()
     kills: list[Kill] = []
     failures: list[str] = []
