@@ -8,8 +8,8 @@ serialized, (3) metadata and buffer memory are waited for (up to
 appends it. It returns the record's future; ``send`` also waits for that
 future. Everything after that (batching, retries, expiry) belongs to the sender.
 
-Appending is the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`),
-the partition rules are :mod:`.engine.partitioner` and :mod:`.engine.sticky`.
+Appending is the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`;
+``append_unkeyed`` for the shortcut), the partition rules are :mod:`.engine.partitioner` and :mod:`.engine.sticky`.
 This module holds the lifecycle (start, flush, close) and those steps. The
 transaction methods come from :mod:`.producer_transactions`, the bulk ones from
 :mod:`.producer_bulk`, the gauges from :mod:`.producer_metrics`, the hooks from
@@ -31,7 +31,7 @@ from . import errors
 from .bulk.appender import BulkAppender
 from .config import ProducerConfig
 from .engine.accumulator import RecordAccumulator
-from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
+from .engine.batch import RECORD_HANDLE_OVERHEAD, SWITCH, RecordMetadata
 from .engine.buffer_pool import BufferPool
 from .engine.partitioner import choose_partition
 from .engine.sender import Sender
@@ -310,12 +310,17 @@ class Producer(
         ):
             return None
         fut: asyncio.Future[RecordMetadata] = self._create_future()
-        # len(value) + 1: pack_sizes(-1, len(value)), inlined.
-        if not batch.try_append(time_ns() // 1_000_000, None, value, None, fut, len(value) + 1, reserve, size):
+        sticky = self._sticky
+        # One call appends it and counts it for the sticky partitioner (a C kernel when built).
+        appended = batch.append_unkeyed(  # timestamp None: now
+            None, value, fut, reserve, size, sticky.produced, topic, sticky.batch_size
+        )
+        if not appended:
             return None  # the batch is full or sealed
         pool.available -= reserve
         self._yield_in -= 1
-        self._sticky.appended(topic, size, batch, known)
+        if appended == SWITCH:
+            sticky.move_on(topic, known)
         return fut
 
     def _append(

@@ -2,7 +2,8 @@
 
 ``aioproducer._speedups._kernels`` (C, built by ``pip install`` where a compiler
 is present) holds compiled twins of a few per-record functions (record
-encoding, murmur2, completing a batch's futures); the pure-Python
+encoding, murmur2, completing a batch's futures, the unkeyed shortcut's
+append); the pure-Python
 versions stay where they are as the readable reference, and are what runs when
 the extension is missing or ``AIOPRODUCER_NO_EXTENSIONS`` is set to a non-empty
 value (as aiohttp's ``AIOHTTP_NO_EXTENSIONS``). ``COMPILED`` tells which is active

@@ -8,34 +8,20 @@
  *   encode_record      the encoding half of RecordBatchBuilder._append_pure
  *   encode_run         the per-record loops of RecordBatchBuilder.append_run
  *   resolve_futures    the set_result loop of ProducerBatch._resolve_from
+ *   append_unkeyed     ProducerBatch._append_unkeyed_pure (in _append.c)
  *
  * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.
- * The functions hold no Python objects of the producer: they read bytes-like
+ * The functions here hold no Python objects of the producer: they read bytes-like
  * inputs and append to a bytearray, so the producer's classes stay pure Python
- * (weak references, slots and subclassing keep working).
+ * (weak references, slots and subclassing keep working). append_unkeyed reaches
+ * a batch's slots, and stays within the batch module's methods (see _append.c).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define BATCH_OVERHEAD 61
-
-static inline Py_ssize_t uvarint_size(uint64_t v) {
-    Py_ssize_t n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
-    return n;
-}
-
-static inline char *put_uvarint(char *p, uint64_t v) {
-    while (v >= 0x80) { *p++ = (char)((v & 0x7F) | 0x80); v >>= 7; }
-    *p++ = (char)v;
-    return p;
-}
-
-static inline uint64_t zigzag64(int64_t v) {
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
+#include "_varint.h"
 
 /* ---- murmur2 ------------------------------------------------------------ */
 
@@ -396,6 +382,9 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
     if (log_append == -1 && PyErr_Occurred()) return NULL;
     PyObject *timestamps = args[9], *sizes = args[10], *invalid_state = args[11];
     PyObject *log_append_obj = log_append >= 0 ? args[8] : NULL;
+    int atoms = meta_type->tp_dictoffset == 0 && PyUnicode_CheckExact(topic) &&
+                PyLong_CheckExact(partition) &&
+                (!log_append_obj || PyLong_CheckExact(log_append_obj));
     for (Py_ssize_t j = start; j < stop; j++) {
         PyObject *fut = item(futures, j);
         if (!fut) return NULL;
@@ -439,6 +428,11 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
         PyTuple_SET_ITEM(meta, 3, ts);
         PyTuple_SET_ITEM(meta, 4, ksize);
         PyTuple_SET_ITEM(meta, 5, vsize);
+        /* Of a str and ints, it can be in no reference cycle: untracked, the
+         * cyclic collector never walks it (as it untracks such tuples itself,
+         * but only once it has walked them), nor the held records' metadata
+         * in every full collection. */
+        if (atoms && PyLong_CheckExact(ts)) PyObject_GC_UnTrack(meta);
         PyObject *r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
         Py_DECREF(meta);
         Py_DECREF(fut);
@@ -474,5 +468,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kernels(void) {
     str_set_result = PyUnicode_InternFromString("set_result");
     if (!str_set_result) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && add_append_kernel(m) < 0) Py_CLEAR(m);
+    return m;
 }

@@ -1,4 +1,5 @@
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
 def headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]], /) -> bytes: ...
@@ -40,3 +41,7 @@ def resolve_futures(
     invalid_state: type[BaseException],
     /,
 ) -> None: ...
+def bind_batch_layout(
+    batch_type: type[Any], builder_type: type[Any], open_state: object, /
+) -> Callable[..., int]:
+    ...  # the compiled ProducerBatch.append_unkeyed, a method of batch_type

@@ -20,8 +20,9 @@ which further calls are ignored. One that fails while in flight (expired,
 aborted) stays ``DONE`` when its answer comes; :meth:`answered` leaves it so.
 
 Records come in through one method per kind: :meth:`try_append` for a record
-with a future of its own (``Producer.enqueue``, its unkeyed shortcut, a split),
-and, for records of a bulk call (``enqueue_many``), which have no future of
+with a future of its own (``Producer.enqueue``, a split), :meth:`append_unkeyed`
+for one of ``enqueue``'s unkeyed shortcut (the same, and the sticky
+partitioner's byte count, in one compiled call), and, for records of a bulk call (``enqueue_many``), which have no future of
 their own, :meth:`add_span` / :meth:`append_run` / :meth:`reserve`: a *span*
 stands for a run of them and reports to the call's one future.
 
@@ -37,15 +38,20 @@ import asyncio
 import enum
 import itertools
 from collections.abc import Iterable, Sequence
+from time import time_ns
 from typing import Any, NamedTuple, Protocol
 
 from .._speedups import kernels
 from ..protocol.compression import Codec
 from ..protocol.records import RecordBatchBuilder, restamp_producer_state
+from .sticky import time_to_switch
 
 __all__ = [
+    "APPENDED",
     "RECORD_HANDLE_OVERHEAD",
+    "REFUSED",
     "RESOLVE_SLICE",
+    "SWITCH",
     "BatchState",
     "ProducerBatch",
     "RecordMetadata",
@@ -62,6 +68,9 @@ RESOLVE_SLICE = 512
 # so that a stalled broker bounds what the process holds, not just the bytes.
 RECORD_HANDLE_OVERHEAD = 256
 _NO_FUTURES = (None,) * RESOLVE_SLICE
+# What append_unkeyed answers: not appended (the batch is not open or full);
+# appended; appended, and the sticky partitioner's turn on this partition is over.
+REFUSED, APPENDED, SWITCH = 0, 1, 2
 # The C twin of _resolve_from's set_result loop (see aioproducer._speedups), or None.
 _resolve_futures = kernels.resolve_futures if kernels is not None else None
 
@@ -251,6 +260,46 @@ class ProducerBatch:
         if bound > self.max_record_size:
             self.max_record_size = bound
         return True
+
+    def _append_unkeyed_pure(
+        self,
+        timestamp_ms: int | None,
+        value: bytes | None,
+        future: Any,
+        reserve: int,
+        bound: int,
+        produced: dict[str, int],
+        topic: str,
+        limit: int,
+    ) -> int:
+        """Append an unkeyed record without headers with its future, and count it for the sticky partitioner.
+
+        What :meth:`try_append` does (``reserve`` and ``bound`` as there; ``timestamp_ms``
+        None stamps it now, as ``time.time_ns() // 1_000_000``), then
+        ``produced[topic] += bound`` and :func:`.sticky.time_to_switch` with
+        ``limit`` (the partitioner's ``batch_size``). Returns :data:`REFUSED`
+        (nothing changed), :data:`APPENDED` or :data:`SWITCH`. The reference
+        of the compiled :meth:`append_unkeyed`, which ``Producer.enqueue``'s
+        shortcut calls once per record.
+        """
+        if timestamp_ms is None:
+            timestamp_ms = time_ns() // 1_000_000
+        # try_append's steps, spelled out: this runs once per record on the pure path.
+        if self.state is not OPEN or self.builder.append(timestamp_ms, None, value, None) is None:
+            return REFUSED
+        self.futures.append(future)
+        self.sizes.append(0 if value is None else len(value) + 1)  # pack_sizes(-1, len(value))
+        self.timestamps.append(timestamp_ms)
+        self.reserved += reserve
+        if bound > self.max_record_size:
+            self.max_record_size = bound
+        count = produced.get(topic, 0) + bound
+        produced[topic] = count
+        if count >= limit and time_to_switch(count, limit, self.builder.size_in_bytes, bound):
+            return SWITCH  # (the first test, repeated, spares most records a call)
+        return APPENDED
+
+    append_unkeyed = _append_unkeyed_pure  # the C kernel's method once bound (below the class)
 
     def add_span(self, span: Span) -> None:
         """File a span of bulk records; they follow the records appended so far."""
@@ -505,3 +554,11 @@ class ProducerBatch:
             if not fut.done():
                 fut.set_exception(exc)
         self._wake_waiters()
+
+
+if kernels is not None:
+    # The compiled append_unkeyed, a method of this class reaching its slots
+    # and its builder's directly (see aioproducer/_speedups/_append.c).
+    ProducerBatch.append_unkeyed = kernels.bind_batch_layout(  # type: ignore[method-assign]
+        ProducerBatch, RecordBatchBuilder, OPEN
+    )

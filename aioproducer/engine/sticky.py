@@ -14,7 +14,11 @@ cheap.
 
 Every path that places such records (``Producer.enqueue``, its unkeyed
 shortcut and the bulk path) asks :class:`StickyPartitioner` and reports to it
-what it appended; nothing else keeps or changes this state.
+what it appended; nothing else keeps or changes this state, with one
+exception for speed: the unkeyed shortcut's append
+(``ProducerBatch.append_unkeyed``, one compiled call per record) counts its
+record in :attr:`StickyPartitioner.produced` itself, by :func:`time_to_switch`,
+and the shortcut then calls :meth:`StickyPartitioner.move_on` when it is time.
 
 Invariants: a partition returned here is in ``[0, number of partitions)``; a
 topic's state is dropped only together with the accumulator's, and only for a
@@ -39,6 +43,7 @@ __all__ = [
     "cumulative_frequencies",
     "forget_idle_topics",
     "next_sticky_partition",
+    "time_to_switch",
     "weighted_index",
 ]
 
@@ -49,6 +54,17 @@ class PartitionLoad(Protocol):
     def queue_sizes(self, topic: str, partitions: Iterable[int]) -> list[int]: ...
     def unavailable_nodes(self, timeout: float) -> set[int]: ...
     def forget_topic(self, topic: str) -> bool: ...
+
+
+def time_to_switch(produced: int, limit: int, filled: int, size: int) -> bool:
+    """Java's ``updatePartitionInfo`` rule: move on from the current partition now?
+
+    ``produced`` bytes (record bounds) went to it, ``filled`` is the encoded
+    size of its open batch and ``size`` the bound of the record just appended:
+    yes once ``limit`` (``batch_size``) bytes went there and the batch has no
+    room for another such record, or at twice ``limit`` regardless.
+    """
+    return produced >= limit and (produced >= 2 * limit or filled + size > limit)
 
 
 def cumulative_frequencies(queue_sizes: Sequence[int]) -> list[int] | None:
@@ -144,9 +160,7 @@ class StickyPartitioner:
         produced = self.produced.get(topic, 0) + size
         self.produced[topic] = produced
         limit = self.batch_size
-        if produced >= limit and (
-            produced >= 2 * limit or batch.builder.size_in_bytes + size > limit
-        ):
+        if produced >= limit and time_to_switch(produced, limit, batch.builder.size_in_bytes, size):
             self.move_on(topic, info)
 
     def count(self, topic: str, size: int) -> None:

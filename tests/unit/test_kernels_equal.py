@@ -5,7 +5,8 @@ varint boundaries (lengths 63/64 and 8191/8192, where a zigzag varint grows a
 byte; negative and large timestamp deltas); murmur2 on random bytes, empty
 included. The extension is imported directly, so these tests also run (and
 compare) when ``AIOPRODUCER_NO_EXTENSIONS=1`` selects the pure path for the rest
-of the package. The completion of a batch's futures is compared the same way.
+of the package. The completion of a batch's futures and the unkeyed shortcut's
+append (a record with its future, and the sticky count) are compared the same way.
 They skip only where the extension is not built and CI is not
 ``"true"``; in CI an unbuilt extension fails them.
 """
@@ -13,8 +14,10 @@ They skip only where the extension is not built and CI is not
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import os
+import time
 from types import ModuleType
 from unittest import mock
 
@@ -200,6 +203,9 @@ def test_the_switch_names_the_active_path() -> None:
     assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
     assert (batch_module._resolve_futures is None) == (not records.COMPILED)
     assert (records._encode_run is None) == (not records.COMPILED)
+    assert (ProducerBatch.append_unkeyed is ProducerBatch._append_unkeyed_pure) == (
+        not records.COMPILED
+    )
 
 
 def test_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
@@ -277,3 +283,142 @@ def test_resolve_futures_passes_on_other_errors(k: ModuleType) -> None:
     with pytest.raises(KeyError):
         k.resolve_futures([Refusing()], 0, 1, RecordMetadata, "t", 0, 0, None, -1, [5],
                           [pack_sizes(1, 2)], asyncio.InvalidStateError)
+
+
+# -- the unkeyed shortcut's append ------------------------------------------------
+
+# Value lengths where the record's own size crosses a varint step (a record
+# without key or headers is its value plus 6 to 8 bytes: 63/64 and 8191/8192).
+_UNKEYED_LENGTHS = st.one_of(_EDGE_LENGTHS, st.integers(52, 66), st.integers(8180, 8195),
+                             st.integers(0, 300))
+_UNKEYED_VALUES = st.one_of(
+    st.none(), _UNKEYED_LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n))
+)
+_STEP = st.one_of(
+    st.tuples(st.just("append"), _DELTAS, _UNKEYED_VALUES, st.integers(0, 1000),
+              st.integers(0, 20_000)),
+    st.tuples(st.just("seal")),
+    st.tuples(st.just("build")),
+)
+
+
+def _kernel_method(k: ModuleType) -> object:
+    """The compiled append_unkeyed, bound to ProducerBatch as the batch module binds it."""
+    return k.bind_batch_layout(ProducerBatch, RecordBatchBuilder, batch_module.OPEN)
+
+
+def _batch_state(batch: ProducerBatch) -> tuple:
+    return (_state(batch.builder), batch.builder.is_sealed, batch.state, list(batch.futures),
+            list(batch.sizes), list(batch.timestamps), batch.reserved, batch.max_record_size)
+
+
+def _outcome(call: object, *args: object) -> object:
+    try:
+        return call(*args)  # type: ignore[operator]
+    except Exception as exc:  # noqa: BLE001 - the same error type from both, or the test fails
+        return type(exc)
+
+
+@settings(max_examples=200)
+@given(
+    batch_size=st.one_of(_BATCH_SIZES, st.integers(62, 400)),
+    limit=st.sampled_from([1, 100, 300, 1000, 16_384]),
+    produced_before=st.one_of(st.none(), st.integers(0, 40_000)),
+    base=st.integers(0, 1 << 42),
+    steps=st.lists(_STEP, min_size=1, max_size=40),
+)
+def test_append_unkeyed_equals_the_pure_version(
+    k: ModuleType, batch_size: int, limit: int, produced_before: int | None, base: int, steps: list,
+) -> None:
+    kernel = _kernel_method(k)
+    batches = [ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
+                             delivery_timeout=60) for _ in range(2)]
+    produced: list[dict[str, int]] = [{}, {}]
+    if produced_before is not None:
+        produced = [{"t": produced_before}, {"t": produced_before}]
+    pure, compiled = batches
+    # The reference all through: the pure record encoder too.
+    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
+        for i, step in enumerate(steps):
+            if step[0] == "append":
+                _, delta, value, reserve, bound = step
+                future = object()  # the same one in both: the lists compare by identity
+                ts = max(0, base + delta)
+                expected = _outcome(pure._append_unkeyed_pure, ts, value, future, reserve, bound,
+                                    produced[0], "t", limit)
+                got = _outcome(kernel, compiled, ts, value, future, reserve, bound, produced[1],
+                               "t", limit)
+                assert got == expected, (i, step)
+            elif step[0] == "seal":
+                pure.seal()
+                compiled.seal()
+            elif pure.record_count:
+                assert compiled.builder.build(producer_id=3) == pure.builder.build(producer_id=3)
+            assert _batch_state(compiled) == _batch_state(pure), (i, step)
+            assert produced[1] == produced[0]
+
+
+def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
+    # Every batch size over a span: some land exactly on a record's end.
+    kernel = _kernel_method(k)
+    values = [None if i % 7 == 3 else bytes([i]) * (i * 13 % 90) for i in range(40)]
+    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
+        for batch_size in range(62, 1500, 3):
+            states = []
+            for append in (ProducerBatch._append_unkeyed_pure, kernel):
+                batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
+                                      delivery_timeout=60)
+                produced: dict[str, int] = {}
+                answers = [append(batch, 5 + i, value, i, 10, 30, produced, "t", 700)  # type: ignore[operator]
+                           for i, value in enumerate(values)]
+                states.append((answers, produced, _batch_state(batch)))
+            assert states[1] == states[0], batch_size
+
+
+def test_append_unkeyed_answers_and_refusals(k: ModuleType) -> None:
+    kernel = _kernel_method(k)
+    for append in (ProducerBatch._append_unkeyed_pure, kernel):
+        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0, delivery_timeout=60)
+        produced: dict[str, int] = {}
+        answers = [append(batch, 1000 + i, b"v" * 50, i, 100, 80, produced, "t", 200)  # type: ignore[operator]
+                   for i in range(6)]
+        # 80, 160: under the limit; 240, 320: over it with no room for another
+        # such record; the fifth does not fit (4 x 58 bytes + 61 + 58 > 300).
+        assert answers == [batch_module.APPENDED, batch_module.APPENDED, batch_module.SWITCH,
+                           batch_module.SWITCH, batch_module.REFUSED, batch_module.REFUSED]
+        assert produced == {"t": 320} and batch.futures == [0, 1, 2, 3]
+        assert (batch.reserved, batch.max_record_size) == (400, 80)
+        batch.seal()
+        assert append(batch, 2000, b"", None, 1, 1, produced, "t", 200) == batch_module.REFUSED  # type: ignore[operator]
+        # Bad input raises and changes nothing.
+        open_batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0,
+                                   delivery_timeout=60)
+        before = _batch_state(open_batch)
+        with pytest.raises(TypeError):
+            append(open_batch, 1, 12, None, 1, 1, {}, "t", 200)  # type: ignore[operator]
+        assert _batch_state(open_batch) == before
+    with pytest.raises(TypeError):
+        kernel(object(), 1, b"v", None, 1, 1, {}, "t", 200)  # type: ignore[operator]
+
+
+def test_append_unkeyed_stamps_now_without_a_timestamp(k: ModuleType) -> None:
+    for append in (ProducerBatch._append_unkeyed_pure, _kernel_method(k)):
+        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0, delivery_timeout=60)
+        before = time.time_ns() // 1_000_000
+        append(batch, None, b"v", None, 1, 1, {}, "t", 200)  # type: ignore[operator]
+        after = time.time_ns() // 1_000_000
+        assert before <= batch.timestamps[0] <= after
+        assert batch.builder.base_timestamp == batch.builder.max_timestamp == batch.timestamps[0]
+
+
+def test_the_compiled_metadata_is_not_tracked_by_the_cyclic_collector(k: ModuleType) -> None:
+    # A str and ints make no reference cycle: nothing for full collections to walk.
+    loop = asyncio.new_event_loop()
+    try:
+        batch = _batch_with_futures(loop, [(-1, 3, 1000)], set())
+        k.resolve_futures(batch.futures, 0, 1, RecordMetadata, batch.topic, batch.partition, 5,
+                          None, -1, batch.timestamps, batch.sizes, asyncio.InvalidStateError)
+        meta = batch.futures[0].result()
+        assert meta == RecordMetadata("topic", 3, 5, 1000, -1, 3) and not gc.is_tracked(meta)
+    finally:
+        loop.close()

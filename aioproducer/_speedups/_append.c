@@ -1,0 +1,351 @@
+/* The unkeyed shortcut's append, compiled: ProducerBatch.append_unkeyed.
+ *
+ * The reference is ProducerBatch._append_unkeyed_pure (aioproducer/engine/batch.py):
+ * one record without key or headers appended to an open batch with its future
+ * (RecordBatchBuilder.append's encoding and room check, ProducerBatch.try_append's
+ * bookkeeping), then counted for the sticky partitioner (engine/sticky.py's
+ * time_to_switch rule). tests/unit/test_kernels_equal.py checks that both leave
+ * the same bytes, lists, counters and answers on random input.
+ *
+ * The batch and its builder stay Python classes with __slots__ (weak references,
+ * subclassing and the pure path keep working). bind_batch_layout(), called once
+ * when aioproducer.engine.batch is imported, reads where each slot this kernel
+ * uses sits in an instance (a slot is a PyObject * at a fixed offset, the same in
+ * every subclass: CPython's member descriptors), so that the kernel reaches the
+ * fields as a C struct's, without an attribute lookup each. It returns the
+ * kernel as a method descriptor of the batch class, as a builtin type's methods
+ * are: a call costs no bound method and checks the instance's type.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <string.h>
+#include <time.h>
+
+#include "_varint.h"
+
+/* The slots read or written, in the order of slot_names. */
+enum {
+    B_STATE, B_BUILDER, B_FUTURES, B_SIZES, B_TIMESTAMPS, B_RESERVED, B_MAX_RECORD_SIZE,
+    R_SEALED, R_RECORD_COUNT, R_BASE_TIMESTAMP, R_MAX_TIMESTAMP, R_BUF, R_BATCH_SIZE,
+    N_SLOTS
+};
+#define FIRST_BUILDER_SLOT R_SEALED
+
+static const char *slot_names[N_SLOTS] = {
+    "state", "builder", "futures", "sizes", "timestamps", "reserved", "max_record_size",
+    "_sealed", "record_count", "base_timestamp", "max_timestamp", "_buf", "batch_size",
+};
+
+static struct {
+    PyTypeObject *batch_type;   /* ProducerBatch (a strong reference once bound) */
+    PyTypeObject *builder_type; /* RecordBatchBuilder */
+    PyObject *open_state;       /* BatchState.OPEN */
+    Py_ssize_t offset[N_SLOTS];
+} layout;
+
+static inline PyObject **slot(PyObject *obj, int which) {
+    return (PyObject **)((char *)obj + layout.offset[which]);
+}
+
+/* A slot's value (borrowed), or NULL with AttributeError when it was never set. */
+static inline PyObject *get_slot(PyObject *obj, int which) {
+    PyObject *value = *slot(obj, which);
+    if (!value) PyErr_Format(PyExc_AttributeError, "slot '%s' of %R is not set",
+                             slot_names[which], (PyObject *)Py_TYPE(obj));
+    return value;
+}
+
+/* Stores ``value`` (a new reference, stolen) in a slot. */
+static inline void set_slot(PyObject *obj, int which, PyObject *value) {
+    PyObject *old = *slot(obj, which);
+    *slot(obj, which) = value;
+    Py_XDECREF(old);
+}
+
+static inline int get_ssize(PyObject *obj, int which, Py_ssize_t *out) {
+    PyObject *value = get_slot(obj, which);
+    if (!value) return -1;
+    *out = PyLong_AsSsize_t(value);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static inline int get_int64(PyObject *obj, int which, long long *out) {
+    PyObject *value = get_slot(obj, which);
+    if (!value) return -1;
+    *out = PyLong_AsLongLong(value);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Resizes ``buf`` to ``size`` bytes. A bytearray grows by an eighth when it
+ * runs out of room, so a batch's buffer filled record by record would be
+ * reallocated (and copied) every record or two: this one doubles instead, up to
+ * ``cap`` (the batch's room), by growing to the capacity first and shrinking
+ * back, which keeps the allocation. */
+static int grow_buffer(PyObject *buf, Py_ssize_t size, Py_ssize_t cap) {
+    Py_ssize_t alloc = ((PyByteArrayObject *)buf)->ob_alloc;
+    if (size >= alloc) {
+        Py_ssize_t want = 2 * alloc > 256 ? 2 * alloc : 256;
+        if (want > cap) want = cap;
+        if (want > size && PyByteArray_Resize(buf, want) < 0) return -1;
+    }
+    return PyByteArray_Resize(buf, size);
+}
+
+/* Milliseconds since the epoch now: time.time_ns() // 1_000_000 without the
+ * Python int of nanoseconds and its division (CPython reads the same clock). */
+static int now_ms(long long *out) {
+#if defined(CLOCK_REALTIME)
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
+        *out = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        return 0;
+    }
+#endif
+    PyObject *time = PyImport_ImportModule("time");
+    if (!time) return -1;
+    PyObject *ns = PyObject_CallMethod(time, "time_ns", NULL);
+    Py_DECREF(time);
+    if (!ns) return -1;
+    long long value = PyLong_AsLongLong(ns);
+    Py_DECREF(ns);
+    if (value == -1 && PyErr_Occurred()) return -1;
+    *out = value / 1000000; /* after the epoch: truncation is the floor */
+    return 0;
+}
+
+/* Rolls the three per-record lists back to ``n`` entries (their length before). */
+static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    for (int i = 0; i < done; i++) PyList_SetSlice(lists[i], n, PY_SSIZE_T_MAX, NULL);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+/* batch.append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> int
+ *
+ * ``timestamp_ms`` None: now, as time.time_ns() // 1_000_000 (the same clock).
+ * 0: refused (the batch is not open, or the record would take it past its
+ * batch_size; the first record always fits), nothing changed. 1: appended. 2:
+ * appended, and the sticky partitioner should move on. On an error nothing
+ * is changed either. */
+static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 8 arguments");
+        return NULL;
+    }
+    PyObject *value = args[1], *future = args[2], *bound_obj = args[4];
+    PyObject *produced = args[5], *topic = args[6];
+    if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
+        return NULL;
+    }
+    PyObject *state = get_slot(self, B_STATE);
+    if (!state) return NULL;
+    if (state != layout.open_state) return PyLong_FromLong(0);
+    PyObject *builder = get_slot(self, B_BUILDER);
+    if (!builder) return NULL;
+    if (!PyObject_TypeCheck(builder, layout.builder_type)) {
+        PyErr_SetString(PyExc_TypeError, "the batch's builder is not a RecordBatchBuilder");
+        return NULL;
+    }
+    PyObject *sealed = get_slot(builder, R_SEALED);
+    if (!sealed) return NULL;
+    int is_sealed = PyObject_IsTrue(sealed);
+    if (is_sealed < 0) return NULL;
+    if (is_sealed) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot append to a record batch after build()");
+        return NULL;
+    }
+    Py_ssize_t count, batch_size, reserved, max_record_size;
+    long long base_ts = 0, max_ts = 0;
+    if (get_ssize(builder, R_RECORD_COUNT, &count) < 0) return NULL;
+    if (count && (get_int64(builder, R_BASE_TIMESTAMP, &base_ts) < 0 ||
+                  get_int64(builder, R_MAX_TIMESTAMP, &max_ts) < 0)) return NULL;
+    long long ts;
+    if (args[0] == Py_None) {
+        if (now_ms(&ts) < 0) return NULL;
+    } else {
+        ts = PyLong_AsLongLong(args[0]);
+        if (ts == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
+    if (reserve == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t bound = PyLong_AsSsize_t(bound_obj);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[7]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (!PyDict_Check(produced)) {
+        PyErr_SetString(PyExc_TypeError, "produced must be a dict");
+        return NULL;
+    }
+    PyObject *buf = get_slot(builder, R_BUF);
+    if (!buf) return NULL;
+    if (!PyByteArray_Check(buf)) {
+        PyErr_SetString(PyExc_TypeError, "the builder's buffer is not a bytearray");
+        return NULL;
+    }
+    PyObject *lists[3];
+    for (int i = 0; i < 3; i++) {
+        lists[i] = get_slot(self, B_FUTURES + i);
+        if (!lists[i]) return NULL;
+        if (!PyList_Check(lists[i])) {
+            PyErr_Format(PyExc_TypeError, "the batch's %s is not a list", slot_names[B_FUTURES + i]);
+            return NULL;
+        }
+    }
+    if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
+        get_ssize(self, B_RESERVED, &reserved) < 0 ||
+        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return NULL;
+    PyObject *seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
+    if (!seen && PyErr_Occurred()) return NULL;
+    Py_ssize_t before = 0;
+    if (seen) {
+        before = PyLong_AsSsize_t(seen);
+        if (before == -1 && PyErr_Occurred()) return NULL;
+    }
+
+    Py_buffer vview;
+    int has_value = value != Py_None;
+    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t vlen = has_value ? vview.len : 0;
+    /* attributes, timestamp delta, offset delta, null key, value, no headers */
+    uint64_t ts_zz = count ? zigzag64((int64_t)((uint64_t)ts - (uint64_t)base_ts)) : 0;
+    uint64_t off = zigzag64(count);
+    Py_ssize_t size = 1 + uvarint_size(ts_zz) + uvarint_size(off) + 1 +
+                      (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + 1;
+    Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
+    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
+    if (count && BATCH_OVERHEAD + old + total > batch_size) {
+        if (has_value) PyBuffer_Release(&vview);
+        return PyLong_FromLong(0);
+    }
+    Py_ssize_t after = before + bound;
+    int switch_due = after >= limit &&
+                     (after >= 2 * limit || BATCH_OVERHEAD + old + total + bound > limit);
+    /* Every new object first: past the buffer's resize nothing can fail. */
+    PyObject *sizes_obj = PyLong_FromSsize_t(has_value ? vlen + 1 : 0); /* pack_sizes(-1, len) */
+    PyObject *count_obj = PyLong_FromSsize_t(count + 1);
+    PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
+    PyObject *after_obj = PyLong_FromSsize_t(after);
+    PyObject *ts_obj = args[0] == Py_None ? PyLong_FromLongLong(ts) : Py_NewRef(args[0]);
+    PyObject *result = NULL;
+    int appended = 0;
+    if (!sizes_obj || !count_obj || !reserved_obj || !after_obj || !ts_obj) goto done;
+    PyObject *items[3] = {future, sizes_obj, ts_obj};
+    Py_ssize_t n = PyList_GET_SIZE(lists[0]);
+    for (; appended < 3; appended++) {
+        if (PyList_Append(lists[appended], items[appended]) < 0) goto undo;
+    }
+    if (PyDict_SetItem(produced, topic, after_obj) < 0) goto undo;
+    if (grow_buffer(buf, old + total, batch_size - BATCH_OVERHEAD) < 0) {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
+        else PyDict_DelItem(produced, topic);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        goto undo;
+    }
+    char *p = PyByteArray_AS_STRING(buf) + old;
+    p = put_uvarint(p, zigzag64(size));
+    *p++ = 0; /* attributes: always 0 in a producer's record */
+    p = put_uvarint(p, ts_zz);
+    p = put_uvarint(p, off);
+    *p++ = 1; /* null key */
+    if (has_value) {
+        p = put_uvarint(p, zigzag64(vlen));
+        memcpy(p, vview.buf, vlen);
+        p += vlen;
+    } else {
+        *p++ = 1;
+    }
+    *p = 0; /* no headers */
+    set_slot(builder, R_RECORD_COUNT, count_obj);
+    count_obj = NULL;
+    if (!count) {
+        Py_INCREF(ts_obj);
+        set_slot(builder, R_BASE_TIMESTAMP, ts_obj);
+    }
+    if (!count || ts > max_ts) {
+        Py_INCREF(ts_obj);
+        set_slot(builder, R_MAX_TIMESTAMP, ts_obj);
+    }
+    set_slot(self, B_RESERVED, reserved_obj);
+    reserved_obj = NULL;
+    if (bound > max_record_size) {
+        Py_INCREF(bound_obj);
+        set_slot(self, B_MAX_RECORD_SIZE, bound_obj);
+    }
+    result = PyLong_FromLong(switch_due ? 2 : 1);
+    goto done;
+undo:
+    truncate_lists(lists, appended, n);
+done:
+    if (has_value) PyBuffer_Release(&vview);
+    Py_XDECREF(sizes_obj);
+    Py_XDECREF(count_obj);
+    Py_XDECREF(reserved_obj);
+    Py_XDECREF(after_obj);
+    Py_XDECREF(ts_obj);
+    return result;
+}
+
+static PyMethodDef append_def = {
+    "append_unkeyed", (PyCFunction)(void (*)(void))k_append_unkeyed, METH_FASTCALL,
+    "append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> "
+    "0 refused, 1 appended, 2 appended and the sticky partition's turn is over",
+};
+
+/* The offset of slot ``name`` of ``type``, or -1 with an error. */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (!descr) return -1;
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) offset = member->offset;
+    }
+    Py_DECREF(descr);
+    if (offset < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not a writable slot", type->tp_name, name);
+    return offset;
+}
+
+/* bind_batch_layout(batch_type, builder_type, open_state) -> the append_unkeyed method. */
+static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "bind_batch_layout(batch_type, builder_type, open_state)");
+        return NULL;
+    }
+    PyTypeObject *batch_type = (PyTypeObject *)args[0], *builder_type = (PyTypeObject *)args[1];
+    Py_ssize_t offset[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++) {
+        offset[i] = slot_offset(i < FIRST_BUILDER_SLOT ? batch_type : builder_type, slot_names[i]);
+        if (offset[i] < 0) return NULL;
+    }
+    PyObject *method = PyDescr_NewMethod(batch_type, &append_def);
+    if (!method) return NULL;
+    memcpy(layout.offset, offset, sizeof offset);
+    Py_INCREF(batch_type);
+    Py_INCREF(builder_type);
+    Py_INCREF(args[2]);
+    Py_XSETREF(layout.batch_type, batch_type);
+    Py_XSETREF(layout.builder_type, builder_type);
+    Py_XSETREF(layout.open_state, args[2]);
+    return method;
+}
+
+static PyMethodDef bind_def = {
+    "bind_batch_layout", (PyCFunction)(void (*)(void))k_bind_batch_layout, METH_FASTCALL,
+    "bind_batch_layout(batch_type, builder_type, open_state) -> the batch's append_unkeyed method",
+};
+
+int add_append_kernel(PyObject *module) {
+    PyObject *name = PyModule_GetNameObject(module);
+    if (!name) return -1;
+    PyObject *bind = PyCFunction_NewEx(&bind_def, NULL, name);
+    Py_DECREF(name);
+    if (!bind) return -1;
+    int rc = PyModule_AddObjectRef(module, "bind_batch_layout", bind);
+    Py_DECREF(bind);
+    return rc;
+}

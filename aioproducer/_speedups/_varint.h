@@ -1,0 +1,29 @@
+/* Zigzag varints of message format v2 (KIP-98), shared by the kernels' sources. */
+#ifndef AIOPRODUCER_VARINT_H
+#define AIOPRODUCER_VARINT_H
+
+#include <Python.h>
+#include <stdint.h>
+
+#define BATCH_OVERHEAD 61
+
+static inline Py_ssize_t uvarint_size(uint64_t v) {
+    Py_ssize_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline char *put_uvarint(char *p, uint64_t v) {
+    while (v >= 0x80) { *p++ = (char)((v & 0x7F) | 0x80); v >>= 7; }
+    *p++ = (char)v;
+    return p;
+}
+
+static inline uint64_t zigzag64(int64_t v) {
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* Defined in _append.c: adds append_unkeyed and bind_batch_layout to the module. */
+int add_append_kernel(PyObject *module);
+
+#endif
