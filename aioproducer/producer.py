@@ -9,7 +9,8 @@ appends it. It returns the record's future; ``send`` also waits for that
 future. Everything after that (batching, retries, expiry) belongs to the sender.
 
 Appending is the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`;
-``append_unkeyed`` for the shortcut), the partition rules are :mod:`.engine.partitioner` and :mod:`.engine.sticky`.
+``append_unkeyed`` for the shortcut), the partition rules are :mod:`.engine.partitioner`
+and :mod:`.engine.sticky`.
 This module holds the lifecycle (start, flush, close) and those steps. The
 transaction methods come from :mod:`.producer_transactions`, the bulk ones from
 :mod:`.producer_bulk`, the gauges from :mod:`.producer_metrics`, the hooks from

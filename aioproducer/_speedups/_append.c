@@ -77,21 +77,6 @@ static inline int get_int64(PyObject *obj, int which, long long *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* Resizes ``buf`` to ``size`` bytes. A bytearray grows by an eighth when it
- * runs out of room, so a batch's buffer filled record by record would be
- * reallocated (and copied) every record or two: this one doubles instead, up to
- * ``cap`` (the batch's room), by growing to the capacity first and shrinking
- * back, which keeps the allocation. */
-static int grow_buffer(PyObject *buf, Py_ssize_t size, Py_ssize_t cap) {
-    Py_ssize_t alloc = ((PyByteArrayObject *)buf)->ob_alloc;
-    if (size >= alloc) {
-        Py_ssize_t want = 2 * alloc > 256 ? 2 * alloc : 256;
-        if (want > cap) want = cap;
-        if (want > size && PyByteArray_Resize(buf, want) < 0) return -1;
-    }
-    return PyByteArray_Resize(buf, size);
-}
-
 /* Milliseconds since the epoch now: time.time_ns() // 1_000_000 without the
  * Python int of nanoseconds and its division (CPython reads the same clock). */
 static int now_ms(long long *out) {
@@ -238,7 +223,7 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
         if (PyList_Append(lists[appended], items[appended]) < 0) goto undo;
     }
     if (PyDict_SetItem(produced, topic, after_obj) < 0) goto undo;
-    if (grow_buffer(buf, old + total, batch_size - BATCH_OVERHEAD) < 0) {
+    if (PyByteArray_Resize(buf, old + total) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
         if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
