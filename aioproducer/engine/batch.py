@@ -20,11 +20,12 @@ which further calls are ignored. One that fails while in flight (expired,
 aborted) stays ``DONE`` when its answer comes; :meth:`answered` leaves it so.
 
 Records come in through one method per kind: :meth:`try_append` for a record
-with a future of its own (``Producer.enqueue``, a split), :meth:`append_unkeyed`
+with a future of its own (``Producer.enqueue``, a split); :meth:`append_unkeyed`
 for one of ``enqueue``'s unkeyed shortcut (the same, and the sticky
-partitioner's byte count, in one compiled call), and, for records of a bulk call (``enqueue_many``), which have no future of
-their own, :meth:`add_span` / :meth:`append_run` / :meth:`reserve`: a *span*
-stands for a run of them and reports to the call's one future.
+partitioner's byte count, in one compiled call); and, for records of a bulk
+call (``enqueue_many``), which have no future of their own, :meth:`add_span` /
+:meth:`append_run` / :meth:`reserve`: a *span* stands for a run of them and
+reports to the call's one future.
 
 A large batch resolves its futures in slices of :data:`RESOLVE_SLICE`, one
 event-loop callback each, so other tasks run in between; it is ``DONE`` (and
@@ -272,7 +273,7 @@ class ProducerBatch:
         topic: str,
         limit: int,
     ) -> int:
-        """Append an unkeyed record without headers with its future, and count it for the sticky partitioner.
+        """Append an unkeyed record without headers with its future; count it for the sticky partitioner.
 
         What :meth:`try_append` does (``reserve`` and ``bound`` as there; ``timestamp_ms``
         None stamps it now, as ``time.time_ns() // 1_000_000``), then
