@@ -222,15 +222,23 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     for (; appended < 3; appended++) {
         if (PyList_Append(lists[appended], items[appended]) < 0) goto undo;
     }
-    if (PyDict_SetItem(produced, topic, after_obj) < 0) goto undo;
+    /* The dict drops its reference to ``seen`` when it takes the new count:
+     * hold one, to put it back if the resize below fails. */
+    Py_XINCREF(seen);
+    if (PyDict_SetItem(produced, topic, after_obj) < 0) {
+        Py_XDECREF(seen);
+        goto undo;
+    }
     if (PyByteArray_Resize(buf, old + total) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
         if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
         else PyDict_DelItem(produced, topic);
+        Py_XDECREF(seen);
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto undo;
     }
+    Py_XDECREF(seen);
     char *p = PyByteArray_AS_STRING(buf) + old;
     p = put_uvarint(p, zigzag64(size));
     *p++ = 0; /* attributes: always 0 in a producer's record */
