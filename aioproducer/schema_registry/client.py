@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import json
 import logging
 import random
+import re
 import ssl as ssl_module
 import time
 from collections import OrderedDict
@@ -114,6 +116,66 @@ def _import_aiohttp() -> Any:
             "the Schema Registry client needs aiohttp: pip install 'aioproducer[avro]'"
         ) from exc
     return aiohttp
+
+
+_SSL_REASON = re.compile(r"\[SSL: ([A-Z0-9_]+)\]")
+
+
+def _ssl_reason(exc: BaseException) -> tuple[str, str] | None:
+    """``(reason, detail)`` of the TLS failure behind ``exc``, if it is one.
+
+    aiohttp wraps ssl's errors (``certificate_error``/``os_error``, or a copy of
+    their arguments in a ClientOSError), so the chain and the text are searched.
+    """
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            break
+        for candidate in (getattr(seen, "certificate_error", None),
+                          getattr(seen, "os_error", None), seen):
+            if isinstance(candidate, ssl_module.SSLCertVerificationError):
+                detail = getattr(candidate, "verify_message", None) or candidate
+                return "CERTIFICATE_VERIFY_FAILED", str(detail)
+            if isinstance(candidate, ssl_module.SSLError) and candidate.reason:
+                return str(candidate.reason), str(candidate.reason)
+        found = _SSL_REASON.search(str(seen))
+        if found:
+            return found.group(1), found.group(1)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _describe(exc: BaseException, url: str, timeout_s: float) -> tuple[str, bool]:
+    """What went wrong with one attempt, in words, and whether it is final.
+
+    Messages carry the exception's text: the URLs requested are free of
+    credentials (user info is taken out of them), which go in headers.
+    """
+    tls = _ssl_reason(exc)
+    if tls is not None:
+        reason, detail = tls
+        if reason == "CERTIFICATE_VERIFY_FAILED":
+            return (f"TLS: the registry's certificate is not trusted ({detail}); "
+                    "check ssl.ca.location", True)
+        if "ALERT" in reason:
+            return (f"TLS: the registry refused the handshake ({reason}); it may require a "
+                    "client certificate (ssl.certificate.location, ssl.key.location) or "
+                    "not trust the one given", True)
+        if reason == "WRONG_VERSION_NUMBER":
+            return "TLS: the server does not speak TLS on this port (an http:// URL?)", True
+        return f"TLS error {reason}", False
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"no answer within request timeout {timeout_s:g} s", False
+    name = type(exc).__name__
+    dropped = name == "ServerDisconnectedError" or getattr(exc, "errno", None) == errno.ECONNRESET
+    if dropped and url.startswith("https:"):
+        # Under TLS 1.3 a server checks the client's certificate after the
+        # handshake; its refusal often arrives as a bare disconnect or reset.
+        return ("the server closed the connection without an answer (over https, a registry "
+                "that requires a client certificate does so when none, or an untrusted one, "
+                "is given: ssl.certificate.location, ssl.key.location)", False)
+    text = str(exc)[:300]
+    return (f"{name}: {text}" if text else name), False
 
 
 class _Cache(OrderedDict):  # type: ignore[type-arg]
@@ -280,8 +342,12 @@ class SchemaRegistryClient:
                         text = await resp.text()
                         status = resp.status
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-                # The exception's text may repeat the URL; ours is free of credentials.
-                last = f"{type(exc).__name__} from {url}"
+                what, fatal = _describe(exc, url, self._timeout_s)
+                if fatal:  # a refused certificate stays refused: retrying cannot help
+                    raise errors.SchemaRegistryTLSError(
+                        f"Schema Registry {method} {path} at {url}: {what}"
+                    ) from exc
+                last = f"{what}, from {url}"
             else:
                 if status < 300:
                     return json.loads(text) if text else None

@@ -1,8 +1,12 @@
 """Confluent's Schema Registry client properties, as keyword arguments of the client.
 
-Both spellings are accepted: the Java clients' (``schema.registry.url``,
-``schema.registry.ssl.truststore...``) and confluent-kafka-python's (``url``,
-``ssl.ca.location``); the ``schema.registry.`` prefix is dropped before lookup.
+Both spellings are accepted: with the ``schema.registry.`` prefix, as the
+librdkafka-based clients and producer configurations write them
+(``schema.registry.url``, ``schema.registry.ssl.ca.location``), and without it,
+as confluent-kafka-python's ``SchemaRegistryClient`` takes them (``url``,
+``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``,
+``ssl.key.password``); the prefix is dropped before lookup. TLS files are PEM:
+the Java clients' key and trust stores (``ssl.keystore.*``) are not read.
 An unknown property is a ConfigurationError naming it, so that a misspelt
 ``basic.auth.user.info`` does not silently mean "no credentials".
 """

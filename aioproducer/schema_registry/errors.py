@@ -17,6 +17,7 @@ __all__ = [
     "SchemaNotFoundError",
     "SchemaRegistryAuthError",
     "SchemaRegistryError",
+    "SchemaRegistryTLSError",
     "SchemaRegistryUnavailableError",
     "SchemaValidationError",
     "SubjectNotFoundError",
@@ -45,6 +46,15 @@ class SchemaRegistryUnavailableError(SchemaRegistryError):
     """No answer (connection refused, timeout) or 5xx after every retry."""
 
     description = "Schema Registry unreachable"
+
+
+class SchemaRegistryTLSError(SchemaRegistryUnavailableError):
+    """TLS failed for a reason retrying cannot mend: the registry's certificate is
+    not trusted, the registry refused ours (or its absence), or the port is not TLS.
+    Raised at the first attempt; the message names the reason and the setting to check.
+    """
+
+    description = "Schema Registry TLS handshake failed"
 
 
 class SchemaRegistryAuthError(SchemaRegistryError):

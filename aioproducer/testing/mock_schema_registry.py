@@ -8,7 +8,9 @@ and global / per-subject compatibility configuration. Avro compatibility
 schema resolution rules by :mod:`.avro_compat`; JSON and other schema types are
 always compatible here. ``fail_next(n)`` makes the next requests fail with a
 5xx, ``require_basic_auth``/``require_bearer`` make it refuse others with 401,
-and ``requests`` records every request's method, path and headers.
+and ``requests`` records every request's method, path and headers. Given an
+``ssl`` context it serves https (a server context that demands a client
+certificate makes it a mutual-TLS registry).
 
     async with MockSchemaRegistry() as registry:
         client = SchemaRegistryClient(registry.url)
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl as ssl_module
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +59,15 @@ def _not_found_subject(subject: str) -> _Error:
 class MockSchemaRegistry:
     """A registry on a loopback port; ``start()``/``stop()`` or ``async with``."""
 
-    def __init__(self, *, host: str = "127.0.0.1", compatibility: str = "BACKWARD") -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        compatibility: str = "BACKWARD",
+        ssl: ssl_module.SSLContext | None = None,
+    ) -> None:
         self.host = host
+        self.ssl = ssl
         self.port = 0
         self.compatibility = compatibility
         self.subject_compatibility: dict[str, str] = {}
@@ -73,7 +83,7 @@ class MockSchemaRegistry:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.ssl is not None else 'http'}://{self.host}:{self.port}"
 
     def fail_next(self, count: int, status: int = 503) -> None:
         """Answer the next ``count`` requests with ``status`` (50302-style body)."""
@@ -104,7 +114,7 @@ class MockSchemaRegistry:
         r.add_put("/config/{subject}", self._put_config)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
+        site = web.TCPSite(self._runner, self.host, 0, ssl_context=self.ssl)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return self
