@@ -15,6 +15,7 @@ from aioproducer import Producer
 from aioproducer.errors import ProducerClosedError
 from aioproducer.schema_registry import (
     AvroSerializer,
+    IncompatibleSchemaError,
     JsonSchemaSerializer,
     SchemaRegistryClient,
     SchemaRegistryUnavailableError,
@@ -185,3 +186,48 @@ async def test_close_during_prepare_buffers_nothing() -> None:
         with pytest.raises(ProducerClosedError):
             await asyncio.wait_for(sending, 10)
         assert cluster.records("orders") == []
+
+
+ORDER_BREAKING = json.dumps({
+    "type": "record", "name": "Order", "namespace": "shop",
+    # A new field without a default: v2 readers cannot read v1 data (not BACKWARD).
+    "fields": [*json.loads(ORDER)["fields"], {"name": "qty", "type": "int"}],
+})
+
+
+async def test_an_incompatible_schema_fails_every_call_and_buffers_nothing(
+    schema_registry,
+) -> None:
+    async with MockCluster() as cluster, SchemaRegistryClient(schema_registry.url) as registry:
+        cluster.create_topic("orders", partitions=1)
+        cluster.create_topic("fresh", partitions=1)
+        v1 = AvroSerializer(registry, ORDER)
+        await v1.prepare("orders")
+        assert await registry.get_compatibility("orders-value") == "BACKWARD"
+        value = {"id": 1, "item": "tea", "qty": 2}
+        async with Producer(
+            cluster.bootstrap_servers, value_serializer=AvroSerializer(registry, ORDER_BREAKING)
+        ) as producer:
+            # A record the user holds on a topic where the schema is the first version.
+            held = await producer.enqueue("fresh", value)
+            with pytest.raises(IncompatibleSchemaError, match="orders-value") as refused:
+                await producer.send("orders", value)
+            assert refused.value.status == 409
+            with pytest.raises(IncompatibleSchemaError):
+                await producer.enqueue("orders", value)
+            with pytest.raises(IncompatibleSchemaError):
+                await producer.send_many("orders", [value, value])
+            with pytest.raises(IncompatibleSchemaError):
+                await producer.enqueue_many("orders", [value])
+            # Concurrent first records of the topic: each call gets the error.
+            outcomes = await asyncio.wait_for(asyncio.gather(
+                *(producer.send("orders", value) for _ in range(5)), return_exceptions=True
+            ), 10)
+            assert all(isinstance(o, IncompatibleSchemaError) for o in outcomes), outcomes
+            await asyncio.wait_for(producer.flush(), 10)
+            assert held.done()
+            assert (await held).topic == "fresh"
+        assert cluster.records("orders") == []
+        assert len(cluster.records("fresh")) == 1
+    # The subject still holds v1 alone.
+    assert len(schema_registry.subjects["orders-value"]) == 1
