@@ -155,12 +155,14 @@ def _describe(exc: BaseException, url: str, timeout_s: float) -> tuple[str, bool
     if tls is not None:
         reason, detail = tls
         if reason == "CERTIFICATE_VERIFY_FAILED":
-            return (f"TLS: the registry's certificate is not trusted ({detail}); "
-                    "check ssl.ca.location", True)
+            what = f"TLS: the registry's certificate is not trusted ({detail}); check ssl.ca.location"
+            return what, True
         if "ALERT" in reason:
-            return (f"TLS: the registry refused the handshake ({reason}); it may require a "
-                    "client certificate (ssl.certificate.location, ssl.key.location) or "
-                    "not trust the one given", True)
+            what = (
+                f"TLS: the registry refused the handshake ({reason}); it may require a client "
+                "certificate (ssl.certificate.location, ssl.key.location) or not trust the one given"
+            )
+            return what, True
         if reason == "WRONG_VERSION_NUMBER":
             return "TLS: the server does not speak TLS on this port (an http:// URL?)", True
         return f"TLS error {reason}", False
@@ -171,9 +173,12 @@ def _describe(exc: BaseException, url: str, timeout_s: float) -> tuple[str, bool
     if dropped and url.startswith("https:"):
         # Under TLS 1.3 a server checks the client's certificate after the
         # handshake; its refusal often arrives as a bare disconnect or reset.
-        return ("the server closed the connection without an answer (over https, a registry "
-                "that requires a client certificate does so when none, or an untrusted one, "
-                "is given: ssl.certificate.location, ssl.key.location)", False)
+        what = (
+            "the server closed the connection without an answer (over https, a registry that "
+            "requires a client certificate does so when none, or an untrusted one, is given: "
+            "ssl.certificate.location, ssl.key.location)"
+        )
+        return what, False
     text = str(exc)[:300]
     return (f"{name}: {text}" if text else name), False
 

@@ -13,6 +13,7 @@ An unknown property is a ConfigurationError naming it, so that a misspelt
 
 from __future__ import annotations
 
+import math
 import ssl
 from collections.abc import Mapping
 from typing import Any
@@ -35,10 +36,12 @@ PROPERTIES = frozenset({
     "ssl.key.password",
     "ssl.endpoint.identification.algorithm",
     "request.timeout.ms",
+    "timeout",
     "max.retries",
     "retries.wait.ms",
     "retries.max.wait.ms",
     "latest.cache.ttl.secs",
+    "cache.latest.ttl.sec",
     "cache.capacity",
 })
 PREFIX = "schema.registry."
@@ -50,6 +53,17 @@ def _int(conf: Mapping[str, Any], name: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise ConfigurationError(f"{name} must be an integer, got {value!r}") from None
+
+
+def _seconds(conf: Mapping[str, Any], name: str, *, zero: bool = False) -> float:
+    value = conf[name]
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{name} must be a number of seconds, got {value!r}") from None
+    if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not zero):
+        raise ConfigurationError(f"{name} must be {'>=' if zero else '>'} 0 seconds, got {value!r}")
+    return seconds
 
 
 def ssl_context(props: Mapping[str, Any]) -> ssl.SSLContext | None:
@@ -111,6 +125,8 @@ def client_kwargs(conf: Mapping[str, Any]) -> dict[str, Any]:
         kwargs["ssl"] = ctx
     if "request.timeout.ms" in props:
         kwargs["timeout_s"] = _int(props, "request.timeout.ms") / 1000
+    elif "timeout" in props:  # confluent-kafka-python's name, in seconds
+        kwargs["timeout_s"] = _seconds(props, "timeout")
     if "max.retries" in props:
         kwargs["max_retries"] = _int(props, "max.retries")
     if "retries.wait.ms" in props:
@@ -119,6 +135,8 @@ def client_kwargs(conf: Mapping[str, Any]) -> dict[str, Any]:
         kwargs["retry_backoff_max_s"] = _int(props, "retries.max.wait.ms") / 1000
     if "latest.cache.ttl.secs" in props:
         kwargs["latest_ttl_s"] = float(_int(props, "latest.cache.ttl.secs"))
+    elif "cache.latest.ttl.sec" in props:  # confluent-kafka-python's name
+        kwargs["latest_ttl_s"] = _seconds(props, "cache.latest.ttl.sec", zero=True)
     if "cache.capacity" in props:
         kwargs["cache_capacity"] = _int(props, "cache.capacity")
     return kwargs

@@ -127,17 +127,16 @@ async def test_keys_and_values_decode_with_confluents_deserializers(
     topic = topic_factory(3)
     keys = [fmt.key(i) for i in range(COUNT)]
     values = [fmt.value(i) for i in range(COUNT)]
-    async with SchemaRegistryClient(schema_registry.url) as registry:
-        async with Producer(
-            kafka_bootstrap, linger_ms=5,
-            key_serializer=fmt.ours(registry, True), value_serializer=fmt.ours(registry, False),
-        ) as producer:
-            first = await within(producer.send(topic, values[0], key=keys[0]), 30, "send")
-            fut = await producer.enqueue(topic, values[1], key=keys[1])
-            result = await within(
-                producer.send_many(topic, values[2:], keys=keys[2:]), 30, "send_many"
-            )
-            (second,) = await gather_within([fut], 30, "enqueue's future")
+    async with SchemaRegistryClient(schema_registry.url) as registry, Producer(
+        kafka_bootstrap, linger_ms=5,
+        key_serializer=fmt.ours(registry, True), value_serializer=fmt.ours(registry, False),
+    ) as producer:
+        first = await within(producer.send(topic, values[0], key=keys[0]), 30, "send")
+        fut = await producer.enqueue(topic, values[1], key=keys[1])
+        result = await within(
+            producer.send_many(topic, values[2:], keys=keys[2:]), 30, "send_many"
+        )
+        (second,) = await gather_within([fut], 30, "enqueue's future")
     assert first.topic == topic and second.topic == topic
     assert not result.errors
     assert set(schema_registry.subjects) >= {f"{topic}-key", f"{topic}-value"}

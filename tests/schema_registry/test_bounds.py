@@ -77,12 +77,18 @@ async def serving(answer: bool) -> AsyncIterator[Server]:
         await listener.wait_closed()
 
 
-@pytest.mark.parametrize("scheme", ["http", "https"])
-async def test_a_registry_that_never_answers_times_out_typed(scheme: str) -> None:
+@pytest.mark.parametrize(("scheme", "timeout"), [
+    ("http", {"request.timeout.ms": str(int(TIMEOUT_S * 1000))}),
+    ("https", {"request.timeout.ms": str(int(TIMEOUT_S * 1000))}),
+    ("http", {"timeout": TIMEOUT_S}),  # confluent-kafka-python's name, in seconds
+], ids=["http", "https", "python-timeout"])
+async def test_a_registry_that_never_answers_times_out_typed(
+    scheme: str, timeout: dict[str, object]
+) -> None:
     async with serving(answer=False) as server:
         conf = {
             "schema.registry.url": f"{scheme}://127.0.0.1:{server.port}",
-            "request.timeout.ms": str(int(TIMEOUT_S * 1000)),
+            **timeout,
             "max.retries": "1",
             "retries.wait.ms": "10",
         }

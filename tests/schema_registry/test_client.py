@@ -117,7 +117,10 @@ async def test_incompatible_schema_is_refused_with_409(schema_registry) -> None:
 
 async def test_latest_version_is_cached_for_its_ttl(schema_registry) -> None:
     path = "/subjects/users-value/versions/latest"
-    async with SchemaRegistryClient(schema_registry.url, latest_ttl_s=3600) as cached, \
+    # confluent-kafka-python's property name for the TTL, in seconds.
+    async with SchemaRegistryClient.from_config(
+        {"url": schema_registry.url, "cache.latest.ttl.sec": 3600}
+    ) as cached, \
             SchemaRegistryClient(schema_registry.url, latest_ttl_s=0) as expiring:
         await cached.register_schema("users-value", Schema(USER_V1))
         assert (await cached.get_latest_version("users-value")).version == 1
@@ -220,6 +223,10 @@ async def test_from_config_refuses_unknown_and_malformed_properties() -> None:
         "request.timeout.ms": 2500, "latest.cache.ttl.secs": 5,
     })
     assert client.url == "http://a:1"
+    with pytest.raises(ConfigurationError, match="timeout must be > 0 seconds"):
+        SchemaRegistryClient.from_config({"url": "http://h:1", "timeout": 0})
+    with pytest.raises(ConfigurationError, match="cache.latest.ttl.sec must be a number"):
+        SchemaRegistryClient.from_config({"url": "http://h:1", "cache.latest.ttl.sec": "soon"})
 
 
 async def test_retries_log_no_credentials(schema_registry, caplog) -> None:
