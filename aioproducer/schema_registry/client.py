@@ -118,6 +118,8 @@ def _import_aiohttp() -> Any:
     return aiohttp
 
 
+_FINAL_ALERTS = ("CERTIFICATE", "UNKNOWN_CA", "HANDSHAKE_FAILURE", "ACCESS_DENIED",
+                 "PROTOCOL_VERSION")
 _SSL_REASON = re.compile(r"\[SSL: ([A-Z0-9_]+)\]")
 
 
@@ -162,14 +164,20 @@ def _describe(exc: BaseException, url: str, timeout_s: float) -> tuple[str, bool
                 f"TLS: the registry refused the handshake ({reason}); it may require a client "
                 "certificate (ssl.certificate.location, ssl.key.location) or not trust the one given"
             )
-            return what, True
+            # Alerts about certificates and versions stay true on a retry; others
+            # (an internal error, say) may not.
+            return what, any(word in reason for word in _FINAL_ALERTS)
         if reason == "WRONG_VERSION_NUMBER":
             return "TLS: the server does not speak TLS on this port (an http:// URL?)", True
         return f"TLS error {reason}", False
     if isinstance(exc, asyncio.TimeoutError):
         return f"no answer within request timeout {timeout_s:g} s", False
     name = type(exc).__name__
-    dropped = name == "ServerDisconnectedError" or getattr(exc, "errno", None) == errno.ECONNRESET
+    dropped = name == "ServerDisconnectedError" or any(
+        isinstance(e, (ConnectionResetError, BrokenPipeError))
+        or getattr(e, "errno", None) in (errno.ECONNRESET, errno.EPIPE)
+        for e in (exc, getattr(exc, "os_error", None), exc.__cause__)
+    )
     if dropped and url.startswith("https:"):
         # Under TLS 1.3 a server checks the client's certificate after the
         # handshake; its refusal often arrives as a bare disconnect or reset.
