@@ -32,7 +32,7 @@ from . import errors
 from .bulk.appender import BulkAppender
 from .config import ProducerConfig
 from .engine.accumulator import RecordAccumulator
-from .engine.batch import RECORD_HANDLE_OVERHEAD, SWITCH, RecordMetadata
+from .engine.batch import RECORD_HANDLE_OVERHEAD, SWITCH, ProducerBatch, RecordMetadata
 from .engine.buffer_pool import BufferPool
 from .engine.partitioner import choose_partition
 from .engine.sender import Sender
@@ -296,7 +296,9 @@ class Producer(
         if filling is None:
             return None
         batch_ref, known = filling
-        batch = batch_ref()  # weak: a delivered batch dies with its records
+        # Weak: a delivered batch dies with its records. The partitioner keeps
+        # it by its shape; what it keeps is the ProducerBatch _append put there.
+        batch: ProducerBatch | None = batch_ref()  # type: ignore[assignment]
         size = len(value) + UNKEYED_RECORD_BOUND
         reserve = size + RECORD_HANDLE_OVERHEAD
         pool = self._pool

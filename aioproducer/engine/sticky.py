@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..net.cluster import TopicInfo
-    from .batch import ProducerBatch
 
 __all__ = [
     "PartitionLoad",
@@ -46,6 +45,19 @@ __all__ = [
     "time_to_switch",
     "weighted_index",
 ]
+
+
+class _Builder(Protocol):
+    @property
+    def size_in_bytes(self) -> int: ...
+
+
+class FillingBatch(Protocol):
+    """What the partitioner reads of the batch a record went to (a ``ProducerBatch``;
+    named by its shape, so that the batch module can use this one's rules)."""
+
+    @property
+    def builder(self) -> _Builder: ...
 
 
 class PartitionLoad(Protocol):
@@ -136,7 +148,7 @@ class StickyPartitioner:
         # partition (weakly: a delivered batch dies with its records) and the
         # topic's metadata (TopicInfo) it was chosen under. Dropped on every
         # switch, so it never outlives the choice it caches.
-        self.filling: dict[str, tuple[weakref.ReferenceType[ProducerBatch], TopicInfo]] = {}
+        self.filling: dict[str, tuple[weakref.ReferenceType[FillingBatch], TopicInfo]] = {}
         self._rand = rand or random.Random()
         # Adaptive partitioning weighs partitions by the accumulator's queues.
         self._load = load
@@ -150,7 +162,7 @@ class StickyPartitioner:
             current = self.next_partition(topic, num_partitions, available)
         return current
 
-    def appended(self, topic: str, size: int, batch: ProducerBatch, info: TopicInfo) -> None:
+    def appended(self, topic: str, size: int, batch: FillingBatch, info: TopicInfo) -> None:
         """A record of ``size`` bytes (its bound) went to the current partition's ``batch``.
 
         Counts it, and moves on when it is time (Java's ``updatePartitionInfo``):
@@ -171,7 +183,7 @@ class StickyPartitioner:
         """The current partition's batch is full: is it time to move on?"""
         return self.produced.get(topic, 0) >= self.batch_size
 
-    def filling_batch(self, topic: str, batch: ProducerBatch, info: TopicInfo) -> None:
+    def filling_batch(self, topic: str, batch: FillingBatch, info: TopicInfo) -> None:
         """Cache ``batch`` as the open batch of the topic's current partition for the shortcut."""
         self.filling[topic] = (weakref.ref(batch), info)
 
