@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..logs import ClientLogger, RateLimiter
-from ..sasl.handshake import authenticate
 from ..sasl.oidc import ClientCredentialsTokenProvider
 from .bootstrap import format_address, parse_bootstrap
 from .cluster import ClusterSnapshot
 from .connection import BrokerConnection, ThrottleStats, open_connection
 from .node_selection import node_preference, reconnect_delay
+from .sasl_handshake import authenticate
 from .security import Security
 
 if TYPE_CHECKING:

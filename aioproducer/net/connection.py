@@ -9,7 +9,7 @@ OSError and IncompleteReadError are translated into ``ConnectionLostError`` /
 
 The TLS handshake (asyncio's ``ssl=``, SNI and hostname check against the
 broker's host) and ApiVersions run in :func:`open_connection`, beside the
-class; SASL runs after it in :mod:`aioproducer.sasl.handshake`. TLS failures
+class; SASL runs after it in :mod:`aioproducer.net.sasl_handshake`. TLS failures
 become :class:`~aioproducer.errors.SslError`, which names what did not verify.
 
 Re-authentication (KIP-368) is lazy, as in Java's client: once the session

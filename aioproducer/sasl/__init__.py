@@ -1,7 +1,7 @@
-"""SASL authentication (KIP-43, KIP-152, KIP-368): mechanisms and the handshake.
+"""SASL authentication (KIP-43, KIP-152, KIP-368): the mechanisms and their credentials.
 
 Each mechanism is a small exchange object (``first()`` then ``step(server)``)
-that knows nothing of sockets; :mod:`.handshake` carries its messages in
+that knows nothing of sockets; :mod:`aioproducer.net.sasl_handshake` carries its messages in
 SaslHandshake / SaslAuthenticate requests on a connection and keeps the
 session alive by authenticating again before the broker's lifetime ends.
 """

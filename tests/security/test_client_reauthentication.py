@@ -14,7 +14,7 @@ import time
 import pytest
 
 from aioproducer import Producer, RecordMetadata
-from aioproducer.sasl import handshake
+from aioproducer.net import sasl_handshake as handshake
 from aioproducer.testing import MockCluster
 from tests.security.client_matrix import USERS, JwtProvider, plain_producer
 from tests.support.aio import gather_within, until, within

@@ -8,8 +8,8 @@ import pytest
 import scramp
 
 from aioproducer import errors
+from aioproducer.net.sasl_handshake import reauthentication_delay
 from aioproducer.sasl import SaslCredentials
-from aioproducer.sasl.handshake import reauthentication_delay
 from aioproducer.sasl.oauthbearer import client_first_message
 
 

@@ -24,9 +24,9 @@ import logging
 import random
 
 from .. import errors
-from ..net.connection import BrokerConnection
 from ..protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from .credentials import SaslCredentials, SaslExchange
+from ..sasl.credentials import SaslCredentials, SaslExchange
+from .connection import BrokerConnection
 
 __all__ = ["authenticate", "reauthentication_delay"]
 
