@@ -1,20 +1,31 @@
 """Load on the aiohttp ingest service: aioproducer against the same service on aiokafka.
 
-    python -m benchmarks.web_load                                  # 1,000 clients, 100,000 requests
-    python -m benchmarks.web_load --clients 100 --requests 5000    # a quick run
+    python -m benchmarks.web_load                        # 1,000 clients, 100,000 requests, 3 rounds
+    python -m benchmarks.web_load --clients 200,1000         # both concurrencies in one invocation
+    python -m benchmarks.web_load --clients 20 --requests 500 --rounds 1    # a smoke run
+    python -m benchmarks.web_load --broker tansu             # the embedded Tansu broker instead
     python -m benchmarks.web_load --impls aioproducer --bootstrap 127.0.0.1:9092
 
-One run per implementation, each in three processes: the embedded Tansu broker
-(shared), the service (``examples/aiohttp_service.py``'s handler in acknowledged
-mode; on aiokafka the same handler behind a thin adapter), and a load generator
-(aiohttp client, ``--clients`` concurrent connections, each posting one JSON
-event per request and waiting for the answer). The generator reports requests/s
-and p50/p99/max latency; every event the service acknowledged (200) is then read
-back with confluent-kafka and must be there exactly once.
+Each run has three processes: the broker (shared by all runs: Apache Kafka
+unless ``--broker tansu`` or ``--bootstrap``, see :mod:`benchmarks.brokers`),
+the service (``examples/aiohttp_service.py``'s handler in acknowledged mode; on
+aiokafka the same handler behind a thin adapter) and a load generator (aiohttp
+client, ``--clients`` concurrent connections, each posting one JSON event per
+request and waiting for the answer). The generator reports requests/s and
+p50/p99/max latency; every event the service acknowledged (200) is then read
+back with librdkafka and must be there exactly once.
 
-Numbers are for this machine only: compare the two implementations of one run,
-not runs on different machines. With few cores, the load generator competes
-with the service for CPU.
+Both producers get the same acks, linger, batch size, compression and
+idempotence (off by default for both), printed in the header. Every round runs
+each implementation once on a fresh topic, the order alternating between rounds
+(A,B then B,A), so that drift on a shared machine does not favour the one that
+runs first; the summary gives per implementation the median requests/s with its
+min-max, the medians of p50 and p99 latency, and aioproducer / aiokafka of the
+medians.
+
+Numbers are for this machine only: compare the two implementations of one
+invocation, not runs on different machines. With few cores, the load generator
+and the broker compete with the service for CPU.
 """
 
 from __future__ import annotations
@@ -26,17 +37,62 @@ import json
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/web_load.py`` too
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.brokers import add_broker_arguments, broker_for
+
 IMPLS = ("aioproducer", "aiokafka")
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """The producer settings both implementations get, spelled for each."""
+
+    acks: str  # "all" or "1"
+    linger_ms: int
+    batch_size: int
+    compression: str
+    idempotence: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ProducerSettings:
+        return cls(args.acks, args.linger_ms, args.batch_size, args.compression,
+                   args.idempotence == "on")
+
+    def cli(self) -> list[str]:
+        """The options that give a service process these settings."""
+        return ["--acks", self.acks, "--linger-ms", str(self.linger_ms),
+                "--batch-size", str(self.batch_size), "--compression", self.compression,
+                "--idempotence", "on" if self.idempotence else "off"]
+
+    def describe(self) -> str:
+        return (f"acks={self.acks} linger_ms={self.linger_ms} batch_size={self.batch_size} "
+                f"compression={self.compression} "
+                f"idempotence={'on' if self.idempotence else 'off'}")
+
+    def aioproducer_kwargs(self) -> dict[str, Any]:
+        return {"acks": self.acks, "linger_ms": self.linger_ms, "batch_size": self.batch_size,
+                "compression": self.compression, "enable_idempotence": self.idempotence}
+
+    def aiokafka_kwargs(self) -> dict[str, Any]:
+        return {"acks": "all" if self.acks == "all" else int(self.acks),
+                "linger_ms": self.linger_ms, "max_batch_size": self.batch_size,
+                "compression_type": None if self.compression == "none" else self.compression,
+                "enable_idempotence": self.idempotence}
 
 
 # -- the service (role "serve") ----------------------------------------------------------------
@@ -45,12 +101,11 @@ IMPLS = ("aioproducer", "aiokafka")
 class AiokafkaAdapter:
     """aiokafka's producer with the two calls the ingest handler makes."""
 
-    def __init__(self, bootstrap: str, linger_ms: int) -> None:
-        from aiokafka import AIOKafkaProducer
+    def __init__(self, bootstrap: str, settings: ProducerSettings) -> None:
+        from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 
-        # Idempotence off: aiokafka's InitProducerId fails against Tansu (as in benchmarks.run).
         self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, linger_ms=linger_ms, acks="all"
+            bootstrap_servers=bootstrap, **settings.aiokafka_kwargs()
         )
 
     async def start(self) -> None:
@@ -63,7 +118,7 @@ class AiokafkaAdapter:
         return await self._producer.send(topic, value, key=key)  # a future of the metadata
 
 
-def build_app(impl: str, bootstrap: str, linger_ms: int, idempotence: bool) -> Any:
+def build_app(impl: str, bootstrap: str, settings: ProducerSettings) -> Any:
     from aiohttp import web
     from prometheus_client import CollectorRegistry
 
@@ -72,8 +127,7 @@ def build_app(impl: str, bootstrap: str, linger_ms: int, idempotence: bool) -> A
 
     if impl == "aioproducer":
         return svc.create_app(
-            lambda: Producer(bootstrap, linger_ms=linger_ms, enable_idempotence=idempotence),
-            svc.Settings(),
+            lambda: Producer(bootstrap, **settings.aioproducer_kwargs()), svc.Settings()
         )
     # The same handler and settings; only the producer differs.
     app = web.Application(client_max_size=svc.Settings().max_body_bytes)
@@ -83,9 +137,9 @@ def build_app(impl: str, bootstrap: str, linger_ms: int, idempotence: bool) -> A
     app[svc.METRICS] = svc.IngestMetrics(registry)
 
     async def lifetime(app: web.Application) -> AsyncIterator[None]:
-        adapter = AiokafkaAdapter(bootstrap, linger_ms)
+        adapter = AiokafkaAdapter(bootstrap, settings)
         await adapter.start()
-        app[svc.PRODUCER] = adapter  # type: ignore[assignment]  # duck-typed for the handler
+        app[svc.PRODUCER] = adapter  # type: ignore[assignment,misc]  # duck-typed for the handler
         yield
         await adapter.close(10)
 
@@ -97,7 +151,7 @@ def build_app(impl: str, bootstrap: str, linger_ms: int, idempotence: bool) -> A
 async def serve(args: argparse.Namespace) -> None:
     from aiohttp import web
 
-    app = build_app(args.impl, args.bootstrap, args.linger_ms, args.idempotence == "on")
+    app = build_app(args.impl, args.bootstrap, ProducerSettings.from_args(args))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=30)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
@@ -174,55 +228,61 @@ async def load(args: argparse.Namespace) -> dict[str, Any]:
 # -- the orchestrator ---------------------------------------------------------------------------
 
 
-def run_impl(args: argparse.Namespace, impl: str, bootstrap: str, workdir: Path) -> dict[str, Any]:
+def schedule(impls: list[str], rounds: int) -> list[tuple[int, str]]:
+    """``(round, impl)`` in run order: every round runs each once, the order alternating."""
+    return [(r, impl) for r in range(1, rounds + 1)
+            for impl in (impls if r % 2 else impls[::-1])]
+
+
+def _wait_ready(server: subprocess.Popen[str], impl: str, timeout: float) -> str:
+    """The service's URL from its READY line, or RuntimeError after ``timeout`` seconds."""
+    import selectors
+
+    assert server.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(server.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise RuntimeError(f"the {impl} service was not ready within {timeout:.0f} s")
+    line = server.stdout.readline().strip()
+    if not line.startswith("READY "):
+        raise RuntimeError(f"the {impl} service did not start (exit {server.poll()})")
+    return line.split()[1]
+
+
+def _delete_topic(bootstrap: str, topic: str) -> None:
+    """Best effort: Tansu keeps every record in memory, so drop what was read back."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
+    except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil the numbers
+        print(f"    (could not delete {topic}: {exc})", file=sys.stderr, flush=True)
+
+
+def run_once(
+    args: argparse.Namespace, settings: ProducerSettings, impl: str, clients: int,
+    round_no: int, bootstrap: str, workdir: Path,
+) -> dict[str, Any]:
+    """One run of ``impl`` under ``clients`` connections on a fresh topic, read back after."""
     from tests.support.verify import create_topic, read_records
 
-    topic = create_topic(bootstrap, f"web-{impl}-{uuid.uuid4().hex[:8]}", args.partitions)
+    run_id = f"{impl}-c{clients}-r{round_no}"
+    topic = create_topic(bootstrap, f"web-{run_id}-{uuid.uuid4().hex[:8]}", args.partitions)
     python = [sys.executable, "-m", "benchmarks.web_load"]
     server = subprocess.Popen(
-        [
-            *python,
-            "--role",
-            "serve",
-            "--impl",
-            impl,
-            "--bootstrap",
-            bootstrap,
-            "--linger-ms",
-            str(args.linger_ms),
-            "--idempotence",
-            args.idempotence,
-        ],
+        [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli()],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
+    ids_file = workdir / f"{run_id}.ids"
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline().strip()
-        if not line.startswith("READY "):
-            raise RuntimeError(f"the {impl} service did not start (exit {server.poll()})")
-        ids_file = workdir / f"{impl}.ids"
+        url = _wait_ready(server, impl, 120)
         proc = subprocess.run(
-            [
-                *python,
-                "--role",
-                "load",
-                "--url",
-                line.split()[1],
-                "--topic",
-                topic,
-                "--clients",
-                str(args.clients),
-                "--requests",
-                str(args.requests),
-                "--size",
-                str(args.size),
-                "--run-id",
-                impl,
-                "--ids-file",
-                str(ids_file),
-            ],
+            [*python, "--role", "load", "--url", url, "--topic", topic,
+             "--clients", str(clients), "--requests", str(args.requests),
+             "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,
@@ -242,30 +302,83 @@ def run_impl(args: argparse.Namespace, impl: str, bootstrap: str, workdir: Path)
 
     acked = [i for i in ids_file.read_text().split("\n") if i]
     records = read_records(bootstrap, topic, len(acked), timeout=120, grace=2.0)
-    stored = collections.Counter(json.loads(r.value)["id"] for r in records)
-    result["impl"] = impl
-    result["missing"] = sum(1 for i in acked if stored[i] == 0)
-    result["duplicated"] = sum(1 for n in stored.values() if n > 1)
-    result["stored"] = len(records)
+    stored = collections.Counter(json.loads(r.value or b"{}").get("id") for r in records)
+    _delete_topic(bootstrap, topic)
+    result.update(
+        impl=impl, clients=clients, round=round_no, status="ok", topic=topic,
+        missing=sum(1 for i in acked if stored[i] == 0),
+        duplicated=sum(1 for n in stored.values() if n > 1),
+        stored=len(records),
+    )
     return result
 
 
-def print_table(results: list[dict[str, Any]]) -> None:
-    base = next((r for r in results if r["impl"] == "aiokafka"), None)
-    print(
-        f"{'service on':<12} {'req/s':>9} {'vs aiokafka':>11} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'max ms':>8} {'ok':>8} {'failed':>7} {'missing':>8} {'dup':>5}"
-    )
-    for r in results:
-        ratio = r["requests_per_s"] / base["requests_per_s"] if base else math.nan
-        print(
-            f"{r['impl']:<12} {r['requests_per_s']:>9.0f} {ratio:>10.2f}x {r['p50_ms']:>8.1f} "
-            f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['ok']:>8} "
-            f"{sum(r['failures'].values()):>7} {r['missing']:>8} {r['duplicated']:>5}"
-        )
+def run_is_bad(run: dict[str, Any]) -> bool:
+    return run["status"] != "ok" or bool(run["missing"] or run["duplicated"] or run["ok"] == 0)
 
 
-def main(argv: list[str] | None = None) -> int:
+def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (clients, impl): medians over the completed runs, and aioproducer / aiokafka."""
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in runs:
+        groups[(r["clients"], r["impl"])].append(r)
+    rows: list[dict[str, Any]] = []
+    for (clients, impl), group in groups.items():
+        done = [r for r in group if r["status"] == "ok"]
+        rps = [r["requests_per_s"] for r in done]
+        rows.append({
+            "clients": clients, "impl": impl, "runs": len(done), "failed_runs": len(group) - len(done),
+            "requests_per_s": statistics.median(rps) if rps else math.nan,
+            "requests_per_s_min": min(rps, default=math.nan),
+            "requests_per_s_max": max(rps, default=math.nan),
+            "p50_ms": statistics.median(r["p50_ms"] for r in done) if done else math.nan,
+            "p99_ms": statistics.median(r["p99_ms"] for r in done) if done else math.nan,
+            "bad_runs": sum(1 for r in group if run_is_bad(r)),
+        })
+    for row in rows:
+        base = next((b for b in rows if b["clients"] == row["clients"]
+                     and b["impl"] == "aiokafka"), None)
+        ratio = math.nan
+        if row["impl"] == "aioproducer" and base and base["requests_per_s"] > 0:
+            ratio = row["requests_per_s"] / base["requests_per_s"]
+        row["ratio_vs_aiokafka"] = ratio
+    rows.sort(key=lambda r: (r["clients"], IMPLS.index(r["impl"])))
+    return rows
+
+
+def print_summary(rows: list[dict[str, Any]]) -> None:
+    print(f"{'clients':>7} {'service on':<12} {'runs':>4} {'req/s':>8} {'min-max':>13} "
+          f"{'p50 ms':>8} {'p99 ms':>8} {'ratio':>7} {'bad runs':>8}")
+    for r in rows:
+        spread = f"{r['requests_per_s_min']:.0f}-{r['requests_per_s_max']:.0f}"
+        ratio = "" if math.isnan(r["ratio_vs_aiokafka"]) else f"{r['ratio_vs_aiokafka']:.2f}x"
+        print(f"{r['clients']:>7} {r['impl']:<12} {r['runs']:>4} {r['requests_per_s']:>8.0f} "
+              f"{spread:>13} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {ratio:>7} "
+              f"{r['bad_runs']:>8}")
+    print("req/s: median of the completed runs (min-max); p50/p99: medians of the runs' "
+          "percentiles;\nratio: aioproducer / aiokafka of the median req/s; bad runs: failed, "
+          "or an acknowledged event missing or stored twice")
+
+
+def _run_line(r: dict[str, Any]) -> str:
+    return (f"round {r['round']} clients {r['clients']} {r['impl']}: "
+            f"{r['requests_per_s']:.0f} req/s, p50 {r['p50_ms']:.1f} ms, "
+            f"p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms; ok {r['ok']}, "
+            f"failed {sum(r['failures'].values())}, missing {r['missing']}, "
+            f"duplicated {r['duplicated']}")
+
+
+def _positive_ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1, got {text!r}")
+    return values
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -273,20 +386,24 @@ def main(argv: list[str] | None = None) -> int:
         "--role", choices=["run", "serve", "load"], default="run", help=argparse.SUPPRESS
     )
     parser.add_argument("--impls", default=",".join(IMPLS), help="comma list (default: both)")
-    parser.add_argument("--clients", type=int, default=1000, help="concurrent clients (1000)")
-    parser.add_argument("--requests", type=int, default=100_000, help="requests in all (100000)")
+    parser.add_argument("--clients", type=_positive_ints, default=[1000],
+                        help="concurrent clients, a comma list runs each (1000)")
+    parser.add_argument("--requests", type=int, default=100_000,
+                        help="requests per run (100000)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds; each runs every implementation once, order alternating (3)")
     parser.add_argument("--size", type=int, default=100, help="padding bytes per event (100)")
     parser.add_argument("--partitions", type=int, default=4)
+    # The producer settings, the same for both implementations.
+    parser.add_argument("--acks", choices=["all", "1"], default="all")
     parser.add_argument("--linger-ms", type=int, default=5)
-    parser.add_argument(
-        "--idempotence",
-        choices=["on", "off"],
-        default="on",
-        help="for aioproducer (aiokafka always runs without it)",
-    )
-    parser.add_argument("--bootstrap", help="an existing broker (default: start Tansu)")
+    parser.add_argument("--batch-size", type=int, default=16384)
+    parser.add_argument("--compression", choices=COMPRESSIONS, default="none")
+    parser.add_argument("--idempotence", choices=["on", "off"], default="off",
+                        help="for both producers (off); aiokafka's InitProducerId fails on Tansu")
+    add_broker_arguments(parser)
     parser.add_argument("--timeout", type=float, default=1800, help="bound on one load run (s)")
-    parser.add_argument("--json", metavar="PATH", help="write the raw results here")
+    parser.add_argument("--json", metavar="PATH", help="write every run and the summary here")
     # Internal, for the child processes.
     parser.add_argument("--impl", choices=IMPLS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -294,41 +411,69 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-id", help=argparse.SUPPRESS)
     parser.add_argument("--ids-file", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.impl_list = [i for i in args.impls.split(",") if i]
+    unknown = set(args.impl_list) - set(IMPLS)
+    if unknown:
+        parser.error(f"unknown implementation(s) {sorted(unknown)}; choose from {IMPLS}")
+    if args.rounds < 1 or args.requests < 1:
+        parser.error("--rounds and --requests must be at least 1")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.role == "serve":
         asyncio.run(serve(args))
         return 0
     if args.role == "load":
+        args.clients = args.clients[0]
         print(json.dumps(asyncio.run(load(args))), flush=True)
         return 0
 
-    from aioproducer.testing.local_broker import bootstrap_or_local
+    from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
 
-    impls = [i for i in args.impls.split(",") if i]
-    unknown = set(impls) - set(IMPLS)
-    if unknown:
-        parser.error(f"unknown implementation(s) {sorted(unknown)}; choose from {IMPLS}")
-    results: list[dict[str, Any]] = []
-    failed: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp, bootstrap_or_local(args.bootstrap) as bootstrap:
-        print(
-            f"broker {bootstrap}; {args.clients} clients, {args.requests} requests per service",
-            file=sys.stderr,
-            flush=True,
-        )
-        for impl in impls:
-            try:
-                results.append(run_impl(args, impl, bootstrap, Path(tmp)))
-            except Exception as exc:  # noqa: BLE001 - report it, run the others
-                print(f"{impl}: FAILED: {exc}", file=sys.stderr, flush=True)
-                failed.append(impl)
-            else:
-                print(f"{impl}: done", file=sys.stderr, flush=True)
-    print_table(results)
+    settings = ProducerSettings.from_args(args)
+    order = schedule(args.impl_list, args.rounds)
+    runs: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {
+        "producer": asdict(settings), "clients": args.clients, "requests": args.requests,
+        "size": args.size, "partitions": args.partitions, "rounds": args.rounds,
+        "impls": args.impl_list, "python": sys.version.split()[0], "cpus": os.cpu_count(),
+    }
+    try:
+        with tempfile.TemporaryDirectory() as tmp, broker_for(
+            args.broker, args.bootstrap, announce=lambda m: print(m, file=sys.stderr, flush=True)
+        ) as (bootstrap, broker):
+            meta["broker"] = broker
+            print(f"broker: {broker}\nproducers (both): {settings.describe()}\n"
+                  f"load: clients {','.join(map(str, args.clients))}, {args.requests} requests "
+                  f"per run, {args.size}-byte padding, {args.partitions} partitions, "
+                  f"{args.rounds} round(s), order alternating", flush=True)
+            for clients in args.clients:
+                for round_no, impl in order:
+                    try:
+                        run = run_once(args, settings, impl, clients, round_no, bootstrap,
+                                       Path(tmp))
+                    except Exception as exc:  # noqa: BLE001 - report it, run the others
+                        run = {"impl": impl, "clients": clients, "round": round_no,
+                               "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+                        print(f"round {round_no} clients {clients} {impl}: FAILED: {exc}",
+                              flush=True)
+                    else:
+                        print(_run_line(run), flush=True)
+                    runs.append(run)
+    except KafkaJarsUnavailable as exc:
+        print(f"cannot start Apache Kafka: {exc} (or pass --broker tansu / --bootstrap)",
+              file=sys.stderr)
+        return 2
+    summary = summarize(runs)
+    print()
+    print_summary(summary)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
-    bad = failed or any(r["missing"] or r["duplicated"] or r["ok"] == 0 for r in results)
-    return 1 if bad else 0
+        Path(args.json).write_text(
+            json.dumps({"meta": meta, "runs": runs, "summary": summary}, indent=2) + "\n"
+        )
+    return 1 if any(run_is_bad(r) for r in runs) else 0
 
 
 if __name__ == "__main__":
