@@ -254,7 +254,7 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient
 
     try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})  # no info lines
         admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
     except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil the numbers
         print(f"    (could not delete {topic}: {exc})", file=sys.stderr, flush=True)
