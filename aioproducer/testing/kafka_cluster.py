@@ -98,6 +98,10 @@ class KafkaCluster:
         network: run node ``n`` in ``network``'s namespace of node ``n``, on its
             addresses (created here if not yet; the caller deletes it after
             :meth:`stop`). Its node ids must be ``1..size``.
+        features: feature levels every node's storage is formatted with
+            (``kafka-storage format --feature``), e.g.
+            ``{"transaction.version": 1, "eligible.leader.replicas.version": 0}``;
+            Kafka's defaults for its release otherwise.
     """
 
     def __init__(
@@ -111,6 +115,7 @@ class KafkaCluster:
         stop_timeout: float = 30.0,
         libs: str | os.PathLike[str] | None = None,
         network: NamespaceNetwork | None = None,
+        features: Mapping[str, int] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError(f"a cluster needs at least one node, not {size}")
@@ -137,6 +142,7 @@ class KafkaCluster:
                 startup_timeout=startup_timeout,
                 stop_timeout=stop_timeout,
                 libs=libs,
+                features=features,
                 **where,
             )
             for node_id, where in placement.items()

@@ -1,11 +1,17 @@
 """A replicated three-node Apache Kafka cluster for failover tests.
 
 * ``kafka_cluster`` (session): a :class:`~aioproducer.testing.kafka_cluster.KafkaCluster`
-  started once (formatting and starting three JVMs takes a while); its files
-  live under the session's temporary directory.
-* ``cluster`` (function): the same cluster, healed after each test (every node
-  started and resumed, serving again), with every node's log tail attached to
-  the report of a failed test.
+  started once (formatting and starting three JVMs takes a while) with Kafka's
+  default features (transaction.version 2, eligible leader replicas on); its
+  files live under the session's temporary directory.
+* ``kafka_cluster_tv1`` (session, started on first use): a second cluster
+  formatted with ``transaction.version=1`` and eligible leader replicas off
+  (KIP-966), for what must hold on both transaction protocols (KIP-890) and
+  without ELR.
+* ``cluster`` (function): the default cluster, or the one a test names with
+  ``@pytest.mark.parametrize("cluster", CLUSTERS, indirect=True)`` (``"tv2"``,
+  ``"tv1"``, see ``settings.py``); healed after each test (every node started and resumed, serving
+  again), with every node's log tail attached to the report of a failed test.
 * ``cluster_topic`` (function): ``cluster_topic(partitions=3, config=None) -> str``
   creates a uniquely named topic replicated on all three nodes.
 
@@ -22,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from aioproducer.testing.kafka_cluster import KafkaCluster
+from tests.cluster.settings import CLUSTERS, TV1_FEATURES
 from tests.conftest import _kafka_libs_or_skip, _show_log_on_failure
 
 _HERE = Path(__file__).parent
@@ -34,17 +41,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    """Three Apache Kafka nodes, replication factor 3, min.insync.replicas=2."""
+def _run_cluster(
+    tmp_path_factory: pytest.TempPathFactory, name: str, features: dict[str, int] | None = None
+) -> Iterator[KafkaCluster]:
     _kafka_libs_or_skip()
-    cluster = KafkaCluster(workdir=tmp_path_factory.mktemp("kafka-cluster"))
+    cluster = KafkaCluster(workdir=tmp_path_factory.mktemp(name), features=features)
     cluster.start()
-    print(f"\nKafka cluster of 3 nodes serving after {cluster.startup_seconds:.1f} s")
+    print(f"\n{name}: 3 nodes serving after {cluster.startup_seconds:.1f} s")
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """Three Apache Kafka nodes, replication factor 3, min.insync.replicas=2."""
+    yield from _run_cluster(tmp_path_factory, "kafka-cluster")
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_tv1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """Like ``kafka_cluster``, formatted with :data:`TV1_FEATURES`."""
+    yield from _run_cluster(tmp_path_factory, "kafka-cluster-tv1", TV1_FEATURES)
 
 
 def heal(cluster: KafkaCluster) -> None:
@@ -58,8 +77,14 @@ def heal(cluster: KafkaCluster) -> None:
 
 
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest, kafka_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
-    """The session's cluster, every node serving; healed again after the test."""
+def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
+    """A session's cluster (see :data:`CLUSTERS`), every node serving; healed again after the test."""
+    which = getattr(request, "param", "tv2")
+    if which not in CLUSTERS:
+        raise ValueError(f"no cluster {which!r}; choose from {CLUSTERS}")
+    kafka_cluster: KafkaCluster = request.getfixturevalue(
+        "kafka_cluster" if which == "tv2" else "kafka_cluster_tv1"
+    )
     for node, broker in kafka_cluster.brokers.items():
         _show_log_on_failure(request, f"Kafka node {node}", broker)
     heal(kafka_cluster)

@@ -6,6 +6,10 @@ killed: during a transaction, and just before a commit. Each commit either
 succeeds or fails with a typed error, and then the transaction can be aborted;
 a ``read_committed`` consumer (confluent-kafka) sees every record of every
 committed transaction once, in order, and nothing of an aborted one.
+
+Each test runs on a cluster formatted with ``transaction.version`` 2 (Kafka's
+default: records add their partition to the transaction, every EndTxn bumps
+the epoch, KIP-890 part 2) and on one formatted with version 1.
 """
 
 from __future__ import annotations
@@ -17,12 +21,22 @@ import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
 from aioproducer.testing.kafka_cluster import KafkaCluster
-from tests.cluster.settings import SETTINGS
+from tests.cluster.settings import CLUSTERS, SETTINGS, TRANSACTION_VERSION
 from tests.cluster.stream import SteadyStream, assert_exactly_once
 from tests.support.aio import read_back, within
 from tests.support.producers import make_producer
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [
+    pytest.mark.asyncio,
+    pytest.mark.parametrize("cluster", CLUSTERS, indirect=True),
+]
+
+
+def _check_transaction_version(producer: Producer, request: pytest.FixtureRequest) -> None:
+    """The producer speaks the transaction protocol its cluster was formatted with."""
+    which = request.node.callspec.params["cluster"]
+    finalized = producer._client.finalized_features
+    assert finalized.get("transaction.version") == TRANSACTION_VERSION[which], finalized
 
 
 class Transactions:
@@ -100,7 +114,7 @@ async def _restore(cluster: KafkaCluster, node: int, topic: str) -> None:
 
 
 async def test_coordinator_killed_mid_transaction_and_before_commit(
-    cluster: KafkaCluster, cluster_topic
+    cluster: KafkaCluster, cluster_topic, request: pytest.FixtureRequest
 ) -> None:
     topic = cluster_topic(3)
     txn_id = f"cluster-txn-{uuid.uuid4().hex[:8]}"
@@ -111,6 +125,7 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
     txns = Transactions(producer, topic)
     try:
         await within(producer.init_transactions(), 60, "init_transactions")
+        _check_transaction_version(producer, request)
 
         # A transaction with every node up.
         stream = await txns.begin(300, "first transaction")
@@ -151,7 +166,7 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
 
 
 async def test_transaction_with_records_expired_in_a_failover_aborts_and_the_next_commits(
-    cluster: KafkaCluster, cluster_topic
+    cluster: KafkaCluster, cluster_topic, request: pytest.FixtureRequest
 ) -> None:
     """Records of a transaction expire while their leader is down: the transaction
     can only be aborted; after the abort (and a new epoch) the next one commits."""
@@ -165,6 +180,7 @@ async def test_transaction_with_records_expired_in_a_failover_aborts_and_the_nex
     txns = Transactions(producer, topic)
     try:
         await within(producer.init_transactions(), 60, "init_transactions")
+        _check_transaction_version(producer, request)
         stream = await txns.begin(300, "first transaction")
         assert await txns.end(stream), txns.commit_errors
 
