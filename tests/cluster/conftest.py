@@ -4,10 +4,10 @@
   started once (formatting and starting three JVMs takes a while) with Kafka's
   default features (transaction.version 2, eligible leader replicas on); its
   files live under the session's temporary directory.
-* ``kafka_cluster_tv1`` (session, started on first use): a second cluster
-  formatted with ``transaction.version=1`` and eligible leader replicas off
-  (KIP-966), for what must hold on both transaction protocols (KIP-890) and
-  without ELR.
+* ``kafka_cluster_tv1`` (session, started on first use, stopped after the
+  last test that runs on it): a second cluster formatted with
+  ``transaction.version=1`` and eligible leader replicas off (KIP-966), for
+  what must hold on both transaction protocols (KIP-890) and without ELR.
 * ``cluster`` (function): the default cluster, or the one a test names with
   ``@pytest.mark.parametrize("cluster", CLUSTERS, indirect=True)`` (``"tv2"``,
   ``"tv1"``, see ``settings.py``); healed after each test (every node started and resumed, serving
@@ -34,11 +34,28 @@ from tests.conftest import _kafka_libs_or_skip, _show_log_on_failure
 _HERE = Path(__file__).parent
 
 
+#: Node id of the last test to run on ``kafka_cluster_tv1``: it stops that
+#: cluster in its teardown, so that three idle JVMs do not share the machine
+#: with the tests that follow.
+_LAST_TV1_TEST: list[str] = []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if _HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The items as they will run: selected, deselected and reordered already.
+    users = [
+        item.nodeid
+        for item in session.items
+        if getattr(getattr(item, "callspec", None), "params", {}).get("cluster") == "tv1"
+    ]
+    _LAST_TV1_TEST[:] = users[-1:]
 
 
 def _run_cluster(
@@ -91,7 +108,10 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
     try:
         yield kafka_cluster
     finally:
-        heal(kafka_cluster)
+        if which == "tv1" and _LAST_TV1_TEST == [request.node.nodeid]:
+            kafka_cluster.stop()  # no test needs it any more
+        else:
+            heal(kafka_cluster)
 
 
 @pytest.fixture
