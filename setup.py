@@ -33,7 +33,8 @@ setup(
     ext_modules=[
         Extension(
             "aioproducer._speedups._kernels",
-            sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c"],
+            sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
+                     "aioproducer/_speedups/_columns.c"],
             depends=["aioproducer/_speedups/_varint.h"],
             optional=True,
         )

@@ -75,6 +75,12 @@ class Stat:
     def record(self, value: float, now: float, count: int = 1) -> None:
         raise NotImplementedError
 
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        """Record ``count`` events at one ``now`` at once: their values add up to
+        ``total`` and the largest is ``largest``. The windows end up exactly as
+        if each event had been recorded (they all fall in the same sample)."""
+        self.record(total, now, count)
+
     def measure(self, now: float) -> float:
         raise NotImplementedError
 
@@ -197,6 +203,9 @@ class Max(SampledStat):
 
     initial = -math.inf
 
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        self.record(largest, now, count)
+
     def update(self, sample: _Sample, value: float) -> None:
         if value > sample.value:
             sample.value = value
@@ -216,6 +225,9 @@ class Rate(Stat):
 
     def record(self, value: float, now: float, count: int = 1) -> None:
         self.stat.record(value, now, count)
+
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        self.stat.record_summary(total, largest, count, now)
 
     def measure(self, now: float) -> float:
         value = self.stat.measure(now)
@@ -273,6 +285,15 @@ class Sensor:
             stat.record(value, now, count)
         for parent in self.parents:
             parent.record(value, now, count)
+
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        """``count`` events at ``now`` in one call (see :meth:`Stat.record_summary`):
+        the producer records a whole request's batches this way."""
+        if count:
+            for stat in self._stats:
+                stat.record_summary(total, largest, count, now)
+            for parent in self.parents:
+                parent.record_summary(total, largest, count, now)
 
 
 class Metrics:

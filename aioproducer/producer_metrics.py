@@ -245,26 +245,60 @@ class ProducerMetrics:
     # -- recording (called by the engine) --------------------------------------
 
     def batches_sent(self, batches: Iterable[Any], now: float) -> None:
-        """One Produce request is going out with ``batches`` (built payloads)."""
-        records = 0
+        """One Produce request is going out with ``batches`` (built payloads).
+
+        The batches' values are summed first and each sensor records once per
+        request (:meth:`Sensor.record_summary`): the windows hold what one
+        record per batch would leave, at a few calls per request.
+        """
+        n = records = 0
+        sizes = queue_ms = ratios = encoded_total = 0.0
+        size_max = queue_max = ratio_max = record_max = -math.inf
+        by_topic: dict[str, list[float]] = {}
         for batch in batches:
+            n += 1
             count = batch.record_count
             records += count
             size = len(batch.payload)
             uncompressed = batch.builder.size_in_bytes
             ratio = size / uncompressed if uncompressed else 1.0
-            self._batch_size.record(size, now)
-            self._queue_time.record((now - batch.created) * 1000, now)
-            self._compression.record(ratio, now)
+            waited = (now - batch.created) * 1000
             # Encoded bytes (batch.reserved also counts each record's future and bookkeeping).
             encoded = uncompressed - RECORD_BATCH_OVERHEAD
-            self._record_size.record(encoded, now, count)
             # The bulk path does not size each record: its batch's average stands in.
-            self._record_size_max.record(batch.max_record_size or encoded / max(count, 1), now)
-            t_records, t_bytes, t_compression, _retries, _errors = self._topic(batch.topic)
-            t_records.record(count, now)
-            t_bytes.record(size, now)
-            t_compression.record(ratio, now)
+            largest = batch.max_record_size or encoded / max(count, 1)
+            sizes += size
+            queue_ms += waited
+            ratios += ratio
+            encoded_total += encoded
+            size_max = max(size_max, size)
+            queue_max = max(queue_max, waited)
+            ratio_max = max(ratio_max, ratio)
+            record_max = max(record_max, largest)
+            # per topic: batches, then (sum, largest) of records, bytes and ratio
+            t = by_topic.get(batch.topic)
+            if t is None:
+                by_topic[batch.topic] = [1, count, count, size, size, ratio, ratio]
+            else:
+                t[0] += 1
+                t[1] += count
+                t[2] = max(t[2], count)
+                t[3] += size
+                t[4] = max(t[4], size)
+                t[5] += ratio
+                t[6] = max(t[6], ratio)
+        if not n:
+            return
+        self._batch_size.record_summary(sizes, size_max, n, now)
+        self._queue_time.record_summary(queue_ms, queue_max, n, now)
+        self._compression.record_summary(ratios, ratio_max, n, now)
+        self._record_size.record(encoded_total, now, records)
+        self._record_size_max.record_summary(record_max, record_max, n, now)
+        for topic, (t_n, *sums) in by_topic.items():
+            t_records, t_bytes, t_compression, _retries, _errors = self._topic(topic)
+            t_records.record_summary(sums[0], sums[1], int(t_n), now)
+            t_bytes.record_summary(sums[2], sums[3], int(t_n), now)
+            t_compression.record_summary(sums[4], sums[5], int(t_n), now)
         self._records_per_request.record(records, now)
 
     def produce_response(self, node_id: int, latency_ms: float, throttle_ms: int, now: float) -> None:

@@ -25,5 +25,7 @@ static inline uint64_t zigzag64(int64_t v) {
 
 /* Defined in _append.c: adds append_unkeyed and bind_batch_layout to the module. */
 int add_append_kernel(PyObject *module);
+/* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
+int add_column_kernels(PyObject *module);
 
 #endif

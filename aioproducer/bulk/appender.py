@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import errors
 from ..engine.partitioner import partition_for_key
-from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from .bounds import BULK_RECORD_OVERHEAD, fill_counting, record_reservations
 from .input import BulkColumns, read_columns
 from .result import BulkCall, BulkResult, BulkSpan
 
@@ -49,12 +49,6 @@ SLICE_BYTES = 256 * 1024
 # Longest stretch of bulk work (checks and encoding, across calls) between two
 # yields to the event loop (seconds).
 YIELD_INTERVAL = 0.001
-# Record bound on top of key, value (-1 when null) and headers: the per-record
-# path's, fixed fields at their widest and 5-byte varint lengths.
-_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
-# What the call keeps per record until its result is dropped (partition,
-# position, key and value sizes in arrays): counted in buffer_memory too.
-BULK_RECORD_OVERHEAD = 32
 
 
 # partition -> (append, span, batch) of the batch a slice writes to there
@@ -66,7 +60,9 @@ class _Job(NamedTuple):
 
     call: BulkCall
     cols: BulkColumns
-    sizes: list[int]  # buffer-memory reservation of each record
+    # Running totals of the records' buffer-memory reservations (see .bounds):
+    # records a..b-1 reserve totals[b] - totals[a].
+    totals: array[int]
     info: TopicInfo
     # Each key's murmur2 partition, -1 for a null key, when the keys came as an
     # Arrow array (hashed in one vectorized pass); None: hash key by key.
@@ -126,7 +122,7 @@ class BulkAppender:
             topic, values, keys, headers, partition, timestamp_ms,
             key_serializer=key_ser, value_serializer=value_ser,
         )
-        sizes = self._record_bounds(cols)
+        totals = record_reservations(cols, cfg.max_request_size, cfg.buffer_memory)
         deadline = time.monotonic() + self._max_block
         info = self._client.snapshot.topics.get(topic)
         explicit = [p for p in cols.partitions or (cols.partition,) if p is not None]
@@ -153,7 +149,7 @@ class BulkAppender:
         if cols.count == 0:
             future.set_result(BulkResult(call))
             return future
-        job = _Job(call, cols, sizes, info, self._arrow_key_partitions(cols, info))
+        job = _Job(call, cols, totals, info, self._arrow_key_partitions(cols, info))
         await self._append_all(job, deadline, began)
         return future
 
@@ -173,41 +169,6 @@ class BulkAppender:
             return None  # without numpy, key by key (murmur2 in Python)
         return arrow_key_partitions(cols.key_array, len(info.partitions))
 
-    def _record_bounds(self, cols: BulkColumns) -> list[int]:
-        """Each record's buffer-memory reservation; RecordTooLargeError names the first too big.
-
-        One pass over the records in the common case (no per-record headers):
-        this runs before the call's first yield.
-        """
-        vlen, klen = cols.value_lengths, cols.key_lengths
-        # Besides key and value: the record's fixed fields and what the call
-        # keeps per record, and the common headers (1, a zero count, without).
-        fixed = _RECORD_BOUND + BULK_RECORD_OVERHEAD
-        if cols.header_sizes is None:
-            fixed += headers_size(cols.common_headers)
-        if klen is None:
-            sizes = [fixed - 1 + v for v in vlen]
-        else:
-            sizes = [fixed + v + k for v, k in zip(vlen, klen)]
-        if cols.header_sizes is not None:
-            sizes = [s + h for s, h in zip(sizes, cols.header_sizes)]
-        # sizes[i] - BULK_RECORD_OVERHEAD + RECORD_BATCH_OVERHEAD: the record alone in a batch.
-        limit = BULK_RECORD_OVERHEAD + min(
-            self._config.max_request_size - RECORD_BATCH_OVERHEAD,
-            self._config.buffer_memory - BULK_RECORD_OVERHEAD,
-        )
-        if sizes and max(sizes) > limit:
-            index = next(i for i, s in enumerate(sizes) if s > limit)
-            bound = sizes[index] - BULK_RECORD_OVERHEAD + RECORD_BATCH_OVERHEAD
-            which = (
-                "max_request_size" if bound > self._config.max_request_size else "buffer_memory"
-            )
-            raise errors.RecordTooLargeError(
-                f"record {index} is {bound} bytes when serialized, larger than {which} "
-                f"({getattr(self._config, which)}); nothing of this call was buffered"
-            )
-        return sizes
-
     @staticmethod
     def _check_partitions(topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         n = len(info.partitions)
@@ -222,7 +183,7 @@ class BulkAppender:
     async def _append_all(self, job: _Job, deadline: float, resumed: float) -> None:
         """Append the call's records slice by slice; ``resumed``: when the call
         last started running (its checks of the columns count as work too)."""
-        call, cols, sizes = job.call, job.cols, job.sizes
+        call, cols, totals = job.call, job.cols, job.totals
         pool = self._pool
         n = cols.count
         start = 0
@@ -236,10 +197,10 @@ class BulkAppender:
                     if not go_on:
                         return
                 stop = min(n, start + SLICE_RECORDS)
-                reserve = sum(sizes[start:stop])
+                reserve = totals[stop] - totals[start]
                 while stop - start > 1 and reserve > self._slice_bytes:
                     stop = start + max(1, (stop - start) // 2)
-                    reserve = sum(sizes[start:stop])
+                    reserve = totals[stop] - totals[start]
                 if not pool.try_reserve(reserve):
                     try:
                         await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
@@ -315,7 +276,7 @@ class BulkAppender:
         """Records that all go to one partition until its batch is full: sticky or
         explicit partition, one timestamp and one set of headers for all. Each
         batch takes a run of records in one ``append_run``."""
-        call, cols, sizes, info = job.call, job.cols, job.sizes, job.info
+        call, cols, totals, info = job.call, job.cols, job.totals, job.info
         topic, fixed = call.topic, cols.partition
         now = time.monotonic()
         entry = self._open(call, open_, fixed, topic, info, now)
@@ -329,9 +290,9 @@ class BulkAppender:
             )
             if count:
                 call.partitions[i : i + count] = array("i", [span.partition]) * count
-                call.ordinals[i : i + count] = array("q", range(span.first + span.count, span.first + span.count + count))
+                fill_counting(call.ordinals, i, count, span.first + span.count)
                 span.count += count
-                reserved = sum(sizes[i : i + count])
+                reserved = totals[i + count] - totals[i]
                 batch.reserve(reserved)
                 if fixed is None:
                     self._sticky.count(topic, reserved - count * BULK_RECORD_OVERHEAD)
@@ -352,7 +313,7 @@ class BulkAppender:
     def _append_keyed(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Keyed records: partitions first (murmur2), then one run per partition,
         in call order within each partition (a stable sort by partition)."""
-        call, cols, sizes, info, key_partitions = job
+        call, cols, totals, info, key_partitions = job
         n = len(info.partitions)
         keys = cols.keys
         assert keys is not None
@@ -378,7 +339,7 @@ class BulkAppender:
                     for i, ordinal in zip(placed, range(span.first + span.count, span.first + span.count + taken)):
                         ords[i] = ordinal
                     span.count += taken
-                    batch.reserve(sum(map(sizes.__getitem__, placed)))
+                    batch.reserve(sum([totals[i + 1] - totals[i] for i in placed]))
                     pos += taken
                 if pos >= end:
                     break
@@ -386,7 +347,7 @@ class BulkAppender:
 
     def _append_each(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records whose partition, timestamp or headers vary: one append each."""
-        call, cols, sizes, info, key_partitions = job
+        call, cols, totals, info, key_partitions = job
         topic = call.topic
         values, keys = cols.values, cols.keys
         common_headers, headers = cols.common_headers, cols.headers
@@ -424,9 +385,10 @@ class BulkAppender:
             parts[i] = span.partition
             ords[i] = span.first + span.count
             span.count += 1
-            entry[2].reserve(sizes[i])
+            size = totals[i + 1] - totals[i]
+            entry[2].reserve(size)
             if p is None:
-                sticky.count(topic, sizes[i] - BULK_RECORD_OVERHEAD)
+                sticky.count(topic, size - BULK_RECORD_OVERHEAD)
 
     def _custom_partitions(self, topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         """Run a custom partitioner for every record up front, before anything is buffered."""

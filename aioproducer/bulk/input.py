@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from .. import errors
+from .._speedups import kernels
 from ..engine.validation import MAX_TIMESTAMP_MS, check_headers, to_bytes
 
 __all__ = ["ARROW_COPY_LIMIT", "BulkColumns", "bytes_column", "is_arrow_array", "read_columns"]
@@ -172,6 +173,16 @@ def _arrow_lengths(arr: Any) -> array[int]:
     return out
 
 
+def _plain_lengths(column: Any, serializer: Any) -> array[int] | None:
+    """The lengths of a list of bytes and None taken as it is, in one compiled
+    pass; None when there is a serializer, no compiled kernel, or an element
+    of another type (the general path then checks and names it)."""
+    if serializer is not None or kernels is None or type(column) is not list:
+        return None
+    lengths = array("q", [0]) * len(column)
+    return lengths if kernels.byte_lengths(column, lengths) else None
+
+
 def _lengths(column: list[Any]) -> array[int]:
     if None in column:
         return array("q", [-1 if v is None else len(v) for v in column])
@@ -285,19 +296,28 @@ def read_columns(
 ) -> BulkColumns:
     """Check every column of a bulk call; raise TypeError/ValueError on the first problem."""
     cols = BulkColumns()
-    cols.values = bytes_column(values, "values", value_serializer, topic)
+    plain = _plain_lengths(values, value_serializer)
+    if plain is not None:
+        cols.values, cols.value_lengths = values, plain
+    else:
+        cols.values = bytes_column(values, "values", value_serializer, topic)
+        cols.value_lengths = (
+            _arrow_lengths(values) if is_arrow_array(values) else _lengths(cols.values)
+        )
     n = cols.count = len(cols.values)
-    cols.value_lengths = _arrow_lengths(values) if is_arrow_array(values) else _lengths(cols.values)
     cols.key_array = None
     if keys is None and key_serializer is None:
         cols.keys = cols.key_lengths = None
     else:
         if keys is None:
             keys = [None] * n
-        cols.keys = bytes_column(keys, "keys", key_serializer, topic)
+        plain = _plain_lengths(keys, key_serializer)
+        cols.keys = keys if plain is not None else bytes_column(keys, "keys", key_serializer, topic)
         if len(cols.keys) != n:
             raise ValueError(f"keys has {len(cols.keys)} entries for {n} values")
-        if is_arrow_array(keys):
+        if plain is not None:
+            cols.key_lengths = plain
+        elif is_arrow_array(keys):
             cols.key_array = keys
             cols.key_lengths = _arrow_lengths(keys)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,9 @@ from aioproducer.metrics import (
     MetricName,
     Metrics,
     Rate,
+    Sensor,
     WindowedCount,
+    WindowedSum,
 )
 from aioproducer.producer_metrics import ProducerMetrics
 
@@ -135,3 +138,34 @@ def test_rate_limiter_lets_one_through_per_interval_and_counts_the_rest() -> Non
     assert limiter.allow("k", 2.0) is None
     assert limiter.allow("other", 2.0) == 0
     assert limiter.allow("k", 10.5) == 2
+
+
+@pytest.mark.parametrize(
+    "make",
+    [Avg, Max, WindowedSum, WindowedCount, lambda c: Rate(c), lambda c: CumulativeSum(),
+     lambda c: CumulativeCount()],
+    ids=["avg", "max", "sum", "count", "rate", "cumulative-sum", "cumulative-count"],
+)
+def test_a_summary_leaves_what_one_record_per_event_leaves(make: Any) -> None:
+    """A Produce request's batches are recorded as one summary per sensor."""
+    config = MetricConfig(samples=2, window=10.0)
+    one_by_one, summarized = make(config), make(config)
+    rounds = [(1.0, [3.0, 9.0, 4.0]), (12.5, [7.0]), (13.0, [2.0, 2.5])]  # the second rolls a window
+    for now, values in rounds:
+        for v in values:
+            one_by_one.record(v, now)
+        summarized.record_summary(sum(values), max(values), len(values), now)
+    for now in (13.0, 25.0, 40.0):
+        a, b = one_by_one.measure(now), summarized.measure(now)
+        assert a == b or (math.isnan(a) and math.isnan(b)), now
+
+
+def test_a_sensor_summary_reaches_its_parents() -> None:
+    config = MetricConfig()
+    parent, _ = Metrics(config).sensor("all")
+    total = parent.add(WindowedSum(config))
+    largest = parent.add(Max(config))
+    child = Sensor("node", parents=(parent,))
+    child.record_summary(30.0, 20.0, 2, 1.0)
+    child.record_summary(0.0, 0.0, 0, 1.0)  # nothing sent: nothing recorded
+    assert (total.measure(1.0), largest.measure(1.0)) == (30.0, 20.0)
