@@ -329,7 +329,9 @@ class RecordBatchBuilder:
         first = count
         indices = range(start, stop) if order is None else order[start:stop]
         uniform = -1
-        if keys is None and order is None and lengths is not None and stop > start:
+        # The compiled run encoder beats the uniform-run trick (which saves the
+        # pure path its loop) at every size: with it, the trick is skipped.
+        if _encode_run is None and keys is None and order is None and lengths is not None and stop > start:
             # Only the records that could fit are looked at: a record takes at
             # least 7 bytes besides its value (one per varint and attributes).
             # Past them the batch is full whatever the lengths are.

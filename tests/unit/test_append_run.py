@@ -8,6 +8,7 @@ import pytest
 
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
+from aioproducer.protocol import records
 from aioproducer.protocol.records import RecordBatchBuilder
 
 
@@ -58,11 +59,16 @@ def test_the_first_record_of_an_empty_batch_always_fits() -> None:
 @pytest.mark.parametrize("headers", [None, [("trace", b"abc")]])
 @pytest.mark.parametrize("first", [None, 5_000])
 @pytest.mark.parametrize("batch_size", [200, 1 << 20])
+@pytest.mark.parametrize("encoder", ["default", "pure"])
 def test_a_run_of_one_value_length_matches_append(
-    length: int, headers, first: int | None, batch_size: int
+    length: int, headers, first: int | None, batch_size: int, encoder: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The uniform-length encoder (no per-record loop) writes what append() writes,
-    across the offset-delta varint widths (64 and 8,192 records) and when full."""
+    across the offset-delta varint widths (64 and 8,192 records) and when full.
+    ``pure``: without the compiled run encoder, which takes these runs when built."""
+    if encoder == "pure":
+        monkeypatch.setattr(records, "_encode_run", None)
     rand = random.Random(length)
     values = [rand.randbytes(length) for _ in range(9_000 if length < 1000 else 200)]
     lengths = [length] * len(values)
