@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python -m benchmarks.kernels                      # both paths, alternating, 5 rounds
     python -m benchmarks.kernels --records 200000 --rounds 7 --patterns a,ak,d
     python -m benchmarks.kernels --profile a          # cProfile of one pattern, top entries
+    python -m benchmarks.kernels --split a            # CPU per record by task, both paths
 
 Each measurement runs in a fresh process, ``AIOPRODUCER_NO_EXTENSIONS=1`` selecting the pure
 Python path, the two paths alternating so that load on a shared machine hits both alike. The
@@ -14,6 +15,12 @@ so its work (parsing every batch) is not counted. Patterns: ``a`` (``await enque
 record, keep the futures, ``flush()``), ``ak`` (the same with a distinct key per record:
 murmur2 and keyed encoding), ``d`` (``enqueue_many()``, 10,000 values per call), ``dk`` (the
 same with keys and a header).
+
+``--split`` says where that CPU goes: each event-loop callback's thread time is
+charged to its task (the caller's, the sender's request tasks, the sender's
+loop, the connection's reader) or to the loop itself, per record, with the
+cyclic garbage collector on and then off (its share lands on whichever task
+allocated when it ran).
 """
 
 from __future__ import annotations
@@ -92,8 +99,54 @@ async def _run(pattern: str, records: int, size: int) -> float:
         cluster.wait(timeout=30)
 
 
+def _task_name(handle: asyncio.Handle) -> str:
+    """Who a loop callback works for: a task's coroutine name, else the callback's."""
+    owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+    if isinstance(owner, asyncio.Task):
+        name = str(getattr(owner.get_coro(), "__qualname__", "task"))
+        return "caller (the measured loop)" if name == "_run" else name
+    return "loop callbacks"
+
+
+def _split(pattern: str, records: int, size: int, collect: bool) -> dict[str, float]:
+    """CPU microseconds per record by task (see the module docstring)."""
+    import gc
+    from asyncio import events
+
+    spent: dict[str, float] = {}
+    original = events.Handle._run
+
+    def charged(handle: asyncio.Handle) -> None:
+        began = time.thread_time()
+        try:
+            original(handle)
+        finally:
+            name = _task_name(handle)
+            spent[name] = spent.get(name, 0.0) + time.thread_time() - began
+
+    events.Handle._run = charged  # type: ignore[method-assign]
+    if not collect:
+        gc.disable()
+    try:
+        total = asyncio.run(_run(pattern, records, size))
+    finally:
+        events.Handle._run = original  # type: ignore[method-assign]
+        gc.enable()
+    # The caller's task is the measured run itself: everything it did counts.
+    out = {name: cpu / records * 1e6 for name, cpu in spent.items() if cpu / records * 1e6 >= 0.005}
+    out["total (process CPU)"] = total * 1e6
+    return out
+
+
 def _child(args: argparse.Namespace) -> None:
     from aioproducer.protocol import records
+
+    if args.split:
+        for collect in (True, False):
+            shares = _split(args.split, args.records, args.size, collect)
+            print(f"compiled={records.COMPILED} gc={'on' if collect else 'off'}: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1])))
+        return
 
     if args.profile:
         import cProfile
@@ -130,8 +183,21 @@ def main() -> None:
     parser.add_argument("--patterns", default="a,d")
     parser.add_argument("--profile", choices=PATTERNS, help="cProfile one pattern in-process")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--split", choices=PATTERNS, help="CPU per record by task, in-process")
     parser.add_argument("--child", choices=PATTERNS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.split and not args.child:
+        for pure in (False, True):
+            env = dict(os.environ)
+            env.pop("AIOPRODUCER_NO_EXTENSIONS", None)
+            if pure:
+                env["AIOPRODUCER_NO_EXTENSIONS"] = "1"
+            subprocess.run(
+                [sys.executable, "-m", "benchmarks.kernels", "--child", args.split, "--split",
+                 args.split, "--records", str(args.records), "--size", str(args.size)],
+                env=env, check=True,
+            )
+        return
     if args.child or args.profile:
         _child(args)
         return
