@@ -2,7 +2,7 @@
 
 ``enqueue`` reads as its steps: (1) an unkeyed bytes record goes straight to
 the open batch of its topic's sticky partition when nothing is in doubt
-(:meth:`Producer._append_unkeyed`); otherwise (2) the record is checked and
+(:class:`.engine.unkeyed_lane.UnkeyedLane`); otherwise (2) the record is checked and
 serialized, (3) metadata and buffer memory are waited for (up to
 ``max_block_ms``), and (4) :meth:`Producer._append` picks its partition and
 appends it. It returns the record's future; ``send`` also waits for that
@@ -32,12 +32,13 @@ from . import errors
 from .bulk.appender import BulkAppender
 from .config import ProducerConfig
 from .engine.accumulator import RecordAccumulator
-from .engine.batch import RECORD_HANDLE_OVERHEAD, SWITCH, ProducerBatch, RecordMetadata
+from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .engine.buffer_pool import BufferPool
 from .engine.partitioner import choose_partition
 from .engine.sender import Sender
 from .engine.sticky import StickyPartitioner
 from .engine.transactions import TransactionManager
+from .engine.unkeyed_lane import UnkeyedLane
 from .engine.validation import (
     MAX_TIMESTAMP_MS,
     check_headers,
@@ -67,9 +68,6 @@ log = logging.getLogger("aioproducer.producer")
 # often (in records, about half a millisecond of work), not only when a record
 # opens a new batch: with 1 MiB batches that would be every ~10,000 records.
 YIELD_EVERY_RECORDS = 100
-# enqueue's upper bound of an unkeyed record without headers, less its value:
-# the bound below with a null key (-1) and an empty header count (1).
-UNKEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
 Headers = Sequence[tuple[str, bytes | None]]
 # Producers without a client_id are named producer-1, producer-2, ... as in Java.
 _client_numbers = itertools.count(1)
@@ -140,6 +138,8 @@ class Producer(
         # Topics already validated and known to the metadata: skips checks per record.
         self._topics_seen: set[str] = set()
         self._create_future: Any = None
+        # enqueue's unkeyed shortcut, made when the producer starts (see start()).
+        self._lane: UnkeyedLane | None = None
         self._metrics = ProducerMetrics(
             self.client_id,
             MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
@@ -223,8 +223,9 @@ class Producer(
         # 1. The common case, an unkeyed bytes record: the shortcut to the open batch.
         if (key is None and partition is None and headers is None and timestamp_ms is None
                 and self._plain and type(value) is bytes):
-            fut = self._append_unkeyed(topic, value)
+            fut = self._lane.append(topic, value)  # type: ignore[union-attr]
             if fut is not None:
+                self._yield_in -= 1
                 return fut
         # 2. Checks and serialization: bad input raises here, before any wait.
         if not self._plain:
@@ -284,47 +285,6 @@ class Producer(
             ((key_size + 1) << 32) | (value_size + 1),  # batch.pack_sizes, inlined
             size, reserve,
         )
-
-    def _append_unkeyed(self, topic: str, value: bytes) -> asyncio.Future[RecordMetadata] | None:
-        """Append an unkeyed bytes record to the open batch of the topic's sticky partition.
-
-        Only while that batch takes records, the topic's metadata it was
-        chosen under is current and memory is free, doing what :meth:`_append`
-        would; on any doubt None, nothing appended: the full path decides.
-        """
-        filling = self._sticky.filling.get(topic)
-        if filling is None:
-            return None
-        batch_ref, known = filling
-        # Weak: a delivered batch dies with its records. The partitioner keeps
-        # it by its shape; what it keeps is the ProducerBatch _append put there.
-        batch: ProducerBatch | None = batch_ref()  # type: ignore[assignment]
-        size = len(value) + UNKEYED_RECORD_BOUND
-        reserve = size + RECORD_HANDLE_OVERHEAD
-        pool = self._pool
-        if (
-            batch is None
-            # The topic's entry, not the snapshot: forgetting an idle topic
-            # drops it from the snapshot in place.
-            or self._client.snapshot.topics.get(topic) is not known  # type: ignore[union-attr]
-            or size > self._max_unkeyed
-            or pool.available < reserve
-            or pool.exhausted
-        ):
-            return None
-        fut: asyncio.Future[RecordMetadata] = self._create_future()
-        sticky = self._sticky
-        # One call appends it and counts it for the sticky partitioner (a C kernel when built).
-        appended = batch.append_unkeyed(  # timestamp None: now
-            None, value, fut, reserve, size, sticky.produced, topic, sticky.batch_size
-        )
-        if not appended:
-            return None  # the batch is full or sealed
-        pool.available -= reserve
-        self._yield_in -= 1
-        if appended == SWITCH:
-            sticky.move_on(topic, known)
-        return fut
 
     def _append(
         self,

@@ -22,6 +22,7 @@ from .engine.idempotence import SequenceState
 from .engine.sender import Sender
 from .engine.sticky import forget_idle_topics
 from .engine.transactions import TransactionManager
+from .engine.unkeyed_lane import UnkeyedLane
 from .net.client import KafkaClient
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class LifecycleMixin:
         _start_lock: asyncio.Lock | None
         _close_lock: asyncio.Lock | None
         _create_future: Any
+        _lane: UnkeyedLane | None
+        _max_unkeyed: int
 
         def _bind_loop(self) -> asyncio.AbstractEventLoop: ...
         def _unbind_loop(self) -> None: ...
@@ -138,6 +141,9 @@ class LifecycleMixin:
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
             self._metadata_wait,
+        )
+        self._lane = UnkeyedLane(
+            self._sticky, self._pool, client, self._create_future, self._max_unkeyed
         )
         self._started = True
         self._plain = self._txn is None

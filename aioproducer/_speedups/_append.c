@@ -283,6 +283,19 @@ done:
     return result;
 }
 
+/* For _lane.c: batch.append_unkeyed(*args) with its 8 arguments. The kernel is
+ * called directly on an instance of exactly the bound batch class; any other
+ * object (a subclass may override the method) gets a method call. */
+PyObject *call_append_unkeyed(PyObject *batch, PyObject *const *args) {
+    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type)) return k_append_unkeyed(batch, args, 8);
+    PyObject *stack[9] = {batch, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+    PyObject *name = PyUnicode_InternFromString("append_unkeyed");
+    if (!name) return NULL;
+    PyObject *result = PyObject_VectorcallMethod(name, stack, 9, NULL);
+    Py_DECREF(name);
+    return result;
+}
+
 static PyMethodDef append_def = {
     "append_unkeyed", (PyCFunction)(void (*)(void))k_append_unkeyed, METH_FASTCALL,
     "append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> "

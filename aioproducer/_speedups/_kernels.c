@@ -9,6 +9,7 @@
  *   encode_run         the per-record loops of RecordBatchBuilder.append_run
  *   resolve_futures    the set_result loop of ProducerBatch._resolve_from
  *   append_unkeyed     ProducerBatch._append_unkeyed_pure (in _append.c)
+ *   UnkeyedLane.append UnkeyedLane._append_pure (in _lane.c)
  *   byte_lengths, reservations, fill_counting   the bulk column passes (in _columns.c)
  *
  * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.
@@ -470,6 +471,7 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     str_set_result = PyUnicode_InternFromString("set_result");
     if (!str_set_result) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0)) Py_CLEAR(m);
+    if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0 || add_lane_kernel(m) < 0))
+        Py_CLEAR(m);
     return m;
 }

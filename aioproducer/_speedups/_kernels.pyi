@@ -45,3 +45,10 @@ def bind_batch_layout(
     batch_type: type[Any], builder_type: type[Any], open_state: object, /
 ) -> Callable[..., int]:
     ...  # the compiled ProducerBatch.append_unkeyed, a method of batch_type
+def byte_lengths(column: list[Any], out: Any, /) -> bool: ...
+def reservations(out: Any, fixed: int, value_lengths: Any, key_lengths: Any, limit: int, /) -> int: ...
+def fill_counting(out: Any, start: int, count: int, first: int, /) -> None: ...
+def bind_lane_layout(
+    lane_type: type[Any], record_bound: int, handle_overhead: int, switch_code: int, /
+) -> Callable[..., Any]:
+    ...  # the compiled UnkeyedLane.append, a method of lane_type

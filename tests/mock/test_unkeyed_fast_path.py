@@ -15,7 +15,7 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD
-from aioproducer.producer import UNKEYED_RECORD_BOUND
+from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
 from tests.support.producers import DEFAULTS, make_producer

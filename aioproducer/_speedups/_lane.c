@@ -1,0 +1,248 @@
+/* The unkeyed shortcut of Producer.enqueue, compiled: UnkeyedLane.append.
+ *
+ * The reference is UnkeyedLane._append_pure (aioproducer/engine/unkeyed_lane.py):
+ * find the topic's filling batch (a weak reference) and the metadata it was
+ * chosen under, check the batch is alive, that metadata still current, the
+ * record small enough and buffer memory free, then create the record's future
+ * and append through the batch's append_unkeyed (the compiled kernel of
+ * _append.c, called directly); charge the buffer pool, and tell the sticky
+ * partitioner to move on when the append says its turn is over.
+ * tests/unit/test_unkeyed_lane.py checks both leave the same state and answers.
+ *
+ * UnkeyedLane stays a Python class with __slots__; bind_lane_layout(), called
+ * once when the module is imported, reads where its slots sit (as
+ * bind_batch_layout does for the batch) and returns this kernel as a method
+ * descriptor of the class. The pool and the client are ordinary objects: their
+ * attributes are read by name (interned once).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "_varint.h"
+
+enum { L_BATCH_SIZE, L_CLIENT, L_CREATE_FUTURE, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED, N_LANE };
+
+static const char *lane_slot_names[N_LANE] = {
+    "batch_size", "client", "create_future", "filling", "max_size", "move_on", "pool", "produced",
+};
+
+static struct {
+    PyTypeObject *lane_type;
+    Py_ssize_t offset[N_LANE];
+    Py_ssize_t record_bound;    /* UNKEYED_RECORD_BOUND */
+    Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
+    long switch_code;           /* SWITCH */
+    PyObject *str_snapshot, *str_topics, *str_available, *str_exhausted;
+} lane;
+
+static inline PyObject *lane_slot(PyObject *obj, int which) {
+    PyObject *value = *(PyObject **)((char *)obj + lane.offset[which]);
+    if (!value) PyErr_Format(PyExc_AttributeError, "slot '%s' of the lane is not set",
+                             lane_slot_names[which]);
+    return value;
+}
+
+/* The current metadata entry of ``topic`` (a new reference, Py_None when absent), or NULL. */
+static PyObject *current_topic_info(PyObject *client, PyObject *topic) {
+    PyObject *snapshot = PyObject_GetAttr(client, lane.str_snapshot);
+    if (!snapshot) return NULL;
+    PyObject *topics = PyObject_GetAttr(snapshot, lane.str_topics);
+    Py_DECREF(snapshot);
+    if (!topics) return NULL;
+    PyObject *info;
+    if (PyDict_CheckExact(topics)) {
+        info = PyDict_GetItemWithError(topics, topic);
+        if (!info && PyErr_Occurred()) {
+            Py_DECREF(topics);
+            return NULL;
+        }
+        info = info ? Py_NewRef(info) : Py_NewRef(Py_None);
+    } else {
+        info = PyObject_CallMethod(topics, "get", "O", topic);
+    }
+    Py_DECREF(topics);
+    return info;
+}
+
+/* lane.append(topic, value) -> the record's future, or None (nothing appended). */
+static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "append(topic, value)");
+        return NULL;
+    }
+    if (!lane.lane_type || !PyObject_TypeCheck(self, lane.lane_type)) {
+        PyErr_SetString(PyExc_TypeError, "append is a method of the lane class bound last");
+        return NULL;
+    }
+    PyObject *topic = args[0], *value = args[1];
+    PyObject *filling = lane_slot(self, L_FILLING);
+    if (!filling) return NULL;
+    if (!PyDict_CheckExact(filling)) {
+        PyErr_SetString(PyExc_TypeError, "the lane's filling is not a dict");
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(filling, topic); /* borrowed */
+    if (!entry) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) {
+        PyErr_SetString(PyExc_TypeError, "a filling entry is not a (weak reference, topic info) pair");
+        return NULL;
+    }
+    /* Held for the whole call: the future's creation runs Python code. */
+    PyObject *known = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
+    PyObject *batch = PyObject_CallNoArgs(PyTuple_GET_ITEM(entry, 0)); /* the weak reference */
+    PyObject *info = NULL, *fut = NULL, *reserve_obj = NULL, *size_obj = NULL, *result = NULL;
+    PyObject *available_obj = NULL, *appended = NULL;
+    if (!batch) goto done;
+    Py_ssize_t vlen = PyBytes_CheckExact(value) ? PyBytes_GET_SIZE(value) : PyObject_Size(value);
+    if (vlen < 0) goto done;
+    Py_ssize_t size = vlen + lane.record_bound;
+    Py_ssize_t reserve = size + lane.handle_overhead;
+    if (batch == Py_None) goto refuse;
+    PyObject *client = lane_slot(self, L_CLIENT);
+    if (!client) goto done;
+    info = current_topic_info(client, topic);
+    if (!info) goto done;
+    if (info != known) goto refuse;
+    PyObject *max_obj = lane_slot(self, L_MAX_SIZE);
+    if (!max_obj) goto done;
+    Py_ssize_t max_size = PyLong_AsSsize_t(max_obj);
+    if (max_size == -1 && PyErr_Occurred()) goto done;
+    if (size > max_size) goto refuse;
+    PyObject *pool = lane_slot(self, L_POOL);
+    if (!pool) goto done;
+    available_obj = PyObject_GetAttr(pool, lane.str_available);
+    if (!available_obj) goto done;
+    Py_ssize_t available = PyLong_AsSsize_t(available_obj);
+    if (available == -1 && PyErr_Occurred()) goto done;
+    if (available < reserve) goto refuse;
+    PyObject *exhausted_obj = PyObject_GetAttr(pool, lane.str_exhausted);
+    if (!exhausted_obj) goto done;
+    int exhausted = PyObject_IsTrue(exhausted_obj);
+    Py_DECREF(exhausted_obj);
+    if (exhausted < 0) goto done;
+    if (exhausted) goto refuse;
+    PyObject *create_future = lane_slot(self, L_CREATE_FUTURE);
+    if (!create_future) goto done;
+    fut = PyObject_CallNoArgs(create_future);
+    if (!fut) goto done;
+    PyObject *produced = lane_slot(self, L_PRODUCED), *batch_size = lane_slot(self, L_BATCH_SIZE);
+    if (!produced || !batch_size) goto done;
+    reserve_obj = PyLong_FromSsize_t(reserve);
+    size_obj = PyLong_FromSsize_t(size);
+    if (!reserve_obj || !size_obj) goto done;
+    PyObject *call_args[8] = {Py_None, value, fut, reserve_obj, size_obj, produced, topic, batch_size};
+    appended = call_append_unkeyed(batch, call_args);
+    if (!appended) goto done;
+    int truth = PyObject_IsTrue(appended);
+    if (truth < 0) goto done;
+    if (!truth) goto refuse; /* the batch is full or sealed */
+    /* pool.available -= reserve (read again: the future's creation ran Python code) */
+    Py_CLEAR(available_obj);
+    available_obj = PyObject_GetAttr(pool, lane.str_available);
+    if (!available_obj) goto done;
+    PyObject *charged = PyNumber_Subtract(available_obj, reserve_obj);
+    if (!charged) goto done;
+    int rc = PyObject_SetAttr(pool, lane.str_available, charged);
+    Py_DECREF(charged);
+    if (rc < 0) goto done;
+    long code = PyLong_Check(appended) ? PyLong_AsLong(appended) : -1;
+    if (code == -1 && PyErr_Occurred()) goto done;
+    if (code == lane.switch_code) {
+        PyObject *move_on = lane_slot(self, L_MOVE_ON);
+        if (!move_on) goto done;
+        PyObject *moved = PyObject_CallFunctionObjArgs(move_on, topic, known, NULL);
+        if (!moved) goto done;
+        Py_DECREF(moved);
+    }
+    result = Py_NewRef(fut);
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    Py_DECREF(known);
+    Py_XDECREF(batch);
+    Py_XDECREF(info);
+    Py_XDECREF(fut);
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(size_obj);
+    Py_XDECREF(available_obj);
+    Py_XDECREF(appended);
+    return result;
+}
+
+static PyMethodDef lane_append_def = {
+    "append", (PyCFunction)(void (*)(void))k_lane_append, METH_FASTCALL,
+    "append(topic, value) -> the record's future, or None when the full path must decide",
+};
+
+/* The offset of slot ``name`` of ``type``, or -1 with an error. */
+static Py_ssize_t lane_slot_offset(PyTypeObject *type, const char *name) {
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (!descr) return -1;
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX) offset = member->offset;
+    }
+    Py_DECREF(descr);
+    if (offset < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
+    return offset;
+}
+
+/* bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code) -> the append method. */
+static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code)");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    Py_ssize_t offset[N_LANE];
+    for (int i = 0; i < N_LANE; i++) {
+        offset[i] = lane_slot_offset(type, lane_slot_names[i]);
+        if (offset[i] < 0) return NULL;
+    }
+    Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
+    if (overhead == -1 && PyErr_Occurred()) return NULL;
+    long code = PyLong_AsLong(args[3]);
+    if (code == -1 && PyErr_Occurred()) return NULL;
+    if (!lane.str_snapshot) {
+        lane.str_snapshot = PyUnicode_InternFromString("snapshot");
+        lane.str_topics = PyUnicode_InternFromString("topics");
+        lane.str_available = PyUnicode_InternFromString("available");
+        lane.str_exhausted = PyUnicode_InternFromString("exhausted");
+        if (!lane.str_snapshot || !lane.str_topics || !lane.str_available || !lane.str_exhausted)
+            return NULL;
+    }
+    PyObject *method = PyDescr_NewMethod(type, &lane_append_def);
+    if (!method) return NULL;
+    memcpy(lane.offset, offset, sizeof offset);
+    lane.record_bound = bound;
+    lane.handle_overhead = overhead;
+    lane.switch_code = code;
+    Py_INCREF(type);
+    Py_XSETREF(lane.lane_type, type);
+    return method;
+}
+
+static PyMethodDef bind_lane_def = {
+    "bind_lane_layout", (PyCFunction)(void (*)(void))k_bind_lane_layout, METH_FASTCALL,
+    "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code) -> the lane's append",
+};
+
+int add_lane_kernel(PyObject *module) {
+    PyObject *name = PyModule_GetNameObject(module);
+    if (!name) return -1;
+    PyObject *bind = PyCFunction_NewEx(&bind_lane_def, NULL, name);
+    Py_DECREF(name);
+    if (!bind) return -1;
+    int rc = PyModule_AddObjectRef(module, "bind_lane_layout", bind);
+    Py_DECREF(bind);
+    return rc;
+}

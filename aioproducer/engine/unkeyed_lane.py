@@ -1,0 +1,117 @@
+"""The unkeyed shortcut of ``Producer.enqueue``: one record straight into the open batch.
+
+Most records an application sends carry no key, no headers, no partition and
+no timestamp. Such a record goes to the open batch of its topic's sticky
+partition (KIP-480), which the partitioner keeps in ``StickyPartitioner.filling``
+with the metadata it was chosen under. The lane appends it there when nothing
+is in doubt: the batch is alive and open with room, the topic's metadata is
+still the one the batch was chosen under, the record is not too large, and
+buffer memory is free without waiting. On any doubt it appends nothing and
+answers None, and ``enqueue`` takes its full path, which decides.
+
+:meth:`UnkeyedLane._append_pure` is the reference. When the C kernels are
+built, :meth:`UnkeyedLane.append` is their compiled twin (``_append.c``), which
+does the same steps without a Python frame or attribute lookup per step, and
+calls the batch's compiled ``append_unkeyed`` directly.
+tests/unit/test_unkeyed_lane.py proves both leave the same state and answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._speedups import kernels
+from ..protocol.records import MAX_RECORD_OVERHEAD
+from .batch import RECORD_HANDLE_OVERHEAD, SWITCH
+
+if TYPE_CHECKING:
+    from ..net.client import KafkaClient
+    from .buffer_pool import BufferPool
+    from .sticky import StickyPartitioner
+
+__all__ = ["UNKEYED_RECORD_BOUND", "UnkeyedLane"]
+
+# enqueue's upper bound of an unkeyed record without headers, less its value:
+# the record bound with a null key (-1) and an empty header count (1).
+UNKEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
+
+
+class UnkeyedLane:
+    """The shortcut's view of one started producer (see the module docstring).
+
+    It holds the partitioner's own ``filling`` and ``produced`` dicts (never
+    copies), the buffer pool, the client (whose ``snapshot`` it reads per
+    record: a refresh replaces it) and the loop's future factory.
+    """
+
+    __slots__ = (
+        "batch_size",
+        "client",
+        "create_future",
+        "filling",
+        "max_size",
+        "move_on",
+        "pool",
+        "produced",
+    )
+
+    def __init__(
+        self,
+        sticky: StickyPartitioner,
+        pool: BufferPool,
+        client: KafkaClient,
+        create_future: Callable[[], asyncio.Future[Any]],
+        max_size: int,
+    ) -> None:
+        self.filling = sticky.filling
+        self.produced = sticky.produced
+        self.batch_size = sticky.batch_size
+        self.move_on = sticky.move_on
+        self.pool = pool
+        self.client = client
+        self.create_future = create_future
+        self.max_size = max_size  # the largest record bound the shortcut takes
+
+    def _append_pure(self, topic: str, value: bytes) -> asyncio.Future[Any] | None:
+        """Append an unkeyed record to the topic's filling batch; its future, or None."""
+        filling = self.filling.get(topic)
+        if filling is None:
+            return None
+        batch_ref, known = filling
+        # Weak: a delivered batch dies with its records. The partitioner keeps
+        # it by its shape; what it keeps is the ProducerBatch the producer put there.
+        batch: Any = batch_ref()
+        size = len(value) + UNKEYED_RECORD_BOUND
+        reserve = size + RECORD_HANDLE_OVERHEAD
+        pool = self.pool
+        if (
+            batch is None
+            # The topic's entry, not the snapshot: forgetting an idle topic
+            # drops it from the snapshot in place.
+            or self.client.snapshot.topics.get(topic) is not known
+            or size > self.max_size
+            or pool.available < reserve
+            or pool.exhausted
+        ):
+            return None
+        fut = self.create_future()
+        # One call appends it and counts it for the sticky partitioner.
+        appended = batch.append_unkeyed(  # timestamp None: now
+            None, value, fut, reserve, size, self.produced, topic, self.batch_size
+        )
+        if not appended:
+            return None  # the batch is full or sealed
+        pool.available -= reserve
+        if appended == SWITCH:
+            self.move_on(topic, known)
+        return fut
+
+    append = _append_pure  # the C kernel's method once bound (below the class)
+
+
+if kernels is not None:
+    UnkeyedLane.append = kernels.bind_lane_layout(  # type: ignore[method-assign]
+        UnkeyedLane, UNKEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, SWITCH
+    )

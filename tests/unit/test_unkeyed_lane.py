@@ -1,0 +1,188 @@
+"""The compiled unkeyed shortcut (UnkeyedLane.append) decides and does what its pure reference does.
+
+Two identical worlds (the partitioner's filling and produced dicts, a buffer
+pool, a client whose metadata snapshot changes, a future factory) go through
+the same random steps: appends of random sizes that the batch takes, refuses
+or ends the sticky turn with; the batch dying; the topic's metadata replaced;
+the pool running low or being marked exhausted; the topic forgotten and a new
+batch filling. After each step both must have answered alike (a future or
+None), called the batch with the same arguments, charged the pool alike and
+moved the partitioner alike. A last test runs a real batch through both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib
+import itertools
+import os
+import weakref
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioproducer.engine import batch as batch_module
+from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.buffer_pool import BufferPool
+from aioproducer.engine.sticky import StickyPartitioner
+from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
+from aioproducer.protocol.compression import Codec
+
+
+def _load() -> ModuleType | None:
+    try:
+        return importlib.import_module("aioproducer._speedups._kernels")
+    except ImportError:
+        return None
+
+
+K = _load()
+if K is None and os.environ.get("CI") != "true":
+    pytest.skip(
+        "the C kernels are not built here (no compiler at install time); "
+        "run `pip install -e .` with a C compiler to compare them",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def compiled_append() -> Any:
+    if K is None:
+        pytest.fail("CI=true but aioproducer._speedups._kernels is not built")
+    # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure lane in place.
+    return K.bind_lane_layout(
+        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH
+    )
+
+
+class _ScriptedBatch:
+    """A batch whose append_unkeyed answers what the test says, and remembers its calls."""
+
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = calls
+        self.answer = batch_module.APPENDED
+
+    def append_unkeyed(self, *args: Any) -> int:
+        timestamp, value, future, reserve, bound, produced, topic, limit = args
+        self.calls.append((timestamp, value, future, reserve, bound, dict(produced), topic, limit))
+        return self.answer
+
+
+class _World:
+    def __init__(self, total: int, max_size: int) -> None:
+        self.sticky = StickyPartitioner(batch_size=1000)
+        self.pool = BufferPool(total)
+        self.moves: list[tuple[str, Any]] = []
+        self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={}))
+        tokens = itertools.count()
+        self.lane = UnkeyedLane(
+            self.sticky, self.pool, self.client, lambda: ("future", next(tokens)), max_size  # type: ignore[arg-type]
+        )
+        self.lane.move_on = lambda topic, info: self.moves.append((topic, info))
+        self.calls: list[tuple[Any, ...]] = []
+        self.batch: _ScriptedBatch | None = None
+
+    def fill(self, info: object) -> None:
+        self.batch = _ScriptedBatch(self.calls)
+        self.sticky.filling["t"] = (weakref.ref(self.batch), info)  # type: ignore[arg-type]
+
+    def observed(self) -> tuple[Any, ...]:
+        return (self.pool.available, self.pool.exhausted, list(self.calls), list(self.moves),
+                dict(self.sticky.produced), "t" in self.sticky.filling)
+
+
+_STEPS = st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 400),
+              st.sampled_from([batch_module.APPENDED, batch_module.REFUSED, batch_module.SWITCH])),
+    st.tuples(st.just("kill")),
+    st.tuples(st.just("metadata")),
+    st.tuples(st.just("exhaust"), st.booleans()),
+    st.tuples(st.just("take"), st.integers(0, 3000)),
+    st.tuples(st.just("forget")),
+    st.tuples(st.just("refill")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    total=st.integers(0, 4000),
+    max_size=st.sampled_from([0, 50, 200, 1 << 20]),
+    steps=st.lists(_STEPS, min_size=1, max_size=40),
+)
+def test_the_compiled_lane_equals_the_pure_lane(
+    compiled_append: Any, total: int, max_size: int, steps: list[tuple[Any, ...]]
+) -> None:
+    pure, compiled = _World(total, max_size), _World(total, max_size)
+    infos = [object(), object(), object()]
+    for world in (pure, compiled):
+        world.client.snapshot.topics["t"] = infos[0]
+        world.fill(infos[0])
+    current = 0
+    for i, step in enumerate(steps):
+        if step[0] == "append":
+            _, length, answer = step
+            value = b"v" * length
+            for world in (pure, compiled):
+                if world.batch is not None:
+                    world.batch.answer = answer
+            expected = UnkeyedLane._append_pure(pure.lane, "t", value)
+            got = compiled_append(compiled.lane, "t", value)
+            assert got == expected, (i, step)
+        elif step[0] == "kill":
+            for world in (pure, compiled):
+                world.batch = None  # the only strong reference: the weak one dies
+            gc.collect()
+        elif step[0] == "metadata":
+            current = (current + 1) % len(infos)
+            for world in (pure, compiled):
+                world.client.snapshot = SimpleNamespace(topics={"t": infos[current]})
+        elif step[0] == "exhaust":
+            for world in (pure, compiled):
+                world.pool.exhausted = step[1]
+        elif step[0] == "take":
+            for world in (pure, compiled):
+                world.pool.available = max(0, world.pool.available - step[1])
+        elif step[0] == "forget":
+            for world in (pure, compiled):
+                world.sticky.filling.pop("t", None)
+        else:
+            for world in (pure, compiled):
+                world.fill(infos[current])
+        assert compiled.observed() == pure.observed(), (i, step)
+
+
+def test_a_real_batch_through_both_lanes(compiled_append: Any) -> None:
+    """The direct call into the batch kernel: same records, pool and sticky count."""
+    loop = asyncio.new_event_loop()
+    try:
+        results = []
+        for append in (UnkeyedLane._append_pure, compiled_append):
+            sticky = StickyPartitioner(batch_size=2000)
+            pool = BufferPool(1 << 20)
+            info = object()
+            client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
+            lane = UnkeyedLane(sticky, pool, client, loop.create_future, 1 << 20)  # type: ignore[arg-type]
+            moves: list[str] = []
+            lane.move_on = lambda topic, _info, moves=moves: moves.append(topic)
+            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=3000, now=0.0, delivery_timeout=60)
+            sticky.filling["t"] = (weakref.ref(batch), info)  # type: ignore[arg-type]
+            answers = [append(lane, "t", bytes([i]) * (i * 7 % 150)) for i in range(60)]
+            taken = [a for a in answers if a is not None]
+            assert all(isinstance(f, asyncio.Future) for f in taken)
+            assert batch.futures == taken
+            results.append((len(taken), answers.index(None), moves, pool.available, dict(sticky.produced),
+                            batch.reserved, batch.record_count, list(batch.sizes)))
+        assert results[1] == results[0]
+    finally:
+        loop.close()
+
+
+def test_the_compiled_lane_checks_its_receiver(compiled_append: Any) -> None:
+    with pytest.raises(TypeError):
+        compiled_append(object(), "t", b"v")
+    with pytest.raises(TypeError):
+        compiled_append(UnkeyedLane.__new__(UnkeyedLane), "t")
