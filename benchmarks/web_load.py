@@ -5,6 +5,7 @@
     python -m benchmarks.web_load --clients 20 --requests 500 --rounds 1    # a smoke run
     python -m benchmarks.web_load --broker tansu             # the embedded Tansu broker instead
     python -m benchmarks.web_load --impls aioproducer --bootstrap 127.0.0.1:9092
+    python -m benchmarks.web_load --clients 200 --profile /tmp/prof   # py-spy, CPU, requests
 
 Each run has three processes: the broker (shared by all runs: Apache Kafka
 unless ``--broker tansu`` or ``--bootstrap``, see :mod:`benchmarks.brokers`),
@@ -23,6 +24,14 @@ runs first; the summary gives per implementation the median requests/s with its
 min-max, the medians of p50 and p99 latency, and aioproducer / aiokafka of the
 medians.
 
+``--profile DIR`` samples the service with py-spy during each load run (the
+raw stacks are kept in DIR) and prints per run the producer's share of the
+service's samples (inclusive: a sample is the producer's when any frame of
+its stack is in the producer's package), the CPU per request of the service,
+the broker and the load generator, and the Produce requests the service sent
+(see :mod:`benchmarks.web_profile`). Profiled runs are slower: compare the
+requests/s of unprofiled runs.
+
 Numbers are for this machine only: compare the two implementations of one
 invocation, not runs on different machines. With few cores, the load generator
 and the broker compete with the service for CPU.
@@ -36,6 +45,7 @@ import collections
 import json
 import math
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -43,7 +53,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +63,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/web_load.py`` too
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks import web_profile
 from benchmarks.brokers import add_broker_arguments, broker_for
 
 IMPLS = ("aioproducer", "aiokafka")
@@ -151,6 +163,9 @@ def build_app(impl: str, bootstrap: str, settings: ProducerSettings) -> Any:
 async def serve(args: argparse.Namespace) -> None:
     from aiohttp import web
 
+    counters = web_profile.Counters() if args.count else None
+    if counters is not None:
+        counters.install(args.impl)
     app = build_app(args.impl, args.bootstrap, ProducerSettings.from_args(args))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=30)
     await runner.setup()
@@ -163,6 +178,8 @@ async def serve(args: argparse.Namespace) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    if counters is not None:
+        print(counters.report(), flush=True)
     await runner.cleanup()
 
 
@@ -270,35 +287,43 @@ def run_once(
     run_id = f"{impl}-c{clients}-r{round_no}"
     topic = create_topic(bootstrap, f"web-{run_id}-{uuid.uuid4().hex[:8]}", args.partitions)
     python = [sys.executable, "-m", "benchmarks.web_load"]
+    profiling = args.profile is not None
     server = subprocess.Popen(
-        [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli()],
+        [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli(),
+         *(["--count"] if profiling else [])],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
     ids_file = workdir / f"{run_id}.ids"
+    profile: dict[str, Any] = {}
     try:
         url = _wait_ready(server, impl, 120)
-        proc = subprocess.run(
-            [*python, "--role", "load", "--url", url, "--topic", topic,
-             "--clients", str(clients), "--requests", str(args.requests),
-             "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=args.timeout,
-            check=False,
-        )
+        sampled = profiling_context(args, server.pid, run_id, profile)
+        with sampled:
+            proc = subprocess.run(
+                [*python, "--role", "load", "--url", url, "--topic", topic,
+                 "--clients", str(clients), "--requests", str(args.requests),
+                 "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+                check=False,
+            )
         if proc.returncode != 0:
             raise RuntimeError(f"the load generator failed: {proc.stderr[-2000:]}")
         result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     finally:
         server.send_signal(signal.SIGTERM)
         try:
-            server.wait(60)
+            rest, _ = server.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             server.kill()
-            server.wait()
+            rest, _ = server.communicate()
+    if profiling:
+        profile["stats"] = web_profile.read_stats(rest or "")
+        result["profile"] = profile
 
     acked = [i for i in ids_file.read_text().split("\n") if i]
     records = read_records(bootstrap, topic, len(acked), timeout=120, grace=2.0)
@@ -311,6 +336,33 @@ def run_once(
         stored=len(records),
     )
     return result
+
+
+@contextmanager
+def profiling_context(
+    args: argparse.Namespace, pid: int, run_id: str, profile: dict[str, Any]
+) -> Iterator[None]:
+    """With ``--profile``: py-spy on the service and CPU of the three processes, into ``profile``."""
+    if args.profile is None:
+        yield
+        return
+    Path(args.profile).mkdir(parents=True, exist_ok=True)
+    raw = Path(args.profile) / f"{run_id}-{uuid.uuid4().hex[:6]}.raw"
+    broker = args.broker_pid
+    before = (web_profile.cpu_seconds(pid), broker and web_profile.cpu_seconds(broker),
+              resource.getrusage(resource.RUSAGE_CHILDREN))
+    with web_profile.py_spy(pid, raw):
+        yield
+        after = (web_profile.cpu_seconds(pid), broker and web_profile.cpu_seconds(broker),
+                 resource.getrusage(resource.RUSAGE_CHILDREN))
+    counts = web_profile.attribute(raw.read_text(), web_profile.package_dir(run_id.split("-", 1)[0]))
+    children = (after[2].ru_utime + after[2].ru_stime) - (before[2].ru_utime + before[2].ru_stime)
+    profile.update(
+        samples=sum(counts.values()), counts=dict(counts), shares=web_profile.shares(counts),
+        cpu_s={"service": after[0] - before[0],
+               "broker": None if broker is None else after[1] - before[1],
+               "load": children},
+    )
 
 
 def run_is_bad(run: dict[str, Any]) -> bool:
@@ -360,6 +412,22 @@ def print_summary(rows: list[dict[str, Any]]) -> None:
           "or an acknowledged event missing or stored twice")
 
 
+def print_profile_summary(runs: list[dict[str, Any]]) -> None:
+    """Per (clients, impl): the producer's share of the service's py-spy samples."""
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = collections.defaultdict(list)
+    for r in runs:
+        if r.get("profile", {}).get("samples"):
+            groups[(r["clients"], r["impl"])].append(r)
+    print("\nproducer share of the service's samples (inclusive: any frame in the producer's "
+          "package), median (min-max):")
+    for (clients, impl), group in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1])):
+        vals = [r["profile"]["shares"]["producer"] for r in group]
+        cpu = [r["profile"]["cpu_s"]["service"] / max(r["ok"], 1) * 1e6 for r in group]
+        print(f"{clients:>7} {impl:<12} {statistics.median(vals):6.1%} "
+              f"({min(vals):.1%}-{max(vals):.1%}), service CPU {statistics.median(cpu):.0f} "
+              f"us/request, {len(group)} run(s)")
+
+
 def _run_line(r: dict[str, Any]) -> str:
     return (f"round {r['round']} clients {r['clients']} {r['impl']}: "
             f"{r['requests_per_s']:.0f} req/s, p50 {r['p50_ms']:.1f} ms, "
@@ -404,6 +472,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_broker_arguments(parser)
     parser.add_argument("--timeout", type=float, default=1800, help="bound on one load run (s)")
     parser.add_argument("--json", metavar="PATH", help="write every run and the summary here")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)")
+    parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
     # Internal, for the child processes.
     parser.add_argument("--impl", choices=IMPLS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -445,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
             args.broker, args.bootstrap, announce=lambda m: print(m, file=sys.stderr, flush=True)
         ) as (bootstrap, broker):
             meta["broker"] = broker
+            args.broker_pid = (web_profile.listener_pid(int(bootstrap.split(",")[0].rsplit(":", 1)[1]))
+                               if args.profile is not None else None)
             print(f"broker: {broker}\nproducers (both): {settings.describe()}\n"
                   f"load: clients {','.join(map(str, args.clients))}, {args.requests} requests "
                   f"per run, {args.size}-byte padding, {args.partitions} partitions, "
@@ -461,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
                               flush=True)
                     else:
                         print(_run_line(run), flush=True)
+                        if "profile" in run:
+                            print("    " + web_profile.describe(run), flush=True)
                     runs.append(run)
     except KafkaJarsUnavailable as exc:
         print(f"cannot start Apache Kafka: {exc} (or pass --broker tansu / --bootstrap)",
@@ -469,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(runs)
     print()
     print_summary(summary)
+    if args.profile is not None:
+        print_profile_summary(runs)
     if args.json:
         Path(args.json).write_text(
             json.dumps({"meta": meta, "runs": runs, "summary": summary}, indent=2) + "\n"

@@ -1,0 +1,224 @@
+"""Where the web service's CPU goes: py-spy samples, process CPU and Produce request counts.
+
+Used by ``python -m benchmarks.web_load --profile DIR``. For each run:
+
+* ``py-spy record --format raw --rate 200`` samples the service process while
+  the load generator runs (idle stacks are left out, as py-spy does by
+  default, so samples follow CPU time). Each sample goes to one category:
+  ``producer`` when ANY frame of its stack is in the producer's package
+  (inclusive attribution: the producer's work run from the event loop or from
+  aiohttp counts as the producer's), else by its innermost frame: ``aiohttp``
+  (aiohttp, multidict, yarl), ``asyncio`` (asyncio, selectors), ``json/handler``
+  (json, the example handler, prometheus_client) or ``other``. The handler's
+  topic-name check (``check_topic``, done for both implementations) is the
+  handler's, not the producer's.
+* CPU seconds of the service, the broker (the process listening on the
+  bootstrap port, read from ``/proc``) and the load generator over the run.
+* In the service: Produce requests, batches and records (counted by wrapping
+  each implementation's per-request send method), event loop iterations and
+  timers scheduled (``call_at``, which ``call_later`` goes through).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import importlib.util
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = ("producer", "aiohttp", "asyncio", "json/handler", "other")
+PY_SPY_RATE = 200
+STATS_PREFIX = "STATS "
+
+_FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*):\d+\)$")
+
+
+def package_dir(impl: str) -> str:
+    """The directory of the producer package behind ``impl`` (aioproducer or aiokafka)."""
+    spec = importlib.util.find_spec(impl)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"cannot find the {impl} package")
+    return str(Path(next(iter(spec.submodule_search_locations))).resolve()) + os.sep
+
+
+def _category(frames: list[tuple[str, str]], producer_dir: str) -> str:
+    for func, path in frames:
+        if path.startswith(producer_dir) and func != "check_topic":
+            return "producer"
+        if func.startswith("AiokafkaAdapter."):  # the aiokafka side's two-line shim
+            return "producer"
+    func, path = frames[-1] if frames else ("", "")
+    if any(p in path for p in ("/aiohttp/", "/multidict/", "/yarl/")):
+        return "aiohttp"
+    if "/asyncio/" in path or path.endswith("/selectors.py"):
+        return "asyncio"
+    if "/json/" in path or path.endswith("aiohttp_service.py") or "/prometheus_client/" in path:
+        return "json/handler"
+    return "other"
+
+
+def attribute(raw: str, producer_dir: str) -> collections.Counter[str]:
+    """Samples per category from py-spy's raw output (``frame;frame;... count`` lines)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for line in raw.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        frames = []
+        for frame in stack.split(";"):
+            m = _FRAME.match(frame)
+            if m:
+                frames.append((m["func"], m["file"]))
+        counts[_category(frames, producer_dir)] += int(n)
+    return counts
+
+
+def shares(counts: collections.Counter[str]) -> dict[str, float]:
+    total = sum(counts.values())
+    return {c: (counts[c] / total if total else float("nan")) for c in CATEGORIES}
+
+
+@contextmanager
+def py_spy(pid: int, output: Path) -> Iterator[None]:
+    """Sample ``pid`` with py-spy for the block; the raw stacks land in ``output``."""
+    exe = Path(sys.executable).with_name("py-spy")
+    cmd = [str(exe) if exe.exists() else "py-spy", "record", "--format", "raw",
+           "--rate", str(PY_SPY_RATE), "--full-filenames", "--pid", str(pid), "-o", str(output)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        if not output.exists():
+            raise RuntimeError(f"py-spy wrote no profile (exit {proc.returncode}): {err[-500:]}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def listener_pid(port: int) -> int | None:
+    """The process listening on TCP ``port`` on this machine, or None."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                inodes.add(f"socket:[{parts[9]}]")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in fds):
+                return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+# -- in the service process ----------------------------------------------------------------
+
+
+class Counters:
+    """Produce requests, batches, records, loop iterations and timers, counted in the service."""
+
+    def __init__(self) -> None:
+        self.values: collections.Counter[str] = collections.Counter()
+
+    def install(self, impl: str) -> None:
+        """Wrap the per-request send method of ``impl`` and the loop's iteration and timers."""
+        values = self.values
+        if impl == "aioproducer":
+            from aioproducer.engine.sender import Sender
+
+            write = Sender._write_request
+
+            async def counted_write(self: Any, conn: Any, batches: Any) -> Any:
+                values["requests"] += 1
+                values["batches"] += len(batches)
+                values["records"] += sum(b.record_count for b in batches)
+                return await write(self, conn, batches)
+
+            Sender._write_request = counted_write  # type: ignore[method-assign]
+        else:
+            from aiokafka.producer.sender import (  # type: ignore[import-untyped]
+                SendProduceReqHandler,
+            )
+
+            create = SendProduceReqHandler.create_request
+
+            def counted_create(self: Any) -> Any:  # once per request, retries included
+                batches = self._batches
+                values["requests"] += 1
+                values["batches"] += len(batches)
+                values["records"] += sum(b.record_count for b in batches.values())
+                return create(self)
+
+            SendProduceReqHandler.create_request = counted_create
+        base = asyncio.base_events.BaseEventLoop
+        run_once, call_at = base._run_once, base.call_at  # type: ignore[attr-defined]
+
+        def counted_run_once(self: Any) -> None:
+            values["loop_iterations"] += 1
+            run_once(self)
+
+        def counted_call_at(self: Any, *args: Any, **kwargs: Any) -> Any:
+            values["timers"] += 1
+            return call_at(self, *args, **kwargs)
+
+        base._run_once = counted_run_once  # type: ignore[attr-defined]
+        base.call_at = counted_call_at  # type: ignore[method-assign,assignment]
+
+    def report(self) -> str:
+        return STATS_PREFIX + json.dumps(dict(self.values))
+
+
+def read_stats(stdout: str) -> dict[str, int]:
+    """The counters a service printed on its way out ({} if none)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(STATS_PREFIX):
+            return dict(json.loads(line[len(STATS_PREFIX):]))
+    return {}
+
+
+def describe(run: dict[str, Any]) -> str:
+    """One line of a profiled run's figures."""
+    p = run.get("profile")
+    if not p:
+        return ""
+    ok = max(run["ok"], 1)
+    sh = p["shares"]
+    parts = [(f"producer {sh['producer']:.1%} (inclusive) aiohttp {sh['aiohttp']:.1%} "
+             f"asyncio {sh['asyncio']:.1%} json/handler {sh['json/handler']:.1%} "
+             f"other {sh['other']:.1%} of {p['samples']} samples")]
+    cpu = p["cpu_s"]
+    parts.append("CPU us/request: " + " ".join(
+        f"{k} {v / ok * 1e6:.0f}" for k, v in cpu.items() if v is not None))
+    st = p.get("stats") or {}
+    if st.get("requests"):
+        parts.append(
+            f"Produce requests {st['requests']} ({st['requests'] / run['elapsed_s']:.0f}/s), "
+            f"{st['records'] / st['requests']:.1f} records and "
+            f"{st['batches'] / st['requests']:.2f} batches per request; "
+            f"loop iterations/request {st.get('loop_iterations', 0) / ok:.2f}, "
+            f"timers/request {st.get('timers', 0) / ok:.2f}")
+    return "\n    ".join(parts)
