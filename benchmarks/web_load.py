@@ -172,12 +172,17 @@ async def serve(args: argparse.Namespace) -> None:
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
     await site.start()
     host, port = runner.addresses[0][:2]
+    sampler = web_profile.CpuSampler() if args.cpu_profile else None
+    if sampler is not None:  # on CPU time: nothing is sampled while the service idles
+        sampler.start()
     print(f"READY http://{host}:{port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+    if sampler is not None:
+        sampler.stop(Path(args.cpu_profile))
     if counters is not None:
         print(counters.report(), flush=True)
     await runner.cleanup()
@@ -288,9 +293,12 @@ def run_once(
     topic = create_topic(bootstrap, f"web-{run_id}-{uuid.uuid4().hex[:8]}", args.partitions)
     python = [sys.executable, "-m", "benchmarks.web_load"]
     profiling = args.profile is not None
+    if profiling:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+    cpu_raw = Path(args.profile or ".") / f"{run_id}-{uuid.uuid4().hex[:6]}.cpu.raw"
     server = subprocess.Popen(
         [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli(),
-         *(["--count"] if profiling else [])],
+         *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else [])],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -323,6 +331,10 @@ def run_once(
             rest, _ = server.communicate()
     if profiling:
         profile["stats"] = web_profile.read_stats(rest or "")
+        if cpu_raw.exists():
+            cpu = web_profile.attribute(cpu_raw.read_text(), web_profile.package_dir(impl))
+            profile.update(cpu_samples=sum(cpu.values()), cpu_counts=dict(cpu),
+                           cpu_shares=web_profile.shares(cpu))
         result["profile"] = profile
 
     acked = [i for i in ids_file.read_text().split("\n") if i]
@@ -346,7 +358,6 @@ def profiling_context(
     if args.profile is None:
         yield
         return
-    Path(args.profile).mkdir(parents=True, exist_ok=True)
     raw = Path(args.profile) / f"{run_id}-{uuid.uuid4().hex[:6]}.raw"
     broker = args.broker_pid
     before = (web_profile.cpu_seconds(pid), broker and web_profile.cpu_seconds(broker),
@@ -413,19 +424,29 @@ def print_summary(rows: list[dict[str, Any]]) -> None:
 
 
 def print_profile_summary(runs: list[dict[str, Any]]) -> None:
-    """Per (clients, impl): the producer's share of the service's py-spy samples."""
+    """Per (clients, impl): the producer's share of the service's samples, and CPU per request."""
     groups: dict[tuple[int, str], list[dict[str, Any]]] = collections.defaultdict(list)
     for r in runs:
         if r.get("profile", {}).get("samples"):
             groups[(r["clients"], r["impl"])].append(r)
-    print("\nproducer share of the service's samples (inclusive: any frame in the producer's "
-          "package), median (min-max):")
-    for (clients, impl), group in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1])):
-        vals = [r["profile"]["shares"]["producer"] for r in group]
-        cpu = [r["profile"]["cpu_s"]["service"] / max(r["ok"], 1) * 1e6 for r in group]
-        print(f"{clients:>7} {impl:<12} {statistics.median(vals):6.1%} "
-              f"({min(vals):.1%}-{max(vals):.1%}), service CPU {statistics.median(cpu):.0f} "
-              f"us/request, {len(group)} run(s)")
+    print("\nproducer share of the service's samples (inclusive: a sample whose stack has any "
+          "frame in the producer's package),\nmedian (min-max) of the runs; py-spy: not "
+          "sleeping (running or waiting for a core); on CPU: sampled on CPU time")
+
+    def span(vals: list[float]) -> str:
+        if not vals:
+            return "-"
+        return f"{statistics.median(vals):.1%} ({min(vals):.1%}-{max(vals):.1%})"
+
+    for (clients, impl), group in sorted(groups.items()):
+        spy = [r["profile"]["shares"]["producer"] for r in group]
+        oncpu = [r["profile"]["cpu_shares"]["producer"] for r in group
+                 if r["profile"].get("cpu_shares")]
+        cpu = {k: statistics.median(r["profile"]["cpu_s"][k] / max(r["ok"], 1) * 1e6
+                                    for r in group)
+               for k in ("service", "broker", "load") if group[0]["profile"]["cpu_s"][k] is not None}
+        print(f"{clients:>7} {impl:<12} py-spy {span(spy)}, on CPU {span(oncpu)}; CPU us/request "
+              + " ".join(f"{k} {v:.0f}" for k, v in cpu.items()) + f"; {len(group)} run(s)")
 
 
 def _run_line(r: dict[str, Any]) -> str:
@@ -475,6 +496,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", metavar="DIR",
                         help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)")
     parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--cpu-profile", help=argparse.SUPPRESS)
     # Internal, for the child processes.
     parser.add_argument("--impl", choices=IMPLS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

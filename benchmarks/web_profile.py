@@ -12,6 +12,12 @@ Used by ``python -m benchmarks.web_load --profile DIR``. For each run:
   (json, the example handler, prometheus_client) or ``other``. The handler's
   topic-name check (``check_topic``, done for both implementations) is the
   handler's, not the producer's.
+* py-spy counts a stack whenever the thread is not sleeping, and on a busy
+  machine that includes time spent runnable but waiting for a core (a write
+  that wakes the broker's thread is often preempted on the spot). So the
+  service also samples itself on CPU time: ``setitimer(ITIMER_PROF)`` at the
+  same rate, stacks written in py-spy's raw format and attributed the same
+  way (``cpu`` shares; a C call's time goes to the Python frame that made it).
 * CPU seconds of the service, the broker (the process listening on the
   bootstrap port, read from ``/proc``) and the load generator over the run.
 * In the service: Produce requests, batches and records (counted by wrapping
@@ -30,6 +36,7 @@ import re
 import signal
 import subprocess
 import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -192,12 +199,47 @@ class Counters:
         return STATS_PREFIX + json.dumps(dict(self.values))
 
 
+class CpuSampler:
+    """Stacks sampled on the process's CPU time (``ITIMER_PROF``), in the main thread."""
+
+    def __init__(self, rate: int = PY_SPY_RATE) -> None:
+        self.rate = rate
+        self.stacks: collections.Counter[tuple[types.CodeType, ...]] = collections.Counter()
+
+    def _sample(self, signum: int, frame: types.FrameType | None) -> None:
+        codes = []
+        while frame is not None:
+            codes.append(frame.f_code)
+            frame = frame.f_back
+        self.stacks[tuple(codes)] += 1
+
+    def start(self) -> None:
+        signal.signal(signal.SIGPROF, self._sample)
+        signal.setitimer(signal.ITIMER_PROF, 1 / self.rate, 1 / self.rate)
+
+    def stop(self, output: Path) -> None:
+        """Stop sampling and write the stacks as py-spy's raw format does (root first)."""
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        lines = []
+        for codes, n in self.stacks.items():
+            frames = ";".join(f"{c.co_qualname} ({c.co_filename}:{c.co_firstlineno})"
+                              for c in reversed(codes))
+            lines.append(f"{frames} {n}")
+        output.write_text("\n".join(lines) + "\n")
+
+
 def read_stats(stdout: str) -> dict[str, int]:
     """The counters a service printed on its way out ({} if none)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(STATS_PREFIX):
             return dict(json.loads(line[len(STATS_PREFIX):]))
     return {}
+
+
+def _shares_line(what: str, sh: dict[str, float], samples: int) -> str:
+    return (f"{what}: producer {sh['producer']:.1%} (inclusive) aiohttp {sh['aiohttp']:.1%} "
+            f"asyncio {sh['asyncio']:.1%} json/handler {sh['json/handler']:.1%} "
+            f"other {sh['other']:.1%} of {samples} samples")
 
 
 def describe(run: dict[str, Any]) -> str:
@@ -207,9 +249,9 @@ def describe(run: dict[str, Any]) -> str:
         return ""
     ok = max(run["ok"], 1)
     sh = p["shares"]
-    parts = [(f"producer {sh['producer']:.1%} (inclusive) aiohttp {sh['aiohttp']:.1%} "
-             f"asyncio {sh['asyncio']:.1%} json/handler {sh['json/handler']:.1%} "
-             f"other {sh['other']:.1%} of {p['samples']} samples")]
+    parts = [_shares_line("py-spy", sh, p["samples"])]
+    if p.get("cpu_shares"):
+        parts.append(_shares_line("on CPU", p["cpu_shares"], p["cpu_samples"]))
     cpu = p["cpu_s"]
     parts.append("CPU us/request: " + " ".join(
         f"{k} {v / ok * 1e6:.0f}" for k, v in cpu.items() if v is not None))
