@@ -32,7 +32,7 @@ static struct {
     Py_ssize_t offset[N_LANE];
     Py_ssize_t record_bound;    /* UNKEYED_RECORD_BOUND */
     Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
-    long switch_code;           /* SWITCH */
+    PyObject *switch_code;      /* SWITCH */
     PyObject *str_snapshot, *str_topics, *str_available, *str_exhausted;
 } lane;
 
@@ -91,29 +91,33 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "a filling entry is not a (weak reference, topic info) pair");
         return NULL;
     }
-    /* Held for the whole call: the future's creation runs Python code. */
+    /* Everything used across a call that may run Python code is held here,
+     * so that a change of the dicts or the lane meanwhile frees nothing in use. */
+    Py_INCREF(entry);
     PyObject *known = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
     PyObject *batch = PyObject_CallNoArgs(PyTuple_GET_ITEM(entry, 0)); /* the weak reference */
+    Py_DECREF(entry);
     PyObject *info = NULL, *fut = NULL, *reserve_obj = NULL, *size_obj = NULL, *result = NULL;
     PyObject *available_obj = NULL, *appended = NULL;
+    PyObject *held[N_LANE] = {NULL};
     if (!batch) goto done;
+    for (int i = 0; i < N_LANE; i++) {
+        held[i] = lane_slot(self, i);
+        if (!held[i]) goto done;
+        Py_INCREF(held[i]);
+    }
     Py_ssize_t vlen = PyBytes_CheckExact(value) ? PyBytes_GET_SIZE(value) : PyObject_Size(value);
     if (vlen < 0) goto done;
     Py_ssize_t size = vlen + lane.record_bound;
     Py_ssize_t reserve = size + lane.handle_overhead;
     if (batch == Py_None) goto refuse;
-    PyObject *client = lane_slot(self, L_CLIENT);
-    if (!client) goto done;
-    info = current_topic_info(client, topic);
+    info = current_topic_info(held[L_CLIENT], topic);
     if (!info) goto done;
     if (info != known) goto refuse;
-    PyObject *max_obj = lane_slot(self, L_MAX_SIZE);
-    if (!max_obj) goto done;
-    Py_ssize_t max_size = PyLong_AsSsize_t(max_obj);
+    Py_ssize_t max_size = PyLong_AsSsize_t(held[L_MAX_SIZE]);
     if (max_size == -1 && PyErr_Occurred()) goto done;
     if (size > max_size) goto refuse;
-    PyObject *pool = lane_slot(self, L_POOL);
-    if (!pool) goto done;
+    PyObject *pool = held[L_POOL];
     available_obj = PyObject_GetAttr(pool, lane.str_available);
     if (!available_obj) goto done;
     Py_ssize_t available = PyLong_AsSsize_t(available_obj);
@@ -125,16 +129,13 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_DECREF(exhausted_obj);
     if (exhausted < 0) goto done;
     if (exhausted) goto refuse;
-    PyObject *create_future = lane_slot(self, L_CREATE_FUTURE);
-    if (!create_future) goto done;
-    fut = PyObject_CallNoArgs(create_future);
+    fut = PyObject_CallNoArgs(held[L_CREATE_FUTURE]);
     if (!fut) goto done;
-    PyObject *produced = lane_slot(self, L_PRODUCED), *batch_size = lane_slot(self, L_BATCH_SIZE);
-    if (!produced || !batch_size) goto done;
     reserve_obj = PyLong_FromSsize_t(reserve);
     size_obj = PyLong_FromSsize_t(size);
     if (!reserve_obj || !size_obj) goto done;
-    PyObject *call_args[8] = {Py_None, value, fut, reserve_obj, size_obj, produced, topic, batch_size};
+    PyObject *call_args[8] = {Py_None, value, fut, reserve_obj, size_obj, held[L_PRODUCED], topic,
+                              held[L_BATCH_SIZE]};
     appended = call_append_unkeyed(batch, call_args);
     if (!appended) goto done;
     int truth = PyObject_IsTrue(appended);
@@ -149,12 +150,10 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     int rc = PyObject_SetAttr(pool, lane.str_available, charged);
     Py_DECREF(charged);
     if (rc < 0) goto done;
-    long code = PyLong_Check(appended) ? PyLong_AsLong(appended) : -1;
-    if (code == -1 && PyErr_Occurred()) goto done;
-    if (code == lane.switch_code) {
-        PyObject *move_on = lane_slot(self, L_MOVE_ON);
-        if (!move_on) goto done;
-        PyObject *moved = PyObject_CallFunctionObjArgs(move_on, topic, known, NULL);
+    int switch_due = PyObject_RichCompareBool(appended, lane.switch_code, Py_EQ);
+    if (switch_due < 0) goto done;
+    if (switch_due) {
+        PyObject *moved = PyObject_CallFunctionObjArgs(held[L_MOVE_ON], topic, known, NULL);
         if (!moved) goto done;
         Py_DECREF(moved);
     }
@@ -163,6 +162,7 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
 refuse:
     result = Py_NewRef(Py_None);
 done:
+    for (int i = 0; i < N_LANE; i++) Py_XDECREF(held[i]);
     Py_DECREF(known);
     Py_XDECREF(batch);
     Py_XDECREF(info);
@@ -210,8 +210,6 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
     if (overhead == -1 && PyErr_Occurred()) return NULL;
-    long code = PyLong_AsLong(args[3]);
-    if (code == -1 && PyErr_Occurred()) return NULL;
     if (!lane.str_snapshot) {
         lane.str_snapshot = PyUnicode_InternFromString("snapshot");
         lane.str_topics = PyUnicode_InternFromString("topics");
@@ -225,7 +223,8 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     memcpy(lane.offset, offset, sizeof offset);
     lane.record_bound = bound;
     lane.handle_overhead = overhead;
-    lane.switch_code = code;
+    Py_INCREF(args[3]);
+    Py_XSETREF(lane.switch_code, args[3]);
     Py_INCREF(type);
     Py_XSETREF(lane.lane_type, type);
     return method;
