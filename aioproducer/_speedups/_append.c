@@ -99,6 +99,13 @@ static int now_ms(long long *out) {
     return 0;
 }
 
+/* The int of the last "now" stamped: the records of one millisecond (hundreds
+ * in a tight loop) share it instead of allocating one each. */
+static struct {
+    long long ms;
+    PyObject *obj;
+} last_now;
+
 /* Rolls the three per-record lists back to ``n`` entries (their length before). */
 static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
     PyObject *exc_type, *exc_value, *exc_tb;
@@ -213,7 +220,18 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     PyObject *count_obj = PyLong_FromSsize_t(count + 1);
     PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
     PyObject *after_obj = PyLong_FromSsize_t(after);
-    PyObject *ts_obj = args[0] == Py_None ? PyLong_FromLongLong(ts) : Py_NewRef(args[0]);
+    PyObject *ts_obj;
+    if (args[0] != Py_None) {
+        ts_obj = Py_NewRef(args[0]);
+    } else if (last_now.obj && last_now.ms == ts) {
+        ts_obj = Py_NewRef(last_now.obj); /* records of one millisecond share one int */
+    } else {
+        ts_obj = PyLong_FromLongLong(ts);
+        if (ts_obj) {
+            Py_XSETREF(last_now.obj, Py_NewRef(ts_obj));
+            last_now.ms = ts;
+        }
+    }
     PyObject *result = NULL;
     int appended = 0;
     if (!sizes_obj || !count_obj || !reserved_obj || !after_obj || !ts_obj) goto done;

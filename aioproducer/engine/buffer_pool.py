@@ -19,6 +19,10 @@ __all__ = ["BufferPool"]
 
 
 class BufferPool:
+    # Slots: the unkeyed shortcut reads and charges ``available`` and reads
+    # ``exhausted`` for every record (from C when compiled).
+    __slots__ = ("_on_exhausted", "_waiters", "available", "exhausted", "total", "wait_time_total")
+
     def __init__(self, total: int, on_exhausted: Callable[[], None] | None = None) -> None:
         self.total = total
         # Called when a caller starts waiting: full batches are then ready at
