@@ -77,8 +77,9 @@ class Stat:
 
     def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
         """Record ``count`` events at one ``now`` at once: their values add up to
-        ``total`` and the largest is ``largest``. The windows end up exactly as
-        if each event had been recorded (they all fall in the same sample)."""
+        ``total`` and the largest is ``largest``. The windows end up as if each
+        event had been recorded (they all fall in the same sample), up to the
+        rounding of float sums."""
         self.record(total, now, count)
 
     def measure(self, now: float) -> float:

@@ -287,6 +287,7 @@ class ProducerMetrics:
                 t[4] = max(t[4], size)
                 t[5] += ratio
                 t[6] = max(t[6], ratio)
+        self._records_per_request.record(records, now)
         if not n:
             return
         self._batch_size.record_summary(sizes, size_max, n, now)
@@ -299,7 +300,6 @@ class ProducerMetrics:
             t_records.record_summary(sums[0], sums[1], int(t_n), now)
             t_bytes.record_summary(sums[2], sums[3], int(t_n), now)
             t_compression.record_summary(sums[4], sums[5], int(t_n), now)
-        self._records_per_request.record(records, now)
 
     def produce_response(self, node_id: int, latency_ms: float, throttle_ms: int, now: float) -> None:
         self._node(node_id)[1].record(latency_ms, now)

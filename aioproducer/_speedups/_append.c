@@ -189,18 +189,21 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
         get_ssize(self, B_RESERVED, &reserved) < 0 ||
         get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return NULL;
-    PyObject *seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
-    if (!seen && PyErr_Occurred()) return NULL;
-    Py_ssize_t before = 0;
-    if (seen) {
-        before = PyLong_AsSsize_t(seen);
-        if (before == -1 && PyErr_Occurred()) return NULL;
-    }
-
+    /* The value's buffer first: exporting it may run Python code (a __buffer__
+     * of Python 3.12+), which must not run between the lookup below and the
+     * use of its borrowed result. */
     Py_buffer vview;
     int has_value = value != Py_None;
     if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return NULL;
     Py_ssize_t vlen = has_value ? vview.len : 0;
+    PyObject *seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
+    Py_ssize_t before = 0;
+    if (seen && PyLong_CheckExact(seen)) before = PyLong_AsSsize_t(seen);
+    else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
+    if ((!seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
+        if (has_value) PyBuffer_Release(&vview);
+        return NULL;
+    }
     /* attributes, timestamp delta, offset delta, null key, value, no headers */
     uint64_t ts_zz = count ? zigzag64((int64_t)((uint64_t)ts - (uint64_t)base_ts)) : 0;
     uint64_t off = zigzag64(count);

@@ -18,6 +18,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 
 /* A writable, contiguous buffer of int64 (an array('q')). */
@@ -139,9 +140,15 @@ static PyObject *k_fill_counting(PyObject *self, PyObject *const *args, Py_ssize
     if (first == -1 && PyErr_Occurred()) return NULL;
     Py_buffer out;
     if (int64_view(args[0], &out, 1, "out") < 0) return NULL;
-    if (start < 0 || count < 0 || (start + count) * 8 > out.len) {
+    Py_ssize_t n = out.len / 8;
+    if (start < 0 || count < 0 || start > n || count > n - start) {
         PyBuffer_Release(&out);
         PyErr_SetString(PyExc_IndexError, "fill_counting: range outside the array");
+        return NULL;
+    }
+    if (count && first > LLONG_MAX - (count - 1)) {
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_OverflowError, "fill_counting: positions past the int64 range");
         return NULL;
     }
     int64_t *o = (int64_t *)out.buf + start;

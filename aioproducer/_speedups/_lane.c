@@ -87,6 +87,7 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
+    if (entry == Py_None) Py_RETURN_NONE; /* as the pure lane: nothing is filling */
     if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) {
         PyErr_SetString(PyExc_TypeError, "a filling entry is not a (weak reference, topic info) pair");
         return NULL;
@@ -114,15 +115,17 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     info = current_topic_info(held[L_CLIENT], topic);
     if (!info) goto done;
     if (info != known) goto refuse;
-    Py_ssize_t max_size = PyLong_AsSsize_t(held[L_MAX_SIZE]);
+    /* Compared as the pure lane compares: an int past 64 bits is still an int. */
+    int overflow;
+    long long max_size = PyLong_AsLongLongAndOverflow(held[L_MAX_SIZE], &overflow);
     if (max_size == -1 && PyErr_Occurred()) goto done;
-    if (size > max_size) goto refuse;
+    if (overflow < 0 || (!overflow && size > max_size)) goto refuse;
     PyObject *pool = held[L_POOL];
     available_obj = PyObject_GetAttr(pool, lane.str_available);
     if (!available_obj) goto done;
-    Py_ssize_t available = PyLong_AsSsize_t(available_obj);
+    long long available = PyLong_AsLongLongAndOverflow(available_obj, &overflow);
     if (available == -1 && PyErr_Occurred()) goto done;
-    if (available < reserve) goto refuse;
+    if (overflow < 0 || (!overflow && available < reserve)) goto refuse;
     PyObject *exhausted_obj = PyObject_GetAttr(pool, lane.str_exhausted);
     if (!exhausted_obj) goto done;
     int exhausted = PyObject_IsTrue(exhausted_obj);

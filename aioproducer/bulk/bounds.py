@@ -92,7 +92,10 @@ def record_reservations(cols: BulkColumns, max_request_size: int, buffer_memory:
 
 
 def fill_counting_pure(out: array[int], start: int, count: int, first: int) -> None:
-    """``out[start + j] = first + j`` for ``j`` in ``range(count)``."""
+    """``out[start + j] = first + j`` for ``j`` in ``range(count)``; IndexError
+    when that range is not inside ``out`` (a slice assignment would grow it)."""
+    if start < 0 or count < 0 or start + count > len(out):
+        raise IndexError("fill_counting: range outside the array")
     out[start : start + count] = array("q", range(first, first + count))
 
 

@@ -12,7 +12,9 @@ answers None, and ``enqueue`` takes its full path, which decides.
 :meth:`UnkeyedLane._append_pure` is the reference. When the C kernels are
 built, :meth:`UnkeyedLane.append` is their compiled twin (``_append.c``), which
 does the same steps without a Python frame or attribute lookup per step, and
-calls the batch's compiled ``append_unkeyed`` directly.
+calls the batch's compiled ``append_unkeyed`` directly on a ``ProducerBatch``
+(a subclass gets a method call, so an override is honoured; a patch of the
+class's own method is not).
 tests/unit/test_unkeyed_lane.py proves both leave the same state and answers.
 """
 

@@ -3,7 +3,8 @@
 Every Produce request carries a few batches, and every answer a few
 partitions: walking the generic schema (:data:`~.messages.PRODUCE`, a tree of
 fields interpreted per value) costs dozens of calls per request. These two
-functions do the same for Produce v3-v12 in straight-line code. The schema
+functions do the same for Produce v3-v12 in straight-line code (other versions
+take the schema). The schema
 stays the reference: tests/unit/test_produce_codec.py proves both give the
 same bytes and the same :class:`Message` on random bodies and answers, and
 whatever is out of the ordinary falls back to it:
@@ -29,6 +30,7 @@ from .schema import Message
 __all__ = ["decode_produce_body", "encode_produce_body"]
 
 _FIRST_VERSION = 3  # record batch v2 (KIP-98); older versions take the schema
+_LAST_VERSION = 12  # v13 names topics by id (KIP-516): not written out here
 _FLEXIBLE_FROM = 9
 _TAGGED_FROM = 10  # current_leader and node_endpoints (KIP-951)
 
@@ -52,7 +54,7 @@ def _uvarint(value: int) -> bytes:
 def encode_produce_body(body: Any, out: bytearray, version: int) -> bool:
     """Append the request body of Produce ``version`` to ``out``; False (and
     ``out`` unchanged) when a value is out of range: the schema then reports it."""
-    if version < _FIRST_VERSION:
+    if not _FIRST_VERSION <= version <= _LAST_VERSION:
         return False
     start = len(out)
     try:
@@ -104,7 +106,7 @@ class _Fallback(Exception):
 def decode_produce_body(frame: bytes, pos: int, version: int) -> tuple[Message, int] | None:
     """The response body of Produce ``version`` at ``frame[pos:]`` and where it
     ends, or None to have the schema decode it (see the module docstring)."""
-    if version < _FIRST_VERSION:
+    if not _FIRST_VERSION <= version <= _LAST_VERSION:
         return None
     try:
         return _decode(frame, pos, version)

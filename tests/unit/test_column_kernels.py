@@ -117,9 +117,23 @@ def test_fill_counting_equals_the_pure_fill(k: ModuleType, size: int, data: st.D
     assert compiled == pure
 
 
-def test_fill_counting_stays_inside_the_array(k: ModuleType) -> None:
-    with pytest.raises(IndexError):
-        k.fill_counting(array("q", [0]) * 4, 2, 3, 0)
+@pytest.mark.parametrize(
+    "start, count", [(2, 3), (5, 0), (-1, 1), (0, -1), (0, 2**61), (2**62, 2**62)]
+)
+def test_fill_counting_stays_inside_the_array(k: ModuleType, start: int, count: int) -> None:
+    """Out of range (huge counts included, which a careless bound check would
+    wrap around) is an IndexError on both paths, and nothing is written."""
+    for fill in (k.fill_counting, fill_counting_pure):
+        out = array("q", [0]) * 4
+        with pytest.raises(IndexError):
+            fill(out, start, count, 0)
+        assert out == array("q", [0]) * 4
+
+
+def test_fill_counting_refuses_positions_past_int64(k: ModuleType) -> None:
+    for fill, error in ((k.fill_counting, OverflowError), (fill_counting_pure, OverflowError)):
+        with pytest.raises(error):
+            fill(array("q", [0]) * 4, 0, 4, 2**63 - 2)
 
 
 @pytest.mark.parametrize("compiled", [True, False])

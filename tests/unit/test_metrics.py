@@ -169,3 +169,31 @@ def test_a_sensor_summary_reaches_its_parents() -> None:
     child.record_summary(30.0, 20.0, 2, 1.0)
     child.record_summary(0.0, 0.0, 0, 1.0)  # nothing sent: nothing recorded
     assert (total.measure(1.0), largest.measure(1.0)) == (30.0, 20.0)
+
+
+def test_a_requests_summary_leaves_what_its_batches_one_by_one_leave() -> None:
+    """batches_sent sums a request's batches before recording: the metrics
+    equal those of the same batches sent as requests of one batch each, but
+    for the per-request ones (records per request, requests)."""
+    from types import SimpleNamespace
+
+    def batch(topic: str, count: int, size: int, raw: int, created: float, largest: int) -> object:
+        return SimpleNamespace(
+            topic=topic, record_count=count, payload=b"x" * size, created=created,
+            builder=SimpleNamespace(size_in_bytes=raw), max_record_size=largest,
+        )
+
+    batches = [batch("a", 3, 120, 200, 0.5, 0), batch("b", 7, 900, 1000, 0.25, 140),
+               batch("a", 1, 70, 70, 0.75, 61), batch("c", 2, 30, 90, 0.9, 0)]
+    together = ProducerMetrics("p", CFG)
+    one_by_one = ProducerMetrics("p", CFG)
+    together.batches_sent(batches, 1.0)
+    for b in batches:
+        one_by_one.batches_sent([b], 1.0)
+    per_request = {"records-per-request-avg"}
+    a, b = together.measure(2.0), one_by_one.measure(2.0)
+    assert a.keys() == b.keys()
+    compared = [name for name in a if name.name not in per_request]
+    assert len(compared) > 10
+    for name in compared:
+        assert a[name] == pytest.approx(b[name], nan_ok=True), name

@@ -186,3 +186,19 @@ def test_the_compiled_lane_checks_its_receiver(compiled_append: Any) -> None:
         compiled_append(object(), "t", b"v")
     with pytest.raises(TypeError):
         compiled_append(UnkeyedLane.__new__(UnkeyedLane), "t")
+
+
+@pytest.mark.parametrize("edge", ["no entry", "huge max", "huge pool"])
+def test_edges_answer_as_the_pure_lane(compiled_append: Any, edge: str) -> None:
+    """A None entry, and ints past 64 bits where the pure lane just compares."""
+    answers = []
+    for append in (UnkeyedLane._append_pure, compiled_append):
+        world = _World(4000, 1 << 70 if edge == "huge max" else 1 << 20)
+        world.client.snapshot.topics["t"] = info = object()
+        world.fill(info)
+        if edge == "no entry":
+            world.sticky.filling["t"] = None  # type: ignore[assignment]
+        if edge == "huge pool":
+            world.pool.available = 1 << 80
+        answers.append((append(world.lane, "t", b"v" * 10), world.observed()))
+    assert answers[1] == answers[0]
