@@ -26,6 +26,7 @@ import struct
 from typing import Any
 
 from .schema import Message
+from .varint import encode_uvarint as _uvarint
 
 __all__ = ["decode_produce_body", "encode_produce_body"]
 
@@ -40,15 +41,6 @@ _I64 = struct.Struct(">q")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 # index, error_code, base_offset, log_append_time_ms
 _PARTITION_HEAD = struct.Struct(">ihqq")
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def encode_produce_body(body: Any, out: bytearray, version: int) -> bool:

@@ -12,8 +12,6 @@ the extension is not built and CI is not ``"true"``.
 
 from __future__ import annotations
 
-import importlib
-import os
 from array import array
 from types import ModuleType
 from unittest import mock
@@ -27,29 +25,14 @@ from aioproducer.bulk import bounds
 from aioproducer.bulk import input as bulk_input
 from aioproducer.bulk.bounds import fill_counting_pure, record_reservations, reservations_pure
 from aioproducer.bulk.input import read_columns
+from tests.support.kernels import kernels_or_skip, required
 
-
-def _load() -> ModuleType | None:
-    try:
-        return importlib.import_module("aioproducer._speedups._kernels")
-    except ImportError:
-        return None
-
-
-K = _load()
-if K is None and os.environ.get("CI") != "true":
-    pytest.skip(
-        "the C kernels are not built here (no compiler at install time); "
-        "run `pip install -e .` with a C compiler to compare them",
-        allow_module_level=True,
-    )
+K = kernels_or_skip()
 
 
 @pytest.fixture(scope="module")
 def k() -> ModuleType:
-    if K is None:
-        pytest.fail("CI=true but aioproducer._speedups._kernels is not built")
-    return K
+    return required(K)
 
 
 _LENGTHS = st.one_of(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import os
 import time
 from types import ModuleType
@@ -31,29 +30,14 @@ from aioproducer.engine.batch import ProducerBatch, RecordMetadata, pack_sizes
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilder
+from tests.support.kernels import kernels_or_skip, required
 
-
-def _load() -> ModuleType | None:
-    try:
-        return importlib.import_module("aioproducer._speedups._kernels")
-    except ImportError:
-        return None
-
-
-K = _load()
-if K is None and os.environ.get("CI") != "true":
-    pytest.skip(
-        "the C kernels are not built here (no compiler at install time); "
-        "run `pip install -e .` with a C compiler to compare them",
-        allow_module_level=True,
-    )
+K = kernels_or_skip()
 
 
 @pytest.fixture(scope="module")
 def k() -> ModuleType:
-    if K is None:
-        pytest.fail("CI=true but aioproducer._speedups._kernels is not built")
-    return K
+    return required(K)
 
 
 # Lengths on both sides of the varint steps (zigzag: 63 -> 1 byte, 64 -> 2; 8191 -> 2, 8192 -> 3).

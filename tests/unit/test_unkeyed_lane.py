@@ -13,11 +13,9 @@ moved the partitioner alike. A last test runs a real batch through both.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import itertools
-import os
 import weakref
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -30,28 +28,14 @@ from aioproducer.engine.buffer_pool import BufferPool
 from aioproducer.engine.sticky import StickyPartitioner
 from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
 from aioproducer.protocol.compression import Codec
+from tests.support.kernels import kernels_or_skip, required
 
-
-def _load() -> ModuleType | None:
-    try:
-        return importlib.import_module("aioproducer._speedups._kernels")
-    except ImportError:
-        return None
-
-
-K = _load()
-if K is None and os.environ.get("CI") != "true":
-    pytest.skip(
-        "the C kernels are not built here (no compiler at install time); "
-        "run `pip install -e .` with a C compiler to compare them",
-        allow_module_level=True,
-    )
+K = kernels_or_skip()
 
 
 @pytest.fixture(scope="module")
 def compiled_append() -> Any:
-    if K is None:
-        pytest.fail("CI=true but aioproducer._speedups._kernels is not built")
+    required(K)
     # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure lane in place.
     return K.bind_lane_layout(
         UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH
