@@ -37,7 +37,12 @@ from typing import Any, Protocol
 from .. import errors
 from ..logs import ClientLogger
 from ..protocol.apis import APIS_BY_KEY
-from ..protocol.framing import FrameDecoder, decode_response, encode_request, read_correlation_id
+from ..protocol.framing import (
+    FrameDecoder,
+    decode_response,
+    encode_request_chunks,
+    read_correlation_id,
+)
 from ..protocol.messages import API_VERSIONS, Api, negotiate_version
 from ..protocol.schema import Message
 
@@ -134,7 +139,7 @@ class BrokerConnection:
         self._traffic = traffic
         self._log = ClientLogger(log, client_id or "aioproducer")
         # Frames held back while the connection re-authenticates, and their ids.
-        self._held: list[bytes] | None = None
+        self._held: list[Any] | None = None  # the held frames' buffers, in order
         self._held_ids: set[int] = set()
         self._quiet: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -224,7 +229,9 @@ class BrokerConnection:
         if version is None:
             version = self.version_for(api)
         cid = self._correlation_id()
-        frame = encode_request(api, version, cid, self.client_id, body)
+        # The frame's record batches go to the transport by reference: one copy
+        # (a join on Python 3.11; sendmsg straight from them on 3.12+).
+        frame = encode_request_chunks(api, version, cid, self.client_id, body)
         if (
             self._reauthenticate is not None
             and not urgent
@@ -233,14 +240,14 @@ class BrokerConnection:
         ):
             self._begin_reauthentication()
         if self._held is not None and not urgent:
-            self._held.append(frame)
+            self._held.extend(frame)
             self._held_ids.add(cid)
         else:
-            self._writer.write(frame)
+            self._writer.writelines(frame)
         if not urgent:
             self.last_used = time.monotonic()
         if self._traffic is not None:
-            self._traffic.request_sent(len(frame), time.monotonic())
+            self._traffic.request_sent(sum(map(len, frame)), time.monotonic())
         if not expect_response:
             self._unanswered.append(cid)
             fut.set_result(Message())
@@ -298,7 +305,7 @@ class BrokerConnection:
         held, self._held, self._quiet = self._held, None, None
         self._held_ids.clear()
         if held and self._closed_error is None:
-            self._writer.write(b"".join(held))
+            self._writer.writelines(held)
             self.last_used = time.monotonic()
 
     def _check_quiet(self) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .messages import API_VERSIONS, PRODUCE, Api
-from .produce_codec import decode_produce_body, encode_produce_body
+from .produce_codec import decode_produce_body, produce_body_chunks
 from .schema import Message, SchemaError, skip_tagged_fields
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "decode_request",
     "decode_response",
     "encode_request",
+    "encode_request_chunks",
     "encode_response",
     "read_correlation_id",
 ]
@@ -83,6 +84,38 @@ def _client_id_bytes(client_id: str | None) -> bytes:
     return _SIZE.pack(len(data))[2:] + data
 
 
+def encode_request_chunks(
+    api: Api,
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Mapping[str, Any],
+) -> list[Any]:
+    """A whole request frame, size prefix included, as buffers to write in order.
+
+    A Produce request's record batches are among them by reference (see
+    :func:`~.produce_codec.produce_body_chunks`): the caller hands the list to
+    ``writelines`` and must not change those buffers while the frame is
+    written. Any other request is one buffer.
+    """
+    out = bytearray(4)
+    out += _REQUEST_HEADER.pack(api.key, version, correlation_id)
+    out += _client_id_bytes(client_id)
+    if api.request_header_version(version) >= 2:
+        out.append(0)  # empty tagged fields of header v2
+    # Produce, the one request on the hot path, has a straight-line twin of its schema.
+    if api is PRODUCE:
+        chunks = produce_body_chunks(body, out, version)
+        if chunks is not None:
+            if not chunks[-1]:
+                chunks.pop()
+            _SIZE.pack_into(out, 0, sum(map(len, chunks)) - 4)
+            return chunks
+    api.request.encode_version(body, out, version, api.is_flexible(version))
+    _SIZE.pack_into(out, 0, len(out) - 4)
+    return [out]
+
+
 def encode_request(
     api: Api,
     version: int,
@@ -91,17 +124,7 @@ def encode_request(
     body: Mapping[str, Any],
 ) -> bytes:
     """Encode a whole request frame, size prefix included."""
-    out = bytearray(4)
-    out += _REQUEST_HEADER.pack(api.key, version, correlation_id)
-    out += _client_id_bytes(client_id)
-    flexible = api.is_flexible(version)
-    if api.request_header_version(version) >= 2:
-        out.append(0)  # empty tagged fields of header v2
-    # Produce, the one request on the hot path, has a straight-line twin of its schema.
-    if api is not PRODUCE or not encode_produce_body(body, out, version):
-        api.request.encode_version(body, out, version, flexible)
-    _SIZE.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    return b"".join(encode_request_chunks(api, version, correlation_id, client_id, body))
 
 
 def read_correlation_id(frame: bytes) -> int:

@@ -10,7 +10,8 @@ same bytes and the same :class:`Message` on random bodies and answers, and
 whatever is out of the ordinary falls back to it:
 
 - :func:`encode_produce_body` hands back False (having written nothing) for a
-  value the wire types cannot hold, so the schema raises its own typed error;
+  value the wire types cannot hold, so the schema raises its own typed error
+  (and :func:`produce_body_chunks` None);
 - :func:`decode_produce_body` returns None for a truncated or malformed body
   and for any non-empty tagged-field section (KIP-951's ``current_leader`` and
   ``node_endpoints`` come only with a refusal), which the schema then decodes.
@@ -28,7 +29,7 @@ from typing import Any
 from .schema import Message
 from .varint import encode_uvarint as _uvarint
 
-__all__ = ["decode_produce_body", "encode_produce_body"]
+__all__ = ["decode_produce_body", "encode_produce_body", "produce_body_chunks"]
 
 _FIRST_VERSION = 3  # record batch v2 (KIP-98); older versions take the schema
 _LAST_VERSION = 12  # v13 names topics by id (KIP-516): not written out here
@@ -50,14 +51,38 @@ def encode_produce_body(body: Any, out: bytearray, version: int) -> bool:
         return False
     start = len(out)
     try:
-        _encode(body, out, version)
+        _encode(body, out, version, None)
     except (struct.error, TypeError, AttributeError, KeyError, UnicodeError):
         del out[start:]
         return False
     return True
 
 
-def _encode(body: Any, out: bytearray, version: int) -> None:
+def produce_body_chunks(body: Any, out: bytearray, version: int) -> list[Any] | None:
+    """The request body of Produce ``version`` as buffers that follow ``out``.
+
+    The result starts with ``out`` itself (the body's first fields appended to
+    it); each batch's records follow as the very buffer the body holds, with
+    the small fields between batches in buffers of their own. Written out with
+    ``writelines`` the records are copied once, straight into the socket's
+    buffer (or a single join), instead of into a request buffer that grows
+    batch by batch. None (``out`` unchanged) when a value is out of range.
+    """
+    if not _FIRST_VERSION <= version <= _LAST_VERSION:
+        return None
+    start = len(out)
+    chunks: list[Any] = [out]
+    try:
+        _encode(body, out, version, chunks)
+    except (struct.error, TypeError, AttributeError, KeyError, UnicodeError):
+        del out[start:]
+        return None
+    return chunks
+
+
+def _encode(body: Any, out: bytearray, version: int, chunks: list[Any] | None) -> None:
+    """Write the body to ``out``; with ``chunks``, each batch's records go to
+    ``chunks`` by reference and a fresh buffer takes the fields after them."""
     flexible = version >= _FLEXIBLE_FROM
     tid = body.get("transactional_id")
     if tid is None:
@@ -82,7 +107,13 @@ def _encode(body: Any, out: bytearray, version: int) -> None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
                 out += _uvarint(len(records) + 1) if flexible else _I32.pack(len(records))
-                out += records
+                if chunks is None:
+                    out += records
+                else:
+                    memoryview(records)  # a buffer, or TypeError (the schema reports it)
+                    chunks.append(records)
+                    out = bytearray()
+                    chunks.append(out)
             if flexible:
                 out.append(0)  # no tagged fields
         if flexible:

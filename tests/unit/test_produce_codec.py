@@ -19,7 +19,11 @@ from hypothesis import strategies as st
 from aioproducer.protocol import framing
 from aioproducer.protocol.framing import decode_response, encode_request
 from aioproducer.protocol.messages import PRODUCE
-from aioproducer.protocol.produce_codec import decode_produce_body, encode_produce_body
+from aioproducer.protocol.produce_codec import (
+    decode_produce_body,
+    encode_produce_body,
+    produce_body_chunks,
+)
 from aioproducer.protocol.schema import SchemaError
 
 VERSIONS = st.integers(PRODUCE.min_version, PRODUCE.max_version)
@@ -63,6 +67,36 @@ def test_request_bodies_are_the_schemas_bytes(body: dict[str, Any], version: int
     assert bytes(out[4:]) == _schema_request(body, version)
 
 
+@settings(max_examples=300, deadline=None)
+@given(body=_REQUESTS, version=VERSIONS)
+def test_request_chunks_join_to_the_schemas_bytes(body: dict[str, Any], version: int) -> None:
+    out = bytearray(b"head")
+    chunks = produce_body_chunks(body, out, version)
+    assert chunks is not None and chunks[0] is out
+    assert b"".join(chunks)[4:] == _schema_request(body, version)
+    # Each batch's records are in the list by reference, never copied.
+    records = [p["records"] for t in body["topic_data"] for p in t["partition_data"]]
+    held = [c for c in chunks if not isinstance(c, bytearray)]
+    assert [id(c) for c in held] == [id(r) for r in records if r is not None and not isinstance(r, bytearray)]
+
+
+def test_a_frame_in_chunks_is_the_schemas_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    batches = [b"a" * 300, b"b" * 70_000]
+    body = {"transactional_id": "tx", "acks": -1, "timeout_ms": 30_000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": i, "records": r} for i, r in enumerate(batches)]},
+    ]}
+    for version in (3, 8, 9, 12):
+        chunks = framing.encode_request_chunks(PRODUCE, version, 7, "c", body)
+        assert chunks[1] is batches[0] and chunks[3] is batches[1]
+        with monkeypatch.context() as m:
+            m.setattr(framing, "produce_body_chunks", lambda *a: None)
+            schema_chunks = framing.encode_request_chunks(PRODUCE, version, 7, "c", body)
+        assert len(schema_chunks) == 1
+        frame = b"".join(chunks)
+        assert frame == schema_chunks[0]
+        assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+
+
 @pytest.mark.parametrize(
     "bad", [{"acks": 40_000}, {"timeout_ms": 2**31}, {"topic_data": [{"name": 5, "partition_data": []}]}]
 )
@@ -71,6 +105,8 @@ def test_an_out_of_range_request_reaches_the_schemas_error(bad: dict[str, Any]) 
     out = bytearray(b"head")
     assert encode_produce_body(body, out, 9) is False
     assert out == b"head"  # nothing half-written
+    assert produce_body_chunks(body, out, 9) is None
+    assert out == b"head"
     with pytest.raises((SchemaError, AttributeError)):
         encode_request(PRODUCE, 9, 1, "c", body)
 
@@ -176,12 +212,12 @@ def test_framing_uses_the_straight_line_codec(monkeypatch: pytest.MonkeyPatch) -
             "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"x"}]}]}
     calls: list[int] = []
 
-    def counting(body: Any, out: bytearray, version: int) -> bool:
+    def counting(body: Any, out: bytearray, version: int) -> list[Any] | None:
         calls.append(version)
-        return encode_produce_body(body, out, version)
+        return produce_body_chunks(body, out, version)
 
-    monkeypatch.setattr(framing, "encode_produce_body", counting)
+    monkeypatch.setattr(framing, "produce_body_chunks", counting)
     frame = encode_request(PRODUCE, 9, 3, "c", body)
     assert calls == [9]
-    monkeypatch.setattr(framing, "encode_produce_body", lambda *a: False)
+    monkeypatch.setattr(framing, "produce_body_chunks", lambda *a: None)
     assert encode_request(PRODUCE, 9, 3, "c", body) == frame
