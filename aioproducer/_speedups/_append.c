@@ -211,13 +211,13 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
                       (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + 1;
     Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
-    if (count && BATCH_OVERHEAD + old + total > batch_size) {
+    if (count && old + total > batch_size) {
         if (has_value) PyBuffer_Release(&vview);
         return PyLong_FromLong(0);
     }
     Py_ssize_t after = before + bound;
     int switch_due = after >= limit &&
-                     (after >= 2 * limit || BATCH_OVERHEAD + old + total + bound > limit);
+                     (after >= 2 * limit || old + total + bound > limit);
     /* Every new object first: past the buffer's resize nothing can fail. */
     PyObject *sizes_obj = PyLong_FromSsize_t(has_value ? vlen + 1 : 0); /* pack_sizes(-1, len) */
     PyObject *count_obj = PyLong_FromSsize_t(count + 1);

@@ -172,7 +172,7 @@ static PyObject *k_encode_record(PyObject *self, PyObject *const *args, Py_ssize
                       (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + hlen;
     Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
-    if (count && BATCH_OVERHEAD + old + total > batch_size) {
+    if (count && old + total > batch_size) {
         result = PyLong_FromLong(-1);
         goto done;
     }

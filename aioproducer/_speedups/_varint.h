@@ -5,7 +5,8 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define BATCH_OVERHEAD 61
+/* A builder's buffer starts with the 61 bytes of the batch header (written in
+ * place by RecordBatchBuilder.build), so its length is the batch's size. */
 
 static inline Py_ssize_t uvarint_size(uint64_t v) {
     Py_ssize_t n = 1;

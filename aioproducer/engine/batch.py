@@ -186,7 +186,7 @@ class ProducerBatch:
         # Largest record appended, as the upper bound enqueue reserved for it
         # (Java's maxRecordSize, reported as record-size-max).
         self.max_record_size = 0
-        self.payload: bytes | None = None  # the built batch, kept across retries
+        self.payload: bytes | bytearray | None = None  # the built batch, kept across retries
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
@@ -389,7 +389,7 @@ class ProducerBatch:
                 base_sequence=base_sequence,
             )
 
-    def build(self) -> bytes:
+    def build(self) -> bytes | bytearray:
         """The batch's bytes with its producer state: built (and compressed) once, kept across retries.
 
         May run in a worker thread: the batch is in flight meanwhile, and

@@ -69,7 +69,7 @@ _XERIAL_BLOCK_SIZE = 32 * 1024  # snappy-java's default block size
 _BE_INT32 = struct.Struct(">i")
 
 
-def _snappy_compress(data: bytes | bytearray) -> bytes:
+def _snappy_compress(data: bytes | bytearray | memoryview) -> bytes:
     parts = [_XERIAL_HEADER]
     view = memoryview(data)
     for start in range(0, len(data), _XERIAL_BLOCK_SIZE):
@@ -130,7 +130,7 @@ def _zstd_decompress(data: bytes | bytearray | memoryview) -> bytes:
     return dctx.decompressobj().decompress(data)
 
 
-def compress(codec: Codec, data: bytes | bytearray, level: int | None = None) -> bytes:
+def compress(codec: Codec, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
     """Compress a batch's records section with ``codec``.
 
     ``level`` is codec specific (KIP-390); ``None`` picks the codec default.

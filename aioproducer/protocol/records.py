@@ -158,9 +158,10 @@ def estimate_record_size(
 class RecordBatchBuilder:
     """Accumulates records into one v2 batch.
 
-    Records are encoded as they are appended into a single ``bytearray``; the
-    batch header is only written by :meth:`build`, when the producer state is
-    known. After ``build`` starts, the builder is sealed: ``build`` may then
+    Records are encoded as they are appended into a single ``bytearray`` that
+    starts with room for the batch header; :meth:`build` writes the header
+    there, when the producer state is known, so an uncompressed batch is never
+    copied to be sent. After ``build`` starts, the builder is sealed: ``build`` may then
     run in a worker thread (compression releases the GIL) and be repeated with
     different producer state for retries.
     """
@@ -193,14 +194,15 @@ class RecordBatchBuilder:
         self.record_count = 0
         self.base_timestamp = -1
         self.max_timestamp = -1
-        self._buf = bytearray()
+        # The header's 61 bytes first: build() fills them in place.
+        self._buf = bytearray(RECORD_BATCH_OVERHEAD)
         self._sealed = False
         self._payload: bytes | bytearray | None = None
 
     @property
     def size_in_bytes(self) -> int:
         """Uncompressed encoded size so far, the 61-byte header included."""
-        return RECORD_BATCH_OVERHEAD + len(self._buf)
+        return len(self._buf)
 
     @property
     def is_sealed(self) -> bool:
@@ -251,7 +253,7 @@ class RecordBatchBuilder:
         size = len(body)
         lpre = _UVARINT[size << 1] if size < 8192 else _uvarint(size << 1)
         buf = self._buf
-        if count and RECORD_BATCH_OVERHEAD + len(buf) + len(lpre) + size > self.batch_size:
+        if count and len(buf) + len(lpre) + size > self.batch_size:
             return None
         buf += lpre
         buf += body
@@ -323,7 +325,7 @@ class RecordBatchBuilder:
         fixed = _ZERO + ts  # attributes byte and timestamp delta
         base_size = 1 + len(ts) + len(hdr)
         table = _UVARINT
-        room = self.batch_size - RECORD_BATCH_OVERHEAD - len(self._buf)
+        room = self.batch_size - len(self._buf)
         parts: list[bytes | bytearray | memoryview] = []
         extend = parts.extend
         first = count
@@ -424,28 +426,38 @@ class RecordBatchBuilder:
             else:
                 size += size_of_varint(length) + length
         size += size_of_varint(size)
-        return RECORD_BATCH_OVERHEAD + len(self._buf) + size <= self.batch_size
+        return len(self._buf) + size <= self.batch_size
 
     def build(
         self, *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1
-    ) -> bytes:
+    ) -> bytes | bytearray:
         """Return the whole batch with the given producer state (KIP-98).
 
-        The (compressed) records section is computed once and reused, so
-        calling ``build`` again for a retry is cheap.
+        An uncompressed batch is the builder's own buffer, its header written
+        in place: calling ``build`` again (a retry with another producer
+        state) rewrites that header. A compressed batch's records section is
+        computed once and reused, so calling ``build`` again is cheap.
         """
         count = self.record_count
         if not count:
             raise ValueError("cannot build an empty record batch")
         self._sealed = True
+        attributes = self.codec | (_TRANSACTIONAL_BIT if self.is_transactional else 0)
+        buf = self._buf
+        if self.codec == Codec.NONE:
+            _TAIL.pack_into(
+                buf, _ATTRIBUTES_OFFSET, attributes, count - 1, self.base_timestamp,
+                self.max_timestamp, producer_id, producer_epoch, base_sequence, count,
+            )
+            _HEAD.pack_into(buf, 0, 0, len(buf) - 12, _NO_PARTITION_LEADER_EPOCH, MAGIC)
+            _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+            return buf
         payload = self._payload
         if payload is None:
-            if self.codec == Codec.NONE:
-                payload = self._buf
-            else:
-                payload = compress(self.codec, self._buf, self.compression_level)
+            payload = compress(
+                self.codec, memoryview(buf)[RECORD_BATCH_OVERHEAD:], self.compression_level
+            )
             self._payload = payload
-        attributes = self.codec | (_TRANSACTIONAL_BIT if self.is_transactional else 0)
         tail = _TAIL.pack(
             attributes,
             count - 1,

@@ -187,6 +187,30 @@ def test_build_is_repeatable_and_seals() -> None:
         RecordBatchBuilder().build()
 
 
+@pytest.mark.parametrize("codec", list(Codec))
+def test_a_rebuild_with_new_producer_state_is_a_valid_batch(codec: Codec) -> None:
+    builder = RecordBatchBuilder(codec=codec, batch_size=1 << 20)
+    values = [bytes([i]) * (50 + i) for i in range(40)]
+    for i, value in enumerate(values):
+        builder.append(1_000 + i, None if i % 3 else b"key", value, [("h", b"v")] if i % 5 == 0 else None)
+    for pid, epoch, seq in ((7, 1, 3), (8, 2, 2**31 - 1), (-1, -1, -1)):
+        raw = bytes(builder.build(producer_id=pid, producer_epoch=epoch, base_sequence=seq))
+        (batch,) = parse_record_batches(raw)  # checks the CRC and the batch length
+        assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (pid, epoch, seq)
+        assert [r.value for r in batch.records] == values
+        if codec == Codec.NONE:
+            assert len(raw) == builder.size_in_bytes
+
+
+def test_an_uncompressed_batch_is_sent_from_the_builders_buffer() -> None:
+    """No copy: the batch is the buffer the records were encoded into."""
+    builder = RecordBatchBuilder()
+    builder.append(10, b"k", b"v" * 100)
+    first = builder.build(producer_id=7, producer_epoch=1, base_sequence=3)
+    assert first is builder.build(producer_id=7, producer_epoch=1, base_sequence=3)
+    assert len(first) == builder.size_in_bytes
+
+
 def test_transactional_attribute_and_producer_state() -> None:
     builder = RecordBatchBuilder(is_transactional=True, codec=Codec.GZIP)
     builder.append(1, None, b"v")
