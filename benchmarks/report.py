@@ -213,7 +213,8 @@ def markdown(
         "page and the chart from `docs/benchmarks.json`."),
         "",
         (f"- Host: {meta.get('cpus', '?')} CPUs ({meta.get('cpu', '?')}), Python "
-        f"{meta.get('python', '?')}; broker: {meta.get('broker', '?')} on the same host. "
+        f"{meta.get('python', '?')}; broker: {meta.get('broker', '?')} on the same host"
+        f"{', warmed up by untimed runs first' if meta.get('warmed_up') else ''}. "
         f"Load average {meta.get('load_before', 0):.1f} before and "
         f"{meta.get('load_after', 0):.1f} after the run, which took "
         f"{meta.get('elapsed_s', 0) / 60:.1f} min."),

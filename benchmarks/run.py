@@ -242,6 +242,21 @@ def _java_versions() -> dict[str, str]:
             "java": first[0] if first else "?"}
 
 
+# Untimed runs before the first measured one: a broker fresh from start-up runs
+# its produce path in the JVM's interpreter, and its first runs took up to twice
+# the CPU per record of later ones, penalising whichever client came first.
+WARM_UP = (matrix.Case("d", "confluent", matrix.Variant(1024, False, "-"), 300_000),
+           matrix.Case("d", "confluent", matrix.Variant(100, False, "-"), 300_000))
+
+
+def warm_up(args: argparse.Namespace, bootstrap: str) -> None:
+    """Run :data:`WARM_UP` (librdkafka, so no client under test warms itself); results dropped."""
+    for case in WARM_UP:
+        row = measure(args, bootstrap, case)
+        print(f"[{time.strftime('%H:%M:%S')}] broker warm-up ({case.variant.label}): "
+              + _progress(row), flush=True)
+
+
 def run_all(
     args: argparse.Namespace, bootstrap: str, cases: list[matrix.Case], rows: list[dict[str, Any]]
 ) -> None:
@@ -274,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         with broker_for(args.broker, args.bootstrap,
                         announce=lambda msg: print(msg, flush=True)) as (bootstrap, broker):
             meta["broker"] = broker
+            if not args.bootstrap and args.broker == "kafka":
+                warm_up(args, bootstrap)
+                meta["warmed_up"] = True
             run_all(args, bootstrap, cases, rows)
     except KeyboardInterrupt:
         print("interrupted: reporting the runs done so far", flush=True)
