@@ -130,10 +130,11 @@ def leader_hints(
     leaders: dict[tuple[str, int], tuple[int, int]] = {}
     for topic in response.responses:
         for part in topic.partition_responses:
+            if part.error_code not in _LEADER_MOVED_CODES:
+                continue  # a hint comes only with these refusals: most answers stop here
             hint = part.get("current_leader")
             if (
                 hint is not None
-                and part.error_code in _LEADER_MOVED_CODES
                 and hint.leader_id >= 0
                 and hint.leader_epoch >= 0
             ):

@@ -411,6 +411,10 @@ class Sender(ProducerIdMixin):
             self._last_error[tp] = error
         if batch.decided:  # failed while in flight (expired, aborted): nothing left to do
             return
+        if error is None:  # what classify() decides for a success, without its arguments
+            batch.complete(base_offset, log_append_time)
+            self._finish(batch, None)
+            return
         seq = self._seq
         outcome = classify(
             error,

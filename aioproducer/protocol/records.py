@@ -187,7 +187,8 @@ class RecordBatchBuilder:
         is_transactional: bool = False,
         compression_level: int | None = None,
     ) -> None:
-        self.codec = Codec(codec)
+        # An enum call costs a microsecond, once per batch: only a plain int pays it.
+        self.codec = codec if type(codec) is Codec else Codec(codec)
         self.batch_size = batch_size
         self.is_transactional = is_transactional
         self.compression_level = compression_level
