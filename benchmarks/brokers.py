@@ -33,9 +33,18 @@ TMPFS = "/dev/shm"
 KAFKA_PROPERTIES = {"log.segment.delete.delay.ms": "0"}
 
 
+# A run writes up to a gigabyte (a million 1 KiB records) and its topic goes
+# once counted; a container's small /dev/shm (64 MiB in Docker) cannot hold that.
+TMPFS_NEEDED = 4 * 1024**3
+
+
 def log_place() -> tuple[str | None, str]:
     """A tmpfs directory for the broker's log (None: a temporary one on disk) and its description."""
-    if os.path.isdir(TMPFS) and os.access(TMPFS, os.W_OK):
+    try:
+        usable = os.access(TMPFS, os.W_OK) and shutil.disk_usage(TMPFS).free >= TMPFS_NEEDED
+    except OSError:
+        usable = False
+    if usable:
         return tempfile.mkdtemp(prefix="aioproducer-bench-kafka-", dir=TMPFS), "log on tmpfs"
     return None, "log on local disk"
 
@@ -70,14 +79,16 @@ def broker_for(
     from aioproducer.testing.kafka_broker import KAFKA_VERSION, KafkaBroker
 
     workdir, place = log_place()
-    broker = KafkaBroker(heap=KAFKA_HEAP, workdir=workdir, properties=KAFKA_PROPERTIES)
+    broker = None
     try:
+        broker = KafkaBroker(heap=KAFKA_HEAP, workdir=workdir, properties=KAFKA_PROPERTIES)
         broker.start()
         announce(f"started Apache Kafka {KAFKA_VERSION} at {broker.bootstrap_servers} ({place})")
         yield (broker.bootstrap_servers,
                f"local Apache Kafka {KAFKA_VERSION} (one KRaft broker, {place})")
     finally:
-        broker.stop()
-        broker.cleanup()
+        if broker is not None:
+            broker.stop()
+            broker.cleanup()
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)

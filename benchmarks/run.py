@@ -249,12 +249,18 @@ WARM_UP = (matrix.Case("d", "confluent", matrix.Variant(1024, False, "-"), 300_0
            matrix.Case("d", "confluent", matrix.Variant(100, False, "-"), 300_000))
 
 
-def warm_up(args: argparse.Namespace, bootstrap: str) -> None:
-    """Run :data:`WARM_UP` (librdkafka, so no client under test warms itself); results dropped."""
+def warm_up(args: argparse.Namespace, bootstrap: str) -> bool:
+    """Run :data:`WARM_UP` (librdkafka, so no client under test warms itself); results dropped.
+
+    True when every warm-up run went through.
+    """
+    ok = True
     for case in WARM_UP:
         row = measure(args, bootstrap, case)
         print(f"[{time.strftime('%H:%M:%S')}] broker warm-up ({case.variant.label}): "
               + _progress(row), flush=True)
+        ok = ok and row["status"] == "ok"
+    return ok
 
 
 def run_all(
@@ -290,8 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                         announce=lambda msg: print(msg, flush=True)) as (bootstrap, broker):
             meta["broker"] = broker
             if not args.bootstrap and args.broker == "kafka":
-                warm_up(args, bootstrap)
-                meta["warmed_up"] = True
+                meta["warmed_up"] = warm_up(args, bootstrap)
             run_all(args, bootstrap, cases, rows)
     except KeyboardInterrupt:
         print("interrupted: reporting the runs done so far", flush=True)

@@ -130,7 +130,8 @@ static PyObject *k_headers_bytes(PyObject *self, PyObject *headers) {
  *
  * Appends one record (offset delta ``count``) to ``buf`` and returns its encoded
  * size, or returns -1 and leaves ``buf`` unchanged when ``count`` > 0 and the
- * record would take the batch (61-byte header + buf) past ``batch_size``. */
+ * record would take the batch (buf, which starts with the 61-byte header's room)
+ * past ``batch_size``. */
 static PyObject *k_encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "encode_record takes 7 arguments");

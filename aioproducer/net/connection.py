@@ -29,6 +29,7 @@ import logging
 import math
 import socket
 import ssl
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -53,6 +54,20 @@ log = logging.getLogger("aioproducer.net.connection")
 _READ_CHUNK = 256 * 1024
 # Pending writes above this make writers wait for the socket to drain.
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
+# The selector transport's writelines() of CPython 3.12.0-3.12.8 and 3.13.0-3.13.1
+# never paused its protocol (gh-127655), so drain() would not wait: there a
+# frame is joined and written instead.
+_WRITELINES_PAUSES = not (
+    (3, 12) <= sys.version_info[:3] < (3, 12, 9) or (3, 13) <= sys.version_info[:3] < (3, 13, 2)
+)
+
+
+def write_frame(writer: asyncio.StreamWriter, chunks: list[Any]) -> None:
+    """Write a frame's buffers in order, seen by the transport's flow control."""
+    if _WRITELINES_PAUSES:
+        writer.writelines(chunks)
+    else:
+        writer.write(b"".join(chunks))
 
 
 class TrafficRecorder(Protocol):
@@ -243,7 +258,7 @@ class BrokerConnection:
             self._held.extend(frame)
             self._held_ids.add(cid)
         else:
-            self._writer.writelines(frame)
+            write_frame(self._writer, frame)
         if not urgent:
             self.last_used = time.monotonic()
         if self._traffic is not None:
@@ -305,7 +320,7 @@ class BrokerConnection:
         held, self._held, self._quiet = self._held, None, None
         self._held_ids.clear()
         if held and self._closed_error is None:
-            self._writer.writelines(held)
+            write_frame(self._writer, held)
             self.last_used = time.monotonic()
 
     def _check_quiet(self) -> None:

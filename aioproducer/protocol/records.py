@@ -161,7 +161,9 @@ class RecordBatchBuilder:
     Records are encoded as they are appended into a single ``bytearray`` that
     starts with room for the batch header; :meth:`build` writes the header
     there, when the producer state is known, so an uncompressed batch is never
-    copied to be sent. After ``build`` starts, the builder is sealed: ``build`` may then
+    copied to be sent: what ``build`` returns for it is that buffer, and a
+    later ``build`` (another producer state) rewrites its header. Copy it to
+    keep one build's bytes. After ``build`` starts, the builder is sealed: ``build`` may then
     run in a worker thread (compression releases the GIL) and be repeated with
     different producer state for retries.
     """
