@@ -47,14 +47,11 @@ _PARTITION_HEAD = struct.Struct(">ihqq")
 def encode_produce_body(body: Any, out: bytearray, version: int) -> bool:
     """Append the request body of Produce ``version`` to ``out``; False (and
     ``out`` unchanged) when a value is out of range: the schema then reports it."""
-    if not _FIRST_VERSION <= version <= _LAST_VERSION:
+    chunks = produce_body_chunks(body, out, version)
+    if chunks is None:
         return False
-    start = len(out)
-    try:
-        _encode(body, out, version, None)
-    except (struct.error, TypeError, AttributeError, KeyError, UnicodeError):
-        del out[start:]
-        return False
+    for chunk in chunks[1:]:  # chunks[0] is out itself
+        out += chunk
     return True
 
 
@@ -80,9 +77,9 @@ def produce_body_chunks(body: Any, out: bytearray, version: int) -> list[Any] | 
     return chunks
 
 
-def _encode(body: Any, out: bytearray, version: int, chunks: list[Any] | None) -> None:
-    """Write the body to ``out``; with ``chunks``, each batch's records go to
-    ``chunks`` by reference and a fresh buffer takes the fields after them."""
+def _encode(body: Any, out: bytearray, version: int, chunks: list[Any]) -> None:
+    """Write the body to ``out``; each batch's records go to ``chunks`` by
+    reference, and a fresh buffer takes the fields after them."""
     flexible = version >= _FLEXIBLE_FROM
     tid = body.get("transactional_id")
     if tid is None:
@@ -107,13 +104,10 @@ def _encode(body: Any, out: bytearray, version: int, chunks: list[Any] | None) -
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
                 out += _uvarint(len(records) + 1) if flexible else _I32.pack(len(records))
-                if chunks is None:
-                    out += records
-                else:
-                    memoryview(records)  # a buffer, or TypeError (the schema reports it)
-                    chunks.append(records)
-                    out = bytearray()
-                    chunks.append(out)
+                memoryview(records)  # a buffer, or TypeError (the schema reports it)
+                chunks.append(records)
+                out = bytearray()
+                chunks.append(out)
             if flexible:
                 out.append(0)  # no tagged fields
         if flexible:
