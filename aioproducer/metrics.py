@@ -95,6 +95,9 @@ class CumulativeSum(Stat):
     def record(self, value: float, now: float, count: int = 1) -> None:
         self.total += value
 
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        self.total += total
+
     def measure(self, now: float) -> float:
         return self.total
 
@@ -103,6 +106,9 @@ class CumulativeCount(CumulativeSum):
     """How many events were recorded (Java ``CumulativeCount``)."""
 
     def record(self, value: float, now: float, count: int = 1) -> None:
+        self.total += count
+
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
         self.total += count
 
 
@@ -122,15 +128,26 @@ class SampledStat(Stat):
 
     def __init__(self, config: MetricConfig) -> None:
         self.config = config
+        self._window = config.window
         self._samples: list[_Sample] = []
         self._current = 0
+        self._head: _Sample | None = None  # samples[_current], None before the first record
 
     def record(self, value: float, now: float, count: int = 1) -> None:
+        sample = self._head
+        if sample is None or now - sample.start >= self._window:
+            sample = self._advance(now)
+        self.update(sample, value)
+        sample.count += count
+
+    def _advance(self, now: float) -> _Sample:
+        """The sample a record at ``now`` goes into when the current one is
+        ``window`` old (or there is none yet): the next one, reset."""
         samples = self._samples
         if not samples:
-            samples.append(_Sample(now, self.initial))
-        sample = samples[self._current]
-        if now - sample.start >= self.config.window:
+            sample = _Sample(now, self.initial)
+            samples.append(sample)
+        else:
             self._current = (self._current + 1) % self.config.samples
             if self._current >= len(samples):
                 sample = _Sample(now, self.initial)
@@ -138,8 +155,8 @@ class SampledStat(Stat):
             else:
                 sample = samples[self._current]
                 self._reset(sample, now)
-        self.update(sample, value)
-        sample.count += count
+        self._head = sample
+        return sample
 
     def update(self, sample: _Sample, value: float) -> None:
         raise NotImplementedError
@@ -170,6 +187,22 @@ class SampledStat(Stat):
 class WindowedSum(SampledStat):
     """Sum of the values recorded in the retained windows."""
 
+    # record and record_summary spell out SampledStat.record with update()
+    # inlined: the producer records a few dozen of these per request.
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        sample = self._head
+        if sample is None or now - sample.start >= self._window:
+            sample = self._advance(now)
+        sample.value += value
+        sample.count += count
+
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        sample = self._head
+        if sample is None or now - sample.start >= self._window:
+            sample = self._advance(now)
+        sample.value += total
+        sample.count += count
+
     def update(self, sample: _Sample, value: float) -> None:
         sample.value += value
 
@@ -179,6 +212,15 @@ class WindowedSum(SampledStat):
 
 class WindowedCount(WindowedSum):
     """Number of events recorded in the retained windows."""
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        sample = self._head
+        if sample is None or now - sample.start >= self._window:
+            sample = self._advance(now)
+        sample.count += count
+
+    def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
+        self.record(total, now, count)
 
     def update(self, sample: _Sample, value: float) -> None:
         pass
@@ -203,6 +245,14 @@ class Max(SampledStat):
     """Largest value in the retained windows; NaN without events."""
 
     initial = -math.inf
+
+    def record(self, value: float, now: float, count: int = 1) -> None:
+        sample = self._head
+        if sample is None or now - sample.start >= self._window:
+            sample = self._advance(now)
+        if value > sample.value:
+            sample.value = value
+        sample.count += count
 
     def record_summary(self, total: float, largest: float, count: int, now: float) -> None:
         self.record(largest, now, count)
@@ -272,13 +322,15 @@ class Sensor:
     def __init__(self, name: str, parents: Iterable[Sensor] = ()) -> None:
         self.name = name
         self.parents = tuple(parents)
+        # What records go to: a Rate's windowed stat instead of the Rate,
+        # whose record methods only pass the call on.
         self._stats: list[Stat] = []
 
     def __repr__(self) -> str:
         return f"<Sensor {self.name} stats={len(self._stats)}>"
 
     def add(self, stat: Stat) -> Stat:
-        self._stats.append(stat)
+        self._stats.append(stat.stat if type(stat) is Rate else stat)
         return stat
 
     def record(self, value: float, now: float, count: int = 1) -> None:

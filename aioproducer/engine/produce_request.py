@@ -28,6 +28,7 @@ __all__ = [
     "OFFLOAD_COMPRESSION_BYTES",
     "BatchOutcome",
     "build_payloads",
+    "build_small_payloads",
     "leader_hints",
     "partition_outcomes",
     "produce_body",
@@ -38,9 +39,11 @@ __all__ = [
 OFFLOAD_COMPRESSION_BYTES = 64 * 1024
 
 
-async def build_payloads(batches: list[ProducerBatch]) -> None:
-    """Build the bytes of every batch that has none yet, with its producer state."""
-    loop = asyncio.get_running_loop()
+def build_small_payloads(batches: list[ProducerBatch]) -> list[ProducerBatch] | None:
+    """Build, here, every batch that has no bytes yet, but those to compress
+    off the loop: returned (None when there are none) for :func:`build_payloads`.
+    The sender calls this first, so a request with no such batch costs no coroutine."""
+    offload = None
     for batch in batches:
         if batch.payload is not None:
             continue
@@ -48,9 +51,22 @@ async def build_payloads(batches: list[ProducerBatch]) -> None:
             batch.builder.codec != Codec.NONE
             and batch.builder.size_in_bytes >= OFFLOAD_COMPRESSION_BYTES
         ):
-            await loop.run_in_executor(None, batch.build)
+            if offload is None:
+                offload = []
+            offload.append(batch)
         else:
             batch.build()
+    return offload
+
+
+async def build_payloads(batches: list[ProducerBatch]) -> None:
+    """Build the bytes of every batch that has none yet, with its producer state;
+    large compressed batches in a worker thread (the codecs release the GIL)."""
+    offload = build_small_payloads(batches)
+    if offload:
+        loop = asyncio.get_running_loop()
+        for batch in offload:
+            await loop.run_in_executor(None, batch.build)
 
 
 def produce_body(
@@ -86,10 +102,12 @@ class BatchOutcome(NamedTuple):
 
 def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[BatchOutcome]:
     """One outcome per batch, in request order, from a decoded Produce response."""
+    # Fields are read as items: a Message's attribute access is a Python call.
     results: dict[tuple[str, int], Any] = {}
-    for topic in response.responses:
-        for part in topic.partition_responses:
-            results[(topic.name, part.index)] = part
+    for topic in response["responses"]:
+        name = topic["name"]
+        for part in topic["partition_responses"]:
+            results[(name, part["index"])] = part
     for batch in batches:
         part = results.get((batch.topic, batch.partition))
         if part is None:
@@ -98,8 +116,9 @@ def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[
             )
             yield BatchOutcome(batch, missing, None, -1, -1)
             continue
-        if not part.error_code:
-            yield BatchOutcome(batch, None, None, part.base_offset, part.log_append_time_ms)
+        code = part["error_code"]
+        if not code:
+            yield BatchOutcome(batch, None, None, part["base_offset"], part["log_append_time_ms"])
             continue
         detail = part.get("error_message") or ""
         record_errors = part.get("record_errors") or []
@@ -107,11 +126,11 @@ def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[
             detail += " " + "; ".join(
                 f"record {e.batch_index}: {e.batch_index_error_message}" for e in record_errors
             )
-        error = errors.error_for_code(part.error_code)(
+        error = errors.error_for_code(code)(
             f"{batch.topic}-{batch.partition}: {detail.strip()}".rstrip(": ")
         )
         yield BatchOutcome(
-            batch, error, written_after(part.error_code), part.base_offset, part.log_append_time_ms
+            batch, error, written_after(code), part["base_offset"], part["log_append_time_ms"]
         )
 
 
@@ -128,9 +147,9 @@ def leader_hints(
     """The ``(leader, leader_epoch)`` a Produce v10+ response names per refused
     partition, and the addresses of those leaders; empty for older versions."""
     leaders: dict[tuple[str, int], tuple[int, int]] = {}
-    for topic in response.responses:
-        for part in topic.partition_responses:
-            if part.error_code not in _LEADER_MOVED_CODES:
+    for topic in response["responses"]:
+        for part in topic["partition_responses"]:
+            if part["error_code"] not in _LEADER_MOVED_CODES:
                 continue  # a hint comes only with these refusals: most answers stop here
             hint = part.get("current_leader")
             if (

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from collections.abc import Iterable
@@ -36,7 +37,13 @@ from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool
 from .idempotence import SequenceState
-from .produce_request import build_payloads, leader_hints, partition_outcomes, produce_body
+from .produce_request import (
+    build_payloads,
+    build_small_payloads,
+    leader_hints,
+    partition_outcomes,
+    produce_body,
+)
 from .producer_id import ProducerIdMixin
 from .retry import Action, RetryConfig, Written, classify
 from .transaction_version import choose_version
@@ -80,6 +87,10 @@ class Sender(ProducerIdMixin):
         # partition while its batch is out (Java's guaranteeMessageOrder).
         self._muted: set[TopicPartition] = set()
         self._in_flight: set[ProducerBatch] = set()
+        # No batch in flight has a delivery deadline before this. A lower
+        # bound, not kept exact: a batch leaving the set does not raise it,
+        # so a pass looks through the set only once the bound is reached.
+        self._in_flight_earliest = math.inf
         self._requests: set[asyncio.Task[None]] = set()
         # Set by wakeup(); _sleep returns at once while it is set. The loop
         # waits on a bare future with a timer, not on Event.wait() under
@@ -240,14 +251,22 @@ class Sender(ProducerIdMixin):
                 # A drain takes one batch per partition: look again at once for
                 # the next ones rather than wait for an enqueue or an answer.
                 delay = 0.0
-        deadlines = [self._acc.next_expiry()]
-        deadlines.extend(b.deadline for b in self._in_flight)
-        return max(0.0, min(delay, min(deadlines) - now, 1.0))
+        deadline = min(self._acc.next_expiry(), self._in_flight_earliest)
+        return max(0.0, min(delay, deadline - now, 1.0))
 
     def _expire(self, now: float) -> None:
         """Fail batches past delivery_timeout_ms, queued or in flight (KIP-91)."""
         expired = self._acc.expired(now)
-        expired.extend(b for b in self._in_flight if b.deadline <= now)
+        if now >= self._in_flight_earliest:
+            # Those past their deadline go (_finish takes them out of the
+            # set); the bound becomes the earliest deadline of the rest.
+            earliest = math.inf
+            for batch in self._in_flight:
+                if batch.deadline <= now:
+                    expired.append(batch)
+                elif batch.deadline < earliest:
+                    earliest = batch.deadline
+            self._in_flight_earliest = earliest
         if self._acc.incomplete and now >= self._next_stranded_check:
             # Belt and braces: a batch neither queued nor in flight (only a bug
             # could strand one) still fails at its deadline instead of hanging flush().
@@ -278,6 +297,8 @@ class Sender(ProducerIdMixin):
         for batch in batches:
             batch.start_attempt()
             self._in_flight.add(batch)
+            if batch.deadline < self._in_flight_earliest:
+                self._in_flight_earliest = batch.deadline
             tp = (batch.topic, batch.partition)
             self._in_flight_by_tp[tp] = self._in_flight_by_tp.get(tp, 0) + 1
             if self._seq is not None:
@@ -335,7 +356,8 @@ class Sender(ProducerIdMixin):
 
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""
-        await build_payloads(batches)
+        if build_small_payloads(batches):  # large compressed batches are left: off the loop
+            await build_payloads(batches)
         if self._metrics is not None:
             self._metrics.batches_sent(batches, time.monotonic())
         body = produce_body(

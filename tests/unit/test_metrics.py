@@ -6,6 +6,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aioproducer.logs import RateLimiter
 from aioproducer.metrics import (
@@ -17,6 +19,7 @@ from aioproducer.metrics import (
     MetricName,
     Metrics,
     Rate,
+    SampledStat,
     Sensor,
     WindowedCount,
     WindowedSum,
@@ -197,3 +200,49 @@ def test_a_requests_summary_leaves_what_its_batches_one_by_one_leave() -> None:
     assert len(compared) > 10
     for name in compared:
         assert a[name] == pytest.approx(b[name], nan_ok=True), name
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from([Avg, Max, WindowedSum, WindowedCount]),
+    events=st.lists(
+        st.tuples(
+            st.floats(-1e6, 1e6, allow_nan=False),  # value
+            st.floats(0.0, 25.0, allow_nan=False),  # seconds since the previous event
+            st.integers(0, 5),  # count
+            st.booleans(),  # a summary instead of a record
+        ),
+        max_size=40,
+    ),
+)
+def test_inlined_records_equal_the_generic_sampled_stat(kind: Any, events: list[Any]) -> None:
+    """The windowed stats record with update() inlined; SampledStat.record,
+    which calls update(), is the reference they must match sample for sample."""
+    config = MetricConfig(samples=3, window=10.0)
+    fast, reference = kind(config), kind(config)
+    now = 100.0
+    for value, step, count, summary in events:
+        now += step
+        if summary:
+            fast.record_summary(value, value / 2, count, now)
+            largest = value / 2 if kind is Max else value
+            SampledStat.record(reference, largest, now, count)
+        else:
+            fast.record(value, now, count)
+            SampledStat.record(reference, value, now, count)
+        assert [(s.start, s.count, s.value) for s in fast._samples] == [
+            (s.start, s.count, s.value) for s in reference._samples
+        ]
+    for later in (0.0, 5.0, 15.0, 40.0):
+        a, b = fast.measure(now + later), reference.measure(now + later)
+        assert a == b or (math.isnan(a) and math.isnan(b))
+
+
+def test_a_sensor_records_a_rate_into_its_windowed_stat() -> None:
+    sensor = Sensor("s")
+    rate = sensor.add(Rate(CFG, WindowedCount(CFG)))
+    total = sensor.add(CumulativeCount())
+    sensor.record(5.0, 1.0)
+    sensor.record_summary(9.0, 5.0, 3, 2.0)
+    assert total.measure(2.0) == 4
+    assert rate.measure(2.0) == pytest.approx(4 / 31)  # 1 s elapsed, plus one full window

@@ -6,7 +6,13 @@ import asyncio
 
 from aioproducer import errors
 from aioproducer.engine.batch import ProducerBatch
-from aioproducer.engine.produce_request import build_payloads, partition_outcomes, produce_body
+from aioproducer.engine.produce_request import (
+    OFFLOAD_COMPRESSION_BYTES,
+    build_payloads,
+    build_small_payloads,
+    partition_outcomes,
+    produce_body,
+)
 from aioproducer.engine.retry import Written
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.framing import decode_response, encode_response
@@ -62,6 +68,21 @@ def test_payload_is_built_once_and_kept_for_retries() -> None:
     assert batch.payload is first
     (parsed,) = parse_record_batches(first)
     assert (parsed.producer_id, parsed.base_sequence) == (5, 10)
+
+
+def test_large_compressed_batches_are_left_to_build_off_the_loop() -> None:
+    small = _batch("a", 0, b"x")
+    large = ProducerBatch("a", 1, codec=Codec.GZIP, batch_size=4 * OFFLOAD_COMPRESSION_BYTES,
+                          now=0.0, delivery_timeout=120.0)
+    value = bytes(range(256)) * 64
+    while large.builder.size_in_bytes < OFFLOAD_COMPRESSION_BYTES:
+        assert large.try_append(1000, None, value, None, object(), len(value) + 1)
+    assert build_small_payloads([small, large]) == [large]
+    assert small.payload is not None and large.payload is None
+    assert build_small_payloads([small]) is None  # built already: nothing left
+    asyncio.run(build_payloads([small, large]))
+    (parsed,) = parse_record_batches(large.payload)
+    assert [r.value for r in parsed.records] == [value] * large.record_count
 
 
 def test_outcomes_in_request_order_with_errors_and_what_was_written() -> None:
