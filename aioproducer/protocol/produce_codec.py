@@ -42,6 +42,9 @@ _I64 = struct.Struct(">q")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 # index, error_code, base_offset, log_append_time_ms
 _PARTITION_HEAD = struct.Struct(">ihqq")
+# A flexible partition answer's tail in the usual case: record_errors empty,
+# error_message null, no tagged fields.
+_NO_RECORD_ERRORS = b"\x01\x00\x00"
 
 
 def encode_produce_body(body: Any, out: bytearray, version: int) -> bool:
@@ -194,6 +197,16 @@ def _decode(frame: bytes, pos: int, version: int) -> tuple[Message, int]:
             if version >= 5:
                 part["log_start_offset"] = _I64.unpack_from(frame, pos)[0]
                 pos += 8
+            if flexible and frame[pos : pos + 3] == _NO_RECORD_ERRORS:
+                # The usual answer, read at once: no record errors (compact
+                # length 1: empty), no error message (0: null), no tagged fields.
+                part["record_errors"] = []
+                part["error_message"] = None
+                if tagged:
+                    part["current_leader"] = None
+                parts.append(part)
+                pos += 3
+                continue
             if version >= 8:
                 n_errors, pos = _length(frame, pos, flexible)
                 if n_errors > len(frame) - pos:
