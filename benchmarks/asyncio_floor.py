@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import json
 import resource
 import statistics
 
@@ -73,17 +74,29 @@ async def _pattern(records: int, chunked: bool) -> float:
     return (_cpu() - start) / records
 
 
+def measure(records: int, runs: int) -> dict[str, list[float]]:
+    """CPU µs per record of each run, by pattern (``"a"``, ``"b"``)."""
+    out: dict[str, list[float]] = {}
+    for name, chunked in (("a", False), ("b", True)):
+        # Each run in a fresh event loop, as each client runs in its own process in run.py.
+        out[name] = [asyncio.run(_pattern(records, chunked)) * 1e6 for _ in range(runs)]
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print one JSON line (benchmarks.run reads it)")
     args = parser.parse_args(argv)
-    for name, chunked in (("a", False), ("b", True)):
-        # Each run in a fresh event loop, as each client runs in its own process in run.py.
-        costs = [asyncio.run(_pattern(args.records, chunked)) for _ in range(args.runs)]
+    costs = measure(args.records, args.runs)
+    if args.json:
+        print(json.dumps(costs))
+        return
+    for name, runs in costs.items():
         print(
-            f"pattern {name}: {statistics.median(costs) * 1e6:.2f} µs CPU/record "
-            f"(min {min(costs) * 1e6:.2f}, max {max(costs) * 1e6:.2f})"
+            f"pattern {name}: {statistics.median(runs):.2f} µs CPU/record "
+            f"(min {min(runs):.2f}, max {max(runs):.2f})"
         )
 
 

@@ -97,6 +97,33 @@ def summarize(rows: list[dict[str, Any]]) -> list[Summary]:
     return list(out.values())
 
 
+def floor_note(summaries: list[Summary], meta: dict[str, Any]) -> str | None:
+    """The asyncio floor measured in this run and aioproducer's distance above it
+    in pattern a (100 B, asyncio loop), as a line for the page; None without a floor."""
+    floors = meta.get("asyncio_floor") or []
+    if not floors:
+        return None
+
+    def spread(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f} µs ({min(values):.2f}-{max(values):.2f})"
+
+    parts = [f"pattern {p} {spread([f[p] for f in floors])}" for p in ("a", "b")
+             if all(p in f for f in floors)]
+    floor_a = statistics.median([f["a"] for f in floors if "a" in f] or [float("nan")])
+    above = [
+        f"idempotence {'on' if s.variant.idempotence else 'off'} "
+        f"{statistics.median(s.cpus):.2f} µs, {statistics.median(s.cpus) - floor_a:+.2f} µs"
+        for s in summaries
+        if s.pattern == "a" and s.client == "aioproducer" and s.cpus
+        and s.variant.size == 100 and s.variant.loop == "asyncio"
+    ]
+    note = (f"asyncio floor (`benchmarks.asyncio_floor`, one run at the start of each repeat, "
+            f"CPU per record, median and min-max of {len(floors)}): " + "; ".join(parts) + ".")
+    if above:
+        note += " aioproducer in pattern a (100 B): " + "; ".join(above) + " from the floor's median."
+    return note
+
+
 def baseline(summaries: list[Summary], s: Summary, client: str) -> tuple[Summary | None, bool]:
     """The ``client`` row to compare ``s`` with, and whether its setting matches exactly.
 
@@ -237,6 +264,7 @@ def markdown(
         "and d (for the clients whose speed depends on the loop), to fit a full run in about 15 "
         "minutes on two cores."),
         *(f"- {n}" for n in notes),
+        *([f"- {n}"] if (n := floor_note(summaries, meta)) else []),
         ("- Send->ack latency at a fixed rate: [latency.md](latency.md) "
         "(`python -m benchmarks.latency`)."),
         "",

@@ -263,12 +263,43 @@ def warm_up(args: argparse.Namespace, bootstrap: str) -> bool:
     return ok
 
 
+def measure_floor(records: int) -> dict[str, float] | None:
+    """One run of ``benchmarks.asyncio_floor`` (patterns a and b) in its own
+    process: CPU µs per record by pattern, or None if it failed."""
+    cmd = [sys.executable, "-m", "benchmarks.asyncio_floor", "--records", str(records),
+           "--runs", "1", "--json"]
+    try:
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=300, check=False)
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        return {name: float(runs[0]) for name, runs in result.items()}
+    except (subprocess.TimeoutExpired, IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
 def run_all(
-    args: argparse.Namespace, bootstrap: str, cases: list[matrix.Case], rows: list[dict[str, Any]]
+    args: argparse.Namespace,
+    bootstrap: str,
+    cases: list[matrix.Case],
+    rows: list[dict[str, Any]],
+    floors: list[dict[str, float]] | None = None,
 ) -> None:
-    """Every case ``args.repeat`` times, interleaved; appends each run's row to ``rows``."""
+    """Every case ``args.repeat`` times, interleaved; appends each run's row to ``rows``.
+
+    With ``floors``, when patterns a or b are planned, each repeat starts with
+    a run of the asyncio floor, appended there: the floor is then measured
+    under the same conditions as the clients it bounds.
+    """
     settled: set[matrix.Case] = set()  # failed or skipped once: not repeated
+    floor_records = max((c.records for c in cases if c.pattern in ("a", "b")), default=0)
     for rep in range(args.repeat):
+        if floors is not None and floor_records:
+            floor = measure_floor(floor_records)
+            print(f"[{time.strftime('%H:%M:%S')}] {rep + 1}/{args.repeat} asyncio floor: "
+                  + (", ".join(f"{k} {v:.2f} us/rec" for k, v in floor.items()) if floor
+                     else "failed"), flush=True)
+            if floor:
+                floors.append(floor)
         for case in cases:
             if case in settled:
                 continue
@@ -297,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
             meta["broker"] = broker
             if not args.bootstrap and args.broker == "kafka":
                 meta["warmed_up"] = warm_up(args, bootstrap)
-            run_all(args, bootstrap, cases, rows)
+            floors: list[dict[str, float]] = []
+            meta["asyncio_floor"] = floors
+            run_all(args, bootstrap, cases, rows, floors)
     except KeyboardInterrupt:
         print("interrupted: reporting the runs done so far", flush=True)
         meta["interrupted"] = True
