@@ -14,6 +14,7 @@ Invariants this module keeps:
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -372,7 +373,13 @@ class RecordAccumulator:
 
     def next_expiry(self) -> float:
         """The earliest delivery deadline of a queued batch (inf if none)."""
-        return min((dq[0].deadline for dq in self._nonempty.values()), default=float("inf"))
+        # A loop, not min() over a generator: the sender asks on every pass.
+        earliest = math.inf
+        for dq in self._nonempty.values():
+            deadline = dq[0].deadline
+            if deadline < earliest:
+                earliest = deadline
+        return earliest
 
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch that has been completed or failed, once its futures are resolved."""
