@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from aioproducer import Producer
-from aioproducer.engine import produce_request as produce_request
+from aioproducer.engine import produce_request
 from aioproducer.testing.local_broker import bootstrap_or_local
 
 LATE_MS = 10.0  # ticks at least this late are matched against GC pauses

@@ -109,12 +109,15 @@ def floor_note(summaries: list[Summary], meta: dict[str, Any]) -> str | None:
 
     parts = [f"pattern {p} {spread([f[p] for f in floors])}" for p in ("a", "b")
              if all(p in f for f in floors)]
-    floor_a = statistics.median([f["a"] for f in floors if "a" in f] or [float("nan")])
+    if not parts:
+        return None
+    a_runs = [f["a"] for f in floors if "a" in f]
+    floor_a = statistics.median(a_runs) if a_runs else None
     above = [
         f"idempotence {'on' if s.variant.idempotence else 'off'} "
         f"{statistics.median(s.cpus):.2f} µs, {statistics.median(s.cpus) - floor_a:+.2f} µs"
         for s in summaries
-        if s.pattern == "a" and s.client == "aioproducer" and s.cpus
+        if floor_a is not None and s.pattern == "a" and s.client == "aioproducer" and s.cpus
         and s.variant.size == 100 and s.variant.loop == "asyncio"
     ]
     note = (f"asyncio floor (`benchmarks.asyncio_floor`, one run at the start of each repeat, "

@@ -273,7 +273,7 @@ def measure_floor(records: int) -> dict[str, float] | None:
                               timeout=300, check=False)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         return {name: float(runs[0]) for name, runs in result.items()}
-    except (subprocess.TimeoutExpired, IndexError, ValueError, KeyError, TypeError):
+    except Exception:  # noqa: BLE001 - any failure of the floor leaves the clients' runs intact
         return None
 
 

@@ -257,16 +257,17 @@ class Sender(ProducerIdMixin):
     def _expire(self, now: float) -> None:
         """Fail batches past delivery_timeout_ms, queued or in flight (KIP-91)."""
         expired = self._acc.expired(now)
+        earliest = None
         if now >= self._in_flight_earliest:
             # Those past their deadline go (_finish takes them out of the
-            # set); the bound becomes the earliest deadline of the rest.
+            # set); the bound becomes the earliest deadline of the rest, once
+            # they are gone (should one fail to go, the next pass looks again).
             earliest = math.inf
             for batch in self._in_flight:
                 if batch.deadline <= now:
                     expired.append(batch)
                 elif batch.deadline < earliest:
                     earliest = batch.deadline
-            self._in_flight_earliest = earliest
         if self._acc.incomplete and now >= self._next_stranded_check:
             # Belt and braces: a batch neither queued nor in flight (only a bug
             # could strand one) still fails at its deadline instead of hanging flush().
@@ -290,6 +291,8 @@ class Sender(ProducerIdMixin):
             )
             exc.__cause__ = last if last is not None else self._pid_error
             self._finish(batch, exc)
+        if earliest is not None:
+            self._in_flight_earliest = earliest
 
     # -- one request -------------------------------------------------------
 
