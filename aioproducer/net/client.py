@@ -272,10 +272,15 @@ class KafkaClient(BrokerConnections):
         """Request a refresh and wait for it (or ``timeout`` seconds)."""
         event = self._updated
         self.request_update()
+        # Not wait_for: on Python 3.11 it returns normally when the event is
+        # set in the same loop pass as a cancellation of the caller, which is
+        # then lost (gh-86296), and start() would wait out max_block_ms.
+        # asyncio.wait never swallows a cancellation.
+        waiter = asyncio.get_running_loop().create_task(event.wait())
         try:
-            await asyncio.wait_for(event.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass
+            await asyncio.wait((waiter,), timeout=timeout)
+        finally:
+            waiter.cancel()
         if self._waiter_error is not None:
             raise self._waiter_error
 

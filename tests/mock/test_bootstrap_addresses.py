@@ -132,3 +132,24 @@ async def test_an_ipv6_bootstrap_address_delivers() -> None:
         async with Producer(servers, max_block_ms=5000) as producer:
             await within(producer.send("events", b"v"), 10, "send")
         assert len(cluster.records("events")) == 1
+
+
+async def test_a_cancellation_as_metadata_arrives_is_not_lost() -> None:
+    """The caller is cancelled in the very loop pass the awaited refresh ends:
+    the wait still raises CancelledError (Python 3.11's wait_for returned normally
+    then, gh-86296, and start() went on waiting out max_block_ms)."""
+    from aioproducer.net.client import KafkaClient
+
+    client = KafkaClient(f"127.0.0.1:{closed_port()}", client_id="lost", request_timeout_ms=1000,
+                         metadata_max_age_ms=60000, reconnect_backoff_max_ms=100)
+    try:
+        waiting = asyncio.ensure_future(client.wait_for_update(30))
+        for _ in range(5):
+            await asyncio.sleep(0)  # it waits on the refresh now
+        assert not waiting.done()
+        client._updated.set()  # the refresh ends...
+        waiting.cancel()  # ...in the same pass as the cancellation
+        with pytest.raises(asyncio.CancelledError):
+            await within(waiting, 10, "the cancelled wait")
+    finally:
+        await within(client.close(), 10, "close")
