@@ -339,6 +339,7 @@ fail:
 /* ---- completing futures ------------------------------------------------ */
 
 static PyObject *str_set_result;
+static PyTypeObject *c_future_type; /* _asyncio.Future, NULL when that module is missing */
 
 static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
     if (PyList_CheckExact(seq)) {
@@ -435,9 +436,23 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
          * cyclic collector never walks it (as it untracks such tuples itself,
          * but only once it has walked them), nor the held records' metadata
          * in every full collection. */
-        if (atoms && PyLong_CheckExact(ts)) PyObject_GC_UnTrack(meta);
+        int plain = atoms && PyLong_CheckExact(ts);
+        if (plain) PyObject_GC_UnTrack(meta);
         PyObject *r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
         Py_DECREF(meta);
+        /* The future too, once it holds that result. A done _asyncio.Future
+         * has no __dict__ and keeps no callbacks (set_result hands them to
+         * the loop): it holds its loop and an untracked result, nothing else.
+         * An application that keeps many futures (await enqueue() per record,
+         * then flush) would otherwise have each walked by every full
+         * collection; untracked, it is freed by its reference count like any
+         * acyclic object. A cycle can still run through its loop: while a
+         * done callback waits in the loop's ready queue (until it runs or the
+         * loop closes), or when the loop itself keeps an object that keeps
+         * the future (a loop exception handler bound to it) and both are
+         * dropped together; the collector cannot free that last cycle.
+         * AIOPRODUCER_NO_EXTENSIONS=1 keeps every future tracked. */
+        if (r && plain && Py_IS_TYPE(fut, c_future_type)) PyObject_GC_UnTrack(fut);
         Py_DECREF(fut);
         if (r) {
             Py_DECREF(r);
@@ -471,6 +486,14 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__kernels(void) {
     str_set_result = PyUnicode_InternFromString("set_result");
     if (!str_set_result) return NULL;
+    PyObject *aio = PyImport_ImportModule("_asyncio");
+    if (aio) {
+        PyObject *ft = PyObject_GetAttrString(aio, "Future");
+        Py_DECREF(aio);
+        if (ft && PyType_Check(ft)) c_future_type = (PyTypeObject *)ft;
+        else Py_XDECREF(ft);
+    }
+    PyErr_Clear();
     PyObject *m = PyModule_Create(&module);
     if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0 || add_lane_kernel(m) < 0))
         Py_CLEAR(m);
