@@ -73,7 +73,14 @@ static inline int get_ssize(PyObject *obj, int which, Py_ssize_t *out) {
 static inline int get_int64(PyObject *obj, int which, long long *out) {
     PyObject *value = get_slot(obj, which);
     if (!value) return -1;
-    *out = PyLong_AsLongLong(value);
+    /* Not PyLong_AsLongLong: for an int of more than one digit (a timestamp
+     * in ms has two) it goes through _PyLong_AsByteArray. */
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "slot '%s' does not fit in 64 bits", slot_names[which]);
+        return -1;
+    }
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
@@ -120,81 +127,75 @@ static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
  * 0: refused (the batch is not open, or the record would take it past its
  * batch_size; the first record always fits), nothing changed. 1: appended. 2:
  * appended, and the sticky partitioner should move on. On an error nothing
- * is changed either. */
-static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 8 arguments");
-        return NULL;
-    }
-    PyObject *value = args[1], *future = args[2], *bound_obj = args[4];
-    PyObject *produced = args[5], *topic = args[6];
+ * is changed either.
+ *
+ * append_unkeyed() below takes the numbers as C integers and answers the code
+ * (-1 on an error): the lane (_lane.c) calls it without making ints of them.
+ * ``bound_obj`` is ``bound`` as an int, or NULL (made if it is kept). */
+static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyObject *future,
+                          Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                          PyObject *produced, PyObject *topic, Py_ssize_t limit) {
     if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
         PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
-        return NULL;
+        return -1;
     }
     PyObject *state = get_slot(self, B_STATE);
-    if (!state) return NULL;
-    if (state != layout.open_state) return PyLong_FromLong(0);
+    if (!state) return -1;
+    if (state != layout.open_state) return 0;
     PyObject *builder = get_slot(self, B_BUILDER);
-    if (!builder) return NULL;
+    if (!builder) return -1;
     if (!PyObject_TypeCheck(builder, layout.builder_type)) {
         PyErr_SetString(PyExc_TypeError, "the batch's builder is not a RecordBatchBuilder");
-        return NULL;
+        return -1;
     }
     PyObject *sealed = get_slot(builder, R_SEALED);
-    if (!sealed) return NULL;
+    if (!sealed) return -1;
     int is_sealed = PyObject_IsTrue(sealed);
-    if (is_sealed < 0) return NULL;
+    if (is_sealed < 0) return -1;
     if (is_sealed) {
         PyErr_SetString(PyExc_RuntimeError, "cannot append to a record batch after build()");
-        return NULL;
+        return -1;
     }
     Py_ssize_t count, batch_size, reserved, max_record_size;
     long long base_ts = 0, max_ts = 0;
-    if (get_ssize(builder, R_RECORD_COUNT, &count) < 0) return NULL;
+    if (get_ssize(builder, R_RECORD_COUNT, &count) < 0) return -1;
     if (count && (get_int64(builder, R_BASE_TIMESTAMP, &base_ts) < 0 ||
-                  get_int64(builder, R_MAX_TIMESTAMP, &max_ts) < 0)) return NULL;
+                  get_int64(builder, R_MAX_TIMESTAMP, &max_ts) < 0)) return -1;
     long long ts;
-    if (args[0] == Py_None) {
-        if (now_ms(&ts) < 0) return NULL;
+    if (ts_arg == Py_None) {
+        if (now_ms(&ts) < 0) return -1;
     } else {
-        ts = PyLong_AsLongLong(args[0]);
-        if (ts == -1 && PyErr_Occurred()) return NULL;
+        ts = PyLong_AsLongLong(ts_arg);
+        if (ts == -1 && PyErr_Occurred()) return -1;
     }
-    Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
-    if (reserve == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t bound = PyLong_AsSsize_t(bound_obj);
-    if (bound == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t limit = PyLong_AsSsize_t(args[7]);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
     if (!PyDict_Check(produced)) {
         PyErr_SetString(PyExc_TypeError, "produced must be a dict");
-        return NULL;
+        return -1;
     }
     PyObject *buf = get_slot(builder, R_BUF);
-    if (!buf) return NULL;
+    if (!buf) return -1;
     if (!PyByteArray_Check(buf)) {
         PyErr_SetString(PyExc_TypeError, "the builder's buffer is not a bytearray");
-        return NULL;
+        return -1;
     }
     PyObject *lists[3];
     for (int i = 0; i < 3; i++) {
         lists[i] = get_slot(self, B_FUTURES + i);
-        if (!lists[i]) return NULL;
+        if (!lists[i]) return -1;
         if (!PyList_Check(lists[i])) {
             PyErr_Format(PyExc_TypeError, "the batch's %s is not a list", slot_names[B_FUTURES + i]);
-            return NULL;
+            return -1;
         }
     }
     if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
         get_ssize(self, B_RESERVED, &reserved) < 0 ||
-        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return NULL;
+        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return -1;
     /* The value's buffer first: exporting it may run Python code (a __buffer__
      * of Python 3.12+), which must not run between the lookup below and the
      * use of its borrowed result. */
     Py_buffer vview;
     int has_value = value != Py_None;
-    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return NULL;
+    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return -1;
     Py_ssize_t vlen = has_value ? vview.len : 0;
     PyObject *seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
     Py_ssize_t before = 0;
@@ -202,7 +203,7 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
     if ((!seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
         if (has_value) PyBuffer_Release(&vview);
-        return NULL;
+        return -1;
     }
     /* attributes, timestamp delta, offset delta, null key, value, no headers */
     uint64_t ts_zz = count ? zigzag64((int64_t)((uint64_t)ts - (uint64_t)base_ts)) : 0;
@@ -213,7 +214,7 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
     if (count && old + total > batch_size) {
         if (has_value) PyBuffer_Release(&vview);
-        return PyLong_FromLong(0);
+        return 0;
     }
     Py_ssize_t after = before + bound;
     int switch_due = after >= limit &&
@@ -223,9 +224,16 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     PyObject *count_obj = PyLong_FromSsize_t(count + 1);
     PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
     PyObject *after_obj = PyLong_FromSsize_t(after);
+    /* The batch's largest record bound, when this one is larger. */
+    PyObject *largest_obj = NULL;
+    int largest_failed = 0;
+    if (bound > max_record_size) {
+        largest_obj = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
+        largest_failed = !largest_obj;
+    }
     PyObject *ts_obj;
-    if (args[0] != Py_None) {
-        ts_obj = Py_NewRef(args[0]);
+    if (ts_arg != Py_None) {
+        ts_obj = Py_NewRef(ts_arg);
     } else if (last_now.obj && last_now.ms == ts) {
         ts_obj = Py_NewRef(last_now.obj); /* records of one millisecond share one int */
     } else {
@@ -235,9 +243,9 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
             last_now.ms = ts;
         }
     }
-    PyObject *result = NULL;
+    int result = -1;
     int appended = 0;
-    if (!sizes_obj || !count_obj || !reserved_obj || !after_obj || !ts_obj) goto done;
+    if (!sizes_obj || !count_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
     PyObject *items[3] = {future, sizes_obj, ts_obj};
     Py_ssize_t n = PyList_GET_SIZE(lists[0]);
     for (; appended < 3; appended++) {
@@ -286,11 +294,11 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
     }
     set_slot(self, B_RESERVED, reserved_obj);
     reserved_obj = NULL;
-    if (bound > max_record_size) {
-        Py_INCREF(bound_obj);
-        set_slot(self, B_MAX_RECORD_SIZE, bound_obj);
+    if (largest_obj) {
+        set_slot(self, B_MAX_RECORD_SIZE, largest_obj);
+        largest_obj = NULL;
     }
-    result = PyLong_FromLong(switch_due ? 2 : 1);
+    result = switch_due ? 2 : 1;
     goto done;
 undo:
     truncate_lists(lists, appended, n);
@@ -300,21 +308,61 @@ done:
     Py_XDECREF(count_obj);
     Py_XDECREF(reserved_obj);
     Py_XDECREF(after_obj);
+    Py_XDECREF(largest_obj);
     Py_XDECREF(ts_obj);
     return result;
 }
 
-/* For _lane.c: batch.append_unkeyed(*args) with its 8 arguments. The kernel is
- * called directly on an instance of exactly the bound batch class; any other
- * object (a subclass may override the method) gets a method call. */
-PyObject *call_append_unkeyed(PyObject *batch, PyObject *const *args) {
-    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type)) return k_append_unkeyed(batch, args, 8);
-    PyObject *stack[9] = {batch, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]};
+static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 8 arguments");
+        return NULL;
+    }
+    Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
+    if (reserve == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t bound = PyLong_AsSsize_t(args[4]);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[7]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    int code = append_unkeyed(self, args[0], args[1], args[2], reserve, bound, args[4], args[5],
+                              args[6], limit);
+    return code < 0 ? NULL : PyLong_FromLong(code);
+}
+
+/* For _lane.c: batch.append_unkeyed(None, value, future, reserve, bound, produced, topic,
+ * limit) for a record stamped now, as its code (0, 1, 2; -1 on an error). The
+ * kernel is called directly on an instance of exactly the bound batch class; any
+ * other object (a subclass may override the method) gets a method call, whose
+ * answer reads as the pure lane reads it: false refused, SWITCH, else appended. */
+int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_ssize_t reserve,
+                        Py_ssize_t bound, PyObject *produced, PyObject *topic, PyObject *limit_obj,
+                        PyObject *switch_code) {
+    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type)) {
+        Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
+        if (limit == -1 && PyErr_Occurred()) return -1;
+        return append_unkeyed(batch, Py_None, value, future, reserve, bound, NULL, produced, topic,
+                              limit);
+    }
+    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+    PyObject *bound_obj = PyLong_FromSsize_t(bound);
     PyObject *name = PyUnicode_InternFromString("append_unkeyed");
-    if (!name) return NULL;
-    PyObject *result = PyObject_VectorcallMethod(name, stack, 9, NULL);
-    Py_DECREF(name);
-    return result;
+    PyObject *answer = NULL;
+    if (reserve_obj && bound_obj && name) {
+        PyObject *stack[9] = {batch, Py_None, value, future, reserve_obj, bound_obj, produced, topic,
+                              limit_obj};
+        answer = PyObject_VectorcallMethod(name, stack, 9, NULL);
+    }
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(bound_obj);
+    Py_XDECREF(name);
+    if (!answer) return -1;
+    int code = PyObject_IsTrue(answer);
+    if (code > 0) {
+        int is_switch = PyObject_RichCompareBool(answer, switch_code, Py_EQ);
+        code = is_switch < 0 ? -1 : is_switch ? 2 : 1;
+    }
+    Py_DECREF(answer);
+    return code;
 }
 
 static PyMethodDef append_def = {

@@ -10,10 +10,10 @@
  * tests/unit/test_unkeyed_lane.py checks both leave the same state and answers.
  *
  * UnkeyedLane stays a Python class with __slots__; bind_lane_layout(), called
- * once when the module is imported, reads where its slots sit (as
- * bind_batch_layout does for the batch) and returns this kernel as a method
- * descriptor of the class. The pool and the client are ordinary objects: their
- * attributes are read by name (interned once).
+ * once when the module is imported, reads where its slots and the buffer pool's
+ * sit (as bind_batch_layout does for the batch) and returns this kernel as a
+ * method descriptor of the class. The client is an ordinary object: its
+ * snapshot is read by name (interned once), as is any pool not a BufferPool.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,9 +27,16 @@ static const char *lane_slot_names[N_LANE] = {
     "batch_size", "client", "create_future", "filling", "max_size", "move_on", "pool", "produced",
 };
 
+/* The buffer pool's slots the lane reads and charges. */
+enum { P_AVAILABLE, P_EXHAUSTED, N_POOL };
+
+static const char *pool_slot_names[N_POOL] = {"available", "exhausted"};
+
 static struct {
     PyTypeObject *lane_type;
+    PyTypeObject *pool_type;    /* BufferPool: its slots are read in place */
     Py_ssize_t offset[N_LANE];
+    Py_ssize_t pool_offset[N_POOL];
     Py_ssize_t record_bound;    /* UNKEYED_RECORD_BOUND */
     Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
     PyObject *switch_code;      /* SWITCH */
@@ -98,8 +105,7 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     PyObject *known = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
     PyObject *batch = PyObject_CallNoArgs(PyTuple_GET_ITEM(entry, 0)); /* the weak reference */
     Py_DECREF(entry);
-    PyObject *info = NULL, *fut = NULL, *reserve_obj = NULL, *size_obj = NULL, *result = NULL;
-    PyObject *available_obj = NULL, *appended = NULL;
+    PyObject *info = NULL, *fut = NULL, *result = NULL, *available_obj = NULL;
     PyObject *held[N_LANE] = {NULL};
     if (!batch) goto done;
     for (int i = 0; i < N_LANE; i++) {
@@ -121,12 +127,28 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     if (max_size == -1 && PyErr_Occurred()) goto done;
     if (overflow < 0 || (!overflow && size > max_size)) goto refuse;
     PyObject *pool = held[L_POOL];
-    available_obj = PyObject_GetAttr(pool, lane.str_available);
-    if (!available_obj) goto done;
+    /* A BufferPool (or a subclass: the same slots) is read in place; any
+     * other pool by attribute, as the pure lane reads it. */
+    PyObject **pool_slots[N_POOL] = {NULL, NULL};
+    if (lane.pool_type && PyObject_TypeCheck(pool, lane.pool_type)) {
+        for (int i = 0; i < N_POOL; i++) {
+            pool_slots[i] = (PyObject **)((char *)pool + lane.pool_offset[i]);
+            if (!*pool_slots[i]) {
+                PyErr_Format(PyExc_AttributeError, "slot '%s' of the buffer pool is not set",
+                             pool_slot_names[i]);
+                goto done;
+            }
+        }
+        available_obj = Py_NewRef(*pool_slots[P_AVAILABLE]);
+    } else {
+        available_obj = PyObject_GetAttr(pool, lane.str_available);
+        if (!available_obj) goto done;
+    }
     long long available = PyLong_AsLongLongAndOverflow(available_obj, &overflow);
     if (available == -1 && PyErr_Occurred()) goto done;
     if (overflow < 0 || (!overflow && available < reserve)) goto refuse;
-    PyObject *exhausted_obj = PyObject_GetAttr(pool, lane.str_exhausted);
+    PyObject *exhausted_obj = pool_slots[P_EXHAUSTED] ? Py_NewRef(*pool_slots[P_EXHAUSTED])
+                                                      : PyObject_GetAttr(pool, lane.str_exhausted);
     if (!exhausted_obj) goto done;
     int exhausted = PyObject_IsTrue(exhausted_obj);
     Py_DECREF(exhausted_obj);
@@ -134,28 +156,45 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     if (exhausted) goto refuse;
     fut = PyObject_CallNoArgs(held[L_CREATE_FUTURE]);
     if (!fut) goto done;
-    reserve_obj = PyLong_FromSsize_t(reserve);
-    size_obj = PyLong_FromSsize_t(size);
-    if (!reserve_obj || !size_obj) goto done;
-    PyObject *call_args[8] = {Py_None, value, fut, reserve_obj, size_obj, held[L_PRODUCED], topic,
-                              held[L_BATCH_SIZE]};
-    appended = call_append_unkeyed(batch, call_args);
-    if (!appended) goto done;
-    int truth = PyObject_IsTrue(appended);
-    if (truth < 0) goto done;
-    if (!truth) goto refuse; /* the batch is full or sealed */
-    /* pool.available -= reserve (read again: the future's creation ran Python code) */
+    int code = call_append_unkeyed(batch, value, fut, reserve, size, held[L_PRODUCED], topic,
+                                   held[L_BATCH_SIZE], lane.switch_code);
+    if (code < 0) goto done;
+    if (code == 0) goto refuse; /* the batch is full or sealed */
+    /* pool.available -= reserve (read again: the future's creation and the
+     * append may have run Python code; the pool's slots stay where they are) */
     Py_CLEAR(available_obj);
-    available_obj = PyObject_GetAttr(pool, lane.str_available);
-    if (!available_obj) goto done;
-    PyObject *charged = PyNumber_Subtract(available_obj, reserve_obj);
-    if (!charged) goto done;
-    int rc = PyObject_SetAttr(pool, lane.str_available, charged);
-    Py_DECREF(charged);
-    if (rc < 0) goto done;
-    int switch_due = PyObject_RichCompareBool(appended, lane.switch_code, Py_EQ);
-    if (switch_due < 0) goto done;
-    if (switch_due) {
+    if (pool_slots[P_AVAILABLE] && PyObject_TypeCheck(pool, lane.pool_type)) {
+        PyObject *now_available = *pool_slots[P_AVAILABLE];
+        if (!now_available) {
+            PyErr_SetString(PyExc_AttributeError, "slot 'available' of the buffer pool is not set");
+            goto done;
+        }
+        long long left = PyLong_AsLongLongAndOverflow(now_available, &overflow);
+        PyObject *charged;
+        if (left == -1 && PyErr_Occurred()) goto done;
+        if (overflow) {
+            PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+            if (!reserve_obj) goto done;
+            charged = PyNumber_Subtract(now_available, reserve_obj);
+            Py_DECREF(reserve_obj);
+        } else {
+            charged = PyLong_FromLongLong(left - (long long)reserve);
+        }
+        if (!charged) goto done;
+        Py_SETREF(*pool_slots[P_AVAILABLE], charged);
+    } else {
+        available_obj = PyObject_GetAttr(pool, lane.str_available);
+        if (!available_obj) goto done;
+        PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+        if (!reserve_obj) goto done;
+        PyObject *charged = PyNumber_Subtract(available_obj, reserve_obj);
+        Py_DECREF(reserve_obj);
+        if (!charged) goto done;
+        int rc = PyObject_SetAttr(pool, lane.str_available, charged);
+        Py_DECREF(charged);
+        if (rc < 0) goto done;
+    }
+    if (code == 2) {
         PyObject *moved = PyObject_CallFunctionObjArgs(held[L_MOVE_ON], topic, known, NULL);
         if (!moved) goto done;
         Py_DECREF(moved);
@@ -170,10 +209,7 @@ done:
     Py_XDECREF(batch);
     Py_XDECREF(info);
     Py_XDECREF(fut);
-    Py_XDECREF(reserve_obj);
-    Py_XDECREF(size_obj);
     Py_XDECREF(available_obj);
-    Py_XDECREF(appended);
     return result;
 }
 
@@ -196,18 +232,24 @@ static Py_ssize_t lane_slot_offset(PyTypeObject *type, const char *name) {
     return offset;
 }
 
-/* bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code) -> the append method. */
+/* bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, pool_type)
+ * -> the append method. */
 static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyType_Check(args[0])) {
+    if (nargs != 5 || !PyType_Check(args[0]) || !PyType_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code)");
+                        "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, "
+                        "pool_type)");
         return NULL;
     }
-    PyTypeObject *type = (PyTypeObject *)args[0];
-    Py_ssize_t offset[N_LANE];
+    PyTypeObject *type = (PyTypeObject *)args[0], *pool_type = (PyTypeObject *)args[4];
+    Py_ssize_t offset[N_LANE], pool_offset[N_POOL];
     for (int i = 0; i < N_LANE; i++) {
         offset[i] = lane_slot_offset(type, lane_slot_names[i]);
         if (offset[i] < 0) return NULL;
+    }
+    for (int i = 0; i < N_POOL; i++) {
+        pool_offset[i] = lane_slot_offset(pool_type, pool_slot_names[i]);
+        if (pool_offset[i] < 0) return NULL;
     }
     Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
@@ -224,6 +266,9 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     PyObject *method = PyDescr_NewMethod(type, &lane_append_def);
     if (!method) return NULL;
     memcpy(lane.offset, offset, sizeof offset);
+    memcpy(lane.pool_offset, pool_offset, sizeof pool_offset);
+    Py_INCREF(pool_type);
+    Py_XSETREF(lane.pool_type, pool_type);
     lane.record_bound = bound;
     lane.handle_overhead = overhead;
     Py_INCREF(args[3]);
@@ -235,7 +280,8 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
 
 static PyMethodDef bind_lane_def = {
     "bind_lane_layout", (PyCFunction)(void (*)(void))k_bind_lane_layout, METH_FASTCALL,
-    "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code) -> the lane's append",
+    "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, pool_type) -> the "
+    "lane's append",
 };
 
 int add_lane_kernel(PyObject *module) {

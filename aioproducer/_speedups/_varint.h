@@ -27,7 +27,9 @@ static inline uint64_t zigzag64(int64_t v) {
 /* Defined in _append.c: adds append_unkeyed and bind_batch_layout to the module. */
 int add_append_kernel(PyObject *module);
 /* Defined in _append.c: batch.append_unkeyed(*args), 8 arguments (see there). */
-PyObject *call_append_unkeyed(PyObject *batch, PyObject *const *args);
+int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_ssize_t reserve,
+                        Py_ssize_t bound, PyObject *produced, PyObject *topic, PyObject *limit_obj,
+                        PyObject *switch_code);
 /* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
 int add_lane_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from .._speedups import kernels
 from ..protocol.records import MAX_RECORD_OVERHEAD
 from .batch import RECORD_HANDLE_OVERHEAD, SWITCH
+from .buffer_pool import BufferPool
 
 if TYPE_CHECKING:
     from ..net.client import KafkaClient
-    from .buffer_pool import BufferPool
     from .sticky import StickyPartitioner
 
 __all__ = ["UNKEYED_RECORD_BOUND", "UnkeyedLane"]
@@ -115,5 +115,5 @@ class UnkeyedLane:
 
 if kernels is not None:
     UnkeyedLane.append = kernels.bind_lane_layout(  # type: ignore[method-assign]
-        UnkeyedLane, UNKEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, SWITCH
+        UnkeyedLane, UNKEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, SWITCH, BufferPool
     )

@@ -38,8 +38,17 @@ def compiled_append() -> Any:
     required(K)
     # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure lane in place.
     return K.bind_lane_layout(
-        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH
+        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH,
+        BufferPool,
     )
+
+
+class _PlainPool:
+    """A pool that is not a BufferPool: the kernel reads and charges it by attribute."""
+
+    def __init__(self, total: int) -> None:
+        self.available = total
+        self.exhausted = False
 
 
 class _ScriptedBatch:
@@ -56,9 +65,9 @@ class _ScriptedBatch:
 
 
 class _World:
-    def __init__(self, total: int, max_size: int) -> None:
+    def __init__(self, total: int, max_size: int, plain_pool: bool = False) -> None:
         self.sticky = StickyPartitioner(batch_size=1000)
-        self.pool = BufferPool(total)
+        self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
         self.moves: list[tuple[str, Any]] = []
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={}))
         tokens = itertools.count()
@@ -95,11 +104,12 @@ _STEPS = st.one_of(
     total=st.integers(0, 4000),
     max_size=st.sampled_from([0, 50, 200, 1 << 20]),
     steps=st.lists(_STEPS, min_size=1, max_size=40),
+    plain_pool=st.booleans(),
 )
 def test_the_compiled_lane_equals_the_pure_lane(
-    compiled_append: Any, total: int, max_size: int, steps: list[tuple[Any, ...]]
+    compiled_append: Any, total: int, max_size: int, steps: list[tuple[Any, ...]], plain_pool: bool
 ) -> None:
-    pure, compiled = _World(total, max_size), _World(total, max_size)
+    pure, compiled = _World(total, max_size, plain_pool), _World(total, max_size, plain_pool)
     infos = [object(), object(), object()]
     for world in (pure, compiled):
         world.client.snapshot.topics["t"] = infos[0]
