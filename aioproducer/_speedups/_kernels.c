@@ -340,6 +340,7 @@ fail:
 
 static PyObject *str_set_result;
 static PyTypeObject *c_future_type; /* _asyncio.Future, NULL when that module is missing */
+static PyObject *c_future_set_result; /* its set_result method descriptor */
 
 static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
     if (PyList_CheckExact(seq)) {
@@ -438,7 +439,14 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
          * in every full collection. */
         int plain = atoms && PyLong_CheckExact(ts);
         if (plain) PyObject_GC_UnTrack(meta);
-        PyObject *r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
+        PyObject *r;
+        if (c_future_set_result && Py_IS_TYPE(fut, c_future_type)) {
+            /* The type's own method, called without looking it up per record. */
+            PyObject *call[2] = {fut, meta};
+            r = PyObject_Vectorcall(c_future_set_result, call, 2, NULL);
+        } else {
+            r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
+        }
         Py_DECREF(meta);
         /* The future too, once it holds that result. A done _asyncio.Future
          * has no __dict__ and keeps no callbacks (set_result hands them to
@@ -490,8 +498,12 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     if (aio) {
         PyObject *ft = PyObject_GetAttrString(aio, "Future");
         Py_DECREF(aio);
-        if (ft && PyType_Check(ft)) c_future_type = (PyTypeObject *)ft;
-        else Py_XDECREF(ft);
+        if (ft && PyType_Check(ft)) {
+            c_future_type = (PyTypeObject *)ft;
+            c_future_set_result = PyObject_GetAttr(ft, str_set_result);
+        } else {
+            Py_XDECREF(ft);
+        }
     }
     PyErr_Clear();
     PyObject *m = PyModule_Create(&module);
