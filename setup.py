@@ -34,7 +34,8 @@ setup(
         Extension(
             "aioproducer._speedups._kernels",
             sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
-                     "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c"],
+                     "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
+                     "aioproducer/_speedups/_sensor.c"],
             depends=["aioproducer/_speedups/_varint.h"],
             optional=True,
         )

@@ -507,7 +507,8 @@ PyMODINIT_FUNC PyInit__kernels(void) {
     }
     PyErr_Clear();
     PyObject *m = PyModule_Create(&module);
-    if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0 || add_lane_kernel(m) < 0))
+    if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0 || add_lane_kernel(m) < 0 ||
+              add_sensor_kernel(m) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -32,6 +32,7 @@ int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_s
                         PyObject *switch_code);
 /* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
 int add_lane_kernel(PyObject *module);
+int add_sensor_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
 int add_column_kernels(PyObject *module);
 

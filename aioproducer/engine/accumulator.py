@@ -398,6 +398,10 @@ class RecordAccumulator:
     def queued_batches(self) -> int:
         return sum(len(dq) for dq in self._nonempty.values())
 
+    def has_queued(self) -> bool:
+        """Whether any batch waits to be sent (the sender asks after each request)."""
+        return bool(self._nonempty)
+
     def nonempty_partitions(self) -> list[TopicPartition]:
         """Partitions with at least one queued batch."""
         return list(self._nonempty)

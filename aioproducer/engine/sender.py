@@ -247,9 +247,11 @@ class Sender(ProducerIdMixin):
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
-            if drained:
+            if drained and self._acc.has_queued():
                 # A drain takes one batch per partition: look again at once for
                 # the next ones rather than wait for an enqueue or an answer.
+                # (With nothing left queued, the next pass waits for an event:
+                # an enqueue, an answer or a deadline already in ``delay``.)
                 delay = 0.0
         deadline = min(self._acc.next_expiry(), self._in_flight_earliest)
         return max(0.0, min(delay, deadline - now, 1.0))
@@ -355,7 +357,22 @@ class Sender(ProducerIdMixin):
                 )
         finally:
             self._node_requests[conn.node_id] -= 1
-            self.wakeup()
+            if self._pass_due_after_request():
+                self.wakeup()
+
+    def _pass_due_after_request(self) -> bool:
+        """Whether a request that ended may let the sender do something now.
+
+        Only a queued batch (the request may have freed a slot, unmuted its
+        partition or put a retry back), a producer id that waits for its
+        partitions' requests to end (KIP-360), or a stop can use a pass. A
+        sequential ``await send()`` would otherwise wake the sender for
+        nothing after every answer.
+        """
+        if self._acc.has_queued() or not self._running:
+            return True
+        seq = self._seq
+        return seq is not None and (not seq.ready or seq.bump_needed)
 
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""
