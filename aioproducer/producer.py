@@ -2,7 +2,9 @@
 
 ``enqueue`` reads as its steps: (1) an unkeyed bytes record goes straight to
 the open batch of its topic's sticky partition when nothing is in doubt
-(:class:`.engine.unkeyed_lane.UnkeyedLane`); otherwise (2) the record is checked and
+(:class:`.engine.unkeyed_lane.UnkeyedLane`), a record with a bytes key to the
+open batch of the partition its key hashes to
+(:class:`.engine.keyed_lane.KeyedLane`); otherwise (2) the record is checked and
 serialized, (3) metadata and buffer memory are waited for (up to
 ``max_block_ms``), and (4) :meth:`Producer._append` picks its partition and
 appends it. It returns the record's future; ``send`` also waits for that
@@ -34,6 +36,7 @@ from .config import ProducerConfig
 from .engine.accumulator import RecordAccumulator
 from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .engine.buffer_pool import BufferPool
+from .engine.keyed_lane import KeyedLane
 from .engine.partitioner import choose_partition
 from .engine.sender import Sender
 from .engine.sticky import StickyPartitioner
@@ -140,6 +143,7 @@ class Producer(
         self._create_future: Any = None
         # enqueue's unkeyed shortcut, made when the producer starts (see start()).
         self._lane: UnkeyedLane | None = None
+        self._keyed_lane: KeyedLane | None = None
         self._metrics = ProducerMetrics(
             self.client_id,
             MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
@@ -220,13 +224,21 @@ class Producer(
             # strands an appended record.
             self._yield_in = YIELD_EVERY_RECORDS
             await asyncio.sleep(0)
-        # 1. The common case, an unkeyed bytes record: the shortcut to the open batch.
-        if (key is None and partition is None and headers is None and timestamp_ms is None
-                and self._plain and type(value) is bytes):
-            fut = self._lane.append(topic, value)  # type: ignore[union-attr]
-            if fut is not None:
-                self._yield_in -= 1
-                return fut
+        # 1. The common cases, a bytes record without key or with a bytes key:
+        #    the shortcuts to the open batch.
+        if partition is None and headers is None and timestamp_ms is None and self._plain:
+            if key is None:
+                if type(value) is bytes:
+                    fut = self._lane.append(topic, value)  # type: ignore[union-attr]
+                    if fut is not None:
+                        self._yield_in -= 1
+                        return fut
+            elif (type(key) is bytes and type(value) is bytes and self._keyed_lane is not None
+                    and topic in self._topics_seen):
+                fut = self._keyed_lane.append(topic, key, value)
+                if fut is not None:
+                    self._yield_in -= 1
+                    return fut
         # 2. Checks and serialization: bad input raises here, before any wait.
         if not self._plain:
             self._check_can_send()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 from .bulk.appender import BulkAppender
 from .engine.idempotence import SequenceState
+from .engine.keyed_lane import KeyedLane
 from .engine.sender import Sender
 from .engine.sticky import forget_idle_topics
 from .engine.transactions import TransactionManager
@@ -61,7 +62,9 @@ class LifecycleMixin:
         _close_lock: asyncio.Lock | None
         _create_future: Any
         _lane: UnkeyedLane | None
+        _keyed_lane: KeyedLane | None
         _max_unkeyed: int
+        _serializing: bool
 
         def _bind_loop(self) -> asyncio.AbstractEventLoop: ...
         def _unbind_loop(self) -> None: ...
@@ -145,6 +148,11 @@ class LifecycleMixin:
         self._lane = UnkeyedLane(
             self._sticky, self._pool, client, self._create_future, self._max_unkeyed
         )
+        if cfg.partitioner is None and not cfg.partitioner_ignore_keys and not self._serializing:
+            # Only where the full path would hash the key to its partition too.
+            self._keyed_lane = KeyedLane(
+                self._acc.queues, self._pool, client, self._create_future, self._max_unkeyed
+            )
         self._started = True
         self._plain = self._txn is None
 

@@ -129,16 +129,16 @@ static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
  * appended, and the sticky partitioner should move on. On an error nothing
  * is changed either.
  *
- * append_unkeyed() below takes the numbers as C integers and answers the code
- * (-1 on an error): the lane (_lane.c) calls it without making ints of them.
- * ``bound_obj`` is ``bound`` as an int, or NULL (made if it is kept). */
-static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyObject *future,
-                          Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
-                          PyObject *produced, PyObject *topic, Py_ssize_t limit) {
-    if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
-        PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
-        return -1;
-    }
+ * append_record() below takes the numbers as C integers and answers the code
+ * (-1 on an error): the lanes (_lane.c) call it without making ints of them.
+ * ``bound_obj`` is ``bound`` as an int, or NULL (made if it is kept). It also
+ * appends a keyed record (``key`` bytes-like; NULL or None is a null key) and,
+ * with ``produced`` NULL, counts nothing for the sticky partitioner (a keyed
+ * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure). */
+static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, Py_buffer *vview,
+                           PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
+                           PyObject *bound_obj, PyObject *produced, PyObject *topic,
+                           Py_ssize_t limit) {
     PyObject *state = get_slot(self, B_STATE);
     if (!state) return -1;
     if (state != layout.open_state) return 0;
@@ -168,7 +168,7 @@ static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyO
         ts = PyLong_AsLongLong(ts_arg);
         if (ts == -1 && PyErr_Occurred()) return -1;
     }
-    if (!PyDict_Check(produced)) {
+    if (produced && !PyDict_Check(produced)) {
         PyErr_SetString(PyExc_TypeError, "produced must be a dict");
         return -1;
     }
@@ -190,40 +190,40 @@ static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyO
     if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
         get_ssize(self, B_RESERVED, &reserved) < 0 ||
         get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return -1;
-    /* The value's buffer first: exporting it may run Python code (a __buffer__
-     * of Python 3.12+), which must not run between the lookup below and the
-     * use of its borrowed result. */
-    Py_buffer vview;
-    int has_value = value != Py_None;
-    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return -1;
-    Py_ssize_t vlen = has_value ? vview.len : 0;
-    PyObject *seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
+    int has_value = vview != NULL, has_key = kview != NULL;
+    Py_ssize_t vlen = has_value ? vview->len : 0;
+    Py_ssize_t klen = has_key ? kview->len : 0;
+    PyObject *seen = NULL;
     Py_ssize_t before = 0;
-    if (seen && PyLong_CheckExact(seen)) before = PyLong_AsSsize_t(seen);
-    else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
-    if ((!seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
-        if (has_value) PyBuffer_Release(&vview);
+    if (produced) {
+        seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
+        if (seen && PyLong_CheckExact(seen)) before = PyLong_AsSsize_t(seen);
+        else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
+    }
+    if ((produced && !seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
         return -1;
     }
-    /* attributes, timestamp delta, offset delta, null key, value, no headers */
+    /* attributes, timestamp delta, offset delta, key, value, no headers */
     uint64_t ts_zz = count ? zigzag64((int64_t)((uint64_t)ts - (uint64_t)base_ts)) : 0;
     uint64_t off = zigzag64(count);
-    Py_ssize_t size = 1 + uvarint_size(ts_zz) + uvarint_size(off) + 1 +
+    Py_ssize_t size = 1 + uvarint_size(ts_zz) + uvarint_size(off) +
+                      (has_key ? uvarint_size(zigzag64(klen)) + klen : 1) +
                       (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + 1;
     Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
     if (count && old + total > batch_size) {
-        if (has_value) PyBuffer_Release(&vview);
         return 0;
     }
     Py_ssize_t after = before + bound;
-    int switch_due = after >= limit &&
+    int switch_due = produced && after >= limit &&
                      (after >= 2 * limit || old + total + bound > limit);
     /* Every new object first: past the buffer's resize nothing can fail. */
-    PyObject *sizes_obj = PyLong_FromSsize_t(has_value ? vlen + 1 : 0); /* pack_sizes(-1, len) */
+    /* pack_sizes(key size or -1, value size or -1) */
+    PyObject *sizes_obj = PyLong_FromLongLong(((long long)(has_key ? klen + 1 : 0) << 32) |
+                                              (long long)(has_value ? vlen + 1 : 0));
     PyObject *count_obj = PyLong_FromSsize_t(count + 1);
     PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
-    PyObject *after_obj = PyLong_FromSsize_t(after);
+    PyObject *after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
     /* The batch's largest record bound, when this one is larger. */
     PyObject *largest_obj = NULL;
     int largest_failed = 0;
@@ -254,15 +254,17 @@ static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyO
     /* The dict drops its reference to ``seen`` when it takes the new count:
      * hold one, to put it back if the resize below fails. */
     Py_XINCREF(seen);
-    if (PyDict_SetItem(produced, topic, after_obj) < 0) {
+    if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) {
         Py_XDECREF(seen);
         goto undo;
     }
     if (PyByteArray_Resize(buf, old + total) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-        if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
-        else PyDict_DelItem(produced, topic);
+        if (produced) {
+            if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
+            else PyDict_DelItem(produced, topic);
+        }
         Py_XDECREF(seen);
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto undo;
@@ -273,10 +275,16 @@ static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyO
     *p++ = 0; /* attributes: always 0 in a producer's record */
     p = put_uvarint(p, ts_zz);
     p = put_uvarint(p, off);
-    *p++ = 1; /* null key */
+    if (has_key) {
+        p = put_uvarint(p, zigzag64(klen));
+        memcpy(p, kview->buf, klen);
+        p += klen;
+    } else {
+        *p++ = 1; /* null key */
+    }
     if (has_value) {
         p = put_uvarint(p, zigzag64(vlen));
-        memcpy(p, vview.buf, vlen);
+        memcpy(p, vview->buf, vlen);
         p += vlen;
     } else {
         *p++ = 1;
@@ -303,7 +311,6 @@ static int append_unkeyed(PyObject *self, PyObject *ts_arg, PyObject *value, PyO
 undo:
     truncate_lists(lists, appended, n);
 done:
-    if (has_value) PyBuffer_Release(&vview);
     Py_XDECREF(sizes_obj);
     Py_XDECREF(count_obj);
     Py_XDECREF(reserved_obj);
@@ -313,57 +320,150 @@ done:
     return result;
 }
 
+/* The record's key and value buffers are exported before anything of the batch
+ * is read: exporting may run Python code (a __buffer__ of Python 3.12+), which
+ * must not run while borrowed slots and counters read from the batch are in use. */
+static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
+                         PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
+                         PyObject *bound_obj, PyObject *produced, PyObject *topic,
+                         Py_ssize_t limit) {
+    if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
+        return -1;
+    }
+    Py_buffer vview, kview;
+    int has_value = value != Py_None;
+    int has_key = key != NULL && key != Py_None;
+    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return -1;
+    if (has_key && PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) {
+        if (has_value) PyBuffer_Release(&vview);
+        return -1;
+    }
+    int rc = append_exported(self, ts_arg, has_key ? &kview : NULL, has_value ? &vview : NULL,
+                             future, reserve, bound, bound_obj, produced, topic, limit);
+    if (has_key) PyBuffer_Release(&kview);
+    if (has_value) PyBuffer_Release(&vview);
+    return rc;
+}
+
+/* For the method wrappers: 1 when ``self`` is a bound batch no longer open (the
+ * append refuses whatever its arguments, as the pure methods do), 0 when open,
+ * -1 with an error. */
+static int not_open(PyObject *self) {
+    if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
+        return -1;
+    }
+    PyObject *state = get_slot(self, B_STATE);
+    if (!state) return -1;
+    return state != layout.open_state;
+}
+
 static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 8 arguments");
         return NULL;
     }
+    int closed = not_open(self);
+    if (closed) return closed < 0 ? NULL : PyLong_FromLong(0);
     Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
     if (reserve == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[4]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t limit = PyLong_AsSsize_t(args[7]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
-    int code = append_unkeyed(self, args[0], args[1], args[2], reserve, bound, args[4], args[5],
-                              args[6], limit);
+    int code = append_record(self, args[0], NULL, args[1], args[2], reserve, bound, args[4],
+                             args[5], args[6], limit);
     return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
 /* For _lane.c: batch.append_unkeyed(None, value, future, reserve, bound, produced, topic,
- * limit) for a record stamped now, as its code (0, 1, 2; -1 on an error). The
- * kernel is called directly on an instance of exactly the bound batch class; any
- * other object (a subclass may override the method) gets a method call, whose
- * answer reads as the pure lane reads it: false refused, SWITCH, else appended. */
+ * limit) for a record stamped now (see _varint.h for the answer). The kernel is
+ * called directly on an instance of exactly the bound batch class; any other
+ * object (a subclass may override the method) gets a method call. */
 int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_ssize_t reserve,
                         Py_ssize_t bound, PyObject *produced, PyObject *topic, PyObject *limit_obj,
-                        PyObject *switch_code) {
+                        PyObject **answer) {
+    *answer = NULL;
     if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type)) {
         Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
         if (limit == -1 && PyErr_Occurred()) return -1;
-        return append_unkeyed(batch, Py_None, value, future, reserve, bound, NULL, produced, topic,
-                              limit);
+        return append_record(batch, Py_None, NULL, value, future, reserve, bound, NULL, produced,
+                             topic, limit);
     }
     PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
     PyObject *bound_obj = PyLong_FromSsize_t(bound);
     PyObject *name = PyUnicode_InternFromString("append_unkeyed");
-    PyObject *answer = NULL;
+    PyObject *got = NULL;
     if (reserve_obj && bound_obj && name) {
         PyObject *stack[9] = {batch, Py_None, value, future, reserve_obj, bound_obj, produced, topic,
                               limit_obj};
-        answer = PyObject_VectorcallMethod(name, stack, 9, NULL);
+        got = PyObject_VectorcallMethod(name, stack, 9, NULL);
+    }
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(bound_obj);
+    Py_XDECREF(name);
+    if (!got) return -1;
+    int truth = PyObject_IsTrue(got);
+    if (truth <= 0) {
+        Py_DECREF(got);
+        return truth;
+    }
+    *answer = got;
+    return 1;
+}
+
+/* batch.append_keyed(timestamp_ms, key, value, future, reserve, bound) -> bool
+ *
+ * ProducerBatch.try_append for a record without headers (``key`` may be None),
+ * its sizes packed here; ``timestamp_ms`` None stamps it now. False: refused,
+ * nothing changed. The reference is ProducerBatch._append_keyed_pure. */
+static PyObject *k_append_keyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "append_keyed takes 6 arguments");
+        return NULL;
+    }
+    int closed = not_open(self);
+    if (closed) return closed < 0 ? NULL : Py_NewRef(Py_False);
+    Py_ssize_t reserve = PyLong_AsSsize_t(args[4]);
+    if (reserve == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t bound = PyLong_AsSsize_t(args[5]);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    int code = append_record(self, args[0], args[1], args[2], args[3], reserve, bound, args[5],
+                             NULL, NULL, 0);
+    if (code < 0) return NULL;
+    return PyBool_FromLong(code);
+}
+
+/* For _lane.c: batch.append_keyed(None, key, value, future, reserve, bound), as 1
+ * (appended), 0 (refused) or -1 (an error); a batch not of exactly the bound
+ * class gets a method call, whose answer's truth decides. */
+int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
+                      Py_ssize_t reserve, Py_ssize_t bound) {
+    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type))
+        return append_record(batch, Py_None, key, value, future, reserve, bound, NULL, NULL, NULL,
+                             0);
+    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+    PyObject *bound_obj = PyLong_FromSsize_t(bound);
+    PyObject *name = PyUnicode_InternFromString("append_keyed");
+    PyObject *answer = NULL;
+    if (reserve_obj && bound_obj && name) {
+        PyObject *stack[7] = {batch, Py_None, key, value, future, reserve_obj, bound_obj};
+        answer = PyObject_VectorcallMethod(name, stack, 7, NULL);
     }
     Py_XDECREF(reserve_obj);
     Py_XDECREF(bound_obj);
     Py_XDECREF(name);
     if (!answer) return -1;
     int code = PyObject_IsTrue(answer);
-    if (code > 0) {
-        int is_switch = PyObject_RichCompareBool(answer, switch_code, Py_EQ);
-        code = is_switch < 0 ? -1 : is_switch ? 2 : 1;
-    }
     Py_DECREF(answer);
     return code;
 }
+
+static PyMethodDef append_keyed_def = {
+    "append_keyed", (PyCFunction)(void (*)(void))k_append_keyed, METH_FASTCALL,
+    "append_keyed(timestamp_ms, key, value, future, reserve, bound) -> whether it was appended",
+};
 
 static PyMethodDef append_def = {
     "append_unkeyed", (PyCFunction)(void (*)(void))k_append_unkeyed, METH_FASTCALL,
@@ -385,7 +485,7 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
     return offset;
 }
 
-/* bind_batch_layout(batch_type, builder_type, open_state) -> the append_unkeyed method. */
+/* bind_batch_layout(batch_type, builder_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
 static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "bind_batch_layout(batch_type, builder_type, open_state)");
@@ -397,7 +497,11 @@ static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py
         offset[i] = slot_offset(i < FIRST_BUILDER_SLOT ? batch_type : builder_type, slot_names[i]);
         if (offset[i] < 0) return NULL;
     }
-    PyObject *method = PyDescr_NewMethod(batch_type, &append_def);
+    PyObject *unkeyed = PyDescr_NewMethod(batch_type, &append_def);
+    PyObject *keyed = unkeyed ? PyDescr_NewMethod(batch_type, &append_keyed_def) : NULL;
+    PyObject *method = keyed ? PyTuple_Pack(2, unkeyed, keyed) : NULL;
+    Py_XDECREF(unkeyed);
+    Py_XDECREF(keyed);
     if (!method) return NULL;
     memcpy(layout.offset, offset, sizeof offset);
     Py_INCREF(batch_type);
@@ -411,7 +515,8 @@ static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py
 
 static PyMethodDef bind_def = {
     "bind_batch_layout", (PyCFunction)(void (*)(void))k_bind_batch_layout, METH_FASTCALL,
-    "bind_batch_layout(batch_type, builder_type, open_state) -> the batch's append_unkeyed method",
+    "bind_batch_layout(batch_type, builder_type, open_state) -> the batch's (append_unkeyed, "
+    "append_keyed) methods",
 };
 
 int add_append_kernel(PyObject *module) {

@@ -27,14 +27,12 @@
 
 /* ---- murmur2 ------------------------------------------------------------ */
 
-static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *data = (const unsigned char *)view.buf;
+/* Kafka's murmur2 of ``len`` bytes, as a signed 32-bit int (also the keyed lane's, _lane.c). */
+int murmur2_buffer(const unsigned char *data, Py_ssize_t len) {
     const uint32_t m = 0x5BD1E995u;
-    uint32_t length = (uint32_t)view.len;
+    uint32_t length = (uint32_t)len;
     uint32_t h = 0x9747B28Cu ^ length;
-    Py_ssize_t tail = view.len & ~(Py_ssize_t)3;
+    Py_ssize_t tail = len & ~(Py_ssize_t)3;
     for (Py_ssize_t i = 0; i < tail; i += 4) {
         uint32_t k = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) |
                      ((uint32_t)data[i + 2] << 16) | ((uint32_t)data[i + 3] << 24);
@@ -43,7 +41,7 @@ static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
         k *= m;
         h = (h * m) ^ k;
     }
-    switch (view.len & 3) {
+    switch (len & 3) {
     case 3: h ^= (uint32_t)data[tail + 2] << 16; /* fall through */
     case 2: h ^= (uint32_t)data[tail + 1] << 8;  /* fall through */
     case 1: h ^= (uint32_t)data[tail]; h *= m;
@@ -51,8 +49,15 @@ static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
     h ^= h >> 13;
     h *= m;
     h ^= h >> 15;
+    return (int32_t)h;
+}
+
+static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int h = murmur2_buffer((const unsigned char *)view.buf, view.len);
     PyBuffer_Release(&view);
-    return PyLong_FromLong((long)(int32_t)h);
+    return PyLong_FromLong((long)h);
 }
 
 /* ---- headers ------------------------------------------------------------ */
@@ -437,8 +442,7 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
          * cyclic collector never walks it (as it untracks such tuples itself,
          * but only once it has walked them), nor the held records' metadata
          * in every full collection. */
-        int plain = atoms && PyLong_CheckExact(ts);
-        if (plain) PyObject_GC_UnTrack(meta);
+        if (atoms && PyLong_CheckExact(ts)) PyObject_GC_UnTrack(meta);
         PyObject *r;
         if (c_future_set_result && Py_IS_TYPE(fut, c_future_type)) {
             /* The type's own method, called without looking it up per record. */
@@ -448,19 +452,9 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
             r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
         }
         Py_DECREF(meta);
-        /* The future too, once it holds that result. A done _asyncio.Future
-         * has no __dict__ and keeps no callbacks (set_result hands them to
-         * the loop): it holds its loop and an untracked result, nothing else.
-         * An application that keeps many futures (await enqueue() per record,
-         * then flush) would otherwise have each walked by every full
-         * collection; untracked, it is freed by its reference count like any
-         * acyclic object. A cycle can still run through its loop: while a
-         * done callback waits in the loop's ready queue (until it runs or the
-         * loop closes), or when the loop itself keeps an object that keeps
-         * the future (a loop exception handler bound to it) and both are
-         * dropped together; the collector cannot free that last cycle.
-         * AIOPRODUCER_NO_EXTENSIONS=1 keeps every future tracked. */
-        if (r && plain && Py_IS_TYPE(fut, c_future_type)) PyObject_GC_UnTrack(fut);
+        /* Not the future, though: it keeps its loop, and a done future can
+         * still be given attributes or a done callback, so it can close a
+         * cycle the collector must see. */
         Py_DECREF(fut);
         if (r) {
             Py_DECREF(r);

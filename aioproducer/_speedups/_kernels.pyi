@@ -43,8 +43,8 @@ def resolve_futures(
 ) -> None: ...
 def bind_batch_layout(
     batch_type: type[Any], builder_type: type[Any], open_state: object, /
-) -> Callable[..., int]:
-    ...  # the compiled ProducerBatch.append_unkeyed, a method of batch_type
+) -> tuple[Callable[..., int], Callable[..., bool]]:
+    ...  # the compiled ProducerBatch.append_unkeyed and append_keyed, methods of batch_type
 def byte_lengths(column: list[Any], out: Any, /) -> bool: ...
 def reservations(out: Any, fixed: int, value_lengths: Any, key_lengths: Any, limit: int, /) -> int: ...
 def fill_counting(out: Any, start: int, count: int, first: int, /) -> None: ...
@@ -58,3 +58,7 @@ def bind_sensor_kinds(
     max: type[Any], cumulative_sum: type[Any], cumulative_count: type[Any], /
 ) -> tuple[Callable[..., None], Callable[..., None]]:
     ...  # the compiled Sensor.record and Sensor.record_summary, methods of sensor_type
+def bind_keyed_lane_layout(
+    lane_type: type[Any], record_bound: int, handle_overhead: int, pool_type: type[Any], /
+) -> Callable[..., Any]:
+    ...  # the compiled KeyedLane.append, a method of lane_type

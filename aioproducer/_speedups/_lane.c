@@ -72,6 +72,88 @@ static PyObject *current_topic_info(PyObject *client, PyObject *topic) {
     return info;
 }
 
+/* Whether a record of bound ``size`` is no larger than ``max_size_obj`` and the
+ * pool has ``reserve`` bytes free and is not exhausted, compared as the pure
+ * lanes compare (an int past 64 bits is still an int): 1, 0, or -1 on an error.
+ * A BufferPool is read in place; any other pool (a subclass too: it may make
+ * them properties) by attribute, as the pure lanes read it. */
+static int fits_and_free(PyObject *max_size_obj, PyObject *pool, Py_ssize_t size,
+                         Py_ssize_t reserve) {
+    int overflow;
+    long long max_size = PyLong_AsLongLongAndOverflow(max_size_obj, &overflow);
+    if (max_size == -1 && PyErr_Occurred()) return -1;
+    if (overflow < 0 || (!overflow && size > max_size)) return 0;
+    int in_place = lane.pool_type && Py_IS_TYPE(pool, lane.pool_type);
+    PyObject *available_obj;
+    if (in_place) {
+        available_obj = *(PyObject **)((char *)pool + lane.pool_offset[P_AVAILABLE]);
+        if (!available_obj) {
+            PyErr_SetString(PyExc_AttributeError, "slot 'available' of the buffer pool is not set");
+            return -1;
+        }
+        Py_INCREF(available_obj);
+    } else {
+        available_obj = PyObject_GetAttr(pool, lane.str_available);
+        if (!available_obj) return -1;
+    }
+    long long available = PyLong_AsLongLongAndOverflow(available_obj, &overflow);
+    Py_DECREF(available_obj);
+    if (available == -1 && PyErr_Occurred()) return -1;
+    if (overflow < 0 || (!overflow && available < reserve)) return 0;
+    PyObject *exhausted_obj;
+    if (in_place) {
+        exhausted_obj = *(PyObject **)((char *)pool + lane.pool_offset[P_EXHAUSTED]);
+        if (!exhausted_obj) {
+            PyErr_SetString(PyExc_AttributeError, "slot 'exhausted' of the buffer pool is not set");
+            return -1;
+        }
+        Py_INCREF(exhausted_obj);
+    } else {
+        exhausted_obj = PyObject_GetAttr(pool, lane.str_exhausted);
+        if (!exhausted_obj) return -1;
+    }
+    int exhausted = PyObject_IsTrue(exhausted_obj);
+    Py_DECREF(exhausted_obj);
+    return exhausted < 0 ? -1 : !exhausted;
+}
+
+/* pool.available -= reserve (read again: creating the future and appending may
+ * have run Python code): 0, or -1 on an error. */
+static int pool_charge(PyObject *pool, Py_ssize_t reserve) {
+    if (lane.pool_type && Py_IS_TYPE(pool, lane.pool_type)) {
+        PyObject **slot = (PyObject **)((char *)pool + lane.pool_offset[P_AVAILABLE]);
+        if (!*slot) {
+            PyErr_SetString(PyExc_AttributeError, "slot 'available' of the buffer pool is not set");
+            return -1;
+        }
+        int overflow;
+        long long left = PyLong_AsLongLongAndOverflow(*slot, &overflow);
+        if (left == -1 && PyErr_Occurred()) return -1;
+        PyObject *charged;
+        if (overflow || left < LLONG_MIN + (long long)reserve) {
+            PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+            if (!reserve_obj) return -1;
+            charged = PyNumber_Subtract(*slot, reserve_obj);
+            Py_DECREF(reserve_obj);
+        } else {
+            charged = PyLong_FromLongLong(left - (long long)reserve);
+        }
+        if (!charged) return -1;
+        Py_SETREF(*slot, charged);
+        return 0;
+    }
+    PyObject *available_obj = PyObject_GetAttr(pool, lane.str_available);
+    if (!available_obj) return -1;
+    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+    PyObject *charged = reserve_obj ? PyNumber_Subtract(available_obj, reserve_obj) : NULL;
+    Py_DECREF(available_obj);
+    Py_XDECREF(reserve_obj);
+    if (!charged) return -1;
+    int rc = PyObject_SetAttr(pool, lane.str_available, charged);
+    Py_DECREF(charged);
+    return rc;
+}
+
 /* lane.append(topic, value) -> the record's future, or None (nothing appended). */
 static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
@@ -105,7 +187,7 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     PyObject *known = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
     PyObject *batch = PyObject_CallNoArgs(PyTuple_GET_ITEM(entry, 0)); /* the weak reference */
     Py_DECREF(entry);
-    PyObject *info = NULL, *fut = NULL, *result = NULL, *available_obj = NULL;
+    PyObject *info = NULL, *fut = NULL, *result = NULL;
     PyObject *held[N_LANE] = {NULL};
     if (!batch) goto done;
     for (int i = 0; i < N_LANE; i++) {
@@ -121,78 +203,26 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     info = current_topic_info(held[L_CLIENT], topic);
     if (!info) goto done;
     if (info != known) goto refuse;
-    /* Compared as the pure lane compares: an int past 64 bits is still an int. */
-    int overflow;
-    long long max_size = PyLong_AsLongLongAndOverflow(held[L_MAX_SIZE], &overflow);
-    if (max_size == -1 && PyErr_Occurred()) goto done;
-    if (overflow < 0 || (!overflow && size > max_size)) goto refuse;
-    PyObject *pool = held[L_POOL];
-    /* A BufferPool (or a subclass: the same slots) is read in place; any
-     * other pool by attribute, as the pure lane reads it. */
-    PyObject **pool_slots[N_POOL] = {NULL, NULL};
-    if (lane.pool_type && PyObject_TypeCheck(pool, lane.pool_type)) {
-        for (int i = 0; i < N_POOL; i++) {
-            pool_slots[i] = (PyObject **)((char *)pool + lane.pool_offset[i]);
-            if (!*pool_slots[i]) {
-                PyErr_Format(PyExc_AttributeError, "slot '%s' of the buffer pool is not set",
-                             pool_slot_names[i]);
-                goto done;
-            }
-        }
-        available_obj = Py_NewRef(*pool_slots[P_AVAILABLE]);
-    } else {
-        available_obj = PyObject_GetAttr(pool, lane.str_available);
-        if (!available_obj) goto done;
-    }
-    long long available = PyLong_AsLongLongAndOverflow(available_obj, &overflow);
-    if (available == -1 && PyErr_Occurred()) goto done;
-    if (overflow < 0 || (!overflow && available < reserve)) goto refuse;
-    PyObject *exhausted_obj = pool_slots[P_EXHAUSTED] ? Py_NewRef(*pool_slots[P_EXHAUSTED])
-                                                      : PyObject_GetAttr(pool, lane.str_exhausted);
-    if (!exhausted_obj) goto done;
-    int exhausted = PyObject_IsTrue(exhausted_obj);
-    Py_DECREF(exhausted_obj);
-    if (exhausted < 0) goto done;
-    if (exhausted) goto refuse;
+    int fits = fits_and_free(held[L_MAX_SIZE], held[L_POOL], size, reserve);
+    if (fits < 0) goto done;
+    if (!fits) goto refuse;
     fut = PyObject_CallNoArgs(held[L_CREATE_FUTURE]);
     if (!fut) goto done;
+    PyObject *answer;
     int code = call_append_unkeyed(batch, value, fut, reserve, size, held[L_PRODUCED], topic,
-                                   held[L_BATCH_SIZE], lane.switch_code);
+                                   held[L_BATCH_SIZE], &answer);
     if (code < 0) goto done;
     if (code == 0) goto refuse; /* the batch is full or sealed */
-    /* pool.available -= reserve (read again: the future's creation and the
-     * append may have run Python code; the pool's slots stay where they are) */
-    Py_CLEAR(available_obj);
-    if (pool_slots[P_AVAILABLE] && PyObject_TypeCheck(pool, lane.pool_type)) {
-        PyObject *now_available = *pool_slots[P_AVAILABLE];
-        if (!now_available) {
-            PyErr_SetString(PyExc_AttributeError, "slot 'available' of the buffer pool is not set");
-            goto done;
-        }
-        long long left = PyLong_AsLongLongAndOverflow(now_available, &overflow);
-        PyObject *charged;
-        if (left == -1 && PyErr_Occurred()) goto done;
-        if (overflow) {
-            PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-            if (!reserve_obj) goto done;
-            charged = PyNumber_Subtract(now_available, reserve_obj);
-            Py_DECREF(reserve_obj);
-        } else {
-            charged = PyLong_FromLongLong(left - (long long)reserve);
-        }
-        if (!charged) goto done;
-        Py_SETREF(*pool_slots[P_AVAILABLE], charged);
-    } else {
-        available_obj = PyObject_GetAttr(pool, lane.str_available);
-        if (!available_obj) goto done;
-        PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-        if (!reserve_obj) goto done;
-        PyObject *charged = PyNumber_Subtract(available_obj, reserve_obj);
-        Py_DECREF(reserve_obj);
-        if (!charged) goto done;
-        int rc = PyObject_SetAttr(pool, lane.str_available, charged);
-        Py_DECREF(charged);
-        if (rc < 0) goto done;
+    if (pool_charge(held[L_POOL], reserve) < 0) {
+        Py_XDECREF(answer);
+        goto done;
+    }
+    if (answer) {
+        /* A batch subclass answered: compared with SWITCH once charged, as the pure lane does. */
+        int is_switch = PyObject_RichCompareBool(answer, lane.switch_code, Py_EQ);
+        Py_DECREF(answer);
+        if (is_switch < 0) goto done;
+        code = is_switch ? 2 : 1;
     }
     if (code == 2) {
         PyObject *moved = PyObject_CallFunctionObjArgs(held[L_MOVE_ON], topic, known, NULL);
@@ -209,9 +239,115 @@ done:
     Py_XDECREF(batch);
     Py_XDECREF(info);
     Py_XDECREF(fut);
-    Py_XDECREF(available_obj);
     return result;
 }
+
+/* ---- the keyed lane (engine/keyed_lane.py) ------------------------------ */
+
+enum { K_CLIENT, K_CREATE_FUTURE, K_DEQUES, K_MAX_SIZE, K_POOL, N_KEYED };
+
+static const char *keyed_slot_names[N_KEYED] = {
+    "client", "create_future", "deques", "max_size", "pool",
+};
+
+static struct {
+    PyTypeObject *lane_type;
+    Py_ssize_t offset[N_KEYED];
+    Py_ssize_t record_bound;    /* KEYED_RECORD_BOUND */
+    Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
+    PyObject *str_partitions, *str_tps;
+} keyed;
+
+/* keyed_lane.append(topic, key, value) -> the record's future, or None (nothing appended). */
+static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "append(topic, key, value)");
+        return NULL;
+    }
+    if (!keyed.lane_type || !PyObject_TypeCheck(self, keyed.lane_type)) {
+        PyErr_SetString(PyExc_TypeError, "append is a method of the keyed lane class bound last");
+        return NULL;
+    }
+    PyObject *topic = args[0], *key = args[1], *value = args[2];
+    PyObject *held[N_KEYED] = {NULL};
+    PyObject *info = NULL, *partitions = NULL, *tps = NULL, *batch = NULL, *fut = NULL;
+    PyObject *result = NULL;
+    Py_buffer kview;
+    int has_kview = 0;
+    /* Held: the calls below may run Python code that changes the lane. */
+    for (int i = 0; i < N_KEYED; i++) {
+        held[i] = *(PyObject **)((char *)self + keyed.offset[i]);
+        if (!held[i]) {
+            PyErr_Format(PyExc_AttributeError, "slot '%s' of the keyed lane is not set",
+                         keyed_slot_names[i]);
+            goto done;
+        }
+        Py_INCREF(held[i]);
+    }
+    info = current_topic_info(held[K_CLIENT], topic);
+    if (!info) goto done;
+    if (info == Py_None) goto refuse;
+    partitions = PyObject_GetAttr(info, keyed.str_partitions);
+    if (!partitions) goto done;
+    Py_ssize_t count = PyObject_Size(partitions);
+    if (count < 0) goto done;
+    if (count == 0) goto refuse;
+    if (PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) goto done;
+    has_kview = 1;
+    Py_ssize_t klen = kview.len;
+    /* Java's toPositive(murmur2(key)) % numPartitions (partitioner.partition_for_key) */
+    uint32_t hash = (uint32_t)murmur2_buffer((const unsigned char *)kview.buf, klen) & 0x7FFFFFFFu;
+    PyBuffer_Release(&kview);
+    has_kview = 0;
+    tps = PyObject_GetAttr(info, keyed.str_tps);
+    if (!tps) goto done;
+    PyObject *tp = PySequence_GetItem(tps, (Py_ssize_t)(hash % (uint32_t)count));
+    if (!tp) goto done;
+    PyObject *deques = held[K_DEQUES];
+    PyObject *dq = PyDict_CheckExact(deques) ? Py_XNewRef(PyDict_GetItemWithError(deques, tp))
+                                             : PyObject_CallMethod(deques, "get", "O", tp);
+    Py_DECREF(tp);
+    if (!dq) {
+        if (PyErr_Occurred()) goto done;
+        goto refuse;
+    }
+    int nonempty = PyObject_IsTrue(dq);
+    if (nonempty > 0) batch = PySequence_GetItem(dq, -1);
+    Py_DECREF(dq);
+    if (nonempty < 0 || (nonempty && !batch)) goto done;
+    if (!nonempty) goto refuse;
+    Py_ssize_t vlen = PyBytes_CheckExact(value) ? PyBytes_GET_SIZE(value) : PyObject_Size(value);
+    if (vlen < 0) goto done;
+    Py_ssize_t size = klen + vlen + keyed.record_bound;
+    Py_ssize_t reserve = size + keyed.handle_overhead;
+    int fits = fits_and_free(held[K_MAX_SIZE], held[K_POOL], size, reserve);
+    if (fits < 0) goto done;
+    if (!fits) goto refuse;
+    fut = PyObject_CallNoArgs(held[K_CREATE_FUTURE]);
+    if (!fut) goto done;
+    int code = call_append_keyed(batch, key, value, fut, reserve, size);
+    if (code < 0) goto done;
+    if (code == 0) goto refuse; /* the batch is full, sealed or no longer open */
+    if (pool_charge(held[K_POOL], reserve) < 0) goto done;
+    result = Py_NewRef(fut);
+    goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    if (has_kview) PyBuffer_Release(&kview);
+    for (int i = 0; i < N_KEYED; i++) Py_XDECREF(held[i]);
+    Py_XDECREF(info);
+    Py_XDECREF(partitions);
+    Py_XDECREF(tps);
+    Py_XDECREF(batch);
+    Py_XDECREF(fut);
+    return result;
+}
+
+static PyMethodDef keyed_append_def = {
+    "append", (PyCFunction)(void (*)(void))k_keyed_append, METH_FASTCALL,
+    "append(topic, key, value) -> the record's future, or None when the full path must decide",
+};
 
 static PyMethodDef lane_append_def = {
     "append", (PyCFunction)(void (*)(void))k_lane_append, METH_FASTCALL,
@@ -230,6 +366,16 @@ static Py_ssize_t lane_slot_offset(PyTypeObject *type, const char *name) {
     Py_DECREF(descr);
     if (offset < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
     return offset;
+}
+
+/* The attribute names both lanes read, interned once. */
+static int intern_lane_names(void) {
+    if (lane.str_snapshot) return 0;
+    lane.str_snapshot = PyUnicode_InternFromString("snapshot");
+    lane.str_topics = PyUnicode_InternFromString("topics");
+    lane.str_available = PyUnicode_InternFromString("available");
+    lane.str_exhausted = PyUnicode_InternFromString("exhausted");
+    return lane.str_snapshot && lane.str_topics && lane.str_available && lane.str_exhausted ? 0 : -1;
 }
 
 /* bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, pool_type)
@@ -255,14 +401,7 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
     if (overhead == -1 && PyErr_Occurred()) return NULL;
-    if (!lane.str_snapshot) {
-        lane.str_snapshot = PyUnicode_InternFromString("snapshot");
-        lane.str_topics = PyUnicode_InternFromString("topics");
-        lane.str_available = PyUnicode_InternFromString("available");
-        lane.str_exhausted = PyUnicode_InternFromString("exhausted");
-        if (!lane.str_snapshot || !lane.str_topics || !lane.str_available || !lane.str_exhausted)
-            return NULL;
-    }
+    if (intern_lane_names() < 0) return NULL;
     PyObject *method = PyDescr_NewMethod(type, &lane_append_def);
     if (!method) return NULL;
     memcpy(lane.offset, offset, sizeof offset);
@@ -284,6 +423,53 @@ static PyMethodDef bind_lane_def = {
     "lane's append",
 };
 
+/* bind_keyed_lane_layout(lane_type, record_bound, handle_overhead, pool_type) -> the append method. */
+static PyObject *k_bind_keyed_lane_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyType_Check(args[0]) || !PyType_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_keyed_lane_layout(lane_type, record_bound, handle_overhead, pool_type)");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0], *pool_type = (PyTypeObject *)args[3];
+    Py_ssize_t offset[N_KEYED], pool_offset[N_POOL];
+    for (int i = 0; i < N_KEYED; i++) {
+        offset[i] = lane_slot_offset(type, keyed_slot_names[i]);
+        if (offset[i] < 0) return NULL;
+    }
+    for (int i = 0; i < N_POOL; i++) {
+        pool_offset[i] = lane_slot_offset(pool_type, pool_slot_names[i]);
+        if (pool_offset[i] < 0) return NULL;
+    }
+    Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
+    if (overhead == -1 && PyErr_Occurred()) return NULL;
+    if (intern_lane_names() < 0) return NULL;
+    if (!keyed.str_partitions) {
+        keyed.str_partitions = PyUnicode_InternFromString("partitions");
+        keyed.str_tps = PyUnicode_InternFromString("tps");
+        if (!keyed.str_partitions || !keyed.str_tps) return NULL;
+    }
+    PyObject *method = PyDescr_NewMethod(type, &keyed_append_def);
+    if (!method) return NULL;
+    memcpy(keyed.offset, offset, sizeof offset);
+    keyed.record_bound = bound;
+    keyed.handle_overhead = overhead;
+    Py_INCREF(type);
+    Py_XSETREF(keyed.lane_type, type);
+    /* The pool's layout, shared with the unkeyed lane (the same BufferPool). */
+    memcpy(lane.pool_offset, pool_offset, sizeof pool_offset);
+    Py_INCREF(pool_type);
+    Py_XSETREF(lane.pool_type, pool_type);
+    return method;
+}
+
+static PyMethodDef bind_keyed_lane_def = {
+    "bind_keyed_lane_layout", (PyCFunction)(void (*)(void))k_bind_keyed_lane_layout, METH_FASTCALL,
+    "bind_keyed_lane_layout(lane_type, record_bound, handle_overhead, pool_type) -> the keyed "
+    "lane's append",
+};
+
 int add_lane_kernel(PyObject *module) {
     PyObject *name = PyModule_GetNameObject(module);
     if (!name) return -1;
@@ -292,5 +478,13 @@ int add_lane_kernel(PyObject *module) {
     if (!bind) return -1;
     int rc = PyModule_AddObjectRef(module, "bind_lane_layout", bind);
     Py_DECREF(bind);
+    if (rc < 0) return -1;
+    PyObject *name2 = PyModule_GetNameObject(module);
+    if (!name2) return -1;
+    PyObject *bind_keyed = PyCFunction_NewEx(&bind_keyed_lane_def, NULL, name2);
+    Py_DECREF(name2);
+    if (!bind_keyed) return -1;
+    rc = PyModule_AddObjectRef(module, "bind_keyed_lane_layout", bind_keyed);
+    Py_DECREF(bind_keyed);
     return rc;
 }

@@ -6,10 +6,11 @@
  * request, and each was a Python call or two (the sensor's, the stat's, and a
  * parent sensor's). Here the stats of the six built-in kinds (WindowedSum, Avg,
  * WindowedCount, Max, CumulativeSum, CumulativeCount) are updated in place with
- * the same arithmetic (PyNumber_Add and the ">" of Python, on the same
- * objects); any other stat, a subclass included, gets its method called.
+ * the same arithmetic (PyNumber_InPlaceAdd and the ">" of Python, on the same
+ * objects); any other stat, a subclass included, gets its method called, as
+ * does a parent that is not exactly a Sensor.
  * A windowed stat whose current sample is missing or a window old still calls
- * its own _advance(now), once per window. tests/unit/test_metrics.py checks
+ * its own _advance(now), once per window. tests/unit/test_sensor_kernel.py checks
  * that both leave the same samples, totals and measures on random input.
  *
  * bind_sensor_kinds(sensor_type, windowed_sum, avg, windowed_count, max,
@@ -39,11 +40,11 @@ static int kind_of(PyObject *stat) {
     return -1;
 }
 
-/* obj.name = obj.name + delta */
+/* obj.name += delta */
 static int add_to(PyObject *obj, PyObject *name, PyObject *delta) {
     PyObject *old = PyObject_GetAttr(obj, name);
     if (!old) return -1;
-    PyObject *sum = PyNumber_Add(old, delta);
+    PyObject *sum = PyNumber_InPlaceAdd(old, delta);
     Py_DECREF(old);
     if (!sum) return -1;
     int rc = PyObject_SetAttr(obj, name, sum);
@@ -51,31 +52,47 @@ static int add_to(PyObject *obj, PyObject *name, PyObject *delta) {
     return rc;
 }
 
+/* Whether ``now - start >= window``, as Python computes it: in doubles when all
+ * three are floats (the producer's monotonic clock), else with Python's own
+ * arithmetic (exact for ints). 1, 0, or -1 on an error. */
+static int window_over(PyObject *now, PyObject *start, PyObject *window) {
+    if (PyFloat_CheckExact(now) && PyFloat_CheckExact(start) && PyFloat_CheckExact(window))
+        return PyFloat_AS_DOUBLE(now) - PyFloat_AS_DOUBLE(start) >= PyFloat_AS_DOUBLE(window);
+    PyObject *elapsed = PyNumber_Subtract(now, start);
+    if (!elapsed) return -1;
+    int over = PyObject_RichCompareBool(elapsed, window, Py_GE);
+    Py_DECREF(elapsed);
+    return over;
+}
+
 /* The sample a record at ``now`` goes into (a new reference), as SampledStat.record finds it. */
-static PyObject *current_sample(PyObject *stat, PyObject *now_obj, double now) {
+static PyObject *current_sample(PyObject *stat, PyObject *now) {
     PyObject *head = PyObject_GetAttr(stat, sensors.str_head);
     if (!head) return NULL;
     if (head != Py_None) {
-        PyObject *start_obj = PyObject_GetAttr(head, sensors.str_start);
-        PyObject *window_obj = start_obj ? PyObject_GetAttr(stat, sensors.str_window) : NULL;
-        double start = start_obj ? PyFloat_AsDouble(start_obj) : -1.0;
-        double window = window_obj ? PyFloat_AsDouble(window_obj) : -1.0;
-        Py_XDECREF(start_obj);
-        Py_XDECREF(window_obj);
-        if (PyErr_Occurred()) {
+        PyObject *start = PyObject_GetAttr(head, sensors.str_start);
+        if (!start) {
             Py_DECREF(head);
             return NULL;
         }
-        if (!(now - start >= window)) return head;
+        PyObject *window = PyObject_GetAttr(stat, sensors.str_window);
+        int over = window ? window_over(now, start, window) : -1;
+        Py_DECREF(start);
+        Py_XDECREF(window);
+        if (over < 0) {
+            Py_DECREF(head);
+            return NULL;
+        }
+        if (!over) return head;
     }
     Py_DECREF(head);
-    return PyObject_CallMethodOneArg(stat, sensors.str_advance, now_obj);
+    return PyObject_CallMethodOneArg(stat, sensors.str_advance, now);
 }
 
 /* One stat's record(value, now, count) or, when ``summary``, record_summary(total=value,
  * largest, count, now). */
 static int record_stat(PyObject *stat, int summary, PyObject *value, PyObject *largest,
-                       PyObject *now_obj, double now, PyObject *count) {
+                       PyObject *now_obj, PyObject *count) {
     int kind = kind_of(stat);
     if (kind < 0) {
         PyObject *r = summary
@@ -88,7 +105,7 @@ static int record_stat(PyObject *stat, int summary, PyObject *value, PyObject *l
     }
     if (kind == K_CSUM) return add_to(stat, sensors.str_total, value);
     if (kind == K_CCOUNT) return add_to(stat, sensors.str_total, count);
-    PyObject *sample = current_sample(stat, now_obj, now);
+    PyObject *sample = current_sample(stat, now_obj);
     if (!sample) return -1;
     int rc = 0;
     if (kind == K_SUM || kind == K_AVG) {
@@ -112,13 +129,16 @@ static int record_stat(PyObject *stat, int summary, PyObject *value, PyObject *l
 }
 
 static int record_sensor(PyObject *sensor, int summary, PyObject *value, PyObject *largest,
-                         PyObject *now_obj, double now, PyObject *count, int depth) {
+                         PyObject *now_obj, PyObject *count, int depth) {
     if (depth > 64) {
         PyErr_SetString(PyExc_RecursionError, "sensor parents nest too deep");
         return -1;
     }
-    if (!PyObject_TypeCheck(sensor, sensors.sensor_type)) {
-        /* A parent that is not a Sensor: its own method, as the pure sensor calls it. */
+    if (depth > 0 && !Py_IS_TYPE(sensor, sensors.sensor_type)) {
+        /* A parent that is not exactly a Sensor (a subclass may override
+         * record): its own method, as the pure sensor calls it. The sensor the
+         * kernel was called on is walked whatever its class: its record is
+         * this kernel. */
         PyObject *r = summary
             ? PyObject_CallMethodObjArgs(sensor, sensors.str_record_summary, value, largest, count,
                                          now_obj, NULL)
@@ -146,13 +166,13 @@ static int record_sensor(PyObject *sensor, int summary, PyObject *value, PyObjec
         for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(stat_seq); i++) {
             PyObject *stat = PySequence_Fast_GET_ITEM(stat_seq, i);
             Py_INCREF(stat);
-            rc = record_stat(stat, summary, value, largest, now_obj, now, count);
+            rc = record_stat(stat, summary, value, largest, now_obj, count);
             Py_DECREF(stat);
         }
         for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(parent_seq); i++) {
             PyObject *parent = PySequence_Fast_GET_ITEM(parent_seq, i);
             Py_INCREF(parent);
-            rc = record_sensor(parent, summary, value, largest, now_obj, now, count, depth + 1);
+            rc = record_sensor(parent, summary, value, largest, now_obj, count, depth + 1);
             Py_DECREF(parent);
         }
     }
@@ -202,10 +222,8 @@ static PyObject *k_sensor_record(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_TypeError, "record is a method of the sensor class bound last");
         return NULL;
     }
-    double now = PyFloat_AsDouble(a[1]);
-    if (now == -1.0 && PyErr_Occurred()) return NULL;
     PyObject *count = a[2] ? a[2] : small_one;
-    if (record_sensor(self, 0, a[0], Py_None, a[1], now, count, 0) < 0) return NULL;
+    if (record_sensor(self, 0, a[0], Py_None, a[1], count, 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -227,9 +245,7 @@ static PyObject *k_sensor_record_summary(PyObject *self, PyObject *const *args, 
     int any = PyObject_IsTrue(a[2]);
     if (any < 0) return NULL;
     if (!any) Py_RETURN_NONE;
-    double now = PyFloat_AsDouble(a[3]);
-    if (now == -1.0 && PyErr_Occurred()) return NULL;
-    if (record_sensor(self, 1, a[0], a[1], a[3], now, a[2], 0) < 0) return NULL;
+    if (record_sensor(self, 1, a[0], a[1], a[3], a[2], 0) < 0) return NULL;
     Py_RETURN_NONE;
 }
 

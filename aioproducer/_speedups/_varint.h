@@ -24,13 +24,23 @@ static inline uint64_t zigzag64(int64_t v) {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
-/* Defined in _append.c: adds append_unkeyed and bind_batch_layout to the module. */
+/* Defined in _append.c: adds bind_batch_layout (append_unkeyed, append_keyed) to the module. */
 int add_append_kernel(PyObject *module);
-/* Defined in _append.c: batch.append_unkeyed(*args), 8 arguments (see there). */
+/* Defined in _append.c: batch.append_unkeyed(None, value, future, reserve, bound, produced,
+ * topic, limit) as a code: 0 refused, 1 appended, 2 appended and the sticky turn is over, -1
+ * an error. For a batch not of exactly the bound class, the method's answer (a new
+ * reference) is left in *answer for the caller to compare with SWITCH once it has
+ * charged the pool, as the pure lane does; the code is then 1. */
 int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_ssize_t reserve,
                         Py_ssize_t bound, PyObject *produced, PyObject *topic, PyObject *limit_obj,
-                        PyObject *switch_code);
+                        PyObject **answer);
+/* Defined in _append.c: batch.append_keyed(None, key, value, future, reserve, bound) as
+ * 1 (appended), 0 (refused) or -1 (an error). */
 /* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
+int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
+                      Py_ssize_t reserve, Py_ssize_t bound);
+/* Defined in _kernels.c: Kafka's murmur2 of ``len`` bytes, a signed 32-bit int. */
+int murmur2_buffer(const unsigned char *data, Py_ssize_t len);
 int add_lane_kernel(PyObject *module);
 int add_sensor_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */

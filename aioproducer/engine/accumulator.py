@@ -199,6 +199,12 @@ class RecordAccumulator:
 
     # -- deciding ----------------------------------------------------------
 
+    @property
+    def queues(self) -> dict[TopicPartition, deque[ProducerBatch]]:
+        """Each partition's queue of batches, the open one at the back. The keyed
+        shortcut (:mod:`.keyed_lane`) reads it per record; only this class changes it."""
+        return self._deques
+
     def ready(self, now: float, leader_of: LeaderLookup, *, memory_exhausted: bool = False) -> ReadyResult:
         """Which leaders have a batch worth sending now, and when to look again.
 

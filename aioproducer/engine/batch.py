@@ -302,6 +302,28 @@ class ProducerBatch:
 
     append_unkeyed = _append_unkeyed_pure  # the C kernel's method once bound (below the class)
 
+    def _append_keyed_pure(
+        self,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        future: Any,
+        reserve: int,
+        bound: int,
+    ) -> bool:
+        """:meth:`try_append` for a record without headers, its sizes packed here.
+
+        ``timestamp_ms`` None stamps it now (``time.time_ns() // 1_000_000``).
+        The reference of the compiled :meth:`append_keyed`, which the keyed
+        shortcut of ``Producer.enqueue`` (engine/keyed_lane.py) calls per record.
+        """
+        if timestamp_ms is None:
+            timestamp_ms = time_ns() // 1_000_000
+        sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
+        return self.try_append(timestamp_ms, key, value, None, future, sizes, reserve, bound)
+
+    append_keyed = _append_keyed_pure  # the C kernel's method once bound (below the class)
+
     def add_span(self, span: Span) -> None:
         """File a span of bulk records; they follow the records appended so far."""
         if self.spans is None:
@@ -558,8 +580,8 @@ class ProducerBatch:
 
 
 if kernels is not None:
-    # The compiled append_unkeyed, a method of this class reaching its slots
-    # and its builder's directly (see aioproducer/_speedups/_append.c).
-    ProducerBatch.append_unkeyed = kernels.bind_batch_layout(  # type: ignore[method-assign]
-        ProducerBatch, RecordBatchBuilder, OPEN
+    # The compiled append_unkeyed and append_keyed, methods of this class reaching
+    # its slots and its builder's directly (see aioproducer/_speedups/_append.c).
+    ProducerBatch.append_unkeyed, ProducerBatch.append_keyed = (  # type: ignore[method-assign]
+        kernels.bind_batch_layout(ProducerBatch, RecordBatchBuilder, OPEN)
     )

@@ -87,11 +87,11 @@ async def test_done_records_die_by_reference_counting() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_delivered_records_future_is_not_walked_by_the_collector() -> None:
-    """Kept futures of delivered records cost full collections nothing with the
-    C kernels: done, each holds only its loop and its metadata, and leaves the
-    collector's lists. The pure path cannot untrack; a failed record's future
-    holds an exception (and its traceback: cycles) and stays tracked either way."""
+async def test_a_delivered_records_metadata_is_not_walked_but_its_future_is() -> None:
+    """A delivered record's metadata (a str and ints) leaves the collector's
+    lists with the C kernels; its future stays in them, on either path: a
+    done future can still be given attributes or callbacks that close a
+    cycle, which the collector must be able to free (the next test)."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("gc-kept", partitions=1)
         async with Producer(cluster.bootstrap_servers, linger_ms=0, retries=0) as p:
@@ -102,8 +102,29 @@ async def test_a_delivered_records_future_is_not_walked_by_the_collector() -> No
             with pytest.raises(errors.InvalidRecordError):
                 await failed
     assert [f.result().offset for f in delivered] == list(range(len(delivered)))
-    assert {gc.is_tracked(f) for f in delivered} == {kernels is None}
+    assert {gc.is_tracked(f.result()) for f in delivered} == {kernels is None}
+    assert all(gc.is_tracked(f) for f in delivered)
     assert gc.is_tracked(failed)
+
+
+@pytest.mark.asyncio
+async def test_a_cycle_through_a_delivered_records_future_is_collected() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("gc-cycle", partitions=1)
+        async with Producer(cluster.bootstrap_servers, linger_ms=0) as p:
+            fut = await p.enqueue("gc-cycle", b"x")
+            await p.flush()
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.future = fut  # type: ignore[attr-defined]
+    fut.holder = holder  # type: ignore[attr-defined]  # a done future takes attributes
+    ref = weakref.ref(holder)
+    del holder, fut
+    gc.collect()
+    assert ref() is None
 
 
 def test_a_cycle_through_a_done_callback_is_freed_once_the_loop_has_run_it() -> None:

@@ -1,0 +1,98 @@
+"""The keyed shortcut of ``Producer.enqueue``: one keyed record straight into its partition's open batch.
+
+A record with a bytes key and value, and no partition, headers or timestamp,
+goes to the partition its key hashes to (Java's default partitioner:
+``toPositive(murmur2(key)) % partitions``, over all of the topic's
+partitions). The lane appends it to the open batch at the back of that
+partition's queue when nothing is in doubt: the topic's metadata is known, the
+queue has a batch that takes the record, the record is not too large, and
+buffer memory is free without waiting. Otherwise it appends nothing and answers
+None, and ``enqueue`` takes its full path, which decides (a new batch, a wait
+for metadata or memory, an error).
+
+The producer uses it only when the full path would choose the same partition
+the same way: no custom partitioner, ``partitioner_ignore_keys`` off, no
+serializers, not transactional (``Producer._plain``), and a topic already
+checked.
+
+:meth:`KeyedLane._append_pure` is the reference. When the C kernels are built,
+:meth:`KeyedLane.append` is its compiled twin (``_lane.c``), which calls the
+batch's compiled ``append_keyed`` directly.
+tests/unit/test_keyed_lane.py proves both leave the same state and answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._speedups import kernels
+from ..protocol.records import MAX_RECORD_OVERHEAD
+from .batch import RECORD_HANDLE_OVERHEAD
+from .buffer_pool import BufferPool
+from .partitioner import partition_for_key
+
+if TYPE_CHECKING:
+    from ..net.client import KafkaClient
+    from .batch import ProducerBatch
+
+__all__ = ["KEYED_RECORD_BOUND", "KeyedLane"]
+
+# enqueue's upper bound of a keyed record without headers, less its key and
+# value: the record bound with an empty header count (1).
+KEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 1 + 12
+
+
+class KeyedLane:
+    """The keyed shortcut's view of one started producer (see the module docstring).
+
+    It holds the accumulator's own per-partition queues (never a copy), the
+    buffer pool, the client (whose ``snapshot`` it reads per record: a refresh
+    replaces it) and the loop's future factory.
+    """
+
+    __slots__ = ("client", "create_future", "deques", "max_size", "pool")
+
+    def __init__(
+        self,
+        deques: dict[tuple[str, int], deque[ProducerBatch]],
+        pool: BufferPool,
+        client: KafkaClient,
+        create_future: Callable[[], asyncio.Future[Any]],
+        max_size: int,
+    ) -> None:
+        self.deques = deques
+        self.pool = pool
+        self.client = client
+        self.create_future = create_future
+        self.max_size = max_size  # the largest record bound the shortcut takes
+
+    def _append_pure(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any] | None:
+        """Append a keyed record to its partition's open batch; its future, or None."""
+        info = self.client.snapshot.topics.get(topic)
+        if info is None or not info.partitions:
+            return None
+        dq = self.deques.get(info.tps[partition_for_key(key, len(info.partitions))])
+        if not dq:
+            return None
+        batch: Any = dq[-1]
+        size = len(key) + len(value) + KEYED_RECORD_BOUND
+        reserve = size + RECORD_HANDLE_OVERHEAD
+        pool = self.pool
+        if size > self.max_size or pool.available < reserve or pool.exhausted:
+            return None
+        fut = self.create_future()
+        if not batch.append_keyed(None, key, value, fut, reserve, size):  # timestamp None: now
+            return None  # the batch is full, sealed or no longer open
+        pool.available -= reserve
+        return fut
+
+    append = _append_pure  # the C kernel's method once bound (below the class)
+
+
+if kernels is not None:
+    KeyedLane.append = kernels.bind_keyed_lane_layout(  # type: ignore[method-assign]
+        KeyedLane, KEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, BufferPool
+    )
