@@ -19,6 +19,7 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "_murmur2.h"
 #include "_varint.h"
 
 enum { L_BATCH_SIZE, L_CLIENT, L_CREATE_FUTURE, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED, N_LANE };

@@ -39,8 +39,6 @@ int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_s
 /* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
 int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
                       Py_ssize_t reserve, Py_ssize_t bound);
-/* Defined in _kernels.c: Kafka's murmur2 of ``len`` bytes, a signed 32-bit int. */
-int murmur2_buffer(const unsigned char *data, Py_ssize_t len);
 int add_lane_kernel(PyObject *module);
 int add_sensor_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
