@@ -471,18 +471,45 @@ static PyMethodDef append_def = {
     "0 refused, 1 appended, 2 appended and the sticky partition's turn is over",
 };
 
-/* The offset of slot ``name`` of ``type``, or -1 with an error. */
-static Py_ssize_t slot_offset(PyTypeObject *type, const char *name) {
+/* The offset of slot ``name`` of ``type`` (a PyObject * at a fixed place in every
+ * instance, subclasses too: CPython's member descriptors), or -1 with an error.
+ * With ``writable``, a read-only member does not count. Shared by the kernels
+ * that bind a class's layout (_lane.c, _sensor.c). */
+Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable) {
     PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
     if (!descr) return -1;
     Py_ssize_t offset = -1;
     if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
         PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) offset = member->offset;
+        if (member->type == T_OBJECT_EX && !(writable && (member->flags & READONLY)))
+            offset = member->offset;
     }
     Py_DECREF(descr);
-    if (offset < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not a writable slot", type->tp_name, name);
+    if (offset < 0)
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a%s slot", type->tp_name, name,
+                     writable ? " writable" : "");
     return offset;
+}
+
+/* The offsets of ``n`` slots of ``type`` into ``out``: 0, or -1 with an error. */
+int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *out) {
+    for (int i = 0; i < n; i++) {
+        out[i] = slot_offset(type, names[i], 0);
+        if (out[i] < 0) return -1;
+    }
+    return 0;
+}
+
+/* Adds the module-level function ``def`` (a binder) to ``module``: 0, or -1. */
+int add_module_function(PyObject *module, PyMethodDef *def) {
+    PyObject *name = PyModule_GetNameObject(module);
+    if (!name) return -1;
+    PyObject *function = PyCFunction_NewEx(def, NULL, name);
+    Py_DECREF(name);
+    if (!function) return -1;
+    int rc = PyModule_AddObjectRef(module, def->ml_name, function);
+    Py_DECREF(function);
+    return rc;
 }
 
 /* bind_batch_layout(batch_type, builder_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
@@ -494,7 +521,7 @@ static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py
     PyTypeObject *batch_type = (PyTypeObject *)args[0], *builder_type = (PyTypeObject *)args[1];
     Py_ssize_t offset[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
-        offset[i] = slot_offset(i < FIRST_BUILDER_SLOT ? batch_type : builder_type, slot_names[i]);
+        offset[i] = slot_offset(i < FIRST_BUILDER_SLOT ? batch_type : builder_type, slot_names[i], 1);
         if (offset[i] < 0) return NULL;
     }
     PyObject *unkeyed = PyDescr_NewMethod(batch_type, &append_def);
@@ -519,13 +546,4 @@ static PyMethodDef bind_def = {
     "append_keyed) methods",
 };
 
-int add_append_kernel(PyObject *module) {
-    PyObject *name = PyModule_GetNameObject(module);
-    if (!name) return -1;
-    PyObject *bind = PyCFunction_NewEx(&bind_def, NULL, name);
-    Py_DECREF(name);
-    if (!bind) return -1;
-    int rc = PyModule_AddObjectRef(module, "bind_batch_layout", bind);
-    Py_DECREF(bind);
-    return rc;
-}
+int add_append_kernel(PyObject *module) { return add_module_function(module, &bind_def); }

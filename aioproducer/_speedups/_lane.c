@@ -17,21 +17,20 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 
 #include "_murmur2.h"
 #include "_varint.h"
 
 enum { L_BATCH_SIZE, L_CLIENT, L_CREATE_FUTURE, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED, N_LANE };
 
-static const char *lane_slot_names[N_LANE] = {
+static const char *const lane_slot_names[N_LANE] = {
     "batch_size", "client", "create_future", "filling", "max_size", "move_on", "pool", "produced",
 };
 
 /* The buffer pool's slots the lane reads and charges. */
 enum { P_AVAILABLE, P_EXHAUSTED, N_POOL };
 
-static const char *pool_slot_names[N_POOL] = {"available", "exhausted"};
+static const char *const pool_slot_names[N_POOL] = {"available", "exhausted"};
 
 static struct {
     PyTypeObject *lane_type;
@@ -247,7 +246,7 @@ done:
 
 enum { K_CLIENT, K_CREATE_FUTURE, K_DEQUES, K_MAX_SIZE, K_POOL, N_KEYED };
 
-static const char *keyed_slot_names[N_KEYED] = {
+static const char *const keyed_slot_names[N_KEYED] = {
     "client", "create_future", "deques", "max_size", "pool",
 };
 
@@ -355,20 +354,6 @@ static PyMethodDef lane_append_def = {
     "append(topic, value) -> the record's future, or None when the full path must decide",
 };
 
-/* The offset of slot ``name`` of ``type``, or -1 with an error. */
-static Py_ssize_t lane_slot_offset(PyTypeObject *type, const char *name) {
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    if (!descr) return -1;
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX) offset = member->offset;
-    }
-    Py_DECREF(descr);
-    if (offset < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
-    return offset;
-}
-
 /* The attribute names both lanes read, interned once. */
 static int intern_lane_names(void) {
     if (lane.str_snapshot) return 0;
@@ -390,14 +375,8 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     }
     PyTypeObject *type = (PyTypeObject *)args[0], *pool_type = (PyTypeObject *)args[4];
     Py_ssize_t offset[N_LANE], pool_offset[N_POOL];
-    for (int i = 0; i < N_LANE; i++) {
-        offset[i] = lane_slot_offset(type, lane_slot_names[i]);
-        if (offset[i] < 0) return NULL;
-    }
-    for (int i = 0; i < N_POOL; i++) {
-        pool_offset[i] = lane_slot_offset(pool_type, pool_slot_names[i]);
-        if (pool_offset[i] < 0) return NULL;
-    }
+    if (slot_offsets(type, lane_slot_names, N_LANE, offset) < 0 ||
+        slot_offsets(pool_type, pool_slot_names, N_POOL, pool_offset) < 0) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
@@ -433,14 +412,8 @@ static PyObject *k_bind_keyed_lane_layout(PyObject *module, PyObject *const *arg
     }
     PyTypeObject *type = (PyTypeObject *)args[0], *pool_type = (PyTypeObject *)args[3];
     Py_ssize_t offset[N_KEYED], pool_offset[N_POOL];
-    for (int i = 0; i < N_KEYED; i++) {
-        offset[i] = lane_slot_offset(type, keyed_slot_names[i]);
-        if (offset[i] < 0) return NULL;
-    }
-    for (int i = 0; i < N_POOL; i++) {
-        pool_offset[i] = lane_slot_offset(pool_type, pool_slot_names[i]);
-        if (pool_offset[i] < 0) return NULL;
-    }
+    if (slot_offsets(type, keyed_slot_names, N_KEYED, offset) < 0 ||
+        slot_offsets(pool_type, pool_slot_names, N_POOL, pool_offset) < 0) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
@@ -472,20 +445,6 @@ static PyMethodDef bind_keyed_lane_def = {
 };
 
 int add_lane_kernel(PyObject *module) {
-    PyObject *name = PyModule_GetNameObject(module);
-    if (!name) return -1;
-    PyObject *bind = PyCFunction_NewEx(&bind_lane_def, NULL, name);
-    Py_DECREF(name);
-    if (!bind) return -1;
-    int rc = PyModule_AddObjectRef(module, "bind_lane_layout", bind);
-    Py_DECREF(bind);
-    if (rc < 0) return -1;
-    PyObject *name2 = PyModule_GetNameObject(module);
-    if (!name2) return -1;
-    PyObject *bind_keyed = PyCFunction_NewEx(&bind_keyed_lane_def, NULL, name2);
-    Py_DECREF(name2);
-    if (!bind_keyed) return -1;
-    rc = PyModule_AddObjectRef(module, "bind_keyed_lane_layout", bind_keyed);
-    Py_DECREF(bind_keyed);
-    return rc;
+    return add_module_function(module, &bind_lane_def) < 0 ? -1
+                                                            : add_module_function(module, &bind_keyed_lane_def);
 }

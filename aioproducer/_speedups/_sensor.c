@@ -19,7 +19,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 
 #include "_varint.h"
 
@@ -89,20 +88,24 @@ static PyObject *current_sample(PyObject *stat, PyObject *now) {
     return PyObject_CallMethodOneArg(stat, sensors.str_advance, now);
 }
 
+/* ``obj``'s own record(value, now, count) or record_summary(value, largest, count, now). */
+static int call_record(PyObject *obj, int summary, PyObject *value, PyObject *largest,
+                       PyObject *now_obj, PyObject *count) {
+    PyObject *r = summary
+        ? PyObject_CallMethodObjArgs(obj, sensors.str_record_summary, value, largest, count,
+                                     now_obj, NULL)
+        : PyObject_CallMethodObjArgs(obj, sensors.str_record, value, now_obj, count, NULL);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* One stat's record(value, now, count) or, when ``summary``, record_summary(total=value,
  * largest, count, now). */
 static int record_stat(PyObject *stat, int summary, PyObject *value, PyObject *largest,
                        PyObject *now_obj, PyObject *count) {
     int kind = kind_of(stat);
-    if (kind < 0) {
-        PyObject *r = summary
-            ? PyObject_CallMethodObjArgs(stat, sensors.str_record_summary, value, largest, count,
-                                         now_obj, NULL)
-            : PyObject_CallMethodObjArgs(stat, sensors.str_record, value, now_obj, count, NULL);
-        if (!r) return -1;
-        Py_DECREF(r);
-        return 0;
-    }
+    if (kind < 0) return call_record(stat, summary, value, largest, now_obj, count);
     if (kind == K_CSUM) return add_to(stat, sensors.str_total, value);
     if (kind == K_CCOUNT) return add_to(stat, sensors.str_total, count);
     PyObject *sample = current_sample(stat, now_obj);
@@ -139,13 +142,7 @@ static int record_sensor(PyObject *sensor, int summary, PyObject *value, PyObjec
          * record): its own method, as the pure sensor calls it. The sensor the
          * kernel was called on is walked whatever its class: its record is
          * this kernel. */
-        PyObject *r = summary
-            ? PyObject_CallMethodObjArgs(sensor, sensors.str_record_summary, value, largest, count,
-                                         now_obj, NULL)
-            : PyObject_CallMethodObjArgs(sensor, sensors.str_record, value, now_obj, count, NULL);
-        if (!r) return -1;
-        Py_DECREF(r);
-        return 0;
+        return call_record(sensor, summary, value, largest, now_obj, count);
     }
     PyObject *stats = *(PyObject **)((char *)sensor + sensors.stats_offset);
     PyObject *parents = *(PyObject **)((char *)sensor + sensors.parents_offset);
@@ -260,19 +257,6 @@ static PyMethodDef sensor_record_summary_def = {
     "record_summary(total, largest, count, now): count events at once",
 };
 
-static Py_ssize_t sensor_slot_offset(PyTypeObject *type, const char *name) {
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    if (!descr) return -1;
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX) offset = member->offset;
-    }
-    Py_DECREF(descr);
-    if (offset < 0) PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", type->tp_name, name);
-    return offset;
-}
-
 /* bind_sensor_kinds(sensor_type, windowed_sum, avg, windowed_count, max, cumulative_sum,
  * cumulative_count) -> (record, record_summary) */
 static PyObject *k_bind_sensor_kinds(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -288,9 +272,9 @@ static PyObject *k_bind_sensor_kinds(PyObject *module, PyObject *const *args, Py
         }
     }
     PyTypeObject *type = (PyTypeObject *)args[0];
-    Py_ssize_t stats_offset = sensor_slot_offset(type, "_stats");
+    Py_ssize_t stats_offset = slot_offset(type, "_stats", 0);
     if (stats_offset < 0) return NULL;
-    Py_ssize_t parents_offset = sensor_slot_offset(type, "parents");
+    Py_ssize_t parents_offset = slot_offset(type, "parents", 0);
     if (parents_offset < 0) return NULL;
     if (!sensors.str_head) {
         const char *names[] = {"_head", "_window", "_advance", "start", "value", "count", "total",
@@ -328,13 +312,4 @@ static PyMethodDef bind_sensor_def = {
     "cumulative_count) -> (record, record_summary) methods of sensor_type",
 };
 
-int add_sensor_kernel(PyObject *module) {
-    PyObject *name = PyModule_GetNameObject(module);
-    if (!name) return -1;
-    PyObject *bind = PyCFunction_NewEx(&bind_sensor_def, NULL, name);
-    Py_DECREF(name);
-    if (!bind) return -1;
-    int rc = PyModule_AddObjectRef(module, "bind_sensor_kinds", bind);
-    Py_DECREF(bind);
-    return rc;
-}
+int add_sensor_kernel(PyObject *module) { return add_module_function(module, &bind_sensor_def); }

@@ -24,6 +24,11 @@ static inline uint64_t zigzag64(int64_t v) {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
+/* Defined in _append.c: slot offsets of a class with __slots__, for the binders. */
+Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable);
+int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *out);
+/* Defined in _append.c: adds a module-level function (a binder) to the module. */
+int add_module_function(PyObject *module, PyMethodDef *def);
 /* Defined in _append.c: adds bind_batch_layout (append_unkeyed, append_keyed) to the module. */
 int add_append_kernel(PyObject *module);
 /* Defined in _append.c: batch.append_unkeyed(None, value, future, reserve, bound, produced,
