@@ -27,17 +27,20 @@ producer's loop, so it cannot hang.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from ._speedups import kernels
 
 if TYPE_CHECKING:
     from .engine.accumulator import RecordAccumulator
     from .engine.sender import Sender
     from .logs import ClientLogger
 
-__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
+__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error", "record_future_factory"]
 
 _get_ident = threading.get_ident
 
@@ -92,6 +95,23 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
+    """What makes each record's future on ``loop``: ``loop.create_future`` or its equal.
+
+    When that method makes a plain ``asyncio.Future``, the future is made
+    directly, without ``create_future``'s Python frame (one per record):
+    ``functools.partial(asyncio.Future, loop=loop)``, the reference, or its
+    compiled twin, which does not copy the partial's keyword dict per call.
+    """
+    if type(loop.create_future()) is not asyncio.Future:
+        return loop.create_future  # the loop's own futures (uvloop's, or a subclass)
+    if kernels is not None:
+        factory: Callable[[], asyncio.Future[Any]] = kernels.future_factory(loop)
+        if type(factory()) is asyncio.Future:  # the C type, as asyncio.Future is
+            return factory
+    return functools.partial(asyncio.Future, loop=loop)
 
 
 def loop_error(owner: asyncio.AbstractEventLoop, what: str) -> errors.ProducerLoopError:

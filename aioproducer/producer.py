@@ -179,29 +179,28 @@ class Producer(
         self,
         topic: str,
         value: Any,
-        *,
         key: Any = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Headers | None = None,
     ) -> RecordMetadata:
         """Produce one record and wait for the broker's acknowledgement."""
-        fut = await self.enqueue(
-            topic, value, key=key, partition=partition, timestamp_ms=timestamp_ms, headers=headers
-        )
+        fut = await self.enqueue(topic, value, key, partition, timestamp_ms, headers)
         return await fut
 
     async def enqueue(
         self,
         topic: str,
         value: Any,
-        *,
         key: Any = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Headers | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Buffer one record; return a future resolved when the broker acknowledges it.
+
+        ``key``, ``partition``, ``timestamp_ms`` and ``headers`` may be given by
+        name or by position, in aiokafka's order.
 
         Waits only for metadata and buffer space, together bounded by
         ``max_block_ms`` (then KafkaTimeoutError). Invalid input raises at once
@@ -213,6 +212,8 @@ class Producer(
         appended nothing (and holds no buffer memory); one that returned has
         appended the record, whose future then resolves whatever the caller does.
         """
+        # (The options are not keyword-only: Python fills omitted keyword-only
+        # parameters by a dict lookup each, positional ones from a tuple.)
         if self._loop_mark._thread_id != get_ident():  # ~25 ns (see loop_binding)
             self._check_loop("enqueue()/send()")  # raises unless on the producer's loop
         if self._yield_in <= 0:

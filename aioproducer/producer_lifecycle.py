@@ -24,6 +24,7 @@ from .engine.sender import Sender
 from .engine.sticky import forget_idle_topics
 from .engine.transactions import TransactionManager
 from .engine.unkeyed_lane import UnkeyedLane
+from .loop_binding import record_future_factory
 from .net.client import KafkaClient
 
 if TYPE_CHECKING:
@@ -119,10 +120,7 @@ class LifecycleMixin:
             raise
         self._client = client
         loop = self._bind_loop()
-        self._create_future = loop.create_future
-        if type(loop.create_future()) is asyncio.Future:
-            # The same future without loop.create_future's Python frame (per record).
-            self._create_future = functools.partial(asyncio.Future, loop=loop)
+        self._create_future = record_future_factory(loop)
         seq = SequenceState() if cfg.idempotent else None
         if cfg.transactional_id is not None:
             assert seq is not None  # validate() makes transactional producers idempotent

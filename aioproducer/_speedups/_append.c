@@ -258,7 +258,7 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         Py_XDECREF(seen);
         goto undo;
     }
-    if (PyByteArray_Resize(buf, old + total) < 0) {
+    if (resize_growing(buf, old + total, batch_size) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
         if (produced) {

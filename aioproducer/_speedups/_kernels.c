@@ -20,6 +20,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -158,7 +159,7 @@ static PyObject *k_encode_record(PyObject *self, PyObject *const *args, Py_ssize
         result = PyLong_FromLong(-1);
         goto done;
     }
-    if (PyByteArray_Resize(buf, old + total) < 0) goto done;
+    if (resize_growing(buf, old + total, batch_size) < 0) goto done;
     char *p = PyByteArray_AS_STRING(buf) + old;
     p = put_uvarint(p, zigzag64(size));
     *p++ = 0; /* attributes: always 0 in a producer's record */
@@ -443,6 +444,76 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
     Py_RETURN_NONE;
 }
 
+/* ---- future_factory ----------------------------------------------------- */
+
+/* A callable making ``_asyncio.Future(loop=loop)``, as
+ * ``functools.partial(asyncio.Future, loop=loop)`` does (the pure reference):
+ * the partial copies its keyword dict on every call (so the callee cannot
+ * change it); the future's __init__ only reads it, so one dict serves every
+ * future. Used for every record's future. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *kwargs; /* {"loop": loop} */
+    vectorcallfunc vectorcall;
+} FutureFactory;
+
+static PyObject *empty_args;
+
+static PyObject *factory_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                    PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "future_factory() takes no arguments");
+        return NULL;
+    }
+    return PyObject_Call((PyObject *)c_future_type, empty_args, ((FutureFactory *)self)->kwargs);
+}
+
+static int factory_traverse(FutureFactory *self, visitproc visit, void *arg) {
+    Py_VISIT(self->kwargs);
+    return 0;
+}
+
+static int factory_clear(FutureFactory *self) {
+    Py_CLEAR(self->kwargs);
+    return 0;
+}
+
+static void factory_dealloc(FutureFactory *self) {
+    PyObject_GC_UnTrack(self);
+    factory_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject FutureFactoryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aioproducer._speedups._kernels.FutureFactory",
+    .tp_basicsize = sizeof(FutureFactory),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(FutureFactory, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_traverse = (traverseproc)factory_traverse,
+    .tp_clear = (inquiry)factory_clear,
+    .tp_dealloc = (destructor)factory_dealloc,
+    .tp_doc = "Makes asyncio.Future(loop=loop) per call (see future_factory).",
+};
+
+static PyObject *k_future_factory(PyObject *module, PyObject *loop) {
+    if (!c_future_type) {
+        PyErr_SetString(PyExc_RuntimeError, "_asyncio.Future is not available");
+        return NULL;
+    }
+    FutureFactory *self = PyObject_GC_New(FutureFactory, &FutureFactoryType);
+    if (!self) return NULL;
+    self->vectorcall = factory_vectorcall;
+    self->kwargs = Py_BuildValue("{sO}", "loop", loop);
+    if (!self->kwargs) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
 static PyMethodDef methods[] = {
     {"murmur2", k_murmur2, METH_O, "Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int."},
     {"headers_bytes", k_headers_bytes, METH_O, "A record's header count and headers, encoded."},
@@ -450,6 +521,8 @@ static PyMethodDef methods[] = {
      "encode_record(buf, batch_size, count, timestamp_delta, key, value, headers) -> size or -1"},
     {"encode_run", (PyCFunction)(void (*)(void))k_encode_run, METH_FASTCALL,
      "encode_run(buf, room, count, fixed, hdr, values, keys, order, start, stop) -> new record count"},
+    {"future_factory", k_future_factory, METH_O,
+     "future_factory(loop) -> a callable making asyncio.Future(loop=loop) (C _asyncio.Future)."},
     {"resolve_futures", (PyCFunction)(void (*)(void))k_resolve_futures, METH_FASTCALL,
      "resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset, "
      "deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None"},
@@ -476,6 +549,8 @@ PyMODINIT_FUNC PyInit__kernels(void) {
         }
     }
     PyErr_Clear();
+    empty_args = PyTuple_New(0);
+    if (!empty_args || PyType_Ready(&FutureFactoryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0 || add_lane_kernel(m) < 0 ||
               add_sensor_kernel(m) < 0))

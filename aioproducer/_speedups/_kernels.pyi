@@ -26,6 +26,8 @@ def encode_run(
     stop: int,
     /,
 ) -> int: ...
+def future_factory(loop: Any, /) -> Callable[[], Any]:
+    ...  # makes asyncio.Future(loop=loop) per call, as functools.partial(asyncio.Future, loop=loop)
 def resolve_futures(
     futures: Sequence[object],
     start: int,

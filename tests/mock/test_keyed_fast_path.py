@@ -101,3 +101,20 @@ async def test_a_topic_that_grows_is_partitioned_by_its_new_count() -> None:
             await p.flush()
     assert [m.partition for m in before] == [_java_partition(k, 2) for k in keys]
     assert [f.result().partition for f in after] == [_java_partition(k, 6) for k in keys]
+
+
+@pytest.mark.asyncio
+async def test_options_may_be_given_by_position_in_aiokafkas_order() -> None:
+    async with MockCluster() as cluster:
+        cluster.create_topic("pos", partitions=3)
+        async with Producer(cluster.bootstrap_servers) as p:
+            first = await p.enqueue("pos", b"v1", b"k1", 2, 1_700_000_000_000, [("h", b"1")])
+            second = await p.send("pos", b"v2", b"k2", 1, 1_700_000_000_001, [("h", b"2")])
+            await p.flush()
+    assert (first.result().partition, second.partition) == (2, 1)
+    stored = {r.value: r for r in cluster.records("pos")}
+    assert (stored[b"v1"].key, stored[b"v1"].partition, stored[b"v1"].timestamp_ms) == (
+        b"k1", 2, 1_700_000_000_000)
+    assert (stored[b"v2"].key, stored[b"v2"].partition, stored[b"v2"].timestamp_ms) == (
+        b"k2", 1, 1_700_000_000_001)
+    assert [tuple(h) for h in stored[b"v1"].headers] == [("h", b"1")]

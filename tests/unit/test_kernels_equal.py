@@ -14,8 +14,10 @@ They skip only where the extension is not built and CI is not
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import os
+import sys
 import time
 from types import ModuleType
 from unittest import mock
@@ -27,6 +29,7 @@ from hypothesis import strategies as st
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine import partitioner as partitioner
 from aioproducer.engine.batch import ProducerBatch, RecordMetadata, pack_sizes
+from aioproducer.loop_binding import record_future_factory
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilder
@@ -465,3 +468,52 @@ def test_the_compiled_metadata_is_not_tracked_by_the_cyclic_collector(k: ModuleT
         assert meta == RecordMetadata("topic", 3, 5, 1000, -1, 3) and not gc.is_tracked(meta)
     finally:
         loop.close()
+
+
+def test_a_batch_buffer_grows_by_doubling_up_to_the_batch_size(k: ModuleType) -> None:
+    # The compiled appends reserve twice the buffer's length when it is full
+    # (a bytearray alone grows by an eighth): few copies on the way to a full
+    # batch, and never more memory than the batch size allows.
+    for batch_size in (1_000, 16_384, 65_536):
+        buf = bytearray(61)
+        empty = sys.getsizeof(bytearray())
+        allocations = {sys.getsizeof(buf)}
+        count = 0
+        while k.encode_record(buf, batch_size, count, 0, None, b"x" * 100, None) != -1:
+            count += 1
+            allocations.add(sys.getsizeof(buf))
+            assert sys.getsizeof(buf) - empty <= max(batch_size, 2 * len(buf)) + 1
+        pure = RecordBatchBuilder(batch_size=batch_size)
+        while pure._append_pure(0, None, b"x" * 100) is not None:
+            pass
+        assert pure.record_count == count and buf == pure._buf
+        assert len(allocations) <= 12, sorted(allocations)
+
+
+@pytest.mark.asyncio
+async def test_future_factory_makes_what_the_partial_makes(k: ModuleType) -> None:
+    loop = asyncio.get_running_loop()
+    make = k.future_factory(loop)
+    reference = functools.partial(asyncio.Future, loop=loop)
+    first, second, expected = make(), make(), reference()
+    for fut in (first, second):
+        assert type(fut) is type(expected) and fut.get_loop() is loop and not fut.done()
+    first.set_result(1)
+    assert not second.done()  # a new future per call
+    with pytest.raises(TypeError, match="no arguments"):
+        make(1)
+    with pytest.raises(TypeError, match="no arguments"):
+        make(loop=loop)
+    assert record_future_factory(loop) is not loop.create_future
+    assert type(record_future_factory(loop)()) is asyncio.Future
+
+
+@pytest.mark.asyncio
+async def test_loops_with_their_own_futures_keep_making_them() -> None:
+    class OwnFuture(asyncio.Future):  # type: ignore[type-arg]
+        pass
+
+    loop = asyncio.get_running_loop()
+    with mock.patch.object(loop, "create_future", lambda: OwnFuture(loop=loop)):
+        make = record_future_factory(loop)
+        assert type(make()) is OwnFuture
