@@ -148,13 +148,15 @@ async def intercepted_enqueue(
     enqueue: Callable[..., Awaitable[asyncio.Future[RecordMetadata]]],
     topic: str,
     value: Any,
+    *args: Any,
     **options: Any,
 ) -> asyncio.Future[RecordMetadata]:
     """``enqueue`` with the chain's hooks around it (a producer with interceptors uses this).
 
-    ``options`` are enqueue's keywords, which ProducerRecord's fields mirror.
+    ``args`` and ``options`` are enqueue's options, by position or by name,
+    which ProducerRecord's fields mirror in the same order.
     """
-    record = chain.on_send(ProducerRecord(topic, value, **options))
+    record = chain.on_send(ProducerRecord(topic, value, *args, **options))
     try:
         fut = await enqueue(
             record.topic, record.value, key=record.key, partition=record.partition,

@@ -142,8 +142,11 @@ class LoopBindingMixin:
 
     #: The loop that started the producer (None before start).
     _loop: asyncio.AbstractEventLoop | None = None
-    #: ``_loop_mark._thread_id == threading.get_ident()``: the caller is on ``_loop``.
-    _loop_mark: Any = UNBOUND
+    if TYPE_CHECKING:
+        #: ``_loop_mark._thread_id == threading.get_ident()``: the caller is on
+        #: ``_loop``. UNBOUND until start; Producer keeps it in its enqueue
+        #: shortcut, which checks it per record.
+        _loop_mark: Any
 
     def _bind_loop(self) -> asyncio.AbstractEventLoop:
         """Bind the producer to the running loop (at start); raise if bound to another."""

@@ -39,6 +39,7 @@ from .engine.buffer_pool import BufferPool
 from .engine.keyed_lane import KeyedLane
 from .engine.partitioner import choose_partition
 from .engine.sender import Sender
+from .engine.shortcut import EnqueueShortcut
 from .engine.sticky import StickyPartitioner
 from .engine.transactions import TransactionManager
 from .engine.unkeyed_lane import UnkeyedLane
@@ -51,7 +52,7 @@ from .engine.validation import (
 )
 from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
-from .loop_binding import LoopBindingMixin
+from .loop_binding import UNBOUND, LoopBindingMixin
 from .metrics import MetricConfig, MetricName
 from .net.client import KafkaClient
 from .net.cluster import TopicInfo
@@ -91,6 +92,13 @@ class Producer(
     """
 
     def _init(self, config: ProducerConfig) -> None:
+        # Topics already validated and known to the metadata: skips checks per record.
+        self._topics_seen: set[str] = set()
+        # Step 1 of enqueue, and the state it reads: the loop mark, the records
+        # until enqueue yields to the loop (0 after a record opened a new batch,
+        # so that the sender runs first), and whether the producer is started,
+        # open and not transactional (then a record has no state to check).
+        self._shortcut = EnqueueShortcut(UNBOUND, YIELD_EVERY_RECORDS, self._topics_seen)
         self.config = config
         self.client_id = config.client_id or f"producer-{next(_client_numbers)}"
         self._log = ClientLogger(log, self.client_id)
@@ -119,11 +127,6 @@ class Producer(
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
         self._start_lock: asyncio.Lock | None = None
-        # Records until enqueue yields to the event loop; 0 after a record
-        # opened a new batch, so that the sender runs first.
-        self._yield_in = YIELD_EVERY_RECORDS
-        # Started, open and not transactional: enqueue has no state to check.
-        self._plain = False
         self._max_block = config.max_block_ms / 1000
         self._metadata_wait = MetadataWait(self._log, self._max_block)
         self._key_serializer = config.key_serializer
@@ -138,8 +141,6 @@ class Producer(
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
-        # Topics already validated and known to the metadata: skips checks per record.
-        self._topics_seen: set[str] = set()
         self._create_future: Any = None
         # enqueue's unkeyed shortcut, made when the producer starts (see start()).
         self._lane: UnkeyedLane | None = None
@@ -212,34 +213,28 @@ class Producer(
         appended nothing (and holds no buffer memory); one that returned has
         appended the record, whose future then resolves whatever the caller does.
         """
-        # (The options are not keyword-only: Python fills omitted keyword-only
-        # parameters by a dict lookup each, positional ones from a tuple.)
-        if self._loop_mark._thread_id != get_ident():  # ~25 ns (see loop_binding)
+        # 1. The common cases, a bytes record without key or with a bytes key,
+        #    straight to the open batch (engine/shortcut.py). (The options are
+        #    not keyword-only: Python fills each omitted keyword-only parameter
+        #    by a dict lookup, positional ones from a tuple.)
+        shortcut = self._shortcut
+        fut = shortcut.take(topic, value, key, partition, timestamp_ms, headers)
+        if fut is not None:
+            return fut
+        if self._loop_mark._thread_id != get_ident():
             self._check_loop("enqueue()/send()")  # raises unless on the producer's loop
-        if self._yield_in <= 0:
+        if shortcut.countdown <= 0:
             # The previous record opened a batch, or YIELD_EVERY_RECORDS were
             # enqueued since the last yield: let the sender and other tasks
             # run once, so they keep going while the caller keeps producing (a
             # loop of enqueue() calls would otherwise never let them run). Done
             # here, before anything is appended, so that a cancellation never
             # strands an appended record.
-            self._yield_in = YIELD_EVERY_RECORDS
+            shortcut.countdown = YIELD_EVERY_RECORDS
             await asyncio.sleep(0)
-        # 1. The common cases, a bytes record without key or with a bytes key:
-        #    the shortcuts to the open batch.
-        if partition is None and headers is None and timestamp_ms is None and self._plain:
-            if key is None:
-                if type(value) is bytes:
-                    fut = self._lane.append(topic, value)  # type: ignore[union-attr]
-                    if fut is not None:
-                        self._yield_in -= 1
-                        return fut
-            elif (type(key) is bytes and type(value) is bytes and self._keyed_lane is not None
-                    and topic in self._topics_seen):
-                fut = self._keyed_lane.append(topic, key, value)
-                if fut is not None:
-                    self._yield_in -= 1
-                    return fut
+            fut = shortcut.take(topic, value, key, partition, timestamp_ms, headers)
+            if fut is not None:
+                return fut
         # 2. Checks and serialization: bad input raises here, before any wait.
         if not self._plain:
             self._check_can_send()
@@ -339,11 +334,11 @@ class Producer(
                 # A new batch: the sender starts its linger clock, and the
                 # next enqueue yields to it first.
                 self._sender.wakeup()  # type: ignore[union-attr]
-                self._yield_in = 0
+                self._shortcut.countdown = 0
         except BaseException:
             self._pool.release(reserve)
             raise
-        self._yield_in -= 1
+        self._shortcut.countdown -= 1
         if self._txn is not None:
             self._txn.add_partition(tp)
         if sticky is not None:
@@ -351,6 +346,24 @@ class Producer(
                 sticky.filling_batch(topic, batch, info)  # the shortcut takes the next records
             sticky.appended(topic, size, batch, info)
         return fut
+
+    @property
+    def _plain(self) -> bool:
+        """Started, open and not transactional (held by the enqueue shortcut, which reads it)."""
+        return self._shortcut.plain
+
+    @_plain.setter
+    def _plain(self, plain: bool) -> None:
+        self._shortcut.plain = plain
+
+    @property
+    def _loop_mark(self) -> Any:
+        """The mark of the producer's loop (see loop_binding; held by the enqueue shortcut)."""
+        return self._shortcut.loop_mark
+
+    @_loop_mark.setter
+    def _loop_mark(self, mark: Any) -> None:
+        self._shortcut.loop_mark = mark
 
     def _check_topic(self, topic: str) -> None:
         """Raise unless ``topic`` is a valid name; remembered, so checked once per topic."""

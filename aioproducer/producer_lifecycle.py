@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .config import ProducerConfig
     from .engine.accumulator import RecordAccumulator
     from .engine.buffer_pool import BufferPool
+    from .engine.shortcut import EnqueueShortcut
     from .engine.sticky import StickyPartitioner
     from .net.metadata_wait import MetadataWait
     from .producer_metrics import ProducerMetrics
@@ -64,6 +65,7 @@ class LifecycleMixin:
         _create_future: Any
         _lane: UnkeyedLane | None
         _keyed_lane: KeyedLane | None
+        _shortcut: EnqueueShortcut
         _max_unkeyed: int
         _serializing: bool
 
@@ -151,6 +153,7 @@ class LifecycleMixin:
             self._keyed_lane = KeyedLane(
                 self._acc.queues, self._pool, client, self._create_future, self._max_unkeyed
             )
+        self._shortcut.lane, self._shortcut.keyed_lane = self._lane, self._keyed_lane
         self._started = True
         self._plain = self._txn is None
 

@@ -444,7 +444,178 @@ static PyMethodDef bind_keyed_lane_def = {
     "lane's append",
 };
 
+/* ---- step 1 of enqueue (engine/shortcut.py) ------------------------------ */
+
+enum { S_COUNTDOWN, S_KEYED_LANE, S_LANE, S_LOOP_MARK, S_PLAIN, S_TOPICS_SEEN, N_SHORTCUT };
+
+static const char *const shortcut_slot_names[N_SHORTCUT] = {
+    "countdown", "keyed_lane", "lane", "loop_mark", "plain", "topics_seen",
+};
+
+static struct {
+    PyTypeObject *type;
+    Py_ssize_t offset[N_SHORTCUT];
+    PyObject *str_thread_id, *str_append;
+    unsigned long ident;   /* the thread whose id ident_obj holds */
+    PyObject *ident_obj;   /* threading.get_ident() of that thread */
+} shortcut;
+
+/* threading.get_ident() as an int (a borrowed reference), made once per thread in turn. */
+static PyObject *current_ident(void) {
+    unsigned long ident = PyThread_get_thread_ident();
+    if (!shortcut.ident_obj || shortcut.ident != ident) {
+        PyObject *obj = PyLong_FromUnsignedLong(ident);
+        if (!obj) return NULL;
+        Py_XSETREF(shortcut.ident_obj, obj);
+        shortcut.ident = ident;
+    }
+    return shortcut.ident_obj;
+}
+
+/* ``countdown <= 0`` (1, 0, or -1 on an error), as Python compares. */
+static int counted_down(PyObject *countdown) {
+    if (PyLong_CheckExact(countdown)) {
+        int overflow;
+        long long left = PyLong_AsLongLongAndOverflow(countdown, &overflow);
+        if (left == -1 && PyErr_Occurred()) return -1;
+        return overflow ? overflow < 0 : left <= 0;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    if (!zero) return -1;
+    int done = PyObject_RichCompareBool(countdown, zero, Py_LE);
+    Py_DECREF(zero);
+    return done;
+}
+
+/* shortcut.take(topic, value, key, partition, timestamp_ms, headers) -> a future or None. */
+static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "take(topic, value, key, partition, timestamp_ms, headers)");
+        return NULL;
+    }
+    if (!shortcut.type || !PyObject_TypeCheck(self, shortcut.type)) {
+        PyErr_SetString(PyExc_TypeError, "take is a method of the shortcut class bound last");
+        return NULL;
+    }
+    PyObject *held[N_SHORTCUT];
+    for (int i = 0; i < N_SHORTCUT; i++) {
+        held[i] = *(PyObject **)((char *)self + shortcut.offset[i]);
+        if (!held[i]) {
+            PyErr_Format(PyExc_AttributeError, "slot '%s' of the shortcut is not set",
+                         shortcut_slot_names[i]);
+            return NULL;
+        }
+    }
+    /* Held: the attribute read and the comparisons below may run Python code. */
+    for (int i = 0; i < N_SHORTCUT; i++) Py_INCREF(held[i]);
+    PyObject *topic = args[0], *value = args[1], *key = args[2], *result = NULL, *fut = NULL;
+    PyObject *thread_id = PyObject_GetAttr(held[S_LOOP_MARK], shortcut.str_thread_id);
+    if (!thread_id) goto done;
+    PyObject *ident = current_ident();
+    /* rc: 1 go on, 0 refuse, -1 an error was raised */
+    int rc = ident ? PyObject_RichCompareBool(thread_id, ident, Py_EQ) : -1;
+    Py_DECREF(thread_id);
+    if (rc <= 0) goto stop;
+    rc = counted_down(held[S_COUNTDOWN]);
+    if (rc != 0) { rc = rc > 0 ? 0 : -1; goto stop; }
+    rc = PyObject_IsTrue(held[S_PLAIN]);
+    if (rc <= 0) goto stop;
+    if (args[3] != Py_None || args[5] != Py_None || args[4] != Py_None || !PyBytes_CheckExact(value))
+        goto refuse;
+    if (key == Py_None) {
+        PyObject *lane_obj = held[S_LANE];
+        if (lane.lane_type && Py_IS_TYPE(lane_obj, lane.lane_type)) {
+            fut = k_lane_append(lane_obj, args, 2);
+        } else {
+            PyObject *call[3] = {lane_obj, topic, value};
+            fut = PyObject_VectorcallMethod(shortcut.str_append, call,
+                                            3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        }
+    } else if (PyBytes_CheckExact(key) && held[S_KEYED_LANE] != Py_None) {
+        PyObject *seen = held[S_TOPICS_SEEN];
+        rc = PyAnySet_CheckExact(seen) ? PySet_Contains(seen, topic)
+                                        : PySequence_Contains(seen, topic);
+        if (rc <= 0) goto stop;
+        PyObject *keyed_obj = held[S_KEYED_LANE];
+        PyObject *call[3] = {topic, key, value};
+        if (keyed.lane_type && Py_IS_TYPE(keyed_obj, keyed.lane_type)) {
+            fut = k_keyed_append(keyed_obj, call, 3);
+        } else {
+            PyObject *with_self[4] = {keyed_obj, topic, key, value};
+            fut = PyObject_VectorcallMethod(shortcut.str_append, with_self,
+                                            4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        }
+    } else {
+        goto refuse;
+    }
+    if (!fut) goto done;
+    if (fut != Py_None) {
+        /* self.countdown -= 1, read again: the append may have run Python code. */
+        PyObject **slot = (PyObject **)((char *)self + shortcut.offset[S_COUNTDOWN]);
+        if (!*slot) {
+            PyErr_SetString(PyExc_AttributeError, "slot 'countdown' of the shortcut is not set");
+            goto done;
+        }
+        PyObject *one = PyLong_FromLong(1);
+        PyObject *less = one ? PyNumber_Subtract(*slot, one) : NULL;
+        Py_XDECREF(one);
+        if (!less) goto done;
+        Py_SETREF(*slot, less);
+    }
+    result = fut;
+    fut = NULL;
+    goto done;
+stop:
+    if (rc < 0) goto done;
+refuse:
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < N_SHORTCUT; i++) Py_DECREF(held[i]);
+    Py_XDECREF(fut);
+    return result;
+}
+
+static PyMethodDef shortcut_take_def = {
+    "take", (PyCFunction)(void (*)(void))k_shortcut_take, METH_FASTCALL,
+    "take(topic, value, key, partition, timestamp_ms, headers) -> the record's future, or None "
+    "when the full path of enqueue must decide",
+};
+
+/* bind_shortcut_layout(shortcut_type, unkeyed_lane_type, keyed_lane_type) -> the take method.
+ * The lane types must be the ones bound last: their appends are called directly. */
+static PyObject *k_bind_shortcut_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind_shortcut_layout(shortcut_type, unkeyed_lane_type, keyed_lane_type)");
+        return NULL;
+    }
+    if ((PyObject *)lane.lane_type != args[1] || (PyObject *)keyed.lane_type != args[2]) {
+        PyErr_SetString(PyExc_TypeError, "bind the lanes' layouts first, with these lane types");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    Py_ssize_t offset[N_SHORTCUT];
+    if (slot_offsets(type, shortcut_slot_names, N_SHORTCUT, offset) < 0) return NULL;
+    if (!shortcut.str_thread_id) {
+        shortcut.str_thread_id = PyUnicode_InternFromString("_thread_id");
+        shortcut.str_append = PyUnicode_InternFromString("append");
+        if (!shortcut.str_thread_id || !shortcut.str_append) return NULL;
+    }
+    PyObject *method = PyDescr_NewMethod(type, &shortcut_take_def);
+    if (!method) return NULL;
+    memcpy(shortcut.offset, offset, sizeof offset);
+    Py_INCREF(type);
+    Py_XSETREF(shortcut.type, type);
+    return method;
+}
+
+static PyMethodDef bind_shortcut_def = {
+    "bind_shortcut_layout", (PyCFunction)(void (*)(void))k_bind_shortcut_layout, METH_FASTCALL,
+    "bind_shortcut_layout(shortcut_type, unkeyed_lane_type, keyed_lane_type) -> the shortcut's take",
+};
+
 int add_lane_kernel(PyObject *module) {
-    return add_module_function(module, &bind_lane_def) < 0 ? -1
-                                                            : add_module_function(module, &bind_keyed_lane_def);
+    if (add_module_function(module, &bind_lane_def) < 0 ||
+        add_module_function(module, &bind_keyed_lane_def) < 0) return -1;
+    return add_module_function(module, &bind_shortcut_def);
 }

@@ -1,0 +1,94 @@
+"""Step 1 of ``Producer.enqueue``: a record one of the lanes can take, taken in one call.
+
+A record with a bytes value, and no partition, headers or timestamp, goes to
+the unkeyed lane (:mod:`.unkeyed_lane`) without a key, or to the keyed lane
+(:mod:`.keyed_lane`) with a bytes key. ``EnqueueShortcut.take`` hands it to its
+lane when nothing else must be checked first:
+
+* the caller runs on the producer's event loop (the cheap check of
+  :mod:`aioproducer.loop_binding`: the loop's ``_thread_id`` is this thread's);
+* no yield to the loop is due (``countdown``: records until enqueue gives the
+  sender and other tasks a turn; 0 once a record opened a batch);
+* the producer is started, open and not transactional (``plain``);
+* for a key, the keyed lane exists (no custom partitioner, no serializers, no
+  ``partitioner_ignore_keys``) and the topic was already checked.
+
+It answers the record's future, having counted the record down, or None with
+nothing appended: ``enqueue`` then takes its full path, which decides (and
+raises, where something is wrong).
+
+This object owns the state it reads: ``Producer._loop_mark`` and
+``Producer._plain`` are properties over ``loop_mark`` and ``plain``, and the
+full path counts down ``countdown`` too. ``topics_seen`` is the producer's own
+set (never a copy), which only the producer adds to.
+
+:meth:`EnqueueShortcut._take_pure` is the reference. With the C kernels built,
+:meth:`EnqueueShortcut.take` is its compiled twin (``_lane.c``): the same steps
+in one C call, calling the lanes' compiled appends directly for lanes of exactly
+the bound classes. tests/unit/test_shortcut.py proves both answer alike and leave
+the same state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from threading import get_ident
+from typing import TYPE_CHECKING, Any
+
+from .._speedups import kernels
+from .keyed_lane import KeyedLane
+from .unkeyed_lane import UnkeyedLane
+
+if TYPE_CHECKING:
+    from collections.abc import Set as AbstractSet
+
+__all__ = ["EnqueueShortcut"]
+
+
+class EnqueueShortcut:
+    """What step 1 of ``enqueue`` reads, and the step itself (see the module docstring)."""
+
+    __slots__ = ("countdown", "keyed_lane", "lane", "loop_mark", "plain", "topics_seen")
+
+    def __init__(self, loop_mark: Any, countdown: int, topics_seen: AbstractSet[str]) -> None:
+        #: ``loop_mark._thread_id == threading.get_ident()``: the caller is on the producer's loop.
+        self.loop_mark = loop_mark
+        #: Records until enqueue yields to the event loop.
+        self.countdown = countdown
+        #: Started, open and not transactional: a record needs no state check.
+        self.plain = False
+        self.topics_seen = topics_seen
+        self.lane: UnkeyedLane | None = None
+        self.keyed_lane: KeyedLane | None = None
+
+    def _take_pure(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: Any,
+        timestamp_ms: Any,
+        headers: Any,
+    ) -> asyncio.Future[Any] | None:
+        """The record's future once a lane appended it; None with nothing appended."""
+        if (self.loop_mark._thread_id != get_ident() or self.countdown <= 0 or not self.plain
+                or partition is not None or headers is not None or timestamp_ms is not None
+                or type(value) is not bytes):
+            return None
+        if key is None:
+            fut = self.lane.append(topic, value)  # type: ignore[union-attr]
+        elif type(key) is bytes and self.keyed_lane is not None and topic in self.topics_seen:
+            fut = self.keyed_lane.append(topic, key, value)
+        else:
+            return None
+        if fut is not None:
+            self.countdown -= 1
+        return fut
+
+    take = _take_pure
+
+
+if kernels is not None:
+    EnqueueShortcut.take = kernels.bind_shortcut_layout(  # type: ignore[method-assign]
+        EnqueueShortcut, UnkeyedLane, KeyedLane
+    )

@@ -1,0 +1,165 @@
+"""The compiled step 1 of enqueue (EnqueueShortcut.take) decides and does what its pure reference does.
+
+Two identical shortcuts, each with scripted lanes that remember their calls and
+answer a future or None, take the same random record in the same random state:
+a loop mark of this thread, another thread, a loop not running, or one whose
+``_thread_id`` raises; a countdown at, below or above zero (an int past 64
+bits too); ``plain`` true or false; a partition, timestamp or headers given or
+not; bytes or other values and keys; a topic checked or not; no keyed lane.
+Both must answer alike (the same future or None, or the same exception),
+call the same lane with the same arguments, and count down alike. Lanes of
+exactly the bound classes are called directly by the compiled step; the mock
+tests (tests/mock/test_unkeyed_fast_path.py, test_keyed_fast_path.py) run
+those through a real producer.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioproducer.engine import batch as batch_module
+from aioproducer.engine.buffer_pool import BufferPool
+from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
+from aioproducer.engine.shortcut import EnqueueShortcut
+from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
+from tests.support.kernels import kernels_or_skip, required
+
+K = kernels_or_skip()
+
+
+@pytest.fixture(scope="module")
+def compiled_take() -> Any:
+    kernels = required(K)
+    # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure methods in place.
+    kernels.bind_lane_layout(
+        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH,
+        BufferPool,
+    )
+    kernels.bind_keyed_lane_layout(
+        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, BufferPool
+    )
+    return kernels.bind_shortcut_layout(EnqueueShortcut, UnkeyedLane, KeyedLane)
+
+
+class _Mark:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    @property
+    def _thread_id(self) -> int | None:
+        if self.kind == "here":
+            return threading.get_ident()
+        if self.kind == "elsewhere":
+            return threading.get_ident() + 1
+        if self.kind == "stopped":
+            return None
+        raise RuntimeError("mark unreadable")
+
+
+class _Lane:
+    """A lane that answers what the test says and remembers its calls."""
+
+    def __init__(self, name: str, calls: list[tuple[Any, ...]], answer: Any) -> None:
+        self.name = name
+        self.calls = calls
+        self.answer = answer
+
+    def append(self, *args: Any) -> Any:
+        self.calls.append((self.name, *args))
+        return self.answer
+
+
+FUTURE = object()
+_VALUES = st.sampled_from([b"v", b"", bytearray(b"v"), "v", None, memoryview(b"v")])
+_KEYS = st.sampled_from([None, b"k", bytearray(b"k"), "k"])
+
+
+def _shortcut(state: dict[str, Any], calls: list[tuple[Any, ...]]) -> EnqueueShortcut:
+    shortcut = EnqueueShortcut(_Mark(state["mark"]), state["countdown"], set(state["seen"]))
+    shortcut.plain = state["plain"]
+    shortcut.lane = _Lane("unkeyed", calls, FUTURE if state["unkeyed_takes"] else None)  # type: ignore[assignment]
+    if state["keyed"]:
+        shortcut.keyed_lane = _Lane("keyed", calls, FUTURE if state["keyed_takes"] else None)  # type: ignore[assignment]
+    return shortcut
+
+
+def _run(take: Any, shortcut: EnqueueShortcut, record: tuple[Any, ...]) -> tuple[str, Any]:
+    try:
+        return "answer", take(shortcut, *record)
+    except Exception as exc:  # compared by type and message
+        return "raised", (type(exc), str(exc))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    state=st.fixed_dictionaries({
+        "mark": st.sampled_from(["here", "here", "here", "elsewhere", "stopped", "broken"]),
+        "countdown": st.one_of(st.integers(-2, 3), st.just(2**70), st.just(-(2**70))),
+        "plain": st.sampled_from([True, True, False, 1, 0]),
+        "seen": st.sampled_from([(), ("t",), ("t", "u")]),
+        "keyed": st.booleans(),
+        "unkeyed_takes": st.booleans(),
+        "keyed_takes": st.booleans(),
+    }),
+    topic=st.sampled_from(["t", "u", "v"]),
+    value=_VALUES,
+    key=_KEYS,
+    partition=st.sampled_from([None, None, 0]),
+    timestamp_ms=st.sampled_from([None, None, 5]),
+    headers=st.sampled_from([None, None, []]),
+)
+def test_compiled_take_equals_the_pure_step(
+    compiled_take: Any, state: dict[str, Any], topic: str, value: Any, key: Any,
+    partition: Any, timestamp_ms: Any, headers: Any,
+) -> None:
+    record = (topic, value, key, partition, timestamp_ms, headers)
+    pure_calls: list[tuple[Any, ...]] = []
+    compiled_calls: list[tuple[Any, ...]] = []
+    pure, compiled = _shortcut(state, pure_calls), _shortcut(state, compiled_calls)
+    expected = _run(EnqueueShortcut._take_pure, pure, record)
+    got = _run(compiled_take, compiled, record)
+    assert got == expected
+    assert compiled_calls == pure_calls
+    assert compiled.countdown == pure.countdown
+
+
+def test_the_pure_step_takes_only_what_a_lane_can(compiled_take: Any) -> None:
+    # The reference itself, on the cases that decide (the comparison above
+    # would pass for two steps wrong alike).
+    for take in (EnqueueShortcut._take_pure, compiled_take):
+        calls: list[tuple[Any, ...]] = []
+        state = {"mark": "here", "countdown": 2, "plain": True, "seen": ("t",), "keyed": True,
+                 "unkeyed_takes": True, "keyed_takes": True}
+        shortcut = _shortcut(state, calls)
+        assert take(shortcut, "t", b"v", None, None, None, None) is FUTURE
+        assert take(shortcut, "t", b"v", b"k", None, None, None) is FUTURE
+        assert calls == [("unkeyed", "t", b"v"), ("keyed", "t", b"k", b"v")]
+        assert shortcut.countdown == 0
+        assert take(shortcut, "t", b"v", None, None, None, None) is None  # a yield is due
+        shortcut.countdown = 5
+        assert take(shortcut, "u", b"v", b"k", None, None, None) is None  # topic not checked
+        assert take(shortcut, "t", b"v", None, 0, None, None) is None  # a partition
+        assert take(shortcut, "t", "v", None, None, None, None) is None  # not bytes
+        shortcut.plain = False
+        assert take(shortcut, "t", b"v", None, None, None, None) is None
+        shortcut.plain = True
+        shortcut.loop_mark = _Mark("elsewhere")
+        assert take(shortcut, "t", b"v", None, None, None, None) is None
+        assert len(calls) == 2 and shortcut.countdown == 5
+        shortcut.loop_mark = _Mark("broken")
+        with pytest.raises(RuntimeError, match="mark unreadable"):
+            take(shortcut, "t", b"v", None, None, None, None)
+
+
+def test_take_refuses_other_objects_and_arity(compiled_take: Any) -> None:
+    shortcut = _shortcut({"mark": "here", "countdown": 1, "plain": True, "seen": (), "keyed": False,
+                          "unkeyed_takes": True, "keyed_takes": False}, [])
+    with pytest.raises(TypeError, match="take"):
+        compiled_take(shortcut, "t", b"v")
+    with pytest.raises(TypeError, match="EnqueueShortcut"):
+        compiled_take(object(), "t", b"v", None, None, None, None)
