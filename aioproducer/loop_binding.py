@@ -108,9 +108,13 @@ def record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], async
     if type(loop.create_future()) is not asyncio.Future:
         return loop.create_future  # the loop's own futures (uvloop's, or a subclass)
     if kernels is not None:
-        factory: Callable[[], asyncio.Future[Any]] = kernels.future_factory(loop)
-        if type(factory()) is asyncio.Future:  # the C type, as asyncio.Future is
-            return factory
+        try:
+            factory: Callable[[], asyncio.Future[Any]] = kernels.future_factory(loop)
+        except RuntimeError:  # no _asyncio module: asyncio.Future is the Python class
+            pass
+        else:
+            if type(factory()) is asyncio.Future:  # the C type, as asyncio.Future is
+                return factory
     return functools.partial(asyncio.Future, loop=loop)
 
 

@@ -191,9 +191,13 @@ done:
 
 /* ---- a run of records ----------------------------------------------------- */
 
-static inline int grow(PyObject *buf, Py_ssize_t *cap, Py_ssize_t need) {
+/* Makes ``buf`` (``*cap`` bytes long) at least ``need`` bytes long: ``hint``
+ * bytes (where the run is expected to end) when that is more, else twice as
+ * long, so that a run of like records costs one copy of the buffer, not one
+ * per doubling. */
+static inline int grow(PyObject *buf, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t hint) {
     if (need <= *cap) return 0;
-    Py_ssize_t want = *cap * 2 > need ? *cap * 2 : need;
+    Py_ssize_t want = hint > need ? hint : (*cap * 2 > need ? *cap * 2 : need);
     if (PyByteArray_Resize(buf, want) < 0) return -1;
     *cap = want;
     return 0;
@@ -268,7 +272,11 @@ static PyObject *k_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t 
                           (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + hdr_len;
         Py_ssize_t size = uvarint_size(zigzag64(body)) + body;
         int full = size > room && count;
-        if (full || grow(buf, &cap, used + size) < 0) {
+        /* The rest of the run, were its records like this one (and a byte
+         * longer: their offset deltas grow), within the room left. */
+        Py_ssize_t left = n - j, hint = room;
+        if (left <= room / (size + 1)) hint = (size + 1) * left;
+        if (full || grow(buf, &cap, used + size, used + hint) < 0) {
             if (has_key) PyBuffer_Release(&kview);
             if (has_value) PyBuffer_Release(&vview);
             Py_XDECREF(key);

@@ -64,3 +64,7 @@ def bind_keyed_lane_layout(
     lane_type: type[Any], record_bound: int, handle_overhead: int, pool_type: type[Any], /
 ) -> Callable[..., Any]:
     ...  # the compiled KeyedLane.append, a method of lane_type
+def bind_shortcut_layout(
+    shortcut_type: type[Any], unkeyed_lane_type: type[Any], keyed_lane_type: type[Any], /
+) -> Callable[..., Any]:
+    ...  # the compiled EnqueueShortcut.take, a method of shortcut_type

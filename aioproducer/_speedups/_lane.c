@@ -460,7 +460,7 @@ static struct {
     PyObject *ident_obj;   /* threading.get_ident() of that thread */
 } shortcut;
 
-/* threading.get_ident() as an int (a borrowed reference), made once per thread in turn. */
+/* threading.get_ident() as an int (a new reference), made once per thread in turn. */
 static PyObject *current_ident(void) {
     unsigned long ident = PyThread_get_thread_ident();
     if (!shortcut.ident_obj || shortcut.ident != ident) {
@@ -469,7 +469,7 @@ static PyObject *current_ident(void) {
         Py_XSETREF(shortcut.ident_obj, obj);
         shortcut.ident = ident;
     }
-    return shortcut.ident_obj;
+    return Py_NewRef(shortcut.ident_obj);
 }
 
 /* ``countdown <= 0`` (1, 0, or -1 on an error), as Python compares. */
@@ -509,12 +509,14 @@ static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize
     /* Held: the attribute read and the comparisons below may run Python code. */
     for (int i = 0; i < N_SHORTCUT; i++) Py_INCREF(held[i]);
     PyObject *topic = args[0], *value = args[1], *key = args[2], *result = NULL, *fut = NULL;
+    PyObject *less = NULL;
     PyObject *thread_id = PyObject_GetAttr(held[S_LOOP_MARK], shortcut.str_thread_id);
     if (!thread_id) goto done;
     PyObject *ident = current_ident();
     /* rc: 1 go on, 0 refuse, -1 an error was raised */
     int rc = ident ? PyObject_RichCompareBool(thread_id, ident, Py_EQ) : -1;
     Py_DECREF(thread_id);
+    Py_XDECREF(ident);
     if (rc <= 0) goto stop;
     rc = counted_down(held[S_COUNTDOWN]);
     if (rc != 0) { rc = rc > 0 ? 0 : -1; goto stop; }
@@ -522,6 +524,12 @@ static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize
     if (rc <= 0) goto stop;
     if (args[3] != Py_None || args[5] != Py_None || args[4] != Py_None || !PyBytes_CheckExact(value))
         goto refuse;
+    /* countdown - 1, made before anything is appended: once a lane has
+     * appended the record, nothing may fail before its future is returned. */
+    PyObject *one = PyLong_FromLong(1);
+    less = one ? PyNumber_Subtract(held[S_COUNTDOWN], one) : NULL;
+    Py_XDECREF(one);
+    if (!less) goto done;
     if (key == Py_None) {
         PyObject *lane_obj = held[S_LANE];
         if (lane.lane_type && Py_IS_TYPE(lane_obj, lane.lane_type)) {
@@ -533,8 +541,7 @@ static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize
         }
     } else if (PyBytes_CheckExact(key) && held[S_KEYED_LANE] != Py_None) {
         PyObject *seen = held[S_TOPICS_SEEN];
-        rc = PyAnySet_CheckExact(seen) ? PySet_Contains(seen, topic)
-                                        : PySequence_Contains(seen, topic);
+        rc = PySequence_Contains(seen, topic); /* as ``in``: a set topic is looked up as a frozenset */
         if (rc <= 0) goto stop;
         PyObject *keyed_obj = held[S_KEYED_LANE];
         PyObject *call[3] = {topic, key, value};
@@ -550,17 +557,9 @@ static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize
     }
     if (!fut) goto done;
     if (fut != Py_None) {
-        /* self.countdown -= 1, read again: the append may have run Python code. */
         PyObject **slot = (PyObject **)((char *)self + shortcut.offset[S_COUNTDOWN]);
-        if (!*slot) {
-            PyErr_SetString(PyExc_AttributeError, "slot 'countdown' of the shortcut is not set");
-            goto done;
-        }
-        PyObject *one = PyLong_FromLong(1);
-        PyObject *less = one ? PyNumber_Subtract(*slot, one) : NULL;
-        Py_XDECREF(one);
-        if (!less) goto done;
-        Py_SETREF(*slot, less);
+        Py_XSETREF(*slot, less); /* a slot's store cannot fail */
+        less = NULL;
     }
     result = fut;
     fut = NULL;
@@ -572,6 +571,7 @@ refuse:
 done:
     for (int i = 0; i < N_SHORTCUT; i++) Py_DECREF(held[i]);
     Py_XDECREF(fut);
+    Py_XDECREF(less);
     return result;
 }
 
@@ -595,12 +595,13 @@ static PyObject *k_bind_shortcut_layout(PyObject *module, PyObject *const *args,
     }
     PyTypeObject *type = (PyTypeObject *)args[0];
     Py_ssize_t offset[N_SHORTCUT];
-    if (slot_offsets(type, shortcut_slot_names, N_SHORTCUT, offset) < 0) return NULL;
-    if (!shortcut.str_thread_id) {
-        shortcut.str_thread_id = PyUnicode_InternFromString("_thread_id");
-        shortcut.str_append = PyUnicode_InternFromString("append");
-        if (!shortcut.str_thread_id || !shortcut.str_append) return NULL;
+    for (int i = 0; i < N_SHORTCUT; i++) {
+        offset[i] = slot_offset(type, shortcut_slot_names[i], i == S_COUNTDOWN);
+        if (offset[i] < 0) return NULL;
     }
+    if (!shortcut.str_thread_id) shortcut.str_thread_id = PyUnicode_InternFromString("_thread_id");
+    if (!shortcut.str_append) shortcut.str_append = PyUnicode_InternFromString("append");
+    if (!shortcut.str_thread_id || !shortcut.str_append) return NULL;
     PyObject *method = PyDescr_NewMethod(type, &shortcut_take_def);
     if (!method) return NULL;
     memcpy(shortcut.offset, offset, sizeof offset);

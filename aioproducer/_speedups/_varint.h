@@ -33,7 +33,8 @@ static inline uint64_t zigzag64(int64_t v) {
 static inline int resize_growing(PyObject *buf, Py_ssize_t size, Py_ssize_t cap) {
     Py_ssize_t now = PyByteArray_GET_SIZE(buf);
     if (size >= ((PyByteArrayObject *)buf)->ob_alloc && now * 2 > size && size < cap) {
-        if (PyByteArray_Resize(buf, now * 2 < cap ? now * 2 : cap) < 0) return -1;
+        /* Only a reservation: if it fails, the exact size below decides. */
+        if (PyByteArray_Resize(buf, now * 2 < cap ? now * 2 : cap) < 0) PyErr_Clear();
     }
     return PyByteArray_Resize(buf, size);
 }

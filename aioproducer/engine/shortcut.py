@@ -75,6 +75,9 @@ class EnqueueShortcut:
                 or partition is not None or headers is not None or timestamp_ms is not None
                 or type(value) is not bytes):
             return None
+        # Counted down before anything is appended: once a lane has appended
+        # the record, nothing may fail before its future is returned.
+        left = self.countdown - 1
         if key is None:
             fut = self.lane.append(topic, value)  # type: ignore[union-attr]
         elif type(key) is bytes and self.keyed_lane is not None and topic in self.topics_seen:
@@ -82,7 +85,7 @@ class EnqueueShortcut:
         else:
             return None
         if fut is not None:
-            self.countdown -= 1
+            self.countdown = left
         return fut
 
     take = _take_pure

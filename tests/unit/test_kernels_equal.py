@@ -404,6 +404,29 @@ def test_append_keyed_stamps_now_when_no_timestamp_is_given(k: ModuleType) -> No
     assert batch.sizes == [pack_sizes(3, 5)]
 
 
+def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
+    # append_unkeyed and append_keyed (the lanes' appends) grow the buffer as
+    # encode_record does: by doubling, never past the batch size.
+    unkeyed, keyed = _kernel_method(k), _keyed_kernel_method(k)
+    empty = sys.getsizeof(bytearray())
+    for batch_size in (1_000, 16_384):
+        for append in ("unkeyed", "keyed"):
+            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
+                                  delivery_timeout=60)
+            allocations = set()
+            for i in range(batch_size):
+                if append == "unkeyed":
+                    taken = unkeyed(batch, 5, b"x" * 100, i, 10, 130, {}, "t", 1 << 30)
+                else:
+                    taken = keyed(batch, 5, b"k", b"x" * 100, i, 10, 133)
+                if not taken:
+                    break
+                held = sys.getsizeof(batch.builder._buf) - empty
+                allocations.add(held)
+                assert held <= batch_size + 1
+            assert i > 5 and len(allocations) <= 12, (append, sorted(allocations))
+
+
 def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
     # Every batch size over a span: some land exactly on a record's end.
     kernel = _kernel_method(k)
@@ -482,7 +505,7 @@ def test_a_batch_buffer_grows_by_doubling_up_to_the_batch_size(k: ModuleType) ->
         while k.encode_record(buf, batch_size, count, 0, None, b"x" * 100, None) != -1:
             count += 1
             allocations.add(sys.getsizeof(buf))
-            assert sys.getsizeof(buf) - empty <= max(batch_size, 2 * len(buf)) + 1
+            assert sys.getsizeof(buf) - empty <= batch_size + 1
         pure = RecordBatchBuilder(batch_size=batch_size)
         while pure._append_pure(0, None, b"x" * 100) is not None:
             pass
@@ -504,8 +527,11 @@ async def test_future_factory_makes_what_the_partial_makes(k: ModuleType) -> Non
         make(1)
     with pytest.raises(TypeError, match="no arguments"):
         make(loop=loop)
-    assert record_future_factory(loop) is not loop.create_future
-    assert type(record_future_factory(loop)()) is asyncio.Future
+    chosen = record_future_factory(loop)
+    assert type(chosen()) is asyncio.Future
+    # The compiled factory where the package runs compiled, the partial where it runs pure.
+    assert (type(chosen) is type(make)) == records.COMPILED
+    assert isinstance(chosen, functools.partial) == (not records.COMPILED)
 
 
 @pytest.mark.asyncio
@@ -517,3 +543,20 @@ async def test_loops_with_their_own_futures_keep_making_them() -> None:
     with mock.patch.object(loop, "create_future", lambda: OwnFuture(loop=loop)):
         make = record_future_factory(loop)
         assert type(make()) is OwnFuture
+
+
+def test_a_run_reserves_what_its_records_need_within_the_room(k: ModuleType) -> None:
+    # A run of like records reserves their room in one step, no more than they
+    # take; unlike records never make it reserve more than the batch's room.
+    empty = sys.getsizeof(bytearray())
+    for values in ([b"x" * 100] * 100, [b"x" * 10] + [b"y" * 900] * 20, [b"z" * 5000, b"a", b"b"]):
+        for batch_size in (2_000, 1 << 20):
+            builder = RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
+            with mock.patch.object(records, "_encode_run", k.encode_run):
+                taken = builder.append_run(1, values, 0, len(values), None, None)
+            assert taken
+            held = sys.getsizeof(builder._buf) - empty
+            assert held <= max(batch_size, len(builder._buf)) + 1
+            if len(set(values)) == 1 and taken == len(values):
+                # like records: about their bytes (not twice, as doubling would)
+                assert held <= len(builder._buf) * 1.15 + 8

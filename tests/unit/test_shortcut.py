@@ -7,7 +7,8 @@ a loop mark of this thread, another thread, a loop not running, or one whose
 bits too); ``plain`` true or false; a partition, timestamp or headers given or
 not; bytes or other values and keys; a topic checked or not; no keyed lane.
 Both must answer alike (the same future or None, or the same exception),
-call the same lane with the same arguments, and count down alike. Lanes of
+call the same lane with the same arguments, and count down alike (from the
+count read before the append, even when the lane's code changes it). Lanes of
 exactly the bound classes are called directly by the compiled step; the mock
 tests (tests/mock/test_unkeyed_fast_path.py, test_keyed_fast_path.py) run
 those through a real producer.
@@ -68,9 +69,12 @@ class _Lane:
         self.name = name
         self.calls = calls
         self.answer = answer
+        self.shortcut: EnqueueShortcut | None = None
 
     def append(self, *args: Any) -> Any:
         self.calls.append((self.name, *args))
+        if self.shortcut is not None:  # a lane that runs code changing the countdown
+            self.shortcut.countdown = 50
         return self.answer
 
 
@@ -85,6 +89,10 @@ def _shortcut(state: dict[str, Any], calls: list[tuple[Any, ...]]) -> EnqueueSho
     shortcut.lane = _Lane("unkeyed", calls, FUTURE if state["unkeyed_takes"] else None)  # type: ignore[assignment]
     if state["keyed"]:
         shortcut.keyed_lane = _Lane("keyed", calls, FUTURE if state["keyed_takes"] else None)  # type: ignore[assignment]
+    if state["meddling"]:
+        for lane in (shortcut.lane, shortcut.keyed_lane):
+            if lane is not None:
+                lane.shortcut = shortcut  # type: ignore[attr-defined]
     return shortcut
 
 
@@ -105,8 +113,9 @@ def _run(take: Any, shortcut: EnqueueShortcut, record: tuple[Any, ...]) -> tuple
         "keyed": st.booleans(),
         "unkeyed_takes": st.booleans(),
         "keyed_takes": st.booleans(),
+        "meddling": st.booleans(),
     }),
-    topic=st.sampled_from(["t", "u", "v"]),
+    topic=st.sampled_from(["t", "u", "v", {"t"}]),  # a set: ``in`` looks it up as a frozenset
     value=_VALUES,
     key=_KEYS,
     partition=st.sampled_from([None, None, 0]),
@@ -134,7 +143,7 @@ def test_the_pure_step_takes_only_what_a_lane_can(compiled_take: Any) -> None:
     for take in (EnqueueShortcut._take_pure, compiled_take):
         calls: list[tuple[Any, ...]] = []
         state = {"mark": "here", "countdown": 2, "plain": True, "seen": ("t",), "keyed": True,
-                 "unkeyed_takes": True, "keyed_takes": True}
+                 "unkeyed_takes": True, "keyed_takes": True, "meddling": False}
         shortcut = _shortcut(state, calls)
         assert take(shortcut, "t", b"v", None, None, None, None) is FUTURE
         assert take(shortcut, "t", b"v", b"k", None, None, None) is FUTURE
@@ -158,7 +167,7 @@ def test_the_pure_step_takes_only_what_a_lane_can(compiled_take: Any) -> None:
 
 def test_take_refuses_other_objects_and_arity(compiled_take: Any) -> None:
     shortcut = _shortcut({"mark": "here", "countdown": 1, "plain": True, "seen": (), "keyed": False,
-                          "unkeyed_takes": True, "keyed_takes": False}, [])
+                          "unkeyed_takes": True, "keyed_takes": False, "meddling": False}, [])
     with pytest.raises(TypeError, match="take"):
         compiled_take(shortcut, "t", b"v")
     with pytest.raises(TypeError, match="EnqueueShortcut"):
