@@ -9,7 +9,9 @@
  *   encode_run         the per-record loops of RecordBatchBuilder.append_run
  *   resolve_futures    the set_result loop of ProducerBatch._resolve_from
  *   append_unkeyed     ProducerBatch._append_unkeyed_pure (in _append.c)
- *   UnkeyedLane.append UnkeyedLane._append_pure (in _lane.c)
+ *   UnkeyedLane.append UnkeyedLane._append_pure (in _lane.c; KeyedLane.append likewise)
+ *   EnqueueShortcut.take  EnqueueShortcut._take_pure (in _lane.c)
+ *   future_factory     functools.partial(asyncio.Future, loop=loop)
  *   byte_lengths, reservations, fill_counting   the bulk column passes (in _columns.c)
  *
  * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.

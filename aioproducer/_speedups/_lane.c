@@ -1,4 +1,5 @@
-/* The unkeyed shortcut of Producer.enqueue, compiled: UnkeyedLane.append.
+/* The shortcuts of Producer.enqueue, compiled: UnkeyedLane.append, KeyedLane.append,
+ * and EnqueueShortcut.take (step 1 of enqueue, which hands a record to one of them).
  *
  * The reference is UnkeyedLane._append_pure (aioproducer/engine/unkeyed_lane.py):
  * find the topic's filling batch (a weak reference) and the metadata it was
