@@ -193,13 +193,16 @@ done:
 
 /* ---- a run of records ----------------------------------------------------- */
 
-/* Makes ``buf`` (``*cap`` bytes long) at least ``need`` bytes long: ``hint``
- * bytes (where the run is expected to end) when that is more, else twice as
- * long, so that a run of like records costs one copy of the buffer, not one
- * per doubling. */
-static inline int grow(PyObject *buf, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t hint) {
+/* Makes ``buf`` (``*cap`` bytes long) at least ``need`` bytes long: as long as
+ * ``hint`` (where the run is expected to end) or twice as long, whichever is
+ * more, but not past ``limit`` (the batch's end) unless ``need`` is. A run of
+ * like records costs one copy of the buffer, and short runs one per doubling. */
+static inline int grow(PyObject *buf, Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t hint,
+                       Py_ssize_t limit) {
     if (need <= *cap) return 0;
-    Py_ssize_t want = hint > need ? hint : (*cap * 2 > need ? *cap * 2 : need);
+    Py_ssize_t want = *cap * 2 < limit ? *cap * 2 : limit;
+    if (hint > want) want = hint;
+    if (need > want) want = need;
     if (PyByteArray_Resize(buf, want) < 0) return -1;
     *cap = want;
     return 0;
@@ -245,6 +248,14 @@ static PyObject *k_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t 
         n = PySequence_Fast_GET_SIZE(order);
     }
     Py_ssize_t start = PyByteArray_GET_SIZE(buf), used = start, cap = start;
+    /* The memory the buffer already holds past its length (from an earlier
+     * run's reservation) is used first: made part of its length at once (no
+     * copy: within its allocation), trimmed back to ``used`` at the end. */
+    PyByteArrayObject *array = (PyByteArrayObject *)buf;
+    if (array->ob_start == array->ob_bytes && array->ob_alloc - 1 > start) {
+        if (PyByteArray_Resize(buf, array->ob_alloc - 1) < 0) goto fail;
+        cap = PyByteArray_GET_SIZE(buf);
+    }
     for (Py_ssize_t j = 0; j < n; j++) {
         Py_ssize_t i = first + j;
         if (order) {
@@ -278,7 +289,7 @@ static PyObject *k_encode_run(PyObject *self, PyObject *const *args, Py_ssize_t 
          * longer: their offset deltas grow), within the room left. */
         Py_ssize_t left = n - j, hint = room;
         if (left <= room / (size + 1)) hint = (size + 1) * left;
-        if (full || grow(buf, &cap, used + size, used + hint) < 0) {
+        if (full || grow(buf, &cap, used + size, used + hint, used + room) < 0) {
             if (has_key) PyBuffer_Release(&kview);
             if (has_value) PyBuffer_Release(&vview);
             Py_XDECREF(key);

@@ -488,7 +488,30 @@ static int counted_down(PyObject *countdown) {
     return done;
 }
 
-/* shortcut.take(topic, value, key, partition, timestamp_ms, headers) -> a future or None. */
+/* The shortcut's slot ``which`` (a new reference), or NULL with Python's own error for an
+ * unset slot. Read when the pure step reads it, not before: code run in between (a mark's
+ * property, a comparison) may change the shortcut. */
+static PyObject *shortcut_slot(PyObject *self, int which) {
+    PyObject *value = *(PyObject **)((char *)self + shortcut.offset[which]);
+    if (!value) {
+        PyErr_Format(PyExc_AttributeError, "'%.200s' object has no attribute '%s'",
+                     Py_TYPE(self)->tp_name, shortcut_slot_names[which]);
+        return NULL;
+    }
+    return Py_NewRef(value);
+}
+
+/* ``a op b`` as Python's operator evaluates it (no identity shortcut): 1, 0, or -1. */
+static int compare(PyObject *a, PyObject *b, int op) {
+    PyObject *answer = PyObject_RichCompare(a, b, op);
+    if (!answer) return -1;
+    int truth = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return truth;
+}
+
+/* shortcut.take(topic, value, key, partition, timestamp_ms, headers) -> a future or None.
+ * Each step as _take_pure does it, in its order: the same answers, calls and errors. */
 static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError, "take(topic, value, key, partition, timestamp_ms, headers)");
@@ -498,79 +521,95 @@ static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_TypeError, "take is a method of the shortcut class bound last");
         return NULL;
     }
-    PyObject *held[N_SHORTCUT];
-    for (int i = 0; i < N_SHORTCUT; i++) {
-        held[i] = *(PyObject **)((char *)self + shortcut.offset[i]);
-        if (!held[i]) {
-            PyErr_Format(PyExc_AttributeError, "slot '%s' of the shortcut is not set",
-                         shortcut_slot_names[i]);
-            return NULL;
-        }
-    }
-    /* Held: the attribute read and the comparisons below may run Python code. */
-    for (int i = 0; i < N_SHORTCUT; i++) Py_INCREF(held[i]);
-    PyObject *topic = args[0], *value = args[1], *key = args[2], *result = NULL, *fut = NULL;
-    PyObject *less = NULL;
-    PyObject *thread_id = PyObject_GetAttr(held[S_LOOP_MARK], shortcut.str_thread_id);
+    PyObject *topic = args[0], *value = args[1], *key = args[2];
+    PyObject *obj = NULL, *less = NULL, *fut = NULL, *result = NULL;
+    int rc; /* 1 go on, 0 refuse, -1 an error was raised */
+    /* self.loop_mark._thread_id != threading.get_ident() */
+    obj = shortcut_slot(self, S_LOOP_MARK);
+    if (!obj) goto done;
+    PyObject *thread_id = PyObject_GetAttr(obj, shortcut.str_thread_id);
+    Py_CLEAR(obj);
     if (!thread_id) goto done;
     PyObject *ident = current_ident();
-    /* rc: 1 go on, 0 refuse, -1 an error was raised */
-    int rc = ident ? PyObject_RichCompareBool(thread_id, ident, Py_EQ) : -1;
+    rc = ident ? compare(thread_id, ident, Py_NE) : -1;
     Py_DECREF(thread_id);
     Py_XDECREF(ident);
-    if (rc <= 0) goto stop;
-    rc = counted_down(held[S_COUNTDOWN]);
-    if (rc != 0) { rc = rc > 0 ? 0 : -1; goto stop; }
-    rc = PyObject_IsTrue(held[S_PLAIN]);
+    if (rc != 0) goto stop_inverted;
+    /* self.countdown <= 0 */
+    obj = shortcut_slot(self, S_COUNTDOWN);
+    if (!obj) goto done;
+    rc = counted_down(obj);
+    Py_CLEAR(obj);
+    if (rc != 0) goto stop_inverted;
+    /* not self.plain */
+    obj = shortcut_slot(self, S_PLAIN);
+    if (!obj) goto done;
+    rc = PyObject_IsTrue(obj);
+    Py_CLEAR(obj);
     if (rc <= 0) goto stop;
     if (args[3] != Py_None || args[5] != Py_None || args[4] != Py_None || !PyBytes_CheckExact(value))
         goto refuse;
-    /* countdown - 1, made before anything is appended: once a lane has
+    /* left = self.countdown - 1, made before anything is appended: once a lane has
      * appended the record, nothing may fail before its future is returned. */
+    obj = shortcut_slot(self, S_COUNTDOWN);
+    if (!obj) goto done;
     PyObject *one = PyLong_FromLong(1);
-    less = one ? PyNumber_Subtract(held[S_COUNTDOWN], one) : NULL;
+    less = one ? PyNumber_Subtract(obj, one) : NULL;
     Py_XDECREF(one);
+    Py_CLEAR(obj);
     if (!less) goto done;
     if (key == Py_None) {
-        PyObject *lane_obj = held[S_LANE];
-        if (lane.lane_type && Py_IS_TYPE(lane_obj, lane.lane_type)) {
-            fut = k_lane_append(lane_obj, args, 2);
+        obj = shortcut_slot(self, S_LANE);
+        if (!obj) goto done;
+        if (lane.lane_type && Py_IS_TYPE(obj, lane.lane_type)) {
+            fut = k_lane_append(obj, args, 2);
         } else {
-            PyObject *call[3] = {lane_obj, topic, value};
+            PyObject *call[3] = {obj, topic, value};
             fut = PyObject_VectorcallMethod(shortcut.str_append, call,
                                             3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         }
-    } else if (PyBytes_CheckExact(key) && held[S_KEYED_LANE] != Py_None) {
-        PyObject *seen = held[S_TOPICS_SEEN];
-        rc = PySequence_Contains(seen, topic); /* as ``in``: a set topic is looked up as a frozenset */
+        Py_CLEAR(obj);
+    } else if (PyBytes_CheckExact(key)) {
+        obj = shortcut_slot(self, S_KEYED_LANE);
+        if (!obj) goto done;
+        int none = obj == Py_None;
+        Py_CLEAR(obj);
+        if (none) goto refuse;
+        obj = shortcut_slot(self, S_TOPICS_SEEN);
+        if (!obj) goto done;
+        rc = PySequence_Contains(obj, topic); /* as ``in``: a set topic is looked up as a frozenset */
+        Py_CLEAR(obj);
         if (rc <= 0) goto stop;
-        PyObject *keyed_obj = held[S_KEYED_LANE];
+        obj = shortcut_slot(self, S_KEYED_LANE);
+        if (!obj) goto done;
         PyObject *call[3] = {topic, key, value};
-        if (keyed.lane_type && Py_IS_TYPE(keyed_obj, keyed.lane_type)) {
-            fut = k_keyed_append(keyed_obj, call, 3);
+        if (keyed.lane_type && Py_IS_TYPE(obj, keyed.lane_type)) {
+            fut = k_keyed_append(obj, call, 3);
         } else {
-            PyObject *with_self[4] = {keyed_obj, topic, key, value};
+            PyObject *with_self[4] = {obj, topic, key, value};
             fut = PyObject_VectorcallMethod(shortcut.str_append, with_self,
                                             4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         }
+        Py_CLEAR(obj);
     } else {
         goto refuse;
     }
     if (!fut) goto done;
     if (fut != Py_None) {
         PyObject **slot = (PyObject **)((char *)self + shortcut.offset[S_COUNTDOWN]);
-        Py_XSETREF(*slot, less); /* a slot's store cannot fail */
+        Py_XSETREF(*slot, less); /* self.countdown = left: a slot's store cannot fail */
         less = NULL;
     }
     result = fut;
     fut = NULL;
     goto done;
+stop_inverted: /* rc was "refuse" (1) or an error (-1) */
+    rc = rc > 0 ? 0 : -1;
 stop:
     if (rc < 0) goto done;
 refuse:
     result = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < N_SHORTCUT; i++) Py_DECREF(held[i]);
     Py_XDECREF(fut);
     Py_XDECREF(less);
     return result;

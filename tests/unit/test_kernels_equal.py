@@ -423,7 +423,7 @@ def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
                     break
                 held = sys.getsizeof(batch.builder._buf) - empty
                 allocations.add(held)
-                assert held <= batch_size + 1
+                assert held <= _ALLOWED(batch_size)
             assert i > 5 and len(allocations) <= 12, (append, sorted(allocations))
 
 
@@ -493,11 +493,16 @@ def test_the_compiled_metadata_is_not_tracked_by_the_cyclic_collector(k: ModuleT
         loop.close()
 
 
+def _ALLOWED(batch_size: int) -> int:
+    """The most memory a batch's buffer may hold: its size, and CPython's eighth on top."""
+    return batch_size + batch_size // 8 + 8
+
+
 def test_a_batch_buffer_grows_by_doubling_up_to_the_batch_size(k: ModuleType) -> None:
     # The compiled appends reserve twice the buffer's length when it is full
     # (a bytearray alone grows by an eighth): few copies on the way to a full
     # batch, and never more memory than the batch size allows.
-    for batch_size in (1_000, 16_384, 65_536):
+    for batch_size in (1_000, 16_384, 65_536, *range(1_000, 20_000, 389)):
         buf = bytearray(61)
         empty = sys.getsizeof(bytearray())
         allocations = {sys.getsizeof(buf)}
@@ -505,7 +510,8 @@ def test_a_batch_buffer_grows_by_doubling_up_to_the_batch_size(k: ModuleType) ->
         while k.encode_record(buf, batch_size, count, 0, None, b"x" * 100, None) != -1:
             count += 1
             allocations.add(sys.getsizeof(buf))
-            assert sys.getsizeof(buf) - empty <= batch_size + 1
+            # CPython itself adds up to an eighth when a resize is a small step.
+            assert sys.getsizeof(buf) - empty <= _ALLOWED(batch_size)
         pure = RecordBatchBuilder(batch_size=batch_size)
         while pure._append_pure(0, None, b"x" * 100) is not None:
             pass
@@ -543,6 +549,30 @@ async def test_loops_with_their_own_futures_keep_making_them() -> None:
     with mock.patch.object(loop, "create_future", lambda: OwnFuture(loop=loop)):
         make = record_future_factory(loop)
         assert type(make()) is OwnFuture
+
+
+def test_short_runs_grow_a_batch_by_doubling_within_its_size(k: ModuleType) -> None:
+    # Many short runs (one per bulk call or per partition) grow the buffer by
+    # doubling too, and never past the batch size; a record that fills the
+    # batch exactly does not double it either.
+    empty = sys.getsizeof(bytearray())
+    for run in (1, 4, 16):
+        for batch_size in (16_384, *range(1_000, 5_000, 331)):
+            builder = RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
+            allocations = set()
+            with mock.patch.object(records, "_encode_run", k.encode_run):
+                while builder.append_run(1, [b"x" * 100] * run, 0, run, None, None) == run:
+                    held = sys.getsizeof(builder._buf) - empty
+                    allocations.add(held)
+                    assert held <= _ALLOWED(batch_size), (run, batch_size)
+            assert len(allocations) <= 12, (run, batch_size, sorted(allocations))
+    builder = RecordBatchBuilder(batch_size=1_000, codec=Codec.NONE)
+    with mock.patch.object(records, "_encode_run", k.encode_run):
+        builder.append_run(1, [b"x" * 700], 0, 1, None, None)
+        room = builder.batch_size - len(builder._buf)
+        builder.append_run(1, [b"y" * (room - 9)], 0, 1, None, None)  # fills it to the byte
+    assert len(builder._buf) == 1_000
+    assert sys.getsizeof(builder._buf) - empty <= _ALLOWED(1_000)
 
 
 def test_a_run_reserves_what_its_records_need_within_the_room(k: ModuleType) -> None:

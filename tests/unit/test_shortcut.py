@@ -172,3 +172,56 @@ def test_take_refuses_other_objects_and_arity(compiled_take: Any) -> None:
         compiled_take(shortcut, "t", b"v")
     with pytest.raises(TypeError, match="EnqueueShortcut"):
         compiled_take(object(), "t", b"v", None, None, None, None)
+
+
+class _Odd:
+    """A value whose ``==`` raises and whose ``!=`` answers: Python's ``!=`` calls ``__ne__``."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("== is not for me")
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(compiled_take: Any) -> None:
+    def world(take: Any) -> tuple[EnqueueShortcut, list[tuple[Any, ...]]]:
+        calls: list[tuple[Any, ...]] = []
+        shortcut = _shortcut({"mark": "here", "countdown": 5, "plain": True, "seen": ("t",),
+                              "keyed": True, "unkeyed_takes": True, "keyed_takes": True,
+                              "meddling": False}, calls)
+        return shortcut, calls
+
+    outcomes = []
+    for take in (EnqueueShortcut._take_pure, compiled_take):
+        seen: list[Any] = []
+        # A slot the record does not need is not read: no topic set for an unkeyed record.
+        shortcut, calls = world(take)
+        del shortcut.topics_seen
+        seen.append(_run(take, shortcut, ("t", b"v", None, None, None, None)))
+        seen.append(_run(take, shortcut, ("t", b"v", b"k", None, None, None)))  # here it is
+        # The countdown is read again after ``plain`` (whose truth test may change it).
+        shortcut, calls = world(take)
+
+        class Meddling:
+            def __bool__(self) -> bool:
+                shortcut.countdown = 100
+                return True
+
+        shortcut.plain = Meddling()  # type: ignore[assignment]
+        seen.append(_run(take, shortcut, ("t", b"v", None, None, None, None)))
+        seen.append(shortcut.countdown)
+        # The thread check is ``!=``, as in the pure step.
+        shortcut, calls = world(take)
+
+        class OddMark:
+            _thread_id = _Odd()
+
+        shortcut.loop_mark = OddMark()
+        seen.append(_run(take, shortcut, ("t", b"v", None, None, None, None)))
+        outcomes.append(seen)
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[0][0] == ("answer", FUTURE) and outcomes[0][1][0] == "raised"
+    assert outcomes[0][3] == 99 and outcomes[0][4] == ("answer", FUTURE)
