@@ -76,7 +76,9 @@ class EnqueueShortcut:
                 or type(value) is not bytes):
             return None
         # Counted down before anything is appended: once a lane has appended
-        # the record, nothing may fail before its future is returned.
+        # the record, nothing may fail before its future is returned. (So the
+        # lanes must not set the countdown: their appends never open a batch,
+        # which is what sets it to 0, on the full path.)
         left = self.countdown - 1
         if key is None:
             fut = self.lane.append(topic, value)  # type: ignore[union-attr]

@@ -80,8 +80,9 @@ async def test_perf_prints_progress_lines_and_honours_the_throughput_cap(
     assert code == 0, err
     lines = out.strip().splitlines()
     progress = re.compile(
-        r"\d+ records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.na]+ ms avg latency, "
-        r"[\d.na]+ ms max latency\.$"
+        # "n/a" latencies: a window in which no record completed (a busy host can stall one).
+        r"\d+ records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), (?:[\d.]+|n/a) ms avg latency, "
+        r"(?:[\d.]+|n/a) ms max latency\.$"
     )
     assert len(lines) >= 3 and all(progress.match(line) for line in lines[:-1]), out
     assert re.match(
