@@ -331,9 +331,10 @@ class Producer(
                     tp, timestamp_ms, key, value, headers, fut, now, sizes, reserve, size
                 )
                 self._client.touch_topic(topic, now)  # type: ignore[union-attr]
-                # A new batch: the sender starts its linger clock, and the
-                # next enqueue yields to it first.
-                self._sender.wakeup()  # type: ignore[union-attr]
+                # A new batch: the sender starts its linger clock (unless it
+                # will look before the batch lingered), and the next enqueue
+                # yields to it first.
+                self._sender.batch_opened(batch)  # type: ignore[union-attr]
                 self._shortcut.countdown = 0
         except BaseException:
             self._pool.release(reserve)

@@ -243,6 +243,21 @@ class RecordAccumulator:
             self._drain_time.setdefault(node, now)
         return result
 
+    def sendable_from(self, batch: ProducerBatch, *, memory_exhausted: bool = False) -> float:
+        """The earliest time ``batch``, just opened, can make its leader ready, as ready() decides.
+
+        Its linger deadline while it is its partition's only batch, not full,
+        and nothing urgent is asked; else ``-inf`` (at once: a pass is due).
+        Until then only another event can make the batch sendable (a record
+        that does not fit opens the next batch; a flush, close or memory
+        shortage wakes the sender itself).
+        """
+        dq = self._deques.get((batch.topic, batch.partition))
+        if (memory_exhausted or self.flushing > 0 or self.closing or dq is None or len(dq) != 1
+                or dq[0] is not batch or batch.is_full()):
+            return -math.inf
+        return batch.created + self.linger
+
     def drain(
         self,
         now: float,

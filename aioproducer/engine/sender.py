@@ -97,6 +97,8 @@ class Sender(ProducerIdMixin):
         # wait_for, which would create a task on every pass.
         self._woken = False
         self._waiter: asyncio.Future[None] | None = None
+        # While the loop sleeps on a timer: when (time.monotonic()) it fires at the latest.
+        self._asleep_until: float | None = None
         self._running = True
         self._task: asyncio.Task[None] | None = None
         #: Loop passes so far: the loop runs on events and deadlines, not on a timer.
@@ -138,6 +140,19 @@ class Sender(ProducerIdMixin):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def batch_opened(self, batch: ProducerBatch) -> None:
+        """A record opened ``batch``: wake the loop, unless it already sleeps until no later
+        than the batch can be sent (RecordAccumulator.sendable_from).
+
+        The pass a wakeup makes would find nothing to send and only set a timer
+        for the batch's linger. In a web service whose handlers each send a
+        record, four of every five passes were such (a batch per partition
+        opened per request), each a timer, a future and a look at every queue.
+        """
+        until = self._asleep_until
+        if until is None or until > self._acc.sendable_from(batch, memory_exhausted=self._pool.exhausted):
+            self.wakeup()
+
     @property
     def requests_in_flight(self) -> int:
         """Produce requests started and not yet answered (Java's requests-in-flight)."""
@@ -163,12 +178,16 @@ class Sender(ProducerIdMixin):
         """Wait ``delay`` seconds or until :meth:`wakeup`, whichever comes first."""
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
+        # When the timer fires, on batch.created's clock, give or take the
+        # loop's own timer granularity (see batch_opened).
+        self._asleep_until = time.monotonic() + delay
         timer = loop.call_later(delay, _release, waiter)
         try:
             await waiter
         finally:
             timer.cancel()
             self._waiter = None
+            self._asleep_until = None
 
     def _run_once(self, now: float) -> float:
         """One pass: expire, drain, send. Returns seconds until the next pass."""

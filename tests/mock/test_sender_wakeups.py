@@ -151,3 +151,37 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
         # it wakes only at its 1 s cap, so each round would take about a second.
         # The bound sits halfway: far from both on a slow or busy machine.
         assert waited < ROUNDS / 2, f"callers waited {waited:.2f} s for memory the sender could free"
+
+
+@pytest.mark.asyncio
+async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it() -> None:
+    """A pass made for a batch the sender would only find lingering sends nothing:
+    while the sender sleeps to an earlier deadline, a new batch leaves it asleep.
+    A batch that can go at once (behind a full one) wakes it."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=3)
+        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
+                                 batch_size=1024)
+        async with producer:
+            sender = producer._sender
+            assert sender is not None
+            await producer.enqueue("t", b"warm", partition=2)
+            await producer.flush(timeout=10)  # connected, nothing queued
+            first = await producer.enqueue("t", b"a", partition=0)  # opens a batch ...
+            await producer.enqueue("t", b"a2", partition=0)  # ... so this one yields first
+            # Now asleep (to its 1 s cap at the latest, long before the 60 s linger),
+            # and the next enqueue runs to its end without yielding to the loop.
+            await until(lambda: sender._waiter is not None and not sender._waiter.done(), 10,
+                        "the sender asleep")
+            waiter = sender._waiter
+            second = await producer.enqueue("t", b"b", partition=1)  # opens a batch
+            assert not sender._woken and not waiter.done() and sender._waiter is waiter
+            # A record that does not fit partition 0's batch opens the next one
+            # behind it: the full batch goes now, not at its 60 s linger.
+            third = await producer.enqueue("t", b"c" * 1000, partition=0)
+            assert (await asyncio.wait_for(first, 30)).offset == 0
+            await producer.flush(timeout=10)
+            assert second.done() and third.done()
+        assert sorted((r.partition, r.value) for r in cluster.records("t")) == [
+            (0, b"a"), (0, b"a2"), (0, b"c" * 1000), (1, b"b"), (2, b"warm")
+        ]

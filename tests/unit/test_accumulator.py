@@ -310,3 +310,35 @@ def test_only_the_tail_of_a_queue_takes_records() -> None:
     assert taken == [second] and second.sealed
     (rest,) = acc.take_all()
     assert rest.partition == 1 and rest.sealed
+
+
+def test_sendable_from_is_when_ready_first_finds_a_new_batch_sendable() -> None:
+    """The sender skips waking for a new batch it would only find lingering:
+    sendable_from must agree with ready(), or a batch could wait past its linger."""
+    acc = make(batch_size=500, linger_ms=10)
+    alone = acc.new_batch(("t", 0), 2.0)
+    fill(acc, ("t", 0), 1, now=2.0)
+    assert acc.sendable_from(alone) == 2.010
+    assert acc.ready(2.0099, leaders).nodes == set()
+    assert acc.ready(2.010, leaders).nodes == {1}
+    # Urgent: a flush, a close or a caller waiting for memory sends it at once.
+    assert acc.sendable_from(alone, memory_exhausted=True) == float("-inf")
+    assert acc.ready(2.0, leaders, memory_exhausted=True).nodes == {1}
+    acc.flushing += 1
+    assert acc.sendable_from(alone) == float("-inf")
+    acc.flushing -= 1
+    acc.closing = True
+    assert acc.sendable_from(alone) == float("-inf")
+    acc.closing = False
+    # Behind a full batch (the record that did not fit opened it): the one
+    # ahead of it is sendable now.
+    fill(acc, ("t", 2), 5, now=3.0)  # 5 x ~100 B: the fifth opens a second batch
+    behind = acc.open_batch(("t", 2))
+    assert behind is not None and acc.queued_batches() == 3
+    assert acc.sendable_from(behind) == float("-inf")
+    assert acc.ready(3.0, leaders).nodes == {1}
+    # A batch full as it opens (one record as large as the batch).
+    big = acc.new_batch(("t", 1), 4.0)
+    acc.append(("t", 1), 1000, None, b"x" * 600, None, Fut(), 4.0)
+    assert big.is_full() and acc.sendable_from(big) == float("-inf")
+    assert 2 in acc.ready(4.0, leaders).nodes
