@@ -99,6 +99,10 @@ class Sender(ProducerIdMixin):
         self._waiter: asyncio.Future[None] | None = None
         # While the loop sleeps on a timer: when (time.monotonic()) it fires at the latest.
         self._asleep_until: float | None = None
+        # The last pass held a sendable batch back for requests in flight (its
+        # node at max_in_flight, its partition muted), or a batch was put back
+        # since: the end of a request wakes the loop (_pass_due_after_request).
+        self._held_for_requests = False
         self._running = True
         self._task: asyncio.Task[None] | None = None
         #: Loop passes so far: the loop runs on events and deadlines, not on a timer.
@@ -191,6 +195,8 @@ class Sender(ProducerIdMixin):
 
     def _run_once(self, now: float) -> float:
         """One pass: expire, drain, send. Returns seconds until the next pass."""
+        self._held_for_requests = True  # should the pass fail, every request's end wakes the loop
+        held_for_requests = False
         self._expire(now)
         txn = self._txn
         if txn is not None and txn.error is not None and self._acc.queued_batches():
@@ -235,6 +241,7 @@ class Sender(ProducerIdMixin):
                 delay = min(delay, self._client.not_ready_until(node) - now)
             elif self._node_requests.get(node, 0) >= self._max_in_flight:
                 ready.nodes.discard(node)  # a request that ends wakes the loop
+                held_for_requests = True
             else:
                 conns[node] = conn
         if conns:
@@ -263,6 +270,7 @@ class Sender(ProducerIdMixin):
                     for tp in tps
                     if not self._txn.partition_added(tp)
                 )
+            held_for_requests = held_for_requests or bool(muted)
             drained = self._acc.drain(now, ready, self._config.max_request_size, muted)
             for node, batches in drained.items():
                 self._start_request(conns[node], batches)
@@ -272,6 +280,7 @@ class Sender(ProducerIdMixin):
                 # (With nothing left queued, the next pass waits for an event:
                 # an enqueue, an answer or a deadline already in ``delay``.)
                 delay = 0.0
+        self._held_for_requests = held_for_requests
         deadline = min(self._acc.next_expiry(), self._in_flight_earliest)
         return max(0.0, min(delay, deadline - now, 1.0))
 
@@ -382,13 +391,15 @@ class Sender(ProducerIdMixin):
     def _pass_due_after_request(self) -> bool:
         """Whether a request that ended may let the sender do something now.
 
-        Only a queued batch (the request may have freed a slot, unmuted its
-        partition or put a retry back), a producer id that waits for its
-        partitions' requests to end (KIP-360), or a stop can use a pass. A
-        sequential ``await send()`` would otherwise wake the sender for
-        nothing after every answer.
+        Only a queued batch that waited for requests in flight (its node had no
+        room, its partition was muted) or was put back (a retry, the parts of a
+        split), a producer id that waits for its partitions' requests to end
+        (KIP-360), or a stop can use a pass. Any other queued batch is
+        lingering, and the loop already sleeps no longer than its linger (a
+        pass would only set the same timer again). A service whose handlers
+        each ``await send()`` would otherwise wake the sender after every answer.
         """
-        if self._acc.has_queued() or not self._running:
+        if not self._running or (self._held_for_requests and self._acc.has_queued()):
             return True
         seq = self._seq
         return seq is not None and (not seq.ready or seq.bump_needed)
@@ -513,6 +524,7 @@ class Sender(ProducerIdMixin):
             if self._metrics is not None:
                 self._metrics.retried(batch.topic, batch.record_count, now)
             self._acc.reenqueue(batch, now, backoff)
+            self._held_for_requests = True  # its backoff: a pass sets the timer
         else:
             self._finish(batch, outcome.error)
 
@@ -527,6 +539,7 @@ class Sender(ProducerIdMixin):
         if self._seq is not None and batch.base_sequence >= 0:
             self._seq.split(batch, parts)
         self._acc.reenqueue_split(parts, now)
+        self._held_for_requests = True
 
     def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
         seq = self._seq if batch.base_sequence >= 0 else None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer
+from aioproducer import Producer, errors
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
 from tests.support.producers import make_producer
@@ -185,3 +185,58 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
         assert sorted((r.partition, r.value) for r in cluster.records("t")) == [
             (0, b"a"), (0, b"a2"), (0, b"c" * 1000), (1, b"b"), (2, b"warm")
         ]
+
+
+def _request_end_decisions(sender: Any) -> list[bool]:
+    """Record each answer of the sender's rule for waking when a request ends."""
+    decisions: list[bool] = []
+    decide = sender._pass_due_after_request
+
+    def recorded() -> bool:
+        decisions.append(decide())
+        return decisions[-1]
+
+    sender._pass_due_after_request = recorded
+    return decisions
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", ["lingering", "no room in flight", "retry"])
+async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_it(case: str) -> None:
+    """A queued batch that only lingers needs no pass when a request ends (the
+    sender sleeps no longer than its linger); one held back for want of room in
+    flight, or put back for a retry, does."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=2)
+        producer = make_producer(
+            cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000, batch_size=1024,
+            max_in_flight_requests_per_connection=1 if case == "no room in flight" else 5,
+        )
+        async with producer:
+            sender = producer._sender
+            client = producer._client
+            assert sender is not None and client is not None
+            for p in (0, 1):  # connected, and past each partition's first batch (KIP-98)
+                await producer.enqueue("t", b"warm", partition=p)
+            await producer.flush(timeout=10)
+            decisions = _request_end_decisions(sender)
+            if case == "retry":
+                cluster.fail_produce("t", 0, errors.NotEnoughReplicasError.code, count=1)
+            cluster.stall_broker(0)
+            full = await producer.enqueue("t", b"x" * 1000, partition=0)  # a full batch goes at once
+            await until(lambda: client.in_flight(0) == 1, 10, "the first request")
+            if case == "no room in flight":
+                passes = sender.passes
+                waiting = await producer.enqueue("t", b"y" * 1000, partition=0)
+                await until(lambda: sender.passes > passes, 10, "the pass that holds it back")
+            else:
+                waiting = await producer.enqueue("t", b"lingers", partition=1)
+            cluster.resume_broker(0)
+            await asyncio.wait_for(full, 30)
+            assert decisions[0] is (case != "lingering"), decisions
+            if case == "lingering":
+                assert not waiting.done()
+            else:
+                await asyncio.wait_for(waiting, 30)
+            await producer.flush(timeout=10)
+        assert len(cluster.records("t")) == 4
