@@ -97,7 +97,8 @@ class Sender(ProducerIdMixin):
         # wait_for, which would create a task on every pass.
         self._woken = False
         self._waiter: asyncio.Future[None] | None = None
-        # While the loop sleeps on a timer: when (time.monotonic()) it fires at the latest.
+        # While the loop sleeps: its timer, and when (time.monotonic()) it fires.
+        self._timer: asyncio.TimerHandle | None = None
         self._asleep_until: float | None = None
         # The last pass held a sendable batch back for requests in flight (its
         # node at max_in_flight, its partition muted), or a batch was put back
@@ -145,17 +146,32 @@ class Sender(ProducerIdMixin):
             waiter.set_result(None)
 
     def batch_opened(self, batch: ProducerBatch) -> None:
-        """A record opened ``batch``: wake the loop, unless it already sleeps until no later
-        than the batch can be sent (RecordAccumulator.sendable_from).
+        """A record opened ``batch``: see that the loop makes a pass by the time the
+        batch can be sent (RecordAccumulator.sendable_from).
 
-        The pass a wakeup makes would find nothing to send and only set a timer
-        for the batch's linger. In a web service whose handlers each send a
-        record, four of every five passes were such (a batch per partition
-        opened per request), each a timer, a future and a look at every queue.
+        A loop asleep until then is left alone, and one asleep until later has
+        its timer brought forward: a pass now would find nothing to send and
+        only set that timer (and, for a partition without a known leader, ask
+        for metadata, which then waits for the batch's linger at most). In a
+        web service whose handlers each send a record, a batch opened per
+        partition per request made three of every four passes such, each a
+        task step, a future, a timer and a look at every queue.
         """
         until = self._asleep_until
-        if until is None or until > self._acc.sendable_from(batch, memory_exhausted=self._pool.exhausted):
+        if until is None:
             self.wakeup()
+            return
+        when = self._acc.sendable_from(batch, memory_exhausted=self._pool.exhausted)
+        if until <= when:
+            return
+        now = time.monotonic()
+        if when <= now:
+            self.wakeup()
+            return
+        assert self._timer is not None and self._waiter is not None  # set with _asleep_until
+        self._timer.cancel()
+        self._timer = self._waiter.get_loop().call_later(when - now, _release, self._waiter)
+        self._asleep_until = when
 
     @property
     def requests_in_flight(self) -> int:
@@ -185,11 +201,12 @@ class Sender(ProducerIdMixin):
         # When the timer fires, on batch.created's clock, give or take the
         # loop's own timer granularity (see batch_opened).
         self._asleep_until = time.monotonic() + delay
-        timer = loop.call_later(delay, _release, waiter)
+        self._timer = loop.call_later(delay, _release, waiter)
         try:
             await waiter
         finally:
-            timer.cancel()
+            self._timer.cancel()  # batch_opened may have replaced it
+            self._timer = None
             self._waiter = None
             self._asleep_until = None
 

@@ -187,6 +187,41 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
         ]
 
 
+@pytest.mark.asyncio
+async def test_a_new_batch_due_before_the_senders_timer_brings_the_timer_forward() -> None:
+    """Rather than wake the sender for a pass that would only set a timer for
+    the batch's linger, the sender's timer is moved to that linger's end."""
+    linger = 0.2
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=2)
+        producer = make_producer(cluster, SETTINGS, linger_ms=int(linger * 1000))
+        async with producer:
+            sender = producer._sender
+            assert sender is not None
+            first = await producer.enqueue("t", b"warm", partition=0)  # opens a batch ...
+            await producer.enqueue("t", b"warm2", partition=0)  # ... so this one yields first
+            await producer.flush(timeout=10)
+            # Asleep to its 1 s cap (nothing queued), and the next enqueue runs
+            # to its end without yielding to the loop.
+            await until(lambda: sender._waiter is not None and not sender._waiter.done(), 10,
+                        "the sender asleep")
+            waiter, timer, asleep_until = sender._waiter, sender._timer, sender._asleep_until
+            assert timer is not None and asleep_until is not None
+            fut = await producer.enqueue("t", b"a", partition=1)  # opens a batch
+            batch = producer._acc.open_batch(("t", 1))
+            assert batch is not None
+            assert not sender._woken and not waiter.done() and sender._waiter is waiter
+            due = batch.created + linger
+            if due < asleep_until:  # always, unless this host stalled for most of a second
+                assert sender._asleep_until == due and sender._timer is not timer
+                assert timer.cancelled() and not sender._timer.cancelled()
+            else:
+                assert sender._asleep_until == asleep_until and sender._timer is timer
+            assert (await asyncio.wait_for(fut, 30)).offset == 0
+            assert first.done()
+        assert len(cluster.records("t")) == 3
+
+
 def _request_end_decisions(sender: Any) -> list[bool]:
     """Record each answer of the sender's rule for waking when a request ends."""
     decisions: list[bool] = []
