@@ -153,9 +153,9 @@ class Sender(ProducerIdMixin):
         its timer brought forward: a pass now would find nothing to send and
         only set that timer (and, for a partition without a known leader, ask
         for metadata, which then waits for the batch's linger at most). In a
-        web service whose handlers each send a record, a batch opened per
-        partition per request made three of every four passes such, each a
-        task step, a future, a timer and a look at every queue.
+        web service whose handlers each send a record, the batches opened per
+        request made more than half the passes such, each a task step, a
+        future, a timer and a look at every queue.
         """
         until = self._asleep_until
         if until is None:
