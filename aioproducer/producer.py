@@ -325,7 +325,10 @@ class Producer(
                 chosen = choose_partition(topic, partition, key, info, self._custom_partitioner)
             tp = info.tps[chosen]
             batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes, reserve, size)
-            if batch is None:
+            if batch is not None:
+                if batch.is_full():  # filled exactly: sendable now (Java's batchIsFull wakeup)
+                    self._sender.wakeup()  # type: ignore[union-attr]
+            else:
                 now = time.monotonic()
                 batch = acc.append_to_new_batch(
                     tp, timestamp_ms, key, value, headers, fut, now, sizes, reserve, size

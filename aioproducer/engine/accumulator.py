@@ -248,9 +248,11 @@ class RecordAccumulator:
 
         Its linger deadline while it is its partition's only batch, not full,
         and nothing urgent is asked; else ``-inf`` (at once: a pass is due).
-        Until then only another event can make the batch sendable (a record
-        that does not fit opens the next batch; a flush, close or memory
-        shortage wakes the sender itself).
+        Until then only another event can make the batch sendable: a record
+        that does not fit opens the next batch, and a flush, close or memory
+        shortage wakes the sender itself; so does a record that fills the
+        batch exactly on enqueue's full path (the lanes' appends do not: such a
+        batch goes at its linger, as one a byte short of full does).
         """
         dq = self._deques.get((batch.topic, batch.partition))
         if (memory_exhausted or self.flushing > 0 or self.closing or dq is None or len(dq) != 1

@@ -179,6 +179,7 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
             # A record that does not fit partition 0's batch opens the next one
             # behind it: the full batch goes now, not at its 60 s linger.
             third = await producer.enqueue("t", b"c" * 1000, partition=0)
+            assert sender._woken or waiter.done()  # not left to the 1 s cap
             assert (await asyncio.wait_for(first, 30)).offset == 0
             await producer.flush(timeout=10)
             assert second.done() and third.done()
@@ -219,6 +220,34 @@ async def test_a_new_batch_due_before_the_senders_timer_brings_the_timer_forward
                 assert sender._asleep_until == asleep_until and sender._timer is timer
             assert (await asyncio.wait_for(fut, 30)).offset == 0
             assert first.done()
+        assert len(cluster.records("t")) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_record_that_fills_its_batch_exactly_wakes_the_sender() -> None:
+    """A batch filled to its size is sendable at once (Java wakes its sender on
+    batchIsFull): the sender must not sleep on to the batch's linger."""
+    # Two records of 100 B (109 bytes each, same timestamp) and the 61-byte batch header.
+    batch_size = 61 + 2 * 109
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=2)
+        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
+                                 batch_size=batch_size)
+        async with producer:
+            sender = producer._sender
+            assert sender is not None
+            await producer.enqueue("t", b"w" * 300, partition=1)  # full as it opens: goes now
+            await producer.flush(timeout=10)
+            await until(lambda: sender._waiter is not None and not sender._waiter.done(), 10,
+                        "the sender asleep")
+            waiter = sender._waiter
+            first = await producer.enqueue("t", b"a" * 100, partition=0, timestamp_ms=1_000)
+            assert not sender._woken  # a lingering batch: the sender sleeps on
+            await producer.enqueue("t", b"b" * 100, partition=0, timestamp_ms=1_000)
+            batch = producer._acc.queues[("t", 0)][0]
+            assert batch.record_count == 2 and batch.is_full()
+            assert sender._woken or waiter.done()
+            assert (await asyncio.wait_for(first, 30)).offset == 0
         assert len(cluster.records("t")) == 3
 
 
