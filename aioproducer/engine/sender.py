@@ -46,6 +46,7 @@ from .produce_request import (
 )
 from .producer_id import ProducerIdMixin
 from .retry import Action, RetryConfig, Written, classify
+from .sender_alarm import SenderAlarm
 from .transaction_version import choose_version
 from .transactions import TransactionManager
 
@@ -55,11 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["Sender"]
 
 log = logging.getLogger("aioproducer.engine.sender")
-
-def _release(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
 
 class Sender(ProducerIdMixin):
     def __init__(
@@ -92,14 +88,8 @@ class Sender(ProducerIdMixin):
         # so a pass looks through the set only once the bound is reached.
         self._in_flight_earliest = math.inf
         self._requests: set[asyncio.Task[None]] = set()
-        # Set by wakeup(); _sleep returns at once while it is set. The loop
-        # waits on a bare future with a timer, not on Event.wait() under
-        # wait_for, which would create a task on every pass.
-        self._woken = False
-        self._waiter: asyncio.Future[None] | None = None
-        # While the loop sleeps: its timer, and when (time.monotonic()) it fires.
-        self._timer: asyncio.TimerHandle | None = None
-        self._asleep_until: float | None = None
+        # Rung by wakeup(); the loop sleeps on it between passes.
+        self._alarm = SenderAlarm()
         # The last pass held a sendable batch back for requests in flight (its
         # node at max_in_flight, its partition muted), or a batch was put back
         # since: the end of a request wakes the loop (_pass_due_after_request).
@@ -140,10 +130,7 @@ class Sender(ProducerIdMixin):
         self._task = asyncio.get_running_loop().create_task(self._run(), name="aioproducer-sender")
 
     def wakeup(self) -> None:
-        self._woken = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._alarm.ring()
 
     def batch_opened(self, batch: ProducerBatch) -> None:
         """A record opened ``batch``: see that the loop makes a pass by the time the
@@ -157,21 +144,19 @@ class Sender(ProducerIdMixin):
         request made more than half the passes such, each a task step, a
         future, a timer and a look at every queue.
         """
-        until = self._asleep_until
+        alarm = self._alarm
+        until = alarm.asleep_until
         if until is None:
-            self.wakeup()
+            alarm.ring()
             return
         when = self._acc.sendable_from(batch, memory_exhausted=self._pool.exhausted)
         if until <= when:
             return
         now = time.monotonic()
         if when <= now:
-            self.wakeup()
-            return
-        assert self._timer is not None and self._waiter is not None  # set with _asleep_until
-        self._timer.cancel()
-        self._timer = self._waiter.get_loop().call_later(when - now, _release, self._waiter)
-        self._asleep_until = when
+            alarm.ring()
+        else:
+            alarm.bring_forward(when, now)
 
     @property
     def requests_in_flight(self) -> int:
@@ -188,27 +173,11 @@ class Sender(ProducerIdMixin):
             except Exception:  # noqa: BLE001 - logged; the loop must go on or records hang
                 self._log.exception("unexpected error in the sender loop")
                 delay = 0.1
-            if delay > 0 and not self._woken:
-                await self._sleep(delay)
+            if delay > 0 and not self._alarm.woken:
+                await self._alarm.sleep(delay)
             else:
                 await asyncio.sleep(0)
-            self._woken = False
-
-    async def _sleep(self, delay: float) -> None:
-        """Wait ``delay`` seconds or until :meth:`wakeup`, whichever comes first."""
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter = loop.create_future()
-        # When the timer fires, on batch.created's clock, give or take the
-        # loop's own timer granularity (see batch_opened).
-        self._asleep_until = time.monotonic() + delay
-        self._timer = loop.call_later(delay, _release, waiter)
-        try:
-            await waiter
-        finally:
-            self._timer.cancel()  # batch_opened may have replaced it
-            self._timer = None
-            self._waiter = None
-            self._asleep_until = None
+            self._alarm.woken = False
 
     def _run_once(self, now: float) -> float:
         """One pass: expire, drain, send. Returns seconds until the next pass."""

@@ -171,15 +171,15 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
             await producer.enqueue("t", b"a2", partition=0)  # ... so this one yields first
             # Now asleep (to its 1 s cap at the latest, long before the 60 s linger),
             # and the next enqueue runs to its end without yielding to the loop.
-            await until(lambda: sender._waiter is not None and not sender._waiter.done(), 10,
+            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
                         "the sender asleep")
-            waiter = sender._waiter
+            waiter = sender._alarm.waiter
             second = await producer.enqueue("t", b"b", partition=1)  # opens a batch
-            assert not sender._woken and not waiter.done() and sender._waiter is waiter
+            assert not sender._alarm.woken and not waiter.done() and sender._alarm.waiter is waiter
             # A record that does not fit partition 0's batch opens the next one
             # behind it: the full batch goes now, not at its 60 s linger.
             third = await producer.enqueue("t", b"c" * 1000, partition=0)
-            assert sender._woken or waiter.done()  # not left to the 1 s cap
+            assert sender._alarm.woken or waiter.done()  # not left to the 1 s cap
             assert (await asyncio.wait_for(first, 30)).offset == 0
             await producer.flush(timeout=10)
             assert second.done() and third.done()
@@ -199,27 +199,26 @@ async def test_a_new_batch_due_before_the_senders_timer_brings_the_timer_forward
         async with producer:
             sender = producer._sender
             assert sender is not None
-            first = await producer.enqueue("t", b"warm", partition=0)  # opens a batch ...
+            await producer.enqueue("t", b"warm", partition=0)  # opens a batch ...
             await producer.enqueue("t", b"warm2", partition=0)  # ... so this one yields first
             await producer.flush(timeout=10)
             # Asleep to its 1 s cap (nothing queued), and the next enqueue runs
             # to its end without yielding to the loop.
-            await until(lambda: sender._waiter is not None and not sender._waiter.done(), 10,
+            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
                         "the sender asleep")
-            waiter, timer, asleep_until = sender._waiter, sender._timer, sender._asleep_until
+            waiter, timer, asleep_until = sender._alarm.waiter, sender._alarm.timer, sender._alarm.asleep_until
             assert timer is not None and asleep_until is not None
             fut = await producer.enqueue("t", b"a", partition=1)  # opens a batch
             batch = producer._acc.open_batch(("t", 1))
             assert batch is not None
-            assert not sender._woken and not waiter.done() and sender._waiter is waiter
+            assert not sender._alarm.woken and not waiter.done() and sender._alarm.waiter is waiter
             due = batch.created + linger
             if due < asleep_until:  # always, unless this host stalled for most of a second
-                assert sender._asleep_until == due and sender._timer is not timer
-                assert timer.cancelled() and not sender._timer.cancelled()
+                assert sender._alarm.asleep_until == due and sender._alarm.timer is not timer
+                assert timer.cancelled() and not sender._alarm.timer.cancelled()
             else:
-                assert sender._asleep_until == asleep_until and sender._timer is timer
+                assert sender._alarm.asleep_until == asleep_until and sender._alarm.timer is timer
             assert (await asyncio.wait_for(fut, 30)).offset == 0
-            assert first.done()
         assert len(cluster.records("t")) == 3
 
 
@@ -238,15 +237,15 @@ async def test_a_record_that_fills_its_batch_exactly_wakes_the_sender() -> None:
             assert sender is not None
             await producer.enqueue("t", b"w" * 300, partition=1)  # full as it opens: goes now
             await producer.flush(timeout=10)
-            await until(lambda: sender._waiter is not None and not sender._waiter.done(), 10,
+            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
                         "the sender asleep")
-            waiter = sender._waiter
+            waiter = sender._alarm.waiter
             first = await producer.enqueue("t", b"a" * 100, partition=0, timestamp_ms=1_000)
-            assert not sender._woken  # a lingering batch: the sender sleeps on
+            assert not sender._alarm.woken  # a lingering batch: the sender sleeps on
             await producer.enqueue("t", b"b" * 100, partition=0, timestamp_ms=1_000)
             batch = producer._acc.queues[("t", 0)][0]
             assert batch.record_count == 2 and batch.is_full()
-            assert sender._woken or waiter.done()
+            assert sender._alarm.woken or waiter.done()
             assert (await asyncio.wait_for(first, 30)).offset == 0
         assert len(cluster.records("t")) == 3
 
