@@ -253,6 +253,8 @@ class RecordAccumulator:
         shortage wakes the sender itself; so does a record that fills the
         batch exactly on enqueue's full path (the lanes' appends do not: such a
         batch goes at its linger, as one a byte short of full does).
+        The sender rings at once for a partition without a known leader,
+        which this does not look at.
         """
         dq = self._deques.get((batch.topic, batch.partition))
         if (memory_exhausted or self.flushing > 0 or self.closing or dq is None or len(dq) != 1

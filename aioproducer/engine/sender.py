@@ -138,15 +138,16 @@ class Sender(ProducerIdMixin):
 
         A loop asleep until then is left alone, and one asleep until later has
         its timer brought forward: a pass now would find nothing to send and
-        only set that timer (and, for a partition without a known leader, ask
-        for metadata, which then waits for the batch's linger at most). In a
-        web service whose handlers each send a record, the batches opened per
-        request made more than half the passes such, each a task step, a
-        future, a timer and a look at every queue.
+        only set that timer. In a web service whose handlers each send a
+        record, the batches opened per request made more than half the passes
+        such, each a task step, a future, a timer and a look at every queue.
+        A batch for a partition without a known leader rings at once: the
+        pass asks for metadata (ready()'s unknown_leader_topics), which
+        must not wait for the batch's linger.
         """
         alarm = self._alarm
         until = alarm.asleep_until
-        if until is None:
+        if until is None or self._client.snapshot.leader_for(batch.topic, batch.partition) is None:
             alarm.ring()
             return
         when = self._acc.sendable_from(batch, memory_exhausted=self._pool.exhausted)

@@ -83,6 +83,27 @@ async def test_move_leader_client_follows_new_leader() -> None:
 
 
 @pytest.mark.asyncio
+async def test_take_leader_offline_until_a_leader_is_elected_again() -> None:
+    async with MockCluster(brokers=2) as cluster:
+        cluster.create_topic("t", partitions=1)
+        cluster.take_leader_offline("t", 0)
+        client = await _raw(cluster, 1)
+        meta = await client.request(3, 12, {"topics": [{"name": "t"}]})
+        partition = meta.topics[0].partitions[0]
+        assert (partition.error_code, partition.leader_id) == (errors.LeaderNotAvailableError.code, -1)
+        refused = await (await _raw(cluster, 0)).produce("t", 0, batch_bytes([b"raw"]))
+        assert refused.error_code == NOT_LEADER
+        assert cluster.records("t") == []
+        assert cluster.move_leader("t", 0, 1) == 1
+        meta = await client.request(3, 12, {"topics": [{"name": "t"}]})
+        partition = meta.topics[0].partitions[0]
+        assert (partition.error_code, partition.leader_id) == (0, 1)
+        assert (await client.produce("t", 0, batch_bytes([b"raw"]))).error_code == 0
+        assert [r.value for r in cluster.records("t")] == [b"raw"]
+        await client.close()
+
+
+@pytest.mark.asyncio
 async def test_drop_mid_response_client_reconnects_without_duplicate() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)

@@ -17,6 +17,7 @@ from tests.support.aio import until
 from tests.support.producers import make_producer
 
 PRODUCE = 0
+METADATA = 3
 WINDOW = 1.0
 # A polling loop makes ~200 passes a second; events and deadlines explain a few dozen.
 MAX_PASSES = 40
@@ -248,6 +249,39 @@ async def test_a_record_that_fills_its_batch_exactly_wakes_the_sender() -> None:
             assert sender._alarm.woken or waiter.done()
             assert (await asyncio.wait_for(first, 30)).offset == 0
         assert len(cluster.records("t")) == 3
+
+
+@pytest.mark.asyncio
+async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender() -> None:
+    """The pass asks for metadata (ready()'s unknown leaders): a batch that
+    would linger must not hold that back."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=2)
+        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000)
+        async with producer:
+            sender, client = producer._sender, producer._client
+            assert sender is not None and client is not None
+            await producer.enqueue("t", b"warm", partition=0)
+            await producer.flush(timeout=10)
+            cluster.take_leader_offline("t", 1)
+            client.request_update()
+            await until(lambda: client.snapshot.leader_for("t", 1) is None, 10, "metadata without a leader")
+            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
+                        "the sender asleep")
+            waiter = sender._alarm.waiter
+            lingering = await producer.enqueue("t", b"a", partition=0)  # opens a batch: sleeps on
+            assert not sender._alarm.woken and not waiter.done()
+            asked = cluster.request_count(METADATA)
+            try:
+                stranded = await producer.enqueue("t", b"b", partition=1)  # opens a batch: rings
+                assert sender._alarm.woken or waiter.done()
+                await until(lambda: cluster.request_count(METADATA) > asked, 10, "the metadata request")
+            finally:
+                cluster.move_leader("t", 1, 0)  # (a failure then closes without waiting out the batch)
+            await producer.flush(timeout=30)
+            assert lingering.done() and stranded.done()
+            assert stranded.result().partition == 1
+        assert sorted((r.partition, r.value) for r in cluster.records("t")) == [(0, b"a"), (0, b"warm"), (1, b"b")]
 
 
 def _request_end_decisions(sender: Any) -> list[bool]:

@@ -383,6 +383,15 @@ class MockCluster:
         part.replicas = [target] + [b for b in part.replicas if b != target]
         return target
 
+    def take_leader_offline(self, topic: str, partition: int) -> None:
+        """The partition loses its leader, as when its last in-sync replica fails.
+
+        Metadata shows leader -1 with LEADER_NOT_AVAILABLE, every broker
+        answers NOT_LEADER_OR_FOLLOWER for it, and produce answers name no
+        leader (KIP-951). :meth:`move_leader` elects one again.
+        """
+        self._partition(topic, partition).leader = -1
+
     def drop_connections(
         self, broker: int | None = None, *, after_requests: int = 0, mid_response: bool = False
     ) -> None:

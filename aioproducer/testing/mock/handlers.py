@@ -147,7 +147,7 @@ def _topic_body(topic: TopicState) -> Body:
         "is_internal": False,
         "partitions": [
             {
-                "error_code": NONE,
+                "error_code": NONE if p.leader >= 0 else LEADER_NOT_AVAILABLE,
                 "partition_index": p.index,
                 "leader_id": p.leader,
                 "leader_epoch": p.leader_epoch,
@@ -360,7 +360,7 @@ def _current_leader(
     if state is None or not 0 <= index < len(state.partitions):
         return None
     partition = state.partitions[index]
-    if partition.leader == ctx.broker_id:  # a scripted refusal: nothing moved
+    if partition.leader == ctx.broker_id or partition.leader < 0:  # a scripted refusal, or no leader to name
         return None
     return {"leader_id": partition.leader, "leader_epoch": partition.leader_epoch}
 
