@@ -381,12 +381,17 @@ class Sender(ProducerIdMixin):
         Only a queued batch that waited for requests in flight (its node had no
         room, its partition was muted) or was put back (a retry, the parts of a
         split), a producer id that waits for its partitions' requests to end
-        (KIP-360), or a stop can use a pass. Any other queued batch is
-        lingering, and the loop already sleeps no longer than its linger (a
-        pass would only set the same timer again). A service whose handlers
-        each ``await send()`` would otherwise wake the sender after every answer.
+        (KIP-360), a failed transaction whose queued batches must fail now
+        (Java's abortUndrainedBatches), or a stop can use a pass. Any other
+        queued batch is lingering, and the loop already sleeps no longer than
+        its linger (a pass would only set the same timer again). A service
+        whose handlers each ``await send()`` would otherwise wake the sender
+        after every answer.
         """
-        if not self._running or (self._held_for_requests and self._acc.has_queued()):
+        if not self._running or (
+            (self._held_for_requests or (self._txn is not None and self._txn.error is not None))
+            and self._acc.has_queued()
+        ):
             return True
         seq = self._seq
         return seq is not None and (not seq.ready or seq.bump_needed)
