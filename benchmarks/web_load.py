@@ -32,6 +32,12 @@ the broker and the load generator, and the Produce requests the service sent
 (see :mod:`benchmarks.web_profile`). Profiled runs are slower: compare the
 requests/s of unprofiled runs.
 
+The service and the load generator run with glibc's mmap threshold fixed
+(``MALLOC_MMAP_THRESHOLD_``, 1 MiB; ``--malloc-as-is`` leaves it alone): an
+asyncio socket read's 256 KiB buffer otherwise costs ``mmap``, ``mremap`` and
+``munmap`` per read until the process happens to free a large block, which
+depends on its history, not its producer (docs/performance.md).
+
 Numbers are for this machine only: compare the two implementations of one
 invocation, not runs on different machines. With few cores, the load generator
 and the broker compete with the service for CPU.
@@ -282,6 +288,14 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
         print(f"    (could not delete {topic}: {exc})", file=sys.stderr, flush=True)
 
 
+# A socket read's buffer from the heap in every process (see the module docstring).
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
+
+
+def child_env(args: argparse.Namespace) -> dict[str, str]:
+    return dict(os.environ) if args.malloc_as_is else {**os.environ, **MALLOC_ENV}  # service and load
+
+
 def run_once(
     args: argparse.Namespace, settings: ProducerSettings, impl: str, clients: int,
     round_no: int, bootstrap: str, workdir: Path,
@@ -300,6 +314,7 @@ def run_once(
         [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli(),
          *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else [])],
         cwd=REPO_ROOT,
+        env=child_env(args),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -314,6 +329,7 @@ def run_once(
                  "--clients", str(clients), "--requests", str(args.requests),
                  "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
                 cwd=REPO_ROOT,
+                env=child_env(args),
                 capture_output=True,
                 text=True,
                 timeout=args.timeout,
@@ -495,6 +511,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", metavar="PATH", help="write every run and the summary here")
     parser.add_argument("--profile", metavar="DIR",
                         help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)")
+    parser.add_argument("--malloc-as-is", action="store_true", help="leave glibc's mmap threshold alone")
     parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu-profile", help=argparse.SUPPRESS)
     # Internal, for the child processes.
@@ -532,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         "producer": asdict(settings), "clients": args.clients, "requests": args.requests,
         "size": args.size, "partitions": args.partitions, "rounds": args.rounds,
         "impls": args.impl_list, "python": sys.version.split()[0], "cpus": os.cpu_count(),
+        "malloc": None if args.malloc_as_is else MALLOC_ENV,
     }
     try:
         with tempfile.TemporaryDirectory() as tmp, broker_for(
@@ -543,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"broker: {broker}\nproducers (both): {settings.describe()}\n"
                   f"load: clients {','.join(map(str, args.clients))}, {args.requests} requests "
                   f"per run, {args.size}-byte padding, {args.partitions} partitions, "
-                  f"{args.rounds} round(s), order alternating", flush=True)
+                  f"{args.rounds} round(s), order alternating\n"
+                  f"malloc: {'as the environment has it' if args.malloc_as_is else MALLOC_ENV} "
+                  f"for the service and the load generator", flush=True)
             for clients in args.clients:
                 for round_no, impl in order:
                     try:
