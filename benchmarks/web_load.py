@@ -32,11 +32,11 @@ the broker and the load generator, and the Produce requests the service sent
 (see :mod:`benchmarks.web_profile`). Profiled runs are slower: compare the
 requests/s of unprofiled runs.
 
-The service and the load generator run with glibc's mmap threshold fixed
-(``MALLOC_MMAP_THRESHOLD_``, 1 MiB; ``--malloc-as-is`` leaves it alone): an
-asyncio socket read's 256 KiB buffer otherwise costs ``mmap``, ``mremap`` and
-``munmap`` per read until the process happens to free a large block, which
-depends on its history, not its producer (docs/performance.md).
+The service and the load generator run with glibc's mmap and trim thresholds
+fixed (1 and 2 MiB; ``--malloc-as-is`` leaves them alone): an asyncio socket
+read's 256 KiB buffer otherwise costs ``mmap``, ``mremap`` and ``munmap`` per
+read until the process happens to free a large block, which depends on its
+history, not its producer (docs/performance.md).
 
 Numbers are for this machine only: compare the two implementations of one
 invocation, not runs on different machines. With few cores, the load generator
@@ -289,7 +289,7 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
 
 
 # A socket read's buffer from the heap in every process (see the module docstring).
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(2 << 20)}
 
 
 def child_env(args: argparse.Namespace) -> dict[str, str]:
@@ -511,7 +511,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", metavar="PATH", help="write every run and the summary here")
     parser.add_argument("--profile", metavar="DIR",
                         help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)")
-    parser.add_argument("--malloc-as-is", action="store_true", help="leave glibc's mmap threshold alone")
+    parser.add_argument("--malloc-as-is", action="store_true", help="leave glibc's malloc thresholds alone")
     parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu-profile", help=argparse.SUPPRESS)
     # Internal, for the child processes.
