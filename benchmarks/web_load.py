@@ -288,12 +288,12 @@ def _delete_topic(bootstrap: str, topic: str) -> None:
         print(f"    (could not delete {topic}: {exc})", file=sys.stderr, flush=True)
 
 
-# A socket read's buffer from the heap in every process (see the module docstring).
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(2 << 20)}
 
 
-def child_env(args: argparse.Namespace) -> dict[str, str]:
-    return dict(os.environ) if args.malloc_as_is else {**os.environ, **MALLOC_ENV}  # service and load
+def malloc_settings(args: argparse.Namespace) -> dict[str, str]:
+    """glibc's thresholds for the service and the load (module docstring); the environment wins."""
+    return {} if args.malloc_as_is else {k: os.environ.get(k, v) for k, v in MALLOC_ENV.items()}
 
 
 def run_once(
@@ -314,7 +314,7 @@ def run_once(
         [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli(),
          *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else [])],
         cwd=REPO_ROOT,
-        env=child_env(args),
+        env={**os.environ, **malloc_settings(args)},
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -329,7 +329,7 @@ def run_once(
                  "--clients", str(clients), "--requests", str(args.requests),
                  "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
                 cwd=REPO_ROOT,
-                env=child_env(args),
+                env={**os.environ, **malloc_settings(args)},
                 capture_output=True,
                 text=True,
                 timeout=args.timeout,
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         "producer": asdict(settings), "clients": args.clients, "requests": args.requests,
         "size": args.size, "partitions": args.partitions, "rounds": args.rounds,
         "impls": args.impl_list, "python": sys.version.split()[0], "cpus": os.cpu_count(),
-        "malloc": None if args.malloc_as_is else MALLOC_ENV,
+        "malloc": malloc_settings(args),
     }
     try:
         with tempfile.TemporaryDirectory() as tmp, broker_for(
@@ -562,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"load: clients {','.join(map(str, args.clients))}, {args.requests} requests "
                   f"per run, {args.size}-byte padding, {args.partitions} partitions, "
                   f"{args.rounds} round(s), order alternating\n"
-                  f"malloc: {'as the environment has it' if args.malloc_as_is else MALLOC_ENV} "
+                  f"malloc: {malloc_settings(args) or 'as is'} "
                   f"for the service and the load generator", flush=True)
             for clients in args.clients:
                 for round_no, impl in order:

@@ -48,7 +48,7 @@ from .producer_id import ProducerIdMixin
 from .retry import Action, RetryConfig, Written, classify
 from .sender_alarm import SenderAlarm
 from .transaction_version import choose_version
-from .transactions import TransactionManager
+from .transactions import TransactionManager, TxnState
 
 if TYPE_CHECKING:
     from ..producer_metrics import ProducerMetrics
@@ -186,17 +186,14 @@ class Sender(ProducerIdMixin):
         held_for_requests = False
         self._expire(now)
         txn = self._txn
-        if txn is not None and txn.error is not None and self._acc.queued_batches():
-            # The transaction can only be aborted now (or the producer is
-            # fenced): nothing queued may still go out (Java's abortUndrainedBatches).
+        if txn is not None and self._txn_voids_queued() and self._acc.queued_batches():
             if isinstance(txn.error, errors.ProducerFencedError):
                 self.abort_queued(txn.error)
             else:
-                self.abort_queued(
-                    errors.TransactionAbortedError(
-                        f"the transaction failed before this record was sent: {txn.error}"
-                    )
-                )
+                self.abort_queued(errors.TransactionAbortedError(
+                    "the transaction was aborted before this record was sent" if txn.error is None
+                    else f"the transaction failed before this record was sent: {txn.error}"
+                ))
         snapshot = self._client.snapshot
         ready = self._acc.ready(now, snapshot.leader_for, memory_exhausted=self._pool.exhausted)
         if ready.unknown_leader_topics:
@@ -381,20 +378,28 @@ class Sender(ProducerIdMixin):
         Only a queued batch that waited for requests in flight (its node had no
         room, its partition was muted) or was put back (a retry, the parts of a
         split), a producer id that waits for its partitions' requests to end
-        (KIP-360), a failed transaction whose queued batches must fail now
-        (Java's abortUndrainedBatches), or a stop can use a pass. Any other
+        (KIP-360), a transaction that failed or is being aborted, whose queued
+        batches must fail now (Java's abortUndrainedBatches), or a stop can use
+        a pass. Any other
         queued batch is lingering, and the loop already sleeps no longer than
         its linger (a pass would only set the same timer again). A service
         whose handlers each ``await send()`` would otherwise wake the sender
         after every answer.
         """
         if not self._running or (
-            (self._held_for_requests or (self._txn is not None and self._txn.error is not None))
-            and self._acc.has_queued()
+            (self._held_for_requests or self._txn_voids_queued()) and self._acc.has_queued()
         ):
             return True
         seq = self._seq
         return seq is not None and (not seq.ready or seq.bump_needed)
+
+    def _txn_voids_queued(self) -> bool:
+        """No queued batch may go out: the transaction failed (abortable, or the
+        producer is fenced) or is being aborted, and its abort marker would void
+        a record reported sent (Java's Sender.maybeAbortBatches). A batch put
+        back for a retry while the user's abort waits for it fails too."""
+        txn = self._txn
+        return txn is not None and (txn.error is not None or txn.state is TxnState.ABORTING)
 
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""

@@ -91,8 +91,12 @@ async def test_take_leader_offline_until_a_leader_is_elected_again() -> None:
         meta = await client.request(3, 12, {"topics": [{"name": "t"}]})
         partition = meta.topics[0].partitions[0]
         assert (partition.error_code, partition.leader_id) == (errors.LeaderNotAvailableError.code, -1)
-        refused = await (await _raw(cluster, 0)).produce("t", 0, batch_bytes([b"raw"]))
+        assert partition.leader_epoch == 1
+        old_leader = await _raw(cluster, 0)
+        refused = await old_leader.produce("t", 0, batch_bytes([b"raw"]), version=10)
         assert refused.error_code == NOT_LEADER
+        assert refused.get("current_leader") is None  # KIP-951: no leader to name
+        await old_leader.close()
         assert cluster.records("t") == []
         assert cluster.move_leader("t", 0, 1) == 1
         meta = await client.request(3, 12, {"topics": [{"name": "t"}]})

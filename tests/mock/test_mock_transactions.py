@@ -10,6 +10,7 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.testing import MockCluster
+from tests.support.aio import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -95,3 +96,33 @@ async def test_retried_epoch_bump_whose_answer_was_lost_is_accepted() -> None:
                 await p.send("t", b"committed", partition=0)
         assert [r.value for r in cluster.records("t")] == [b"committed"]
         assert cluster.coordinator.by_id["bump"].producer_epoch == 1  # bumped once
+
+
+async def test_a_batch_put_back_during_an_abort_is_aborted_not_sent_again() -> None:
+    """A batch in flight when abort_transaction() starts, and answered with a
+    retriable error, must not go out again: the abort marker would void a
+    record reported sent (Java's Sender aborts undrained batches while
+    aborting)."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="abort-retry",
+                            linger_ms=0, retry_backoff_ms=10) as p:
+            await asyncio.wait_for(p.init_transactions(), 10)
+            await p.begin_transaction()
+            await asyncio.wait_for(p.send("tx", b"first"), 10)  # the partition joined
+            client, txn = p._client, p._txn
+            assert client is not None and txn is not None
+            produces = cluster.request_count(0)
+            cluster.fail_produce("tx", 0, errors.NotEnoughReplicasError.code)  # retriable
+            cluster.stall_broker(0)
+            refused = await p.enqueue("tx", b"refused, then put back")
+            await until(lambda: client.in_flight(0) == 1, 10, "the request to the stalled broker")
+            abort = asyncio.create_task(p.abort_transaction())
+            await until(lambda: txn.state.name == "ABORTING", 10, "the abort under way")
+            cluster.resume_broker(0)
+            with pytest.raises(errors.TransactionAbortedError):
+                await asyncio.wait_for(refused, 10)
+            await asyncio.wait_for(abort, 10)
+            assert cluster.request_count(0) == produces + 1  # never sent again
+        assert cluster.records("tx") == []
+        assert [r.value for r in cluster.records("tx", include_uncommitted=True)] == [b"first"]

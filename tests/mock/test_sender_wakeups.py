@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
+from aioproducer.engine.sender_alarm import SenderAlarm
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
 from tests.support.producers import make_producer
@@ -252,9 +253,11 @@ async def test_a_record_that_fills_its_batch_exactly_wakes_the_sender() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender() -> None:
+async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The pass asks for metadata (ready()'s unknown leaders): a batch that
-    would linger must not hold that back."""
+    would linger must not hold that back, even from a sleeping sender."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=2)
         producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000)
@@ -266,22 +269,34 @@ async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender() -
             cluster.take_leader_offline("t", 1)
             client.request_update()
             await until(lambda: client.snapshot.leader_for("t", 1) is None, 10, "metadata without a leader")
+            rings: list[None] = []
+            ring = SenderAlarm.ring
+
+            def counted(alarm: SenderAlarm) -> None:
+                rings.append(None)
+                ring(alarm)
+
+            monkeypatch.setattr(SenderAlarm, "ring", counted)
+            lingering = await producer.enqueue("t", b"a", partition=0)  # opens a batch ...
+            await producer.enqueue("t", b"a2", partition=0)  # ... so this one yields first
+            # Asleep now, and the next enqueue runs to its end without yielding
+            # to the loop: only its own new batch can ring.
             await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
                         "the sender asleep")
-            waiter = sender._alarm.waiter
-            lingering = await producer.enqueue("t", b"a", partition=0)  # opens a batch: sleeps on
-            assert not sender._alarm.woken and not waiter.done()
-            asked = cluster.request_count(METADATA)
+            assert sender._alarm.asleep_until is not None
+            asked, before = cluster.request_count(METADATA), len(rings)
             try:
                 stranded = await producer.enqueue("t", b"b", partition=1)  # opens a batch: rings
-                assert sender._alarm.woken or waiter.done()
+                assert len(rings) == before + 1
                 await until(lambda: cluster.request_count(METADATA) > asked, 10, "the metadata request")
             finally:
                 cluster.move_leader("t", 1, 0)  # (a failure then closes without waiting out the batch)
             await producer.flush(timeout=30)
             assert lingering.done() and stranded.done()
             assert stranded.result().partition == 1
-        assert sorted((r.partition, r.value) for r in cluster.records("t")) == [(0, b"a"), (0, b"warm"), (1, b"b")]
+        assert sorted((r.partition, r.value) for r in cluster.records("t")) == [
+            (0, b"a"), (0, b"a2"), (0, b"warm"), (1, b"b")
+        ]
 
 
 def _request_end_decisions(sender: Any) -> list[bool]:

@@ -258,7 +258,7 @@ class MockCluster:
         return [p.index for p in self.topic_states[topic].partitions]
 
     def leader(self, topic: str, partition: int) -> int:
-        """The broker that leads the partition now (see ``move_leader``)."""
+        """The broker that leads the partition now, -1 for none (see ``move_leader``)."""
         return self._partition(topic, partition).leader
 
     def records(self, topic: str, *, include_uncommitted: bool = False) -> list[MockRecord]:
@@ -369,7 +369,8 @@ class MockCluster:
         self.faults.add_produce_failure(topic, partition, error_code, count, after_append)
 
     def move_leader(self, topic: str, partition: int, to_broker: int | None = None) -> int:
-        """Move the partition's leadership (to the next broker if None); returns the new leader.
+        """Move the partition's leadership (to the next broker if None, broker 0 from no
+        leader); returns the new leader.
 
         The old leader answers NOT_LEADER_OR_FOLLOWER for it from now on and
         metadata shows the new leader with a bumped leader epoch.
@@ -386,11 +387,14 @@ class MockCluster:
     def take_leader_offline(self, topic: str, partition: int) -> None:
         """The partition loses its leader, as when its last in-sync replica fails.
 
-        Metadata shows leader -1 with LEADER_NOT_AVAILABLE, every broker
-        answers NOT_LEADER_OR_FOLLOWER for it, and produce answers name no
-        leader (KIP-951). :meth:`move_leader` elects one again.
+        Metadata shows leader -1 with LEADER_NOT_AVAILABLE and a bumped leader
+        epoch, every broker answers NOT_LEADER_OR_FOLLOWER for it, and produce
+        answers name no leader (KIP-951). :meth:`move_leader` elects one again;
+        :meth:`clear_faults` does not (this is the partition's state, not a fault).
         """
-        self._partition(topic, partition).leader = -1
+        part = self._partition(topic, partition)
+        part.leader = -1
+        part.leader_epoch += 1
 
     def drop_connections(
         self, broker: int | None = None, *, after_requests: int = 0, mid_response: bool = False
