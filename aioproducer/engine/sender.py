@@ -380,11 +380,10 @@ class Sender(ProducerIdMixin):
         split), a producer id that waits for its partitions' requests to end
         (KIP-360), a transaction that failed or is being aborted, whose queued
         batches must fail now (Java's abortUndrainedBatches), or a stop can use
-        a pass. Any other
-        queued batch is lingering, and the loop already sleeps no longer than
-        its linger (a pass would only set the same timer again). A service
-        whose handlers each ``await send()`` would otherwise wake the sender
-        after every answer.
+        a pass. Any other queued batch is lingering, and the loop already
+        sleeps no longer than its linger (a pass would only set the same timer
+        again). A service whose handlers each ``await send()`` would otherwise
+        wake the sender after every answer.
         """
         if not self._running or (
             (self._held_for_requests or self._txn_voids_queued()) and self._acc.has_queued()
