@@ -32,11 +32,10 @@ the broker and the load generator, and the Produce requests the service sent
 (see :mod:`benchmarks.web_profile`). Profiled runs are slower: compare the
 requests/s of unprofiled runs.
 
-The service and the load generator run with glibc's mmap and trim thresholds
-fixed (1 and 2 MiB; ``--malloc-as-is`` leaves them alone): an asyncio socket
-read's 256 KiB buffer otherwise costs ``mmap``, ``mremap`` and ``munmap`` per
-read until the process happens to free a large block, which depends on its
-history, not its producer (docs/performance.md).
+Service and load generator run with glibc's mmap and trim thresholds fixed (1 and
+2 MiB; ``--malloc-as-is``: not): an asyncio socket read's 256 KiB buffer otherwise
+costs ``mmap``, ``mremap`` and ``munmap`` until the process happens to free a large
+block, which depends on its history, not its producer (docs/performance.md).
 
 Numbers are for this machine only: compare the two implementations of one
 invocation, not runs on different machines. With few cores, the load generator
@@ -306,6 +305,7 @@ def run_once(
     run_id = f"{impl}-c{clients}-r{round_no}"
     topic = create_topic(bootstrap, f"web-{run_id}-{uuid.uuid4().hex[:8]}", args.partitions)
     python = [sys.executable, "-m", "benchmarks.web_load"]
+    env = {**os.environ, **malloc_settings(args)}  # the service's and the load generator's
     profiling = args.profile is not None
     if profiling:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
@@ -314,7 +314,7 @@ def run_once(
         [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli(),
          *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else [])],
         cwd=REPO_ROOT,
-        env={**os.environ, **malloc_settings(args)},
+        env=env,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -329,7 +329,7 @@ def run_once(
                  "--clients", str(clients), "--requests", str(args.requests),
                  "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
                 cwd=REPO_ROOT,
-                env={**os.environ, **malloc_settings(args)},
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=args.timeout,

@@ -243,22 +243,25 @@ class RecordAccumulator:
             self._drain_time.setdefault(node, now)
         return result
 
-    def sendable_from(self, batch: ProducerBatch, *, memory_exhausted: bool = False) -> float:
+    def sendable_from(
+        self, batch: ProducerBatch, leader_of: LeaderLookup, *, memory_exhausted: bool = False
+    ) -> float:
         """The earliest time ``batch``, just opened, can make its leader ready, as ready() decides.
 
         Its linger deadline while it is its partition's only batch, not full,
         and nothing urgent is asked; else ``-inf`` (at once: a pass is due).
+        A partition without a known leader makes a pass due at once too: the
+        pass asks for metadata (ready()'s ``unknown_leader_topics``).
         Until then only another event can make the batch sendable: a record
         that does not fit opens the next batch, and a flush, close or memory
         shortage wakes the sender itself; so does a record that fills the
         batch exactly on enqueue's full path (the lanes' appends do not: such a
         batch goes at its linger, as one a byte short of full does).
-        The sender rings at once for a partition without a known leader,
-        which this does not look at.
         """
         dq = self._deques.get((batch.topic, batch.partition))
         if (memory_exhausted or self.flushing > 0 or self.closing or dq is None or len(dq) != 1
-                or dq[0] is not batch or batch.is_full()):
+                or dq[0] is not batch or batch.is_full()
+                or leader_of(batch.topic, batch.partition) is None):
             return -math.inf
         return batch.created + self.linger
 

@@ -141,16 +141,15 @@ class Sender(ProducerIdMixin):
         only set that timer. In a web service whose handlers each send a
         record, the batches opened per request made more than half the passes
         such, each a task step, a future, a timer and a look at every queue.
-        A batch for a partition without a known leader rings at once: the
-        pass asks for metadata (ready()'s unknown_leader_topics), which
-        must not wait for the batch's linger.
         """
         alarm = self._alarm
         until = alarm.asleep_until
-        if until is None or self._client.snapshot.leader_for(batch.topic, batch.partition) is None:
+        if until is None:
             alarm.ring()
             return
-        when = self._acc.sendable_from(batch, memory_exhausted=self._pool.exhausted)
+        when = self._acc.sendable_from(
+            batch, self._client.snapshot.leader_for, memory_exhausted=self._pool.exhausted
+        )
         if until <= when:
             return
         now = time.monotonic()

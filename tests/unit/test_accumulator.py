@@ -318,27 +318,32 @@ def test_sendable_from_is_when_ready_first_finds_a_new_batch_sendable() -> None:
     acc = make(batch_size=500, linger_ms=10)
     alone = acc.new_batch(("t", 0), 2.0)
     fill(acc, ("t", 0), 1, now=2.0)
-    assert acc.sendable_from(alone) == 2.010
+    assert acc.sendable_from(alone, leaders) == 2.010
     assert acc.ready(2.0099, leaders).nodes == set()
     assert acc.ready(2.010, leaders).nodes == {1}
     # Urgent: a flush, a close or a caller waiting for memory sends it at once.
-    assert acc.sendable_from(alone, memory_exhausted=True) == float("-inf")
+    assert acc.sendable_from(alone, leaders, memory_exhausted=True) == float("-inf")
     assert acc.ready(2.0, leaders, memory_exhausted=True).nodes == {1}
     acc.flushing += 1
-    assert acc.sendable_from(alone) == float("-inf")
+    assert acc.sendable_from(alone, leaders) == float("-inf")
     acc.flushing -= 1
     acc.closing = True
-    assert acc.sendable_from(alone) == float("-inf")
+    assert acc.sendable_from(alone, leaders) == float("-inf")
     acc.closing = False
     # Behind a full batch (the record that did not fit opened it): the one
     # ahead of it is sendable now.
     fill(acc, ("t", 2), 5, now=3.0)  # 5 x ~100 B: the fifth opens a second batch
     behind = acc.open_batch(("t", 2))
     assert behind is not None and acc.queued_batches() == 3
-    assert acc.sendable_from(behind) == float("-inf")
+    assert acc.sendable_from(behind, leaders) == float("-inf")
     assert acc.ready(3.0, leaders).nodes == {1}
     # A batch full as it opens (one record as large as the batch).
     big = acc.new_batch(("t", 1), 4.0)
     acc.append(("t", 1), 1000, None, b"x" * 600, None, Fut(), 4.0)
-    assert big.is_full() and acc.sendable_from(big) == float("-inf")
+    assert big.is_full() and acc.sendable_from(big, leaders) == float("-inf")
     assert 2 in acc.ready(4.0, leaders).nodes
+    # A partition without a known leader: the pass asks for metadata at once.
+    stranded = acc.new_batch(("t", 3), 5.0)
+    fill(acc, ("t", 3), 1, now=5.0)
+    assert acc.sendable_from(stranded, leaders) == float("-inf")
+    assert acc.ready(5.0, leaders).unknown_leader_topics == {"t"}
