@@ -19,6 +19,7 @@ configuration) share the :class:`KafkaError` root but carry no code.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
@@ -51,7 +52,17 @@ __all__ = [
 
 
 class KafkaError(Exception):
-    """Root of every error raised by aioproducer."""
+    """Root of every error raised by aioproducer.
+
+    An error that fails a record's future (a delivery error) says whether the
+    record may be in the log anyway: ``may_have_been_written`` is False when it
+    certainly is not (it failed before its request left, or the broker refused
+    that very request), True when it may be (its request timed out in flight or
+    its connection dropped after sending; or it was written in a transaction
+    that is then aborted, so no ``read_committed`` consumer sees it). A caller
+    may retry a record with False without risking a duplicate. Errors raised by
+    a call rather than set on a record's future leave it None.
+    """
 
     retriable: ClassVar[bool] = False
     invalid_metadata: ClassVar[bool] = False
@@ -60,6 +71,8 @@ class KafkaError(Exception):
     error_name: ClassVar[str | None] = None
     #: Short fixed text; ``str()`` combines it with the per-instance message.
     description: ClassVar[str] = ""
+    #: On a delivery error: whether the broker may hold the record (see above).
+    may_have_been_written: bool | None = None
 
     def __init__(self, message: str | None = None) -> None:
         # Keep ``args`` empty when there is no message so that the default
@@ -403,3 +416,27 @@ if TYPE_CHECKING:
     # fmt: on
 
     def __getattr__(name: str) -> type[BrokerResponseError]: ...
+
+
+def delivery_error(exc: BaseException, may_have_been_written: bool) -> BaseException:
+    """``exc`` as the error of records that may (or certainly do not) sit in the log.
+
+    One error object may fail many batches (an abort, a forced close): a batch
+    whose answer differs from the one already set gets a copy of its own.
+    """
+    known = getattr(exc, "may_have_been_written", None)
+    if known is not None and known != may_have_been_written:
+        try:
+            twin = copy.copy(exc)
+        except Exception:  # noqa: BLE001 - an exception that cannot be copied: a plain one says it
+            twin = KafkaError(str(exc))
+        twin.__cause__ = exc.__cause__  # not part of what copy carries over
+        exc = twin
+    try:
+        exc.may_have_been_written = may_have_been_written  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type with __slots__: wrapped instead
+        wrapped = KafkaError(str(exc))
+        wrapped.may_have_been_written = may_have_been_written
+        wrapped.__cause__ = exc
+        exc = wrapped
+    return exc

@@ -74,7 +74,7 @@ class LifecycleMixin:
         def _check_open(self) -> None: ...
         def _on_other_loop(self) -> bool: ...
         async def _close_from_other_loop(self) -> None: ...
-        async def _abort_open_transaction(self, timeout: float | None) -> None: ...
+        async def _end_open_transaction(self, timeout: float | None) -> BaseException | None: ...
 
     async def start(self) -> None:
         """Connect to the cluster (bounded by ``max_block_ms``) and start sending.
@@ -133,7 +133,7 @@ class LifecycleMixin:
                 transaction_timeout_ms=cfg.transaction_timeout_ms,
                 max_block_ms=cfg.max_block_ms,
                 retry_backoff_ms=cfg.retry_backoff_ms,
-                on_partitions_added=self._wake_sender,
+                wake_sender=self._wake_sender,
             )
         self._sender = Sender(
             cfg, client, self._acc, self._pool, seq, self._txn,
@@ -174,9 +174,14 @@ class LifecycleMixin:
         Records still pending when ``timeout`` runs out fail with
         KafkaTimeoutError. With ``timeout=None`` close waits for every record,
         which each batch's ``delivery_timeout_ms`` bounds. A transaction left
-        open is aborted first, as the Java producer does (within ``timeout``,
-        else ``max_block_ms``), so ``read_committed`` consumers are not held
-        back until ``transaction_timeout_ms``. Calling it twice is safe. From
+        open is ended first (within ``timeout``, else ``max_block_ms`` per
+        round trip), so ``read_committed`` consumers are not held back until
+        ``transaction_timeout_ms``: one begun and not ended is aborted, as the
+        Java producer does; one whose ``commit_transaction()`` timed out is
+        committed, or aborted if that fails, and then close raises
+        TransactionAbortedError once shut down; one that can be ended neither
+        way makes close raise TransactionNotCompletedError once shut down. A
+        prepared transaction is left open. Calling it twice is safe. From
         another event loop: see :meth:`LoopBindingMixin._close_from_other_loop`.
         """
         if self._on_other_loop():
@@ -205,9 +210,10 @@ class LifecycleMixin:
 
     async def _shutdown(self, timeout: float | None) -> None:
         assert self._sender is not None and self._client is not None
+        outcome: BaseException | None = None
         try:
             started = time.monotonic()
-            await self._abort_open_transaction(timeout)
+            outcome = await self._end_open_transaction(timeout)
             if timeout is not None:
                 timeout = max(0.0, timeout - (time.monotonic() - started))
             self._acc.closing = True
@@ -227,6 +233,8 @@ class LifecycleMixin:
                 errors.ProducerClosedError("close() ended before this record was delivered")
             )
             await self._client.close()
+        if outcome is not None:
+            raise outcome
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until it is acknowledged or failed.

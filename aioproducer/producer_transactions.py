@@ -31,8 +31,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import errors
-from .engine.idempotence import SequenceState
-from .engine.transactions import PreparedTransaction, TransactionManager
+from .engine.transactions import TransactionManager
+from .engine.two_phase import PreparedTransaction, end_prepared
+from .engine.txn_coordinator import CoordinatorLink
 
 if TYPE_CHECKING:
     from .config import ProducerConfig
@@ -86,7 +87,8 @@ class TransactionalProducerMixin:
 
     async def commit_transaction(self) -> None:
         """Flush, then commit. If a record failed, raises; abort_transaction() then."""
-        txn = await self._flush_transaction("commit")
+        txn = self._transactions()
+        await self._flush_transaction(txn, "commit")
         await txn.end(commit=True)
 
     async def prepare_transaction(self) -> PreparedTransaction:
@@ -101,7 +103,8 @@ class TransactionalProducerMixin:
         since it began. This producer sends nothing more until it completes
         it; closing it leaves the transaction open.
         """
-        txn = await self._flush_transaction("prepare")
+        txn = self._transactions()
+        await self._flush_transaction(txn, "prepare")
         return await txn.prepare()
 
     async def complete_transaction(self, prepared: PreparedTransaction, *, commit: bool) -> None:
@@ -109,28 +112,40 @@ class TransactionalProducerMixin:
 
         Any started producer may complete it, transactional or not. Raises
         TransactionNotCompletedError if the transaction is gone (fenced by a
-        newer producer with its id, timed out, or ended the other way).
+        newer producer with its id, timed out, or ended the other way); then
+        its producer, if it is this one, goes on with a new epoch (or, fenced,
+        must be closed). Completing it again the same way is harmless: on the
+        producer that completed it, a no-op; elsewhere it succeeds while nothing
+        newer happened to its transactional id, and is refused
+        (TransactionNotCompletedError) otherwise. It never ends a later
+        transaction of the same producer.
         """
         self._check_open()
         own = self._txn
-        if own is not None and own.matches(prepared):
-            await own.end(commit=commit)
-            return
+        if own is not None:
+            if own.matches(prepared):
+                await own.complete_prepared(commit)
+                return
+            done = own.completed_outcome(prepared)
+            if done is not None:
+                if done == commit:
+                    return  # a replay: it is complete, the way it asks
+                raise errors.TransactionNotCompletedError(
+                    f"cannot {'commit' if commit else 'abort'} the prepared transaction of "
+                    f"{prepared.transactional_id!r} (producer id {prepared.producer_id}, epoch "
+                    f"{prepared.producer_epoch}): this producer already "
+                    f"{'aborted' if commit else 'committed'} it"
+                )
         assert self._client is not None  # started: _check_open() says so
-        courier = TransactionManager(
-            self._client,
-            SequenceState(),
-            transactional_id=prepared.transactional_id,
-            transaction_timeout_ms=self.config.transaction_timeout_ms,
-            max_block_ms=self.config.max_block_ms,
-            retry_backoff_ms=self.config.retry_backoff_ms,
+        link = CoordinatorLink(
+            self._client, self._log, prepared.transactional_id,
+            self.config.max_block_ms / 1000, self.config.retry_backoff_ms / 1000,
         )
-        await courier.end_prepared(prepared, commit)
+        await end_prepared(link, prepared, commit)
 
-    async def _flush_transaction(self, what: str) -> TransactionManager:
+    async def _flush_transaction(self, txn: TransactionManager, what: str) -> None:
         """Flush the open transaction's records: the first half of commit and prepare."""
-        txn = self._transactions()
-        txn.start_commit()
+        txn.start_commit(prepare=what == "prepare")
         self._acc.flushing += 1
         try:
             self._sender.wakeup()  # type: ignore[union-attr]
@@ -143,7 +158,6 @@ class TransactionalProducerMixin:
             self._acc.flushing -= 1
         if txn.state is not txn.state.COMMITTING:
             txn.start_commit()  # raises the failure that made the transaction abortable
-        return txn
 
     async def abort_transaction(self) -> None:
         """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
@@ -197,18 +211,59 @@ class TransactionalProducerMixin:
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
             self._log.warning("aborting the transaction failed: %s", exc)
 
-    async def _abort_open_transaction(self, timeout: float | None) -> None:
-        """On close: abort a transaction that was begun and not ended (Java does too).
+    async def _end_open_transaction(self, timeout: float | None) -> BaseException | None:
+        """On close: end a transaction left open, so that ``read_committed``
+        consumers are not held back until ``transaction_timeout_ms``.
 
-        A commit under way is left to finish (Java's ``isCompleting``).
+        Begun and not ended: aborted, as Java's close does. A commit that timed
+        out (its EndTxn may or may not have reached the coordinator) is
+        finished: flushed and committed again, which a retried EndTxn allows;
+        should that fail, it is aborted. A prepare that timed out is aborted
+        (nobody holds its PreparedTransaction). A prepared one is left open.
+        Bounded by ``timeout`` (else by ``max_block_ms`` per round trip).
+        Returns what close() raises once the producer is shut down: None when
+        the transaction ended as the user last asked (or there was none),
+        TransactionAbortedError when a commit had to be aborted,
+        TransactionNotCompletedError when it could be ended neither way.
         """
         txn = self._txn
-        if txn is None or txn.state not in (
-            txn.state.IN_TRANSACTION, txn.state.ABORTABLE_ERROR, txn.state.ABORTING
-        ):
-            return
-        self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
+        if txn is None:
+            return None
+        state = txn.state
+        commit_error: BaseException | None = None
+        if state is state.COMMITTING and not txn.preparing:
+            self._log.info("finishing on close the commit of %r that timed out", txn.transactional_id)
+            try:
+                await asyncio.wait_for(self._commit_on_close(txn), timeout)
+                return None
+            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+                commit_error = exc
+                self._log.warning("the commit could not finish on close (%s): aborting", exc)
+                if txn.state is state.FATAL_ERROR:
+                    return exc
+        elif state not in (state.IN_TRANSACTION, state.ABORTABLE_ERROR, state.ABORTING, state.COMMITTING):
+            return None
+        else:
+            self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
         try:
             await asyncio.wait_for(self._abort(), timeout)
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
             self._log.warning("aborting the transaction on close failed: %s", exc)
+            tried = f"commit: {commit_error or 'timed out'}; " if commit_error is not None else ""
+            error = errors.TransactionNotCompletedError(
+                f"close() could not end the transaction of {txn.transactional_id!r} ({tried}abort: "
+                f"{exc or 'timed out'}); unless a commit of it reached the coordinator, the "
+                f"coordinator aborts it after transaction_timeout_ms"
+            )
+            error.__cause__ = exc
+            return error
+        if commit_error is None:
+            return None
+        return errors.TransactionAbortedError(
+            f"close() could not finish the commit of the transaction of {txn.transactional_id!r} "
+            f"({commit_error or 'timed out'}) and aborted it: none of its records is committed"
+        )
+
+    async def _commit_on_close(self, txn: TransactionManager) -> None:
+        await self._flush_transaction(txn, "commit")
+        await txn.end(commit=True)

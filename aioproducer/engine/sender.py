@@ -48,7 +48,7 @@ from .producer_id import ProducerIdMixin
 from .retry import Action, RetryConfig, Written, classify
 from .sender_alarm import SenderAlarm
 from .transaction_version import choose_version
-from .transactions import TransactionManager, TxnState
+from .transactions import TransactionManager
 
 if TYPE_CHECKING:
     from ..producer_metrics import ProducerMetrics
@@ -184,15 +184,7 @@ class Sender(ProducerIdMixin):
         self._held_for_requests = True  # should the pass fail, every request's end wakes the loop
         held_for_requests = False
         self._expire(now)
-        txn = self._txn
-        if txn is not None and self._txn_voids_queued() and self._acc.queued_batches():
-            if isinstance(txn.error, errors.ProducerFencedError):
-                self.abort_queued(txn.error)
-            else:
-                self.abort_queued(errors.TransactionAbortedError(
-                    "the transaction was aborted before this record was sent" if txn.error is None
-                    else f"the transaction failed before this record was sent: {txn.error}"
-                ))
+        self._fail_queued_of_failed_txn()
         snapshot = self._client.snapshot
         ready = self._acc.ready(now, snapshot.leader_for, memory_exhausted=self._pool.exhausted)
         if ready.unknown_leader_topics:
@@ -227,6 +219,8 @@ class Sender(ProducerIdMixin):
                 held_for_requests = True
             else:
                 conns[node] = conn
+        if conns and self._fail_queued_of_failed_txn():
+            conns.clear()  # a refusal above failed the transaction: nothing more of it goes out
         if conns:
             muted: set[TopicPartition] = set(self._muted) if self._max_in_flight == 1 else set()
             if seq is not None:
@@ -377,27 +371,25 @@ class Sender(ProducerIdMixin):
         Only a queued batch that waited for requests in flight (its node had no
         room, its partition was muted) or was put back (a retry, the parts of a
         split), a producer id that waits for its partitions' requests to end
-        (KIP-360), a transaction that failed or is being aborted, whose queued
-        batches must fail now (Java's abortUndrainedBatches), or a stop can use
-        a pass. Any other queued batch is lingering, and the loop already
-        sleeps no longer than its linger (a pass would only set the same timer
-        again). A service whose handlers each ``await send()`` would otherwise
-        wake the sender after every answer.
+        (KIP-360), or a stop can use a pass. (A transaction that fails wakes
+        the sender itself.) Any other queued batch is lingering, and the loop
+        already sleeps no longer than its linger. A service whose handlers each
+        ``await send()`` would otherwise wake the sender after every answer.
         """
-        if not self._running or (
-            (self._held_for_requests or self._txn_voids_queued()) and self._acc.has_queued()
-        ):
+        if not self._running or (self._held_for_requests and self._acc.has_queued()):
             return True
         seq = self._seq
         return seq is not None and (not seq.ready or seq.bump_needed)
 
-    def _txn_voids_queued(self) -> bool:
-        """No queued batch may go out: the transaction failed (abortable, or the
-        producer is fenced) or is being aborted, and its abort marker would void
-        a record reported sent (Java's Sender.maybeAbortBatches). A batch put
-        back for a retry while the user's abort waits for it fails too."""
+    def _fail_queued_of_failed_txn(self) -> bool:
+        """Fail the queued batches if the transaction failed or is being aborted
+        (:meth:`TransactionManager.voids_batches`); whether it did."""
         txn = self._txn
-        return txn is not None and (txn.error is not None or txn.state is TxnState.ABORTING)
+        if txn is None or not txn.voids_batches():
+            return False
+        if self._acc.queued_batches():
+            self.abort_queued(txn.void_error())
+        return True
 
     async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
         """Build the batches (compressing if need be) and write the request."""
@@ -479,8 +471,7 @@ class Sender(ProducerIdMixin):
         if batch.decided:  # failed while in flight (expired, aborted): nothing left to do
             return
         if error is None:  # what classify() decides for a success, without its arguments
-            batch.complete(base_offset, log_append_time)
-            self._finish(batch, None)
+            self._complete(batch, base_offset, log_append_time)
             return
         seq = self._seq
         outcome = classify(
@@ -506,8 +497,7 @@ class Sender(ProducerIdMixin):
         if outcome.bump_epoch and seq is not None:
             seq.request_bump(f"{tp[0]}-{tp[1]}: {error}", tp)
         if outcome.action is Action.COMPLETE:
-            batch.complete(base_offset, log_append_time)
-            self._finish(batch, None)
+            self._complete(batch, base_offset, log_append_time)
         elif outcome.action is Action.RETRY:
             backoff = outcome.backoff
             if sent_to is not None and self._client.snapshot.leader_for(*tp) not in (None, sent_to):
@@ -536,12 +526,31 @@ class Sender(ProducerIdMixin):
         self._acc.reenqueue_split(parts, now)
         self._held_for_requests = True
 
-    def _finish(self, batch: ProducerBatch, error: BaseException | None) -> None:
+    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        """The broker wrote ``batch``: its futures say where, unless its transaction
+        failed or is aborting since: the abort voids it, so they fail (Java reports them)."""
+        txn = self._txn
+        if txn is not None and txn.voids_batches():
+            self._finish(batch, txn.void_error(), acknowledged=True)
+            return
+        batch.complete(base_offset, log_append_time)
+        self._finish(batch, None)
+
+    def _finish(
+        self, batch: ProducerBatch, error: BaseException | None, *, acknowledged: bool = False
+    ) -> None:
+        """Settle ``batch`` (futures, sequences, memory); ``acknowledged``: written, yet failed."""
         seq = self._seq if batch.base_sequence >= 0 else None
         if error is not None and not batch.decided:
             if self._txn is not None:
                 error = self._txn.batch_failed(error)
-            if seq is not None:
+            error = errors.delivery_error(
+                error, acknowledged or batch.maybe_written or batch.in_flight
+            )
+            if acknowledged:
+                if seq is not None:
+                    seq.acknowledged(batch)
+            elif seq is not None:
                 if self._txn is not None:
                     # Its sequences will never be acknowledged: a transactional
                     # producer renumbers on a new epoch when the user aborts.

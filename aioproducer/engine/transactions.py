@@ -19,10 +19,15 @@ States and who moves between them::
 Two-phase commit: ``prepare()`` leaves the transaction open on the broker and
 hands back its :class:`PreparedTransaction` (id, producer id, epoch). Any
 producer, in any process, completes it later with EndTxn under that identity
-(``end_prepared``), as long as no newer producer with the same
+(:mod:`.two_phase`), as long as no newer producer with the same
 ``transactional_id`` has fenced it and ``transaction_timeout_ms`` has not
 passed since the transaction began (the coordinator aborts it then). Close
-does not abort a prepared transaction.
+does not abort a prepared transaction. Its own producer completes it with
+``complete_prepared`` and then moves to a new epoch, so that no replay of that
+completion can end a later transaction.
+
+Every failure (abortable or fatal) wakes the sender, which then fails the
+transaction's queued batches at once (Java's abortUndrainedBatches).
 
 A batch that fails inside a transaction makes it ABORTABLE_ERROR: commit then
 raises and the user aborts and carries on. So does TRANSACTION_ABORTABLE (120,
@@ -39,12 +44,10 @@ sequence back at 0.
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .. import errors
@@ -58,11 +61,12 @@ from ..protocol.txn_messages import (
     COORDINATOR_KEY_GROUP,
     COORDINATOR_KEY_TRANSACTION,
     END_TXN,
-    FIND_COORDINATOR,
     TXN_OFFSET_COMMIT,
 )
 from .idempotence import SequenceState
-from .transaction_version import choose_version, end_txn_identity, transaction_v2_enabled
+from .transaction_version import end_txn_identity, transaction_v2_enabled
+from .two_phase import PreparedTransaction
+from .txn_coordinator import RETRY_CODES, CoordinatorLink
 
 __all__ = ["PreparedTransaction", "TransactionManager", "TxnState"]
 
@@ -81,33 +85,11 @@ class TxnState(enum.Enum):
     FATAL_ERROR = "fatal error"
 
 
-@dataclass(frozen=True)
-class PreparedTransaction:
-    """A flushed transaction left open, to be committed or aborted elsewhere.
-
-    Picklable: a Spark task prepares, the driver completes. ``empty`` means no
-    record or offset was added, so the broker has nothing to complete.
-    """
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    transaction_version: int  # 1 or 2 (KIP-890): which EndTxn versions apply
-    empty: bool = False
-
-
-# Answers that mean "ask again", possibly after finding the coordinator anew.
-_RETRY_CODES = {
-    errors.CoordinatorNotAvailableError.code,
-    errors.NotCoordinatorError.code,
-    errors.CoordinatorLoadInProgressError.code,
-    errors.ConcurrentTransactionsError.code,
-}
-# Per-partition TxnOffsetCommit answers that are sent again (besides the above).
+# Per-partition TxnOffsetCommit answers that are sent again (besides RETRY_CODES).
 _OFFSET_RETRY_CODES = {errors.UnknownTopicOrPartitionError.code, errors.RequestTimedOutError.code}
-_REFIND_CODES = {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code}
-# This producer has been replaced by a newer one with the same transactional id.
-_FENCED_CODES = {errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code}
+# How many of its own completed two-phase transactions a producer remembers, to
+# answer a replayed completion with the real outcome.
+_COMPLETED_KEPT = 64
 
 
 class TransactionManager:
@@ -120,10 +102,12 @@ class TransactionManager:
         transaction_timeout_ms: int,
         max_block_ms: int,
         retry_backoff_ms: int,
-        on_partitions_added: Callable[[], None] | None = None,
+        wake_sender: Callable[[], None] | None = None,
     ) -> None:
-        """``on_partitions_added`` is called when AddPartitionsToTxn has answered
-        (the sender waits for it before draining those partitions)."""
+        """``wake_sender`` is called when the sender has something to do at once:
+        AddPartitionsToTxn has answered (it waits for that before draining those
+        partitions), or the transaction failed (its queued batches fail now,
+        Java's abortUndrainedBatches, instead of at their linger)."""
         self._client = client
         # The unit tests drive the state machine with no client at all.
         self._log = ClientLogger(log, getattr(client, "client_id", None) or "aioproducer")
@@ -131,21 +115,31 @@ class TransactionManager:
         self.transactional_id = transactional_id
         self._timeout_ms = transaction_timeout_ms
         self._max_block = max_block_ms / 1000
-        self._backoff = retry_backoff_ms / 1000
         self.state = TxnState.UNINITIALIZED
         self.error: BaseException | None = None
-        self._coordinator: int | None = None
+        # COMMITTING for a prepare (two-phase commit), not a commit: nobody holds
+        # its PreparedTransaction yet, so close aborts it.
+        self.preparing = False
+        self._link = CoordinatorLink(
+            client, self._log, transactional_id, self._max_block, retry_backoff_ms / 1000
+        )
         self._added: set[TopicPartition] = set()
         self._pending: set[TopicPartition] = set()
         self._add_task: asyncio.Task[None] | None = None
         self._offsets_added = False
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
-        self._on_partitions_added = on_partitions_added
+        self._wake_sender = wake_sender
         # Transactions v2 (KIP-890 part 2) for the current transaction.
         self.v2 = False
-        # Requests sent to coordinators, by API name (observability, tests).
-        self.requests_sent: collections.Counter[str] = collections.Counter()
+        # Outcomes (committed or not) of this producer's own two-phase
+        # transactions, by (producer id, epoch), most recent last.
+        self._completed: dict[tuple[int, int], bool] = {}
+
+    @property
+    def requests_sent(self) -> Mapping[str, int]:
+        """Requests sent to coordinators, by API name (observability, tests)."""
+        return self._link.requests_sent
 
     def __repr__(self) -> str:
         return f"<TransactionManager {self.transactional_id!r} {self.state.value} partitions={len(self._added)}>"
@@ -176,11 +170,33 @@ class TransactionManager:
             "call begin_transaction() first"
         )
 
+    def voids_batches(self) -> bool:
+        """No batch of the transaction may go out, nor report success: it failed
+        (abortable, or the producer is fenced) or is being aborted, and the
+        abort marker voids what it wrote (Java's Sender.maybeAbortBatches). A
+        batch put back for a retry while the user's abort waits fails too."""
+        return self.error is not None or self.state is TxnState.ABORTING
+
+    def void_error(self) -> BaseException:
+        """What a record of a transaction that :meth:`voids_batches` fails with."""
+        if isinstance(self.error, errors.ProducerFencedError):
+            return self.error
+        return errors.TransactionAbortedError(
+            "the transaction was aborted, which voids this record" if self.error is None
+            else f"the transaction failed, which voids this record: {self.error}"
+        )
+
     def partition_added(self, tp: TopicPartition) -> bool:
         return tp in self._added
 
     def add_partition(self, tp: TopicPartition) -> None:
-        """Register ``tp`` in the current transaction before its first batch goes out."""
+        """Register ``tp`` in the current transaction before its first batch goes out.
+
+        Raises (as :meth:`check_can_send`) unless a transaction is open: a
+        partition added outside one would leave a record outside any transaction.
+        """
+        if self.state is not TxnState.IN_TRANSACTION:
+            self.check_can_send()
         if tp in self._added or tp in self._pending:
             return
         if self.v2:
@@ -225,11 +241,17 @@ class TransactionManager:
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = exc
+            self._wake()
         return exc
 
     def _to_fatal(self, exc: BaseException) -> None:
         self.state = TxnState.FATAL_ERROR
         self.error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._wake_sender is not None:
+            self._wake_sender()
 
     def _fatal(self) -> BaseException:
         exc = self.error
@@ -278,10 +300,15 @@ class TransactionManager:
         if self.state is TxnState.FATAL_ERROR:  # fenced while partitions were being added
             raise self._fatal()
 
-    async def end(self, commit: bool) -> None:
-        """EndTxn for the current transaction; the caller has flushed or aborted batches."""
+    async def end(self, commit: bool, *, fresh_epoch: bool = False) -> None:
+        """EndTxn for the current transaction; the caller has flushed or aborted batches.
+
+        ``fresh_epoch``: once EndTxn has answered, go on with a new epoch even
+        under v1 (see :meth:`complete_prepared`).
+        """
         deadline = time.monotonic() + self._max_block
         await self._await_partitions_added(deadline)
+        ended_on_same_epoch = False
         if self._added or self._offsets_added:
             body = {
                 "transactional_id": self.transactional_id,
@@ -305,29 +332,44 @@ class TransactionManager:
                     )
                 self._seq.reset(*identity)
                 self.epoch_bump_needed = False
+            else:
+                ended_on_same_epoch = True
         # Java re-reads the feature at the end of each transaction; moving to
         # v2 needs a fresh epoch first (its clientSideEpochBumpRequired).
         was_v2, self.v2 = self.v2, transaction_v2_enabled(self._client.finalized_features)
         upgraded = self.v2 and not was_v2
-        if (not commit and self.epoch_bump_needed) or upgraded:
+        if (
+            (not commit and self.epoch_bump_needed) or upgraded
+            or (fresh_epoch and ended_on_same_epoch)
+        ):
             # Sequences of a failed batch were never acknowledged: continue on a
             # new epoch with every partition's sequence back at 0 (KIP-360).
-            body = {
-                "transactional_id": self.transactional_id,
-                "transaction_timeout_ms": self._timeout_ms,
-                "producer_id": self._seq.producer_id,
-                "producer_epoch": self._seq.epoch,
-            }
-            response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
-            self._seq.reset(response.producer_id, response.producer_epoch)
-            self.epoch_bump_needed = False
+            await self._bump_epoch(deadline)
+        self._to_ready()
+
+    async def _bump_epoch(self, deadline: float) -> None:
+        """InitProducerId naming the current producer id and epoch: the same
+        producer goes on with the next epoch (KIP-360); fatal if fenced."""
+        body = {
+            "transactional_id": self.transactional_id,
+            "transaction_timeout_ms": self._timeout_ms,
+            "producer_id": self._seq.producer_id,
+            "producer_epoch": self._seq.epoch,
+        }
+        response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
+        self._seq.reset(response.producer_id, response.producer_epoch)
+        self.epoch_bump_needed = False
+
+    def _to_ready(self) -> None:
         self._added.clear()
         self._pending.clear()
         self._offsets_added = False
         self.error = None
+        self.preparing = False
         self.state = TxnState.READY
 
-    def start_commit(self) -> None:
+    def start_commit(self, *, prepare: bool = False) -> None:
+        """Move to COMMITTING (for a commit, or for a ``prepare``), or raise why not."""
         if self.state is TxnState.FATAL_ERROR:
             raise self._fatal()
         if self.state is TxnState.ABORTABLE_ERROR:
@@ -340,6 +382,7 @@ class TransactionManager:
             )
         # COMMITTING again: a commit that timed out is being retried.
         self.state = TxnState.COMMITTING
+        self.preparing = prepare
 
     def start_abort(self) -> None:
         if self.state is TxnState.FATAL_ERROR:
@@ -361,10 +404,10 @@ class TransactionManager:
         The caller has flushed it (state COMMITTING, every record acknowledged).
         """
         if self.state is not TxnState.COMMITTING:
-            self.start_commit()  # raises what keeps it from being prepared
+            self.start_commit(prepare=True)  # raises what keeps it from being prepared
         await self._await_partitions_added(time.monotonic() + self._max_block)
         if self.state is not TxnState.COMMITTING:  # a registration failed meanwhile
-            self.start_commit()
+            self.start_commit(prepare=True)
         self.state = TxnState.PREPARED
         return PreparedTransaction(
             self.transactional_id,
@@ -382,32 +425,56 @@ class TransactionManager:
             and (prepared.producer_id, prepared.producer_epoch) == self.producer_identity
         )
 
-    async def end_prepared(self, prepared: PreparedTransaction, commit: bool) -> None:
-        """EndTxn for a transaction another producer prepared (this manager is a courier).
+    def completed_outcome(self, prepared: PreparedTransaction) -> bool | None:
+        """True (committed) or False (aborted) if ``prepared`` is one of this
+        producer's own two-phase transactions it completed; None otherwise."""
+        if prepared.transactional_id != self.transactional_id:
+            return None
+        return self._completed.get((prepared.producer_id, prepared.producer_epoch))
 
-        Fencing answers mean the transaction is gone: a newer producer with the
-        same id initialized (aborting it), or the coordinator aborted it after
-        its timeout. INVALID_TXN_STATE means it already ended the other way.
+    async def complete_prepared(self, commit: bool) -> None:
+        """Commit or abort this producer's own prepared transaction (state PREPARED).
+
+        Under v1 every later transaction of this producer would share the
+        prepared one's producer id and epoch: a replayed completion of it (a
+        retried commit message) would end whichever transaction is open then.
+        So after EndTxn the producer goes on with a new epoch (an InitProducerId
+        bump, KIP-360), as EndTxn v5 does by itself under v2 (KIP-890), and a
+        replay meets a fenced epoch. A transaction that is gone (ended the other
+        way, or aborted by a newer producer or the coordinator's timeout)
+        raises TransactionNotCompletedError; the producer then goes on with a
+        new epoch, or is fenced (FATAL_ERROR) if a newer producer took its id.
         """
-        if prepared.empty:
-            return
-        self.v2 = prepared.transaction_version >= 2
-        body = {
-            "transactional_id": prepared.transactional_id,
-            "producer_id": prepared.producer_id,
-            "producer_epoch": prepared.producer_epoch,
-            "committed": commit,
-        }
+        identity = self.producer_identity
         what = "commit" if commit else "abort"
         try:
-            await self._coordinator_request(END_TXN, body, time.monotonic() + self._max_block)
+            await self.end(commit, fresh_epoch=True)
         except (errors.ProducerFencedError, errors.InvalidTxnStateError) as exc:
+            ended_otherwise = isinstance(exc, errors.InvalidTxnStateError)
+            if ended_otherwise:
+                self._remember(identity, not commit)
+            try:
+                await self._bump_epoch(time.monotonic() + self._max_block)
+            except errors.KafkaError as bump_exc:
+                after = f"; this producer cannot go on ({bump_exc}): close it"
+            else:
+                self._to_ready()
+                after = "; this producer goes on with a new epoch"
+            gone = (
+                f"it was already {'aborted' if commit else 'committed'}" if ended_otherwise
+                else "it was aborted by a newer producer with this id or by the coordinator "
+                "after transaction_timeout_ms"
+            )
             raise errors.TransactionNotCompletedError(
-                f"cannot {what} the prepared transaction of {prepared.transactional_id!r} "
-                f"(producer id {prepared.producer_id}, epoch {prepared.producer_epoch}): it was "
-                f"aborted by a newer producer with that id, by the coordinator after "
-                f"transaction_timeout_ms, or already ended the other way ({exc})"
-            ) from None
+                f"cannot {what} the prepared transaction of {self.transactional_id!r} "
+                f"(producer id {identity[0]}, epoch {identity[1]}): {gone}{after}"
+            ) from exc
+        self._remember(identity, commit)
+
+    def _remember(self, identity: tuple[int, int], committed: bool) -> None:
+        self._completed[identity] = committed
+        while len(self._completed) > _COMPLETED_KEPT:
+            del self._completed[next(iter(self._completed))]
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         """Add consumer offsets to the transaction (consume-transform-produce)."""
@@ -440,7 +507,7 @@ class TransactionManager:
             )
             topics = self._offsets_to_retry(response, topics, group_id)
             if topics:
-                await self._sleep_before(deadline)
+                await self._link.sleep_before(deadline)
 
     def _offsets_to_retry(
         self, response: Message, sent: dict[str, list[dict[str, Any]]], group_id: str
@@ -457,7 +524,7 @@ class TransactionManager:
                 code = part.error_code
                 if not code:
                     continue
-                if code in _RETRY_CODES or code in _OFFSET_RETRY_CODES:
+                if code in RETRY_CODES or code in _OFFSET_RETRY_CODES:
                     entry = next(
                         e for e in sent.get(topic.name, ())
                         if e["partition_index"] == part.partition_index
@@ -496,52 +563,19 @@ class TransactionManager:
                         if code == 0:
                             self._pending.discard(tp)
                             self._added.add(tp)
-                        elif code in _RETRY_CODES:
+                        elif code in RETRY_CODES:
                             retry = True
                         else:
                             errors.raise_for_code(code, f"AddPartitionsToTxn {tp[0]}-{tp[1]}")
                 if retry:
-                    await self._sleep_before(deadline)
+                    await self._link.sleep_before(deadline)
         except Exception as exc:  # noqa: BLE001 - recorded on the transaction
             self._log.warning("adding partitions to the transaction failed: %s", exc)
             self.batch_failed(exc)
         finally:
-            if self._on_partitions_added is not None:
-                self._on_partitions_added()
+            self._wake()
 
     # -- coordinator plumbing -------------------------------------------------
-
-    async def _sleep_before(self, deadline: float) -> None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise errors.KafkaTimeoutError(
-                f"the transaction coordinator did not answer within {self._max_block * 1000:.0f} ms"
-            )
-        await asyncio.sleep(min(self._backoff, left))
-
-    async def _find_coordinator(self, key: str, key_type: int, deadline: float) -> int:
-        while True:
-            node = self._client.any_node()
-            try:
-                conn = await self._client.connection(node, max(0.0, deadline - time.monotonic()))
-                version = conn.version_for(FIND_COORDINATOR)
-                body = {"key": key, "key_type": key_type, "coordinator_keys": [key]}
-                response = await conn.request(FIND_COORDINATOR, body, version=version)
-            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
-                self._log.debug(
-                    "FindCoordinator via broker %s failed: %s", node, exc, extra={"broker": node}
-                )
-                await self._sleep_before(deadline)
-                continue
-            entry = response.coordinators[0] if version >= 4 else response
-            if entry.error_code in _RETRY_CODES:
-                await self._sleep_before(deadline)
-                continue
-            errors.raise_for_code(entry.error_code, f"FindCoordinator for {key!r}")
-            if entry.node_id not in self._client.snapshot.brokers:
-                self._client.request_update()
-                await self._client.wait_for_update(max(0.0, deadline - time.monotonic()))
-            return int(entry.node_id)
 
     async def _coordinator_request(self, api: Api, body: Mapping[str, Any], deadline: float) -> Message:
         return await self._request_to_coordinator_of(
@@ -551,46 +585,14 @@ class TransactionManager:
     async def _request_to_coordinator_of(
         self, api: Api, body: Mapping[str, Any], key: str, key_type: int, deadline: float
     ) -> Message:
-        """Send to the coordinator of ``key``, finding it again and retrying as needed."""
-        txn = key_type == COORDINATOR_KEY_TRANSACTION
-        coordinator = self._coordinator if txn else None
-        while True:
-            if coordinator is None:
-                coordinator = await self._find_coordinator(key, key_type, deadline)
-                if txn:
-                    self._coordinator = coordinator
-            try:
-                conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
-                version = choose_version(api.key, conn.version_for(api), v2=self.v2)
-                self.requests_sent[api.name] += 1
-                response = await conn.request(api, body, version=version)
-            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
-                self._log.debug(
-                    "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
-                    extra={"broker": coordinator},
-                )
-                coordinator = None
-                await self._sleep_before(deadline)
-                continue
-            code = response.get("error_code", 0)
-            if code in _REFIND_CODES:
-                coordinator = None
-            if code in _RETRY_CODES:
-                await self._sleep_before(deadline)
-                continue
-            if code in _FENCED_CODES:
-                self._to_fatal(errors.ProducerFencedError(
-                    f"transactional id {self.transactional_id!r} is used by a newer producer"
-                ))
-                raise self._fatal()
-            if code == errors.TransactionAbortableError.code:
-                # KIP-890 part 1: the user aborts this transaction and goes on.
-                abortable = errors.TransactionAbortableError(
-                    f"{api.name} for transactional id {self.transactional_id!r}: "
-                    "the transaction must be aborted"
-                )
-                self.batch_failed(abortable)
-                raise abortable
-            if code:
-                errors.raise_for_code(code, f"{api.name} for transactional id {self.transactional_id!r}")
-            return response
+        """A coordinator round trip (:class:`CoordinatorLink`) whose fencing or
+        TRANSACTION_ABORTABLE answer becomes this transaction's state."""
+        try:
+            return await self._link.request(api, body, key, key_type, deadline, v2=self.v2)
+        except errors.ProducerFencedError as exc:
+            self._to_fatal(exc)
+            raise self._fatal() from None
+        except errors.TransactionAbortableError as exc:
+            # KIP-890 part 1: the user aborts this transaction and goes on.
+            self.batch_failed(exc)
+            raise

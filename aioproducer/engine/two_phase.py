@@ -1,0 +1,70 @@
+"""Two-phase commit across producers: what a prepare hands over, and its completion elsewhere.
+
+A transactional producer's ``prepare_transaction()`` flushes a transaction and
+leaves it open on the coordinator (as KIP-939's ``prepareTransaction``, without
+its broker-side support), describing it as a :class:`PreparedTransaction`. Any
+started producer, in any process, then commits or aborts it with EndTxn under
+that producer id and epoch (:func:`end_prepared`); the producer that prepared it
+completes it itself with ``TransactionManager.complete_prepared``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .. import errors
+from ..protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, END_TXN
+from .txn_coordinator import CoordinatorLink
+
+__all__ = ["PreparedTransaction", "end_prepared"]
+
+
+@dataclass(frozen=True)
+class PreparedTransaction:
+    """A flushed transaction left open, to be committed or aborted elsewhere.
+
+    Picklable: a Spark task prepares, the driver completes. ``empty`` means no
+    record or offset was added, so the broker has nothing to complete.
+    """
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    transaction_version: int  # 1 or 2 (KIP-890): which EndTxn versions apply
+    empty: bool = False
+
+
+async def end_prepared(link: CoordinatorLink, prepared: PreparedTransaction, commit: bool) -> None:
+    """EndTxn for a transaction another producer prepared, through ``link``.
+
+    Raises TransactionNotCompletedError when the transaction is no longer open:
+    a fencing answer means a newer producer with the same id initialized
+    (aborting it), the coordinator aborted it after its timeout, or it was
+    completed and its producer went on to a later epoch
+    (``TransactionManager.complete_prepared``); INVALID_TXN_STATE means it
+    already ended the other way. Retried EndTxn of the same outcome succeeds
+    again (the coordinator answers a completed transaction's retry).
+    """
+    if prepared.empty:
+        return
+    body = {
+        "transactional_id": prepared.transactional_id,
+        "producer_id": prepared.producer_id,
+        "producer_epoch": prepared.producer_epoch,
+        "committed": commit,
+    }
+    what = "commit" if commit else "abort"
+    try:
+        await link.request(
+            END_TXN, body, prepared.transactional_id, COORDINATOR_KEY_TRANSACTION,
+            time.monotonic() + link.max_block, v2=prepared.transaction_version >= 2,
+        )
+    except (errors.ProducerFencedError, errors.InvalidTxnStateError) as exc:
+        raise errors.TransactionNotCompletedError(
+            f"cannot {what} the prepared transaction of {prepared.transactional_id!r} "
+            f"(producer id {prepared.producer_id}, epoch {prepared.producer_epoch}): it is no "
+            f"longer open (aborted by a newer producer with that id or by the coordinator after "
+            f"transaction_timeout_ms, ended the other way, or completed already by its producer, "
+            f"which moved on to a later transaction) ({exc})"
+        ) from None

@@ -1,0 +1,140 @@
+"""Round trips to a coordinator: find it, send to it, find it again and retry.
+
+:class:`CoordinatorLink` is the plumbing under :class:`.transactions.TransactionManager`
+(and its couriers): FindCoordinator (key type 0 for a consumer group, 1 for a
+transactional id), then the request, sent again after a backoff while the
+answer says "ask again" (a moved or loading coordinator, a transaction still
+completing), all within one deadline. It decides nothing about the
+transaction: a fencing answer comes back as ProducerFencedError and
+TRANSACTION_ABORTABLE as TransactionAbortableError, for the manager to turn
+into its state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .. import errors
+from ..logs import ClientLogger
+from ..net.client import KafkaClient
+from ..protocol.messages import Api
+from ..protocol.schema import Message
+from ..protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR
+from .transaction_version import choose_version
+
+__all__ = ["CoordinatorLink"]
+
+# Answers that mean "ask again", possibly after finding the coordinator anew.
+RETRY_CODES = frozenset({
+    errors.CoordinatorNotAvailableError.code,
+    errors.NotCoordinatorError.code,
+    errors.CoordinatorLoadInProgressError.code,
+    errors.ConcurrentTransactionsError.code,
+})
+_REFIND_CODES = frozenset({errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code})
+# This producer has been replaced by a newer one with the same transactional id.
+_FENCED_CODES = frozenset({errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code})
+
+
+class CoordinatorLink:
+    """Requests to the coordinator of a transactional id (or of a group), retried within a deadline."""
+
+    def __init__(
+        self, client: KafkaClient, log: ClientLogger, transactional_id: str,
+        max_block: float, backoff: float,
+    ) -> None:
+        self._client = client
+        self._log = log
+        self.transactional_id = transactional_id
+        self.max_block = max_block
+        self._backoff = backoff
+        # The transaction coordinator, once found (a group's is looked up per request).
+        self._coordinator: int | None = None
+        # Requests sent to coordinators, by API name (observability, tests).
+        self.requests_sent: collections.Counter[str] = collections.Counter()
+
+    async def sleep_before(self, deadline: float) -> None:
+        """Back off before asking again; KafkaTimeoutError once ``deadline`` has passed."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise errors.KafkaTimeoutError(
+                f"the transaction coordinator did not answer within {self.max_block * 1000:.0f} ms"
+            )
+        await asyncio.sleep(min(self._backoff, left))
+
+    async def _find(self, key: str, key_type: int, deadline: float) -> int:
+        while True:
+            node = self._client.any_node()
+            try:
+                conn = await self._client.connection(node, max(0.0, deadline - time.monotonic()))
+                version = conn.version_for(FIND_COORDINATOR)
+                body = {"key": key, "key_type": key_type, "coordinator_keys": [key]}
+                response = await conn.request(FIND_COORDINATOR, body, version=version)
+            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
+                self._log.debug(
+                    "FindCoordinator via broker %s failed: %s", node, exc, extra={"broker": node}
+                )
+                await self.sleep_before(deadline)
+                continue
+            entry = response.coordinators[0] if version >= 4 else response
+            if entry.error_code in RETRY_CODES:
+                await self.sleep_before(deadline)
+                continue
+            errors.raise_for_code(entry.error_code, f"FindCoordinator for {key!r}")
+            if entry.node_id not in self._client.snapshot.brokers:
+                self._client.request_update()
+                await self._client.wait_for_update(max(0.0, deadline - time.monotonic()))
+            return int(entry.node_id)
+
+    async def request(
+        self, api: Api, body: Mapping[str, Any], key: str, key_type: int, deadline: float,
+        *, v2: bool,
+    ) -> Message:
+        """Send ``api`` to the coordinator of ``key``, finding it again and retrying as needed.
+
+        Raises ProducerFencedError for a fencing answer, TransactionAbortableError
+        for TRANSACTION_ABORTABLE (KIP-890 part 1), the error of any other code,
+        and KafkaTimeoutError once ``deadline`` passes.
+        """
+        txn = key_type == COORDINATOR_KEY_TRANSACTION
+        coordinator = self._coordinator if txn else None
+        while True:
+            if coordinator is None:
+                coordinator = await self._find(key, key_type, deadline)
+                if txn:
+                    self._coordinator = coordinator
+            try:
+                conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
+                version = choose_version(api.key, conn.version_for(api), v2=v2)
+                self.requests_sent[api.name] += 1
+                response = await conn.request(api, body, version=version)
+            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
+                self._log.debug(
+                    "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
+                    extra={"broker": coordinator},
+                )
+                coordinator = None
+                await self.sleep_before(deadline)
+                continue
+            code = response.get("error_code", 0)
+            if code in _REFIND_CODES:
+                coordinator = None
+            if code in RETRY_CODES:
+                await self.sleep_before(deadline)
+                continue
+            if code in _FENCED_CODES:
+                raise errors.ProducerFencedError(
+                    f"transactional id {self.transactional_id!r} is used by a newer producer"
+                )
+            if code == errors.TransactionAbortableError.code:
+                raise errors.TransactionAbortableError(
+                    f"{api.name} for transactional id {self.transactional_id!r}: "
+                    "the transaction must be aborted"
+                )
+            if code:
+                errors.raise_for_code(code, f"{api.name} for transactional id {self.transactional_id!r}")
+            return response

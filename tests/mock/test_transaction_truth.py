@@ -1,0 +1,218 @@
+"""What transactions tell the caller is what happened: on MockCluster, through real sockets.
+
+* a replayed completion of a prepared transaction never ends a later
+  transaction of the same producer (v1 shares one producer id and epoch
+  across transactions unless the producer moves on to a new epoch);
+* completing one's own prepared transaction after it ended the other way
+  raises TransactionNotCompletedError and the producer goes on;
+* once a transaction failed, nothing more of it is sent, and no future of it
+  reports success (a refusal found inside a sender pass; an acknowledgement
+  that arrives after the failure);
+* close() after a commit that timed out ends the transaction and says how.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from aioproducer import Producer, errors
+from aioproducer.testing import MockCluster
+from aioproducer.testing.mock.txn import TxnStatus
+from tests.security.client_matrix import USERS, plain_producer
+from tests.support.aio import until, within
+
+pytestmark = pytest.mark.asyncio
+
+PRODUCE = 0
+BOUND = 30.0  # far above the mock's milliseconds, far below a hang's forever
+
+
+def _leaders(cluster: MockCluster, topic: str) -> dict[int, int]:
+    """Broker id -> a partition it leads."""
+    return {cluster.leader(topic, p): p for p in cluster.partitions(topic)}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_replayed_completion_never_ends_a_later_transaction(version: int) -> None:
+    async with MockCluster(brokers=1, transaction_version=version) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p, \
+                Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            await within(p.send("tx", b"first"), BOUND)
+            prepared = await within(p.prepare_transaction(), BOUND)
+            await within(p.complete_transaction(prepared, commit=True), BOUND)
+            await p.begin_transaction()
+            second = await within(p.send("tx", b"second"), BOUND)  # acknowledged, not committed yet
+            # Replays: the same way on its own producer is a no-op, the other way
+            # is refused with the real outcome; a courier is refused either way.
+            await within(p.complete_transaction(prepared, commit=True), BOUND)
+            with pytest.raises(errors.TransactionNotCompletedError, match="already committed"):
+                await within(p.complete_transaction(prepared, commit=False), BOUND)
+            for commit in (False, True):
+                with pytest.raises(errors.TransactionNotCompletedError, match="no longer open"):
+                    await within(courier.complete_transaction(prepared, commit=commit), BOUND)
+            assert cluster.coordinator.by_id["t"].status is TxnStatus.ONGOING  # the second is open
+            await within(p.commit_transaction(), BOUND)
+        assert second.offset > 0
+        assert [r.value for r in cluster.records("tx")] == [b"first", b"second"]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_completing_ones_own_prepared_transaction_ended_the_other_way(version: int) -> None:
+    async with MockCluster(brokers=1, transaction_version=version) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p, \
+                Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            await within(p.send("tx", b"aborted elsewhere"), BOUND)
+            prepared = await within(p.prepare_transaction(), BOUND)
+            await within(courier.complete_transaction(prepared, commit=False), BOUND)
+            with pytest.raises(errors.TransactionNotCompletedError, match="already aborted.*goes on"):
+                await within(p.complete_transaction(prepared, commit=True), BOUND)
+            # Not stuck in PREPARED: the producer goes on.
+            await p.begin_transaction()
+            await within(p.send("tx", b"next"), BOUND)
+            await within(p.commit_transaction(), BOUND)
+        assert [r.value for r in cluster.records("tx")] == [b"next"]
+
+
+async def test_a_refusal_found_inside_a_pass_stops_that_pass() -> None:
+    """Broker B refuses the login when the pass finds both brokers' batches
+    ready: the transaction fails there, and broker A's batch of it must not go
+    out in the same pass (the abort would void a record reported written)."""
+    users = dict(USERS)
+    async with MockCluster(brokers=2, sasl_mechanisms=["PLAIN"], users=users) as cluster:
+        cluster.create_topic("tx", partitions=4)
+        coordinator = cluster.coordinator_for("t")
+        leaders = _leaders(cluster, "tx")
+        refusing = next(b for b in leaders if b != coordinator)
+        healthy = next(b for b in leaders if b != refusing)
+        producer = plain_producer(
+            cluster, transactional_id="t", linger_ms=600_000, delivery_timeout_ms=700_000,
+            max_block_ms=10_000,
+        )
+        async with producer as p:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            joined = [await p.enqueue("tx", b"join", partition=leaders[b]) for b in (healthy, refusing)]
+            await within(p.flush(), BOUND)
+            assert all(f.done() and f.exception() is None for f in joined)
+            client = p._client
+            assert client is not None
+            # The password rotates and only the refusing broker's connection drops;
+            # its reconnection is refused before the next records are queued.
+            cluster.sasl_config.users["alice"] = "rotated-Password"
+            cluster.drop_connections(refusing)
+            await until(lambda: client.ready_connection(refusing) is None
+                        and client.authentication_failure(refusing) is not None, BOUND, "the refusal")
+            produces = cluster.request_count(PRODUCE, broker=healthy)
+            to_healthy = await p.enqueue("tx", b"healthy", partition=leaders[healthy])
+            to_refusing = await p.enqueue("tx", b"refused", partition=leaders[refusing])
+            await within(p.flush(), BOUND)  # failures are the futures' to report
+            for fut in (to_healthy, to_refusing):
+                await within(asyncio.wait([fut]), BOUND)
+            refused = to_refusing.exception()
+            voided = to_healthy.exception()
+            assert isinstance(refused, errors.SaslAuthenticationError), refused
+            assert isinstance(voided, errors.TransactionAbortedError), voided
+            assert (refused.may_have_been_written, voided.may_have_been_written) == (False, False)
+            assert cluster.request_count(PRODUCE, broker=healthy) == produces  # nothing more went out
+            await within(p.abort_transaction(), BOUND)
+        assert [r.value for r in cluster.records("tx", include_uncommitted=True)
+                if r.value != b"join"] == []
+
+
+async def test_an_acknowledgement_after_the_transaction_failed_reports_no_success() -> None:
+    async with MockCluster(brokers=2) as cluster:
+        cluster.create_topic("tx", partitions=4)
+        leaders = _leaders(cluster, "tx")
+        coordinator = cluster.coordinator_for("t")
+        stalled = next(b for b in leaders if b != coordinator)
+        failing = next(b for b in leaders if b != stalled)
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=0,
+                            max_block_ms=10_000) as p:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            for b in (stalled, failing):
+                await within(p.send("tx", b"join", partition=leaders[b]), BOUND)
+            client, txn = p._client, p._txn
+            assert client is not None and txn is not None
+            cluster.stall_broker(stalled)
+            in_flight = await p.enqueue("tx", b"in flight", partition=leaders[stalled])
+            await until(lambda: client.in_flight(stalled) == 1, BOUND, "the stalled request")
+            cluster.fail_produce("tx", leaders[failing], errors.InvalidRecordError.code)
+            failed = await p.enqueue("tx", b"refused", partition=leaders[failing])
+            await within(asyncio.wait([failed]), BOUND)
+            assert isinstance(failed.exception(), errors.InvalidRecordError)
+            assert failed.exception().may_have_been_written is False
+            assert txn.state.name == "ABORTABLE_ERROR"
+            cluster.resume_broker(stalled)  # its batch is written and acknowledged now
+            await within(asyncio.wait([in_flight]), BOUND)
+            voided = in_flight.exception()
+            assert isinstance(voided, errors.TransactionAbortedError), voided
+            assert voided.may_have_been_written is True  # in the log, voided by the abort
+            await within(p.abort_transaction(), BOUND)
+            await p.begin_transaction()
+            await within(p.send("tx", b"after", partition=leaders[stalled]), BOUND)
+            await within(p.commit_transaction(), BOUND)
+        assert sorted(r.value for r in cluster.records("tx")) == [b"after"]
+
+
+async def _commit_times_out(cluster: MockCluster, p: Producer) -> None:
+    """Begin, write one record, then a commit whose flush outlasts max_block_ms."""
+    await within(p.init_transactions(), BOUND)
+    await p.begin_transaction()
+    await within(p.send("tx", b"one"), BOUND)
+    cluster.stall_broker(cluster.leader("tx", 0))
+    await p.enqueue("tx", b"two")
+    with pytest.raises(errors.KafkaTimeoutError):
+        await within(p.commit_transaction(), BOUND)
+    assert p._txn is not None and p._txn.state.name == "COMMITTING"
+
+
+async def test_close_after_a_commit_timed_out_finishes_the_commit() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        p = Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=3000)
+        await within(p.start(), BOUND)
+        await _commit_times_out(cluster, p)
+        cluster.resume_broker(cluster.leader("tx", 0))
+        await within(p.close(), BOUND)  # returns: the commit finished
+        assert cluster.coordinator.by_id["t"].status is TxnStatus.COMPLETE_COMMIT
+        assert [r.value for r in cluster.records("tx")] == [b"one", b"two"]
+
+
+async def test_close_after_a_commit_timed_out_aborts_what_cannot_commit() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        p = Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=3000)
+        await within(p.start(), BOUND)
+        await _commit_times_out(cluster, p)
+        # The stalled record is refused once the broker answers: no commit then.
+        cluster.fail_produce("tx", 0, errors.InvalidRecordError.code)
+        cluster.resume_broker(cluster.leader("tx", 0))
+        with pytest.raises(errors.TransactionAbortedError, match="aborted it"):
+            await within(p.close(), BOUND)
+        # Aborted, then moved on to a new epoch (the refused batch's sequences, KIP-360).
+        assert cluster.coordinator.by_id["t"].status is not TxnStatus.ONGOING
+        assert cluster.records("tx") == []
+        assert [r.value for r in cluster.records("tx", include_uncommitted=True)] == [b"one"]
+
+
+async def test_close_says_when_it_can_end_the_transaction_neither_way() -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        p = Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=3000)
+        await within(p.start(), BOUND)
+        await _commit_times_out(cluster, p)
+        cluster.resume_broker(cluster.leader("tx", 0))
+        # The coordinator stays unavailable: EndTxn is asked again until the bound.
+        cluster.intercept(26, lambda body, ctx: {"error_code": errors.CoordinatorNotAvailableError.code})
+        with pytest.raises(errors.TransactionNotCompletedError, match="could not end"):
+            await within(p.close(timeout=2.0), BOUND)
+        assert p._closed
