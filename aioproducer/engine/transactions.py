@@ -67,6 +67,7 @@ from .idempotence import SequenceState
 from .transaction_version import end_txn_identity, transaction_v2_enabled
 from .two_phase import PreparedTransaction
 from .txn_coordinator import RETRY_CODES, CoordinatorLink
+from .txn_offsets import offset_commit_topics, offsets_to_retry
 
 __all__ = ["PreparedTransaction", "TransactionManager", "TxnState"]
 
@@ -85,8 +86,6 @@ class TxnState(enum.Enum):
     FATAL_ERROR = "fatal error"
 
 
-# Per-partition TxnOffsetCommit answers that are sent again (besides RETRY_CODES).
-_OFFSET_RETRY_CODES = {errors.UnknownTopicOrPartitionError.code, errors.RequestTimedOutError.code}
 # How many of its own completed two-phase transactions a producer remembers, to
 # answer a replayed completion with the real outcome.
 _COMPLETED_KEPT = 64
@@ -418,11 +417,16 @@ class TransactionManager:
         )
 
     def matches(self, prepared: PreparedTransaction) -> bool:
-        """Whether ``prepared`` is this manager's own prepared transaction."""
+        """Whether ``prepared`` is this manager's own prepared transaction.
+
+        An empty one (nothing to end on the broker, so no new epoch after it)
+        shares its identity with the next transaction under v1: it matches only
+        an empty prepared transaction, where completing either is the same."""
         return (
             self.state is TxnState.PREPARED
             and prepared.transactional_id == self.transactional_id
             and (prepared.producer_id, prepared.producer_epoch) == self.producer_identity
+            and prepared.empty == (not (self._added or self._offsets_added))
         )
 
     def completed_outcome(self, prepared: PreparedTransaction) -> bool | None:
@@ -447,6 +451,7 @@ class TransactionManager:
         """
         identity = self.producer_identity
         what = "commit" if commit else "abort"
+        empty = not (self._added or self._offsets_added)
         try:
             await self.end(commit, fresh_epoch=True)
         except (errors.ProducerFencedError, errors.InvalidTxnStateError) as exc:
@@ -469,7 +474,8 @@ class TransactionManager:
                 f"cannot {what} the prepared transaction of {self.transactional_id!r} "
                 f"(producer id {identity[0]}, epoch {identity[1]}): {gone}{after}"
             ) from exc
-        self._remember(identity, commit)
+        if not empty:  # an empty one ends nothing: completing it again is harmless
+            self._remember(identity, commit)
 
     def _remember(self, identity: tuple[int, int], committed: bool) -> None:
         self._completed[identity] = committed
@@ -491,11 +497,7 @@ class TransactionManager:
                 ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline
             )
         self._offsets_added = True
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            topics.setdefault(topic, []).append(
-                {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
-            )
+        topics = offset_commit_topics(offsets)
         while topics:
             body = dict(
                 base,
@@ -505,38 +507,12 @@ class TransactionManager:
             response = await self._request_to_coordinator_of(
                 TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
             )
-            topics = self._offsets_to_retry(response, topics, group_id)
+            topics, failure = offsets_to_retry(response, topics, group_id)
+            if failure is not None:
+                self.batch_failed(failure)
+                raise failure
             if topics:
                 await self._link.sleep_before(deadline)
-
-    def _offsets_to_retry(
-        self, response: Message, sent: dict[str, list[dict[str, Any]]], group_id: str
-    ) -> dict[str, list[dict[str, Any]]]:
-        """The partitions of a TxnOffsetCommit to send again; raise on a final error.
-
-        Under v2 the group coordinator first checks with the transaction
-        coordinator, which answers CONCURRENT_TRANSACTIONS while the previous
-        transaction completes: retried, as Java's TxnOffsetCommitHandler does.
-        """
-        retry: dict[str, list[dict[str, Any]]] = {}
-        for topic in response.topics:
-            for part in topic.partitions:
-                code = part.error_code
-                if not code:
-                    continue
-                if code in RETRY_CODES or code in _OFFSET_RETRY_CODES:
-                    entry = next(
-                        e for e in sent.get(topic.name, ())
-                        if e["partition_index"] == part.partition_index
-                    )
-                    retry.setdefault(topic.name, []).append(entry)
-                    continue
-                exc = errors.error_for_code(code)(
-                    f"TxnOffsetCommit {topic.name}-{part.partition_index} for group {group_id!r}"
-                )
-                self.batch_failed(exc)
-                raise exc
-        return retry
 
     # -- background: AddPartitionsToTxn -------------------------------------
 
