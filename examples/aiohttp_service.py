@@ -302,7 +302,7 @@ async def post_events(request: web.Request) -> web.Response:
             # still be delivered (as in Java, where Future.get(timeout) leaves
             # the send in place). A client that resends it may write it twice.
             metrics.watch(fut, topic)
-            results.append({"error": "not acknowledged yet"})
+            results.append({"error": "not acknowledged yet", "safe_to_retry": False})
             late += 1
             continue
         error = fut.exception()
@@ -311,7 +311,10 @@ async def post_events(request: web.Request) -> web.Response:
             results.append({"partition": md.partition, "offset": md.offset})
             metrics.delivered.inc()
         else:
-            results.append({"error": str(error)})
+            # A record the broker certainly does not hold may be sent again
+            # without a duplicate; one that may be in the log may not.
+            safe = getattr(error, "may_have_been_written", None) is False
+            results.append({"error": str(error), "safe_to_retry": safe})
             metrics.failed.inc()
             first_error = first_error or error
     if first_error is not None:

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
-from aioproducer import Producer
+from aioproducer import Producer, errors
 from aioproducer.integrations.aiohttp import PRODUCER
 from aioproducer.protocol.messages import PRODUCE
 from aioproducer.testing import MockCluster
@@ -239,13 +239,37 @@ async def test_a_stalled_leader_of_a_known_topic_gives_503_within_the_produce_ti
     assert resp.headers["Retry-After"] == str(Settings().retry_after_s)
     body = await resp.json()
     assert "not acknowledged within 5.0 s" in body["error"]
-    assert body["results"] == [{"error": "not acknowledged yet"}]
+    assert body["results"] == [{"error": "not acknowledged yet", "safe_to_retry": False}]
     assert Settings().produce_timeout_s <= waited < 30
 
     # The record was not taken back: once the broker answers again it is delivered.
     kafka_cluster.resume_broker(kafka_cluster.broker_ids[0])
     await client.app[PRODUCER].flush(timeout=60)
     assert [e["id"] for e in stored(kafka_cluster)] == ["warm-up", "late"]
+
+
+async def test_a_failed_event_says_whether_it_is_safe_to_retry(
+    service: MakeClient, kafka_cluster: MockCluster
+) -> None:
+    """Refused before anything was written: safe; written, then answered with an
+    error the producer cannot retry past: not safe (a resend could duplicate it)."""
+    client = await service(retries=0, enable_idempotence=False)
+    assert (await client.post(f"/events/{TOPIC}", json={"id": "warm-up"})).status == 200
+    for partition in range(3):
+        kafka_cluster.fail_produce(TOPIC, partition, errors.InvalidRecordError.code)
+    resp = await asyncio.wait_for(client.post(f"/events/{TOPIC}", json={"id": "refused"}), 30)
+    assert resp.status == 502, await resp.text()
+    [result] = (await resp.json())["results"]
+    assert result["safe_to_retry"] is True, result
+    for partition in range(3):
+        kafka_cluster.fail_produce(
+            TOPIC, partition, errors.NotEnoughReplicasAfterAppendError.code, after_append=True
+        )
+    resp = await asyncio.wait_for(client.post(f"/events/{TOPIC}", json={"id": "in the log"}), 30)
+    assert resp.status == 503, await resp.text()
+    [result] = (await resp.json())["results"]
+    assert result["safe_to_retry"] is False, result
+    assert sorted(e["id"] for e in stored(kafka_cluster)) == ["in the log", "warm-up"]
 
 
 async def test_metrics_are_served_in_prometheus_text_format(service: MakeClient) -> None:
