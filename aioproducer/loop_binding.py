@@ -245,15 +245,22 @@ class LoopBindingMixin:
         )
 
     def _abandon(self, error: errors.ProducerLoopError) -> int:
-        """Fail every record not acknowledged, with no loop to run on; returns their count."""
-        batches = list(self._acc.incomplete)
-        pending = sum(batch.record_count for batch in batches)
-        for batch in batches:
+        """Fail every record not acknowledged, with no loop to run on; returns their count.
+
+        A batch acknowledged while its loop ran but whose futures were still
+        being resolved in slices when the loop stopped (ProducerBatch.complete)
+        was written: its futures get their metadata now, and it is not counted.
+        """
+        pending = 0
+        for batch in list(self._acc.incomplete):
+            if batch.finish_resolving() or batch.done:
+                continue
+            pending += batch.record_count
             # Failed one by one first: setting a future whose loop is closed
             # raises once the state is set, when it has callbacks to schedule.
             calls = (getattr(span, "call", None) for span in batch.spans or ())
             for fut in [*batch.futures, *(call.future for call in calls if call is not None)]:
-                if not fut.done():
+                if fut is not None and not fut.done():  # None: a slot already resolved
                     try:
                         fut.set_exception(error)
                     except RuntimeError:

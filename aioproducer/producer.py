@@ -242,6 +242,10 @@ class Producer(
             self._check_topic(topic)
         if self._prep is not None and not self._prep.prepared(topic):
             await self._prep.prepare(topic)  # before anything is appended (registry I/O)
+            # close() or commit_transaction() may have run meanwhile: appended
+            # now, the record would never resolve or land outside any
+            # transaction (Java checks again in maybeAddPartition after its waits).
+            self._check_can_send()
         if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
             key, value = self._serialize(topic, key, value)
         if headers is not None:
@@ -316,6 +320,7 @@ class Producer(
         """
         fut = self._create_future()
         acc = self._acc
+        txn = self._txn
         try:
             sticky: StickyPartitioner | None = None
             if partition is None and (key is None or self._ignore_keys) and self._custom_partitioner is None:
@@ -324,27 +329,33 @@ class Producer(
             else:
                 chosen = choose_partition(topic, partition, key, info, self._custom_partitioner)
             tp = info.tps[chosen]
+            if txn is not None:
+                # Before the append, as nothing may raise after it: the
+                # transaction takes records, so add_partition below takes this one.
+                txn.check_can_send()
             batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes, reserve, size)
-            if batch is not None:
-                if batch.is_full():  # filled exactly: sendable now (Java's batchIsFull wakeup)
-                    self._sender.wakeup()  # type: ignore[union-attr]
-            else:
+            opened = batch is None
+            if batch is None:
                 now = time.monotonic()
                 batch = acc.append_to_new_batch(
                     tp, timestamp_ms, key, value, headers, fut, now, sizes, reserve, size
                 )
-                self._client.touch_topic(topic, now)  # type: ignore[union-attr]
-                # A new batch: the sender starts its linger clock (unless it
-                # will look before the batch lingered), and the next enqueue
-                # yields to it first.
-                self._sender.batch_opened(batch)  # type: ignore[union-attr]
-                self._shortcut.countdown = 0
         except BaseException:
             self._pool.release(reserve)
             raise
+        # Appended: the batch holds the memory and will resolve the future.
+        if opened:
+            self._client.touch_topic(topic, now)  # type: ignore[union-attr]
+            # A new batch: the sender starts its linger clock (unless it
+            # will look before the batch lingered), and the next enqueue
+            # yields to it first.
+            self._sender.batch_opened(batch)  # type: ignore[union-attr]
+            self._shortcut.countdown = 0
+        elif batch.is_full():  # filled exactly: sendable now (Java's batchIsFull wakeup)
+            self._sender.wakeup()  # type: ignore[union-attr]
         self._shortcut.countdown -= 1
-        if self._txn is not None:
-            self._txn.add_partition(tp)
+        if txn is not None:
+            txn.add_partition(tp)
         if sticky is not None:
             if self._plain and not self._serializing:
                 sticky.filling_batch(topic, batch, info)  # the shortcut takes the next records

@@ -365,8 +365,10 @@ static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
  * partition, offset, timestamp, key_size, value_size)) where offset is -1 when
  * base_offset < 0 (acks=0), else base_offset + (deltas[j] if deltas is not None
  * else j), deltas indexed like futures; timestamp is log_append_time_ms when >= 0, else timestamps[j]; the sizes
- * are unpacked from sizes[j] (see batch.pack_sizes). A future that refuses its
- * result with ``invalid_state`` (its caller cancelled it) is skipped. */
+ * are unpacked from sizes[j] (see batch.pack_sizes). A future whose set_result
+ * raises ``invalid_state`` (an exception type or a tuple of them) is skipped:
+ * batch.py passes InvalidStateError (its caller cancelled it) and RuntimeError
+ * (its loop is closed and it had callbacks to schedule; it is set all the same). */
 static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 12) {
         PyErr_SetString(PyExc_TypeError, "resolve_futures takes 12 arguments");
@@ -457,7 +459,7 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
         if (r) {
             Py_DECREF(r);
         } else if (PyErr_ExceptionMatches(invalid_state)) {
-            PyErr_Clear(); /* the caller cancelled its wait; the record is written all the same */
+            PyErr_Clear(); /* done all the same; the record is written */
         } else {
             return NULL;
         }

@@ -74,6 +74,10 @@ _NO_FUTURES = (None,) * RESOLVE_SLICE
 REFUSED, APPENDED, SWITCH = 0, 1, 2
 # The C twin of _resolve_from's set_result loop (see aioproducer._speedups), or None.
 _resolve_futures = kernels.resolve_futures if kernels is not None else None
+# What set_result may raise for a future left done, which the resolution passes:
+# its caller cancelled it, or (finish_resolving) its loop is closed and it had
+# callbacks to schedule. The record is written either way.
+_SKIPPED = (asyncio.InvalidStateError, RuntimeError)
 
 
 def pack_sizes(key_size: int, value_size: int) -> int:
@@ -128,6 +132,7 @@ class ProducerBatch:
     __slots__ = (
         "__weakref__",  # the producer's shortcut to a topic's open batch holds it weakly
         "_on_done",
+        "_resolving",
         "_waiters",
         "attempts",
         "base_sequence",
@@ -192,6 +197,8 @@ class ProducerBatch:
         self.base_sequence = -1
         self.spans: list[Span] | None = None  # bulk records, in append order
         self._on_done: list[Any] | None = None
+        # complete()'s (base_offset, log_append_time_ms, deltas) while its slices run.
+        self._resolving: tuple[int, int, list[int] | None] | None = None
         self._waiters: list[asyncio.Future[None]] | None = None
         # An attempt ended without a clear answer: the broker may hold the batch
         # under its current producer id, epoch and sequence.
@@ -452,7 +459,10 @@ class ProducerBatch:
         waiters, self._waiters = self._waiters, None
         for fut in waiters or ():
             if not fut.done():
-                fut.set_result(None)
+                try:
+                    fut.set_result(None)
+                except RuntimeError:
+                    pass  # set; its callbacks needed its loop, closed (see finish_resolving)
         callbacks, self._on_done = self._on_done, None
         for callback in callbacks or ():
             callback(self)
@@ -495,6 +505,7 @@ class ProducerBatch:
                 span.acked(base_offset + span.delta if acked else -1, log_append_time_ms)
             if self.futures:
                 deltas = self._future_deltas()
+        self._resolving = (base_offset, log_append_time_ms, deltas)
         self._resolve_from(0, base_offset, log_append_time_ms, deltas)
 
     def _future_deltas(self) -> list[int]:
@@ -538,21 +549,29 @@ class ProducerBatch:
                 fut.set_result(
                     new(RecordMetadata, (topic, partition, offset, ts, key_size, value_size))
                 )
-            except asyncio.InvalidStateError:
-                pass  # the caller cancelled its wait; the record is written all the same
+            except _SKIPPED:
+                pass  # cancelled, or its loop closed: done, and the record written all the same
+
+    def _resolve_slice(
+        self, start: int, stop: int, base_offset: int, log_append_time_ms: int, deltas: list[int] | None
+    ) -> None:
+        """Resolve the futures of records ``start`` to ``stop``: the C kernel, or its twin."""
+        if _resolve_futures is not None:
+            _resolve_futures(
+                self.futures, start, stop, RecordMetadata, self.topic, self.partition, base_offset,
+                deltas, log_append_time_ms, self.timestamps, self.sizes, _SKIPPED,
+            )
+        else:
+            self._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
 
     def _resolve_from(
         self, start: int, base_offset: int, log_append_time_ms: int, deltas: list[int] | None
     ) -> None:
+        if self.state is not RESOLVING:
+            return  # finish_resolving() resolved the rest; this slice's call came late
         futures = self.futures
         stop = min(start + RESOLVE_SLICE, len(futures))
-        if _resolve_futures is not None:
-            _resolve_futures(
-                futures, start, stop, RecordMetadata, self.topic, self.partition, base_offset,
-                deltas, log_append_time_ms, self.timestamps, self.sizes, asyncio.InvalidStateError,
-            )
-        else:
-            self._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
+        self._resolve_slice(start, stop, base_offset, log_append_time_ms, deltas)
         # Let go of the futures just resolved: one its caller no longer holds
         # dies now, while the producer allocates new ones, not with the whole
         # batch. Deaths offset allocations in the cyclic collector's count, so
@@ -564,7 +583,28 @@ class ProducerBatch:
                 self._resolve_from, stop, base_offset, log_append_time_ms, deltas
             )
         else:
+            self._resolving = None
             self._wake_waiters()
+
+    def finish_resolving(self) -> bool:
+        """Resolve every slice still to come at once; whether the batch was resolving.
+
+        For a batch whose loop stopped between its slices and will not run
+        them (``close()`` from another loop once the producer's loop is
+        closed): its records were written, so their futures get their metadata.
+        """
+        resolving = self._resolving
+        if self.state is not RESOLVING or resolving is None:
+            return False  # not acknowledged (fail() passes through RESOLVING without it)
+        futures = self.futures
+        first = 0
+        while first < len(futures) and futures[first] is None:  # the slices already resolved
+            first += RESOLVE_SLICE
+        self._resolve_slice(first, len(futures), *resolving)
+        futures[first:] = itertools.repeat(None, len(futures) - first)
+        self._resolving = None
+        self._wake_waiters()
+        return True
 
     def fail(self, exc: BaseException) -> None:
         """Fail every record's future with ``exc`` (once), whatever state it is in."""

@@ -269,3 +269,90 @@ def test_uvloop_producer_checks_the_loop_too(cluster: MockCluster, owner: LoopTh
         assert_loop_error(from_other_loop(producer.close))
         uv.wait(producer.close)
     assert values(owner, cluster) == [b"keyed"] * 300 + [b"uv"] * 300
+
+
+def ignore(_: object) -> None:
+    """A done callback: the future has one to schedule when set."""
+
+
+@pytest.fixture
+def two_brokers(owner: LoopThread) -> Iterator[MockCluster]:
+    """Partition 0 of TOPIC led by broker 0, partition 1 by broker 1 (served by the owner's loop)."""
+    mock = MockCluster(brokers=2)
+    owner.run(mock.start())
+    owner.call(lambda: mock.create_topic(TOPIC, 2))
+
+    def lead_own_partition() -> None:
+        for broker in (0, 1):
+            if mock.leader(TOPIC, broker) != broker:
+                mock.move_leader(TOPIC, broker, broker)
+
+    owner.call(lead_own_partition)
+    yield mock
+    owner.run(mock.stop())
+
+
+@pytest.mark.parametrize("resolver", ["compiled", "pure"])
+def test_close_after_the_loop_stopped_mid_resolution_resolves_the_acknowledged_batch(
+    owner: LoopThread, two_brokers: MockCluster, resolver: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An acknowledged batch resolves its futures in slices, one loop callback
+    each; its loop stopped and closed after the first slices. close() from
+    another loop resolves the rest with their metadata (those records were
+    written) and fails only the records never acknowledged."""
+    from aioproducer.engine import batch as batch_module
+
+    if resolver == "compiled" and batch_module._resolve_futures is None:
+        pytest.skip("the C kernels are not built or AIOPRODUCER_NO_EXTENSIONS is set")
+    if resolver == "pure":
+        monkeypatch.setattr(batch_module, "_resolve_futures", None)
+    cluster = two_brokers
+    count = batch_module.RESOLVE_SLICE * 40  # one batch, forty slices
+    producer = Producer(
+        cluster.bootstrap_servers, linger_ms=60_000, batch_size=512 * 1024,
+        request_timeout_ms=300_000, delivery_timeout_ms=600_000,
+    )
+    loop = asyncio.new_event_loop()
+    try:
+        async def warm() -> None:
+            await producer.start()
+            for partition in (0, 1):  # the producer id, and both brokers connected
+                await producer.enqueue(TOPIC, b"warm", partition=partition)
+            await producer.flush(TIMEOUT)
+
+        loop.run_until_complete(warm())
+        owner.call(lambda: cluster.stall_broker(1))  # partition 1 is never acknowledged
+
+        async def fill() -> tuple[list[asyncio.Future[Any]], list[asyncio.Future[Any]]]:
+            stuck = [await producer.enqueue(TOPIC, b"s", partition=1) for _ in range(3)]
+            acked = [await producer.enqueue(TOPIC, b"a", partition=0) for _ in range(count)]
+            return stuck, acked
+
+        stuck, acked = loop.run_until_complete(fill())
+        # Futures someone waits on: setting them once their loop is closed raises.
+        for fut in (acked[count // 2], acked[-1], stuck[0]):
+            fut.add_done_callback(ignore)
+        # Run until the batch's first slice is resolved, then stop: the loop
+        # ends within a callback or two of it (bounded, should nothing come).
+        acked[0].add_done_callback(lambda _: loop.stop())
+        bound = loop.call_later(TIMEOUT, loop.stop)
+        flushing = loop.create_task(producer.flush())
+        loop.run_forever()
+        bound.cancel()
+        resolved = sum(fut.done() for fut in acked)
+        assert 0 < resolved < count, resolved  # stopped mid-way through the batch
+        assert not flushing.done() and not any(fut.done() for fut in stuck)
+    finally:
+        loop.close()
+
+    error = assert_loop_error(from_other_loop(producer.close))
+    assert "3 record(s) were never acknowledged" in str(error)
+    # Every future is done: the acknowledged ones with their metadata.
+    first = acked[0].result().offset
+    assert [fut.result().offset for fut in acked] == list(range(first, first + count))
+    assert {(fut.result().topic, fut.result().partition) for fut in acked} == {(TOPIC, 0)}
+    for fut in stuck:
+        assert fut.done() and isinstance(fut.exception(), ProducerLoopError)
+    assert from_other_loop(producer.close) is None  # closed now
+    written = owner.call(lambda: [r for r in cluster.records(TOPIC) if r.partition == 0])
+    assert [r.offset for r in written][-count:] == list(range(first, first + count))
