@@ -169,14 +169,16 @@ class IllegalStateError(KafkaError):
 
 
 class TransactionNotCompletedError(IllegalStateError):
-    """A prepared transaction could not be committed or aborted as asked.
+    """A transaction could not be committed or aborted as asked.
 
-    It is gone: a newer producer with the same ``transactional_id`` fenced it
-    (aborting it), the coordinator aborted it after ``transaction_timeout_ms``,
-    or it already ended the other way. Not retriable.
+    From ``complete_transaction``: the prepared transaction is gone (a newer
+    producer with the same ``transactional_id`` fenced it, aborting it; the
+    coordinator aborted it after ``transaction_timeout_ms``; or it already
+    ended the other way). From ``close()``: no coordinator answered in time, so
+    the transaction is left to the coordinator's timeout. Not retriable.
     """
 
-    description = "The prepared transaction no longer exists"
+    description = "The transaction was not completed"
 
 
 class ProducerLoopError(IllegalStateError, RuntimeError):

@@ -62,8 +62,11 @@ async def test_close_with_an_unresponsive_coordinator_keeps_to_its_timeout() -> 
         await p.begin_transaction()
         await asyncio.wait_for(p.send("t", b"v"), 5)
         cluster.stall_broker(0)
-        # Without the bound, the abort would wait max_block_ms (30 s).
-        await asyncio.wait_for(p.close(timeout=0.5), 10)
+        # Without the bound, the abort would wait max_block_ms (30 s). The
+        # transaction stays open, and close() says so once it has shut down.
+        with pytest.raises(errors.TransactionNotCompletedError, match="could not end"):
+            await asyncio.wait_for(p.close(timeout=0.5), 10)
+        assert p._closed
         cluster.resume_broker(0)
         assert cluster.coordinator.by_id["stuck"].status is TxnStatus.ONGOING
 
