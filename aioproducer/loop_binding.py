@@ -258,11 +258,13 @@ class LoopBindingMixin:
             pending += batch.record_count
             # Failed one by one first: setting a future whose loop is closed
             # raises once the state is set, when it has callbacks to schedule.
+            # Only a batch that was sent may be in the log.
+            failed = errors.delivery_error(error, batch.maybe_written or batch.in_flight)
             calls = (getattr(span, "call", None) for span in batch.spans or ())
             for fut in [*batch.futures, *(call.future for call in calls if call is not None)]:
                 if fut is not None and not fut.done():  # None: a slot already resolved
                     try:
-                        fut.set_exception(error)
+                        fut.set_exception(failed)
                     except RuntimeError:
                         pass  # failed all the same; its callbacks needed the closed loop
         if self._sender is not None:

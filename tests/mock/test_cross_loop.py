@@ -211,6 +211,7 @@ def test_close_after_the_owning_loop_ended_fails_the_records_never_sent_and_says
     assert "3 record(s) were never acknowledged" in str(error)
     for future in (one, many):
         assert future.done() and isinstance(future.exception(), ProducerLoopError)
+        assert future.exception().may_have_been_written is False  # never sent
     assert from_other_loop(producer.close) is None  # closed now
     assert values(owner, cluster) == []
 
@@ -353,6 +354,7 @@ def test_close_after_the_loop_stopped_mid_resolution_resolves_the_acknowledged_b
     assert {(fut.result().topic, fut.result().partition) for fut in acked} == {(TOPIC, 0)}
     for fut in stuck:
         assert fut.done() and isinstance(fut.exception(), ProducerLoopError)
+        assert fut.exception().may_have_been_written is True  # in flight to a stalled broker
     assert from_other_loop(producer.close) is None  # closed now
     written = owner.call(lambda: [r for r in cluster.records(TOPIC) if r.partition == 0])
     assert [r.offset for r in written][-count:] == list(range(first, first + count))
