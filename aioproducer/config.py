@@ -67,6 +67,11 @@ class _Derived:
     security: Security = Security()
 
 
+# The largest values of Java's INT and LONG setting types.
+_INT32 = 2**31 - 1
+_INT64 = 2**63 - 1
+
+
 @dataclass
 class ProducerConfig(_Derived):
     """Every producer setting, with the Java producer's defaults.
@@ -276,32 +281,36 @@ class ProducerConfig(_Derived):
             self.codec = codec_from_name(self.compression)
         except ValueError as exc:
             raise ConfigurationError(f"compression: {exc}") from None
-        for name, low in (
-            ("batch_size", 1),
-            ("linger_ms", 0),
-            ("buffer_memory", 1),
-            ("max_block_ms", 0),
-            ("max_request_size", 1),
-            ("request_timeout_ms", 1),
-            ("delivery_timeout_ms", 1),
-            ("retries", 0),
-            ("retry_backoff_ms", 0),
-            ("retry_backoff_max_ms", 0),
-            ("max_in_flight_requests_per_connection", 1),
-            ("transaction_timeout_ms", 1),
-            ("metadata_max_age_ms", 0),
-            ("reconnect_backoff_ms", 0),
-            ("reconnect_backoff_max_ms", 0),
-            ("connections_max_idle_ms", 1),
-            ("metrics_sample_window_ms", 1),
-            ("metrics_num_samples", 1),
-            ("metadata_max_idle_ms", 1),
-            ("metadata_recovery_rebootstrap_trigger_ms", 0),
-            ("partitioner_availability_timeout_ms", 0),
+        # Java's types bound them: an INT setting is an int32, a LONG one an int64
+        # (batch.size and max.request.size feed int32 fields of the protocol).
+        for name, low, high in (
+            ("batch_size", 1, _INT32),
+            ("linger_ms", 0, _INT64),
+            ("buffer_memory", 1, _INT64),
+            ("max_block_ms", 0, _INT64),
+            ("max_request_size", 1, _INT32),
+            ("request_timeout_ms", 1, _INT32),
+            ("delivery_timeout_ms", 1, _INT32),
+            ("retries", 0, _INT32),
+            ("retry_backoff_ms", 0, _INT64),
+            ("retry_backoff_max_ms", 0, _INT64),
+            ("max_in_flight_requests_per_connection", 1, _INT32),
+            ("transaction_timeout_ms", 1, _INT32),
+            ("metadata_max_age_ms", 0, _INT64),
+            ("reconnect_backoff_ms", 0, _INT64),
+            ("reconnect_backoff_max_ms", 0, _INT64),
+            ("connections_max_idle_ms", 1, _INT64),
+            ("metrics_sample_window_ms", 1, _INT64),
+            ("metrics_num_samples", 1, _INT32),
+            ("metadata_max_idle_ms", 1, _INT64),
+            ("metadata_recovery_rebootstrap_trigger_ms", 0, _INT64),
+            ("partitioner_availability_timeout_ms", 0, _INT64),
         ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigurationError(f"{name} must be an integer >= {low}, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigurationError(
+                    f"{name} must be an integer from {low} to {high}, got {value!r}"
+                )
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             # Java: delivery.timeout.ms should be >= linger.ms + request.timeout.ms
             raise ConfigurationError(

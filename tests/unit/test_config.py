@@ -58,6 +58,21 @@ def test_bad_values_are_named() -> None:
         Producer.from_config({"security.protocol": "SSL_KERBEROS"})
 
 
+@pytest.mark.parametrize(
+    ("name", "largest"),
+    [("batch_size", 2**31 - 1), ("max_request_size", 2**31 - 1), ("buffer_memory", 2**63 - 1),
+     ("max_block_ms", 2**63 - 1), ("transaction_timeout_ms", 2**31 - 1)],
+)
+def test_sizes_and_times_are_bounded_by_javas_types(name: str, largest: int) -> None:
+    """An INT setting is an int32 and a LONG one an int64, as in Java: a value
+    the protocol's fields (or the compiled path) cannot hold is refused at once."""
+    with pytest.raises(ConfigurationError, match=rf"{name} must be an integer from \d+ to {largest}\b"):
+        Producer("a:1", **{name: largest + 1})
+    with pytest.raises(ConfigurationError, match=name):
+        Producer("a:1", **{name: 2**64})
+    Producer("a:1", **{name: largest, "delivery_timeout_ms": 2**31 - 1})  # the largest is fine
+
+
 def test_idempotence_default_yields_to_conflicts_but_explicit_true_does_not() -> None:
     assert Producer("a:1", acks=1).config.idempotent is False
     assert Producer("a:1", max_in_flight_requests_per_connection=6).config.idempotent is False
