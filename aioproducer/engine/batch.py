@@ -38,13 +38,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from time import time_ns
 from typing import Any, NamedTuple, Protocol
 
 from .._speedups import kernels
 from ..protocol.compression import Codec
 from ..protocol.records import RecordBatchBuilder, restamp_producer_state
+from .resolve import future_deltas, resolve_pure
 from .sticky import time_to_switch
 
 __all__ = [
@@ -504,65 +505,18 @@ class ProducerBatch:
             for span in self.spans:
                 span.acked(base_offset + span.delta if acked else -1, log_append_time_ms)
             if self.futures:
-                deltas = self._future_deltas()
+                deltas = future_deltas(len(self.futures), self.spans)
         self._resolving = (base_offset, log_append_time_ms, deltas)
         self._resolve_from(0, base_offset, log_append_time_ms, deltas)
-
-    def _future_deltas(self) -> list[int]:
-        """Offset delta of each per-record future when bulk spans sit among them."""
-        deltas = []
-        spans = iter(self.spans or ())
-        span = next(spans, None)
-        skipped = 0
-        for j in range(len(self.futures)):
-            while span is not None and span.futures_before <= j:
-                skipped += span.count
-                span = next(spans, None)
-            deltas.append(j + skipped)
-        return deltas
-
-    def _resolve_pure(
-        self, start: int, stop: int, base_offset: int, log_append_time_ms: int,
-        deltas: list[int] | None,
-    ) -> None:
-        """Resolve the futures of records ``start`` to ``stop`` (the reference of the C twin)."""
-        futures = self.futures
-        topic, partition = self.topic, self.partition
-        new = tuple.__new__  # skips NamedTuple's Python-level __new__: this loop is hot
-        if base_offset < 0:  # acks=0: every offset is -1
-            offsets: Iterable[int] = itertools.repeat(-1, stop - start)
-        elif deltas is None:
-            offsets = range(base_offset + start, base_offset + stop)
-        else:
-            offsets = [base_offset + d for d in deltas[start:stop]]
-        timestamps: Iterable[int] = (
-            itertools.repeat(log_append_time_ms, stop - start)
-            if log_append_time_ms >= 0
-            else self.timestamps[start:stop]
-        )
-        last = key_size = value_size = -1
-        for fut, offset, ts, packed in zip(futures[start:stop], offsets, timestamps, self.sizes[start:stop]):
-            if packed != last:  # unpacked only when it changes: records often share sizes
-                last = packed
-                key_size, value_size = (packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1
-            try:
-                fut.set_result(
-                    new(RecordMetadata, (topic, partition, offset, ts, key_size, value_size))
-                )
-            except _SKIPPED:
-                pass  # cancelled, or its loop closed: done, and the record written all the same
 
     def _resolve_slice(
         self, start: int, stop: int, base_offset: int, log_append_time_ms: int, deltas: list[int] | None
     ) -> None:
-        """Resolve the futures of records ``start`` to ``stop``: the C kernel, or its twin."""
-        if _resolve_futures is not None:
-            _resolve_futures(
-                self.futures, start, stop, RecordMetadata, self.topic, self.partition, base_offset,
-                deltas, log_append_time_ms, self.timestamps, self.sizes, _SKIPPED,
-            )
-        else:
-            self._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
+        """Resolve the futures of records ``start`` to ``stop``: the C kernel, or its pure twin."""
+        (_resolve_futures or resolve_pure)(
+            self.futures, start, stop, RecordMetadata, self.topic, self.partition, base_offset,
+            deltas, log_append_time_ms, self.timestamps, self.sizes, _SKIPPED,
+        )
 
     def _resolve_from(
         self, start: int, base_offset: int, log_append_time_ms: int, deltas: list[int] | None

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine import partitioner as partitioner
 from aioproducer.engine.batch import ProducerBatch, RecordMetadata, pack_sizes
+from aioproducer.engine.resolve import resolve_pure
 from aioproducer.loop_binding import record_future_factory
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
@@ -253,7 +254,9 @@ def test_resolve_futures_equals_the_pure_loop(
     try:
         pure = _batch_with_futures(loop, rows, cancelled)
         compiled = _batch_with_futures(loop, rows, cancelled)
-        pure._resolve_pure(start, stop, base_offset, log_append_time_ms, deltas)
+        resolve_pure(pure.futures, start, stop, RecordMetadata, pure.topic, pure.partition,
+                     base_offset, deltas, log_append_time_ms, pure.timestamps, pure.sizes,
+                     asyncio.InvalidStateError)
         k.resolve_futures(compiled.futures, start, stop, RecordMetadata, compiled.topic,
                           compiled.partition, base_offset, deltas, log_append_time_ms,
                           compiled.timestamps, compiled.sizes, asyncio.InvalidStateError)
