@@ -28,6 +28,7 @@ __all__ = [
     "ERROR_CODES",
     "ERROR_TABLE",
     "BrokerResponseError",
+    "CallCancelledError",
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
@@ -226,6 +227,16 @@ class TransactionAbortedError(KafkaError):
     """The record's transaction was aborted before the record was sent."""
 
     description = "Transaction aborted"
+
+
+class CallCancelledError(KafkaError):
+    """The call was cancelled before the record was buffered (a record of a bulk call).
+
+    The record was not sent: sending it again makes no duplicate.
+    """
+
+    description = "The call was cancelled before the record was buffered"
+    may_have_been_written = False
 
 
 # The protocol error table.

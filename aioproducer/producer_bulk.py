@@ -8,7 +8,8 @@ runs the hooks once per record around it.
 
 Invariants: bad input raises at once and buffers nothing; the call's future
 resolves exactly once, to a BulkResult or a BulkSendError naming the failed
-records.
+records; a call stopped part way (an error, or cancelled) reports which
+records it buffered: always a prefix (see :mod:`.bulk.progress`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from .bulk.intercept import intercepted_enqueue_many
+from .bulk.progress import BulkProgress
 from .bulk.result import BulkResult
 
 if TYPE_CHECKING:
@@ -42,7 +44,7 @@ class BulkProducerMixin:
 
     async def enqueue_many(
         self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
-        partition: Any = None, timestamp_ms: Any = None,
+        partition: Any = None, timestamp_ms: Any = None, progress: BulkProgress | None = None,
     ) -> asyncio.Future[BulkResult]:
         """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`.bulk`).
 
@@ -50,7 +52,36 @@ class BulkProducerMixin:
         The future resolves to a BulkResult, or fails with BulkSendError naming
         the failed records. Bad input raises at once and buffers nothing.
         Configured interceptors see every record (see :mod:`.bulk.intercept`).
+
+        Records go in in call order, waiting for buffer memory or metadata
+        between slices (at most ``max_block_ms``). If the producer closes, the
+        transaction moves on (commit, abort) or the wait runs out part way, the
+        call returns its future and the records not buffered fail there
+        (``result.errors[None]``). If the call is cancelled part way, records
+        ``0 .. k - 1`` stay buffered and are delivered, and the
+        ``CancelledError`` carries a :class:`~aioproducer.bulk.progress.BulkProgress`
+        (``exc.bulk_progress``; ``BulkProgress.of(exc)`` finds it behind a
+        ``TimeoutError`` too) with ``buffered == k`` and the call's future; pass
+        ``progress=BulkProgress()`` to hold it whatever becomes of the
+        exception. Resend ``values[k:]``: nothing is sent twice.
         """
+        if progress is None:
+            progress = BulkProgress()
+        elif not isinstance(progress, BulkProgress):
+            raise TypeError(f"progress must be a BulkProgress, got {type(progress).__name__}")
+        progress.claim()
+        try:
+            return await self._enqueue_many(
+                topic, values, keys, headers, partition, timestamp_ms, progress
+            )
+        except asyncio.CancelledError as exc:
+            progress.attach(exc)
+            raise
+
+    async def _enqueue_many(
+        self, topic: str, values: Any, keys: Any, headers: Any, partition: Any,
+        timestamp_ms: Any, progress: BulkProgress,
+    ) -> asyncio.Future[BulkResult]:
         self._check_open()
         assert self._bulk is not None
         serializers = (self.config.key_serializer, self.config.value_serializer)
@@ -60,16 +91,31 @@ class BulkProducerMixin:
             await self._prep.prepare(topic)
             self._check_open()
             serializers = self._prep.bound(topic)
+        enqueue = functools.partial(self._bulk.enqueue_many, serializers=serializers, progress=progress)
         if self._interceptors is not None:
             return await intercepted_enqueue_many(
-                self._interceptors,
-                functools.partial(self._bulk.enqueue_many, serializers=serializers),
-                topic, values, keys, headers, partition, timestamp_ms, serializers,
+                self._interceptors, enqueue,
+                topic, values, keys, headers, partition, timestamp_ms, serializers, progress,
             )
-        return await self._bulk.enqueue_many(
-            topic, values, keys, headers, partition, timestamp_ms, serializers=serializers
-        )
+        return await enqueue(topic, values, keys, headers, partition, timestamp_ms)
 
-    async def send_many(self, topic: str, values: Any, **columns: Any) -> BulkResult:
-        """:meth:`enqueue_many`, then wait for every record's acknowledgement."""
-        return await (await self.enqueue_many(topic, values, **columns))
+    async def send_many(
+        self, topic: str, values: Any, *, progress: BulkProgress | None = None, **columns: Any
+    ) -> BulkResult:
+        """:meth:`enqueue_many`, then wait for every record's acknowledgement.
+
+        Cancelled while buffering, as :meth:`enqueue_many`. Cancelled while
+        waiting for the acknowledgements (every record buffered), the records
+        are still delivered: the ``CancelledError`` carries the progress
+        (``buffered == len(values)``) whose ``future`` gives their outcome.
+        """
+        if progress is None:
+            progress = BulkProgress()
+        future = await self.enqueue_many(topic, values, progress=progress, **columns)
+        try:
+            # Shielded: cancelling the caller must not cancel the call's future,
+            # which still reports the records on their way.
+            return await asyncio.shield(future)
+        except asyncio.CancelledError as exc:
+            progress.attach(exc)
+            raise

@@ -15,6 +15,15 @@ Records are taken in slices of at most :data:`SLICE_RECORDS` records and
 the call yields to the event loop once bulk calls have run for
 ``YIELD_INTERVAL`` seconds without yielding (counted across calls, so that a
 loop of short calls yields too), so other tasks (and the sender) keep running.
+
+A call stops part way only between slices, so what it buffered is always a
+prefix of its records (see :mod:`.progress`): after each wait it checks the
+producer and the transaction again before appending (a close, a commit or an
+abort may have come meanwhile), and then appends a whole slice without
+yielding. Stopped by an error, it returns its future, which fails the rest of
+the records with that error; cancelled, it fails them with
+:class:`~aioproducer.errors.CallCancelledError` and raises the
+``CancelledError``. Either way the records already buffered resolve as usual.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from .. import errors
 from ..engine.partitioner import partition_for_key
 from .bounds import BULK_RECORD_OVERHEAD, fill_counting, record_reservations
 from .input import BulkColumns, read_columns
+from .progress import BulkProgress
 from .result import BulkCall, BulkResult, BulkSpan
 
 if TYPE_CHECKING:
@@ -109,9 +119,14 @@ class BulkAppender:
 
     async def enqueue_many(
         self, topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any,
-        *, serializers: tuple[Any, Any] | None = None,
+        *, serializers: tuple[Any, Any] | None = None, progress: BulkProgress | None = None,
     ) -> asyncio.Future[BulkResult]:
-        """``serializers``: (key, value) for this topic; the configured ones when None."""
+        """``serializers``: (key, value) for this topic; the configured ones when None.
+
+        ``progress`` is kept up to date as records go in (see :mod:`.progress`).
+        """
+        if progress is None:
+            progress = BulkProgress()
         self._check_state()
         began = time.perf_counter()
         cfg = self._config
@@ -148,9 +163,11 @@ class BulkAppender:
         )
         if cols.count == 0:
             future.set_result(BulkResult(call))
+            progress.future = future
             return future
         job = _Job(call, cols, totals, info, self._arrow_key_partitions(cols, info))
-        await self._append_all(job, deadline, began)
+        await self._append_all(job, deadline, began, progress)
+        progress.future = future
         return future
 
     def _arrow_key_partitions(self, cols: BulkColumns, info: TopicInfo) -> array[int] | None:
@@ -180,9 +197,16 @@ class BulkAppender:
                     f"the topic has {n} partition(s)"
                 )
 
-    async def _append_all(self, job: _Job, deadline: float, resumed: float) -> None:
+    async def _append_all(
+        self, job: _Job, deadline: float, resumed: float, progress: BulkProgress
+    ) -> None:
         """Append the call's records slice by slice; ``resumed``: when the call
-        last started running (its checks of the columns count as work too)."""
+        last started running (its checks of the columns count as work too).
+
+        Returns early, the rest of the records failed with the error, if the
+        producer or the transaction stops it (nothing buffered: raises it).
+        Cancelled, it fails the rest with CallCancelledError and re-raises.
+        """
         call, cols, totals = job.call, job.cols, job.totals
         pool = self._pool
         n = cols.count
@@ -192,9 +216,11 @@ class BulkAppender:
                 # Checked before the first slice too: a loop of short calls
                 # gives the loop back as often as one long call does.
                 if self._unyielded + time.perf_counter() - resumed >= YIELD_INTERVAL:
-                    go_on = await self._take_turn(call, start, n)
-                    self._unyielded, resumed = 0.0, time.perf_counter()
-                    if not go_on:
+                    try:
+                        await asyncio.sleep(0)
+                    finally:
+                        self._unyielded, resumed = 0.0, time.perf_counter()
+                    if not self._still_allowed(call, start, n, 0):
                         return
                 stop = min(n, start + SLICE_RECORDS)
                 reserve = totals[stop] - totals[start]
@@ -204,38 +230,44 @@ class BulkAppender:
                 if not pool.try_reserve(reserve):
                     try:
                         await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
-                    except asyncio.CancelledError:
-                        if start:
-                            call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
-                        raise
                     except errors.KafkaError as exc:
                         self._stop_early(call, start, n, exc)
                         return
                     finally:
                         self._unyielded, resumed = 0.0, time.perf_counter()
-                    try:
-                        self._check_state()  # the producer or the transaction may have moved on
-                    except errors.KafkaError as exc:
-                        pool.release(reserve)
-                        self._stop_early(call, start, n, exc)
+                    if not self._still_allowed(call, start, n, reserve):
                         return
+                # No await from the check above to the end of the slice: the
+                # transaction cannot move on meanwhile, so registering the
+                # slice's partitions (TransactionManager.add_partition) cannot
+                # fail part way through it.
                 self._append_slice(job, start, stop)
-                start = stop
+                start = progress.buffered = stop
+                if progress.future is None:
+                    progress.future = call.future
+        except asyncio.CancelledError:
+            if start:
+                call.not_buffered(
+                    n - start,
+                    errors.CallCancelledError(
+                        f"records {start}..{n - 1} of {n} were not buffered "
+                        f"(records 0..{start - 1} were, and are being sent)"
+                    ),
+                )
+            raise
         finally:
             self._unyielded += time.perf_counter() - resumed
         self._wakeup()
 
-    async def _take_turn(self, call: BulkCall, start: int, n: int) -> bool:
-        """Let other tasks run before record ``start``; False if the call stops there."""
-        try:
-            await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            if start:
-                call.not_buffered(n - start, errors.KafkaError("the bulk call was cancelled"))
-            raise
+    def _still_allowed(self, call: BulkCall, start: int, n: int, reserved: int) -> bool:
+        """After a wait: may record ``start`` go in? If the producer closed or the
+        transaction moved on (committing, aborting, failed), give back the
+        ``reserved`` bytes and stop the call there (see :meth:`_stop_early`)."""
         try:
             self._check_state()
         except errors.KafkaError as exc:
+            if reserved:
+                self._pool.release(reserved)
             self._stop_early(call, start, n, exc)
             return False
         return True
@@ -431,6 +463,10 @@ class BulkAppender:
                 self._sticky.move_on(topic, info)  # KIP-794, adaptive when configured
             p = self._sticky.partition(topic, len(info.partitions), info.available)
         tp = info.tps[p]
+        if self._txn is not None:
+            # Before the batch takes a record: if this raised, nothing of the
+            # partition would be buffered outside the transaction.
+            self._txn.add_partition(tp)
         batch = None if new else acc.open_batch(tp)
         if batch is None:
             batch = acc.new_batch(tp, now)
@@ -441,8 +477,6 @@ class BulkAppender:
             call.close_span(old[1])
         span = call.span(p, batch.record_count, len(batch.futures))
         batch.add_span(span)
-        if self._txn is not None:
-            self._txn.add_partition(tp)
         entry = (batch.record_appender(), span, batch)
         open_[p] = entry
         return entry

@@ -9,7 +9,10 @@ only when hooks are configured; without them the bulk path never gets here.
 
 A bulk call goes to one topic, so a hook that moves a record to another topic
 fails the call before anything is buffered (each record's ``on_acknowledgement``
-then gets that error, as when ``enqueue`` itself raises).
+then gets that error, as when ``enqueue`` itself raises). A call cancelled
+after buffering part of its records (see :mod:`.progress`) acknowledges each
+record from the call's future all the same: the buffered ones with their real
+outcome, the rest with :class:`~aioproducer.errors.CallCancelledError`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from ..interceptors import InterceptorChain, ProducerRecord, failed_metadata
 from .input import bytes_column, is_arrow_array
+from .progress import BulkProgress
 from .result import BulkResult, BulkSendError
 
 __all__ = ["intercepted_enqueue_many"]
@@ -86,10 +90,12 @@ async def intercepted_enqueue_many(
     partition: Any,
     timestamp_ms: Any,
     serializers: tuple[Serializer, Serializer] = (None, None),
+    progress: BulkProgress | None = None,
 ) -> asyncio.Future[BulkResult]:
     """``enqueue_many`` with ``chain``'s hooks run for every record.
 
     ``serializers``: the producer's (key, value) serializers, which run after the hooks.
+    ``progress``: the one ``enqueue_many`` keeps up to date, if the caller needs it.
     """
     given = _records(topic, values, keys, headers, partition, timestamp_ms, serializers)
     records = [chain.on_send(r) for r in given]
@@ -109,8 +115,14 @@ async def intercepted_enqueue_many(
             _column(records, "timestamp_ms"),
         )
     except BaseException as exc:
-        for record in records:
-            chain.on_acknowledgement(failed_metadata(record), exc)
+        partial = None if progress is None else progress.future
+        if partial is not None:
+            # Stopped after buffering some records: those are on their way, and
+            # the call's future will say how each one ended.
+            partial.add_done_callback(lambda fut: _acknowledge(chain, records, fut))
+        else:
+            for record in records:
+                chain.on_acknowledgement(failed_metadata(record), exc)
         raise
     future.add_done_callback(lambda fut: _acknowledge(chain, records, fut))
     return future
