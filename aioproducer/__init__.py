@@ -1,6 +1,7 @@
 """aioproducer: an asyncio-native Apache Kafka producer with the Java producer's semantics."""
 
 from . import errors
+from .bulk.progress import BulkProgress
 from .bulk.result import BulkResult, BulkSendError
 from .config import ProducerConfig
 from .engine.batch import RecordMetadata
@@ -9,7 +10,7 @@ from .errors import ProducerLoopError
 from .producer import Producer
 
 __all__ = [
-    "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
+    "BulkProgress", "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
     "ProducerLoopError",
     "RecordMetadata", "__version__", "errors",
 ]

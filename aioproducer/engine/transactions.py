@@ -126,6 +126,10 @@ class TransactionManager:
         self._pending: set[TopicPartition] = set()
         self._add_task: asyncio.Task[None] | None = None
         self._offsets_added = False
+        # An AddPartitionsToTxn or AddOffsetsToTxn was sent whose answer may not
+        # have come: the coordinator may hold the transaction open, so its end
+        # sends EndTxn even with nothing surely added.
+        self._maybe_registered = False
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
         self._wake_sender = wake_sender
@@ -308,14 +312,21 @@ class TransactionManager:
         deadline = time.monotonic() + self._max_block
         await self._await_partitions_added(deadline)
         ended_on_same_epoch = False
-        if self._added or self._offsets_added:
+        surely = bool(self._added or self._offsets_added)
+        if surely or self._maybe_registered:
             body = {
                 "transactional_id": self.transactional_id,
                 "producer_id": self._seq.producer_id,
                 "producer_epoch": self._seq.epoch,
                 "committed": commit,
             }
-            response = await self._coordinator_request(END_TXN, body, deadline)
+            response: Mapping[str, Any]
+            try:
+                response = await self._coordinator_request(END_TXN, body, deadline)
+            except errors.InvalidTxnStateError:
+                if surely:
+                    raise
+                response = {}  # no registration had reached it: nothing was open
             identity = end_txn_identity(
                 (self._seq.producer_id, self._seq.epoch),
                 response.get("producer_id", -1),
@@ -363,6 +374,7 @@ class TransactionManager:
         self._added.clear()
         self._pending.clear()
         self._offsets_added = False
+        self._maybe_registered = False
         self.error = None
         self.preparing = False
         self.state = TxnState.READY
@@ -491,6 +503,7 @@ class TransactionManager:
             "producer_id": self._seq.producer_id,
             "producer_epoch": self._seq.epoch,
         }
+        self._maybe_registered = True
         if not self.v2:
             # Under v2 TxnOffsetCommit v5 adds the offsets partition (KIP-890).
             await self._coordinator_request(
@@ -530,6 +543,7 @@ class TransactionManager:
                     "producer_epoch": self._seq.epoch,
                     "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
                 }
+                self._maybe_registered = True
                 response = await self._coordinator_request(ADD_PARTITIONS_TO_TXN, body, deadline)
                 retry = False
                 for result in response.results_by_topic:

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from aioproducer import BulkSendError, Producer, errors
+from aioproducer import BulkProgress, BulkSendError, Producer, errors
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.txn import TxnStatus
 from tests.support.aio import within
@@ -110,6 +110,8 @@ class Program:
     transactional: bool
     sent: list[Sent] = dataclasses.field(default_factory=list)
     bulk: list[BulkSent] = dataclasses.field(default_factory=list)
+    # Values of calls that buffered none of them: never in the log.
+    never_buffered: set[bytes] = dataclasses.field(default_factory=set)
     # Values sent by a send() cancelled before it handed back a future.
     unknown: set[bytes] = dataclasses.field(default_factory=set)
     generation: int = 0
@@ -156,6 +158,25 @@ class Program:
             self.trace.append(f"raised {exc!r:.300}")
             return  # refused before anything was buffered
         self.bulk.append(BulkSent(values, fut, self.generation))
+
+    async def cancelled_send_many(self) -> None:
+        """A send_many cancelled at a random point: its progress says what went in."""
+        values = [self.value() for _ in range(self.rng.randint(1, 400))]
+        progress = BulkProgress()
+        task = asyncio.ensure_future(self.producer.send_many(TOPIC, values, progress=progress))
+        for _ in range(self.rng.randint(0, 6)):
+            await asyncio.sleep(0)
+        task.cancel()
+        await within(asyncio.wait([task]), BOUND, "a cancelled send_many")
+        if task.cancelled() or isinstance(task.exception(), errors.KafkaError):
+            # The records past the prefix were never buffered: a retry is safe.
+            assert progress.buffered == 0 or progress.future is not None, progress
+            if progress.future is not None:
+                self.bulk.append(BulkSent(values, progress.future, self.generation))
+            else:
+                self.never_buffered.update(values)
+        else:
+            self.bulk.append(BulkSent(values, task, self.generation))
 
     async def flush(self) -> None:
         try:
@@ -269,6 +290,7 @@ async def _run(program: Program, steps: int) -> None:
     rng = program.rng
     calls = [
         program.enqueue, program.enqueue, program.cancelled_send, program.flush, program.enqueue_many,
+        program.cancelled_send_many,
     ]
     if program.transactional:
         calls += [program.begin, program.begin, program.commit, program.abort, program.two_phase]
@@ -311,6 +333,7 @@ def _check(program: Program, close_error: BaseException | None) -> None:
             assert exc.may_have_been_written is not None, f"{exc!r} says nothing of the log"
             if not exc.may_have_been_written:
                 assert logged[value] == 0, f"{value!r}: {exc!r} said not written"
+    assert not any(logged[v] for v in program.never_buffered), "a call that buffered nothing wrote"
     for generation, seen in by_generation.items():
         outcome = program.outcomes.get(generation)
         if outcome is True:

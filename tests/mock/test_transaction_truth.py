@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -216,3 +217,37 @@ async def test_close_says_when_it_can_end_the_transaction_neither_way() -> None:
         with pytest.raises(errors.TransactionNotCompletedError, match="could not end"):
             await within(p.close(timeout=2.0), BOUND)
         assert p._closed
+
+
+async def test_an_abort_ends_a_transaction_whose_registration_was_never_answered() -> None:
+    """The coordinator registered the partition, but the producer never heard so
+    (its AddPartitionsToTxn kept being asked again until max_block_ms): the
+    transaction is open there, and the abort must end it all the same."""
+    async with MockCluster(brokers=1, transaction_version=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+
+        def registered_unanswered(body: Any, ctx: Any) -> dict[str, Any]:
+            txn = cluster.coordinator.by_id["t"]
+            cluster.coordinator.add_partitions(txn, [("tx", 0)])
+            loading = errors.CoordinatorLoadInProgressError.code
+            return {"throttle_time_ms": 0, "error_code": 0, "results_by_topic": [
+                {"name": "tx", "results_by_partition": [
+                    {"partition_index": 0, "partition_error_code": loading}]}]}
+
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=2000,
+                            retry_backoff_ms=20) as p:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            cluster.intercept(24, registered_unanswered)
+            record = await p.enqueue("tx", b"never registered here")
+            await within(asyncio.wait([record]), BOUND)
+            assert isinstance(record.exception(), errors.KafkaError)
+            assert record.exception().may_have_been_written is False
+            assert cluster.coordinator.by_id["t"].status is TxnStatus.ONGOING  # open there
+            cluster.intercept(24, None)
+            await within(p.abort_transaction(), BOUND)
+            assert cluster.coordinator.by_id["t"].status is not TxnStatus.ONGOING
+            await p.begin_transaction()
+            await within(p.send("tx", b"next"), BOUND)
+            await within(p.commit_transaction(), BOUND)
+        assert [r.value for r in cluster.records("tx")] == [b"next"]
