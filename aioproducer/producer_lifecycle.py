@@ -145,13 +145,16 @@ class LifecycleMixin:
             self._sender.wakeup, self._check_open,
             self._metadata_wait,
         )
+        # The lanes wake the sender for a batch they fill, as _append does.
         self._lane = UnkeyedLane(
-            self._sticky, self._pool, client, self._create_future, self._max_unkeyed
+            self._sticky, self._pool, client, self._create_future, self._max_unkeyed,
+            self._sender.wakeup,
         )
         if cfg.partitioner is None and not cfg.partitioner_ignore_keys and not self._serializing:
             # Only where the full path would hash the key to its partition too.
             self._keyed_lane = KeyedLane(
-                self._acc.queues, self._pool, client, self._create_future, self._max_unkeyed
+                self._acc.queues, self._pool, client, self._create_future, self._max_unkeyed,
+                self._sender.wakeup,
             )
         self._shortcut.lane, self._shortcut.keyed_lane = self._lane, self._keyed_lane
         self._started = True

@@ -4,8 +4,10 @@
  * one record without key or headers appended to an open batch with its future
  * (RecordBatchBuilder.append's encoding and room check, ProducerBatch.try_append's
  * bookkeeping), then counted for the sticky partitioner (engine/sticky.py's
- * time_to_switch rule). tests/unit/test_kernels_equal.py checks that both leave
- * the same bytes, lists, counters and answers on random input.
+ * time_to_switch rule); the answer says whether it left the batch full
+ * (ProducerBatch.is_full), for the lane to wake the sender.
+ * tests/unit/test_kernels_equal.py checks that both leave the same bytes,
+ * lists, counters and answers on random input.
  *
  * The batch and its builder stay Python classes with __slots__ (weak references,
  * subclassing and the pure path keep working). bind_batch_layout(), called once
@@ -27,6 +29,7 @@
 /* The slots read or written, in the order of slot_names. */
 enum {
     B_STATE, B_BUILDER, B_FUTURES, B_SIZES, B_TIMESTAMPS, B_RESERVED, B_MAX_RECORD_SIZE,
+    B_BATCH_SIZE,
     R_SEALED, R_RECORD_COUNT, R_BASE_TIMESTAMP, R_MAX_TIMESTAMP, R_BUF, R_BATCH_SIZE,
     N_SLOTS
 };
@@ -34,6 +37,7 @@ enum {
 
 static const char *slot_names[N_SLOTS] = {
     "state", "builder", "futures", "sizes", "timestamps", "reserved", "max_record_size",
+    "batch_size",
     "_sealed", "record_count", "base_timestamp", "max_timestamp", "_buf", "batch_size",
 };
 
@@ -106,6 +110,11 @@ static int now_ms(long long *out) {
     return 0;
 }
 
+/* What the appends answer: engine/batch.py's REFUSED, APPENDED and SWITCH, to which
+ * FULL is added when the record left its batch full (is_full(): the sender may send
+ * it now, Java's batchIsFull). */
+enum { CODE_REFUSED = 0, CODE_APPENDED = 1, CODE_SWITCH = 2, CODE_FULL = 4 };
+
 /* The int of the last "now" stamped: the records of one millisecond (hundreds
  * in a tight loop) share it instead of allocating one each. */
 static struct {
@@ -126,8 +135,9 @@ static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
  * ``timestamp_ms`` None: now, as time.time_ns() // 1_000_000 (the same clock).
  * 0: refused (the batch is not open, or the record would take it past its
  * batch_size; the first record always fits), nothing changed. 1: appended. 2:
- * appended, and the sticky partitioner should move on. On an error nothing
- * is changed either.
+ * appended, and the sticky partitioner should move on. Either plus 4 (FULL)
+ * when the batch's buffer reached the batch's own batch_size (is_full()). On
+ * an error nothing is changed either.
  *
  * append_record() below takes the numbers as C integers and answers the code
  * (-1 on an error): the lanes (_lane.c) call it without making ints of them.
@@ -141,7 +151,7 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
                            Py_ssize_t limit) {
     PyObject *state = get_slot(self, B_STATE);
     if (!state) return -1;
-    if (state != layout.open_state) return 0;
+    if (state != layout.open_state) return CODE_REFUSED;
     PyObject *builder = get_slot(self, B_BUILDER);
     if (!builder) return -1;
     if (!PyObject_TypeCheck(builder, layout.builder_type)) {
@@ -156,7 +166,7 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         PyErr_SetString(PyExc_RuntimeError, "cannot append to a record batch after build()");
         return -1;
     }
-    Py_ssize_t count, batch_size, reserved, max_record_size;
+    Py_ssize_t count, batch_size, full_at, reserved, max_record_size;
     long long base_ts = 0, max_ts = 0;
     if (get_ssize(builder, R_RECORD_COUNT, &count) < 0) return -1;
     if (count && (get_int64(builder, R_BASE_TIMESTAMP, &base_ts) < 0 ||
@@ -187,7 +197,9 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
             return -1;
         }
     }
+    /* The builder's batch_size bounds the buffer; the batch's says when it is full. */
     if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
+        get_ssize(self, B_BATCH_SIZE, &full_at) < 0 ||
         get_ssize(self, B_RESERVED, &reserved) < 0 ||
         get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return -1;
     int has_value = vview != NULL, has_key = kview != NULL;
@@ -212,7 +224,7 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
     Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
     if (count && old + total > batch_size) {
-        return 0;
+        return CODE_REFUSED;
     }
     Py_ssize_t after = before + bound;
     int switch_due = produced && after >= limit &&
@@ -306,7 +318,8 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         set_slot(self, B_MAX_RECORD_SIZE, largest_obj);
         largest_obj = NULL;
     }
-    result = switch_due ? 2 : 1;
+    result = (switch_due ? CODE_SWITCH : CODE_APPENDED) +
+             (old + total >= full_at ? CODE_FULL : 0); /* is_full(): the batch is open */
     goto done;
 undo:
     truncate_lists(lists, appended, n);
@@ -365,7 +378,7 @@ static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     }
     int closed = not_open(self);
-    if (closed) return closed < 0 ? NULL : PyLong_FromLong(0);
+    if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
     Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
     if (reserve == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[4]);
@@ -413,31 +426,33 @@ int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_s
     return 1;
 }
 
-/* batch.append_keyed(timestamp_ms, key, value, future, reserve, bound) -> bool
+/* batch.append_keyed(timestamp_ms, key, value, future, reserve, bound) -> int
  *
  * ProducerBatch.try_append for a record without headers (``key`` may be None),
- * its sizes packed here; ``timestamp_ms`` None stamps it now. False: refused,
- * nothing changed. The reference is ProducerBatch._append_keyed_pure. */
+ * its sizes packed here; ``timestamp_ms`` None stamps it now. 0: refused,
+ * nothing changed; 1: appended; 5: appended, and the batch is full now. The
+ * reference is ProducerBatch._append_keyed_pure. */
 static PyObject *k_append_keyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError, "append_keyed takes 6 arguments");
         return NULL;
     }
     int closed = not_open(self);
-    if (closed) return closed < 0 ? NULL : Py_NewRef(Py_False);
+    if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
     Py_ssize_t reserve = PyLong_AsSsize_t(args[4]);
     if (reserve == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[5]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
     int code = append_record(self, args[0], args[1], args[2], args[3], reserve, bound, args[5],
                              NULL, NULL, 0);
-    if (code < 0) return NULL;
-    return PyBool_FromLong(code);
+    return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
 /* For _lane.c: batch.append_keyed(None, key, value, future, reserve, bound), as 1
- * (appended), 0 (refused) or -1 (an error); a batch not of exactly the bound
- * class gets a method call, whose answer's truth decides. */
+ * (appended), 5 (appended, and the batch is full now), 0 (refused) or -1 (an
+ * error). A batch not of exactly the bound class gets a method call: its
+ * answer's truth decides whether it appended, and an answer other than
+ * APPENDED (``!=``, as the pure keyed lane reads it) says the batch is full. */
 int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
                       Py_ssize_t reserve, Py_ssize_t bound) {
     if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type))
@@ -456,19 +471,28 @@ int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject 
     Py_XDECREF(name);
     if (!answer) return -1;
     int code = PyObject_IsTrue(answer);
+    if (code > 0) {
+        /* RichCompareBool's identity shortcut answers as != would: only the int 1 is itself. */
+        PyObject *appended = PyLong_FromLong(CODE_APPENDED);
+        int other = appended ? PyObject_RichCompareBool(answer, appended, Py_NE) : -1;
+        Py_XDECREF(appended);
+        code = other < 0 ? -1 : other ? CODE_APPENDED + CODE_FULL : CODE_APPENDED;
+    }
     Py_DECREF(answer);
     return code;
 }
 
 static PyMethodDef append_keyed_def = {
     "append_keyed", (PyCFunction)(void (*)(void))k_append_keyed, METH_FASTCALL,
-    "append_keyed(timestamp_ms, key, value, future, reserve, bound) -> whether it was appended",
+    "append_keyed(timestamp_ms, key, value, future, reserve, bound) -> 0 refused, 1 appended, "
+    "plus 4 when the batch is full now",
 };
 
 static PyMethodDef append_def = {
     "append_unkeyed", (PyCFunction)(void (*)(void))k_append_unkeyed, METH_FASTCALL,
     "append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> "
-    "0 refused, 1 appended, 2 appended and the sticky partition's turn is over",
+    "0 refused, 1 appended, 2 appended and the sticky partition's turn is over, either plus 4 "
+    "when the batch is full now",
 };
 
 /* The offset of slot ``name`` of ``type`` (a PyObject * at a fixed place in every

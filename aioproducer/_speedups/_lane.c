@@ -6,8 +6,10 @@
  * chosen under, check the batch is alive, that metadata still current, the
  * record small enough and buffer memory free, then create the record's future
  * and append through the batch's append_unkeyed (the compiled kernel of
- * _append.c, called directly); charge the buffer pool, and tell the sticky
- * partitioner to move on when the append says its turn is over.
+ * _append.c, called directly); charge the buffer pool, wake the sender when the
+ * append says the record left the batch full (as enqueue's full path does: Java's
+ * batchIsFull), and tell the sticky partitioner to move on when the append says
+ * its turn is over.
  * tests/unit/test_unkeyed_lane.py checks both leave the same state and answers.
  *
  * UnkeyedLane stays a Python class with __slots__; bind_lane_layout(), called
@@ -22,11 +24,19 @@
 #include "_murmur2.h"
 #include "_varint.h"
 
-enum { L_BATCH_SIZE, L_CLIENT, L_CREATE_FUTURE, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED, N_LANE };
+enum {
+    L_BATCH_SIZE, L_CLIENT, L_CREATE_FUTURE, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED,
+    L_WAKE, N_LANE
+};
 
 static const char *const lane_slot_names[N_LANE] = {
     "batch_size", "client", "create_future", "filling", "max_size", "move_on", "pool", "produced",
+    "wake",
 };
+
+/* What the batch's appends answer (engine/batch.py; _append.c answers these values):
+ * REFUSED 0, APPENDED 1, SWITCH 2, and FULL 4 added to either of the last two. */
+enum { CODE_APPENDED = 1, CODE_SWITCH = 2, CODE_FULL = 4 };
 
 /* The buffer pool's slots the lane reads and charges. */
 enum { P_AVAILABLE, P_EXHAUSTED, N_POOL };
@@ -40,7 +50,9 @@ static struct {
     Py_ssize_t pool_offset[N_POOL];
     Py_ssize_t record_bound;    /* UNKEYED_RECORD_BOUND */
     Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
-    PyObject *switch_code;      /* SWITCH */
+    /* For a batch subclass's answer, read as the pure lane reads it: SWITCH (given by
+     * the binder), and APPENDED and FULL (the values the batch kernel answers) */
+    PyObject *switch_code, *appended_code, *full_code;
     PyObject *str_snapshot, *str_topics, *str_available, *str_exhausted;
 } lane;
 
@@ -155,6 +167,27 @@ static int pool_charge(PyObject *pool, Py_ssize_t reserve) {
     return rc;
 }
 
+/* Whether an append's answer holds ``flag`` (SWITCH or FULL): from ``code`` for the
+ * compiled batch's answer, or ``answer & flag_obj`` for a batch subclass's answer
+ * (``answer`` not NULL), as the pure lane's ``appended & FLAG``. 1, 0, or -1. */
+static int answer_has(PyObject *answer, int code, int flag, PyObject *flag_obj) {
+    if (!answer) return (code & flag) != 0;
+    PyObject *masked = PyNumber_And(answer, flag_obj);
+    if (!masked) return -1;
+    int truth = PyObject_IsTrue(masked);
+    Py_DECREF(masked);
+    return truth;
+}
+
+/* Calls ``callable()`` and drops its result: 0, or -1 on an error. */
+static int call_dropped(PyObject *callable, PyObject *arg1, PyObject *arg2) {
+    PyObject *got = arg1 ? PyObject_CallFunctionObjArgs(callable, arg1, arg2, NULL)
+                         : PyObject_CallNoArgs(callable);
+    if (!got) return -1;
+    Py_DECREF(got);
+    return 0;
+}
+
 /* lane.append(topic, value) -> the record's future, or None (nothing appended). */
 static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
@@ -188,7 +221,7 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     PyObject *known = Py_NewRef(PyTuple_GET_ITEM(entry, 1));
     PyObject *batch = PyObject_CallNoArgs(PyTuple_GET_ITEM(entry, 0)); /* the weak reference */
     Py_DECREF(entry);
-    PyObject *info = NULL, *fut = NULL, *result = NULL;
+    PyObject *info = NULL, *fut = NULL, *answer = NULL, *result = NULL;
     PyObject *held[N_LANE] = {NULL};
     if (!batch) goto done;
     for (int i = 0; i < N_LANE; i++) {
@@ -209,26 +242,21 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     if (!fits) goto refuse;
     fut = PyObject_CallNoArgs(held[L_CREATE_FUTURE]);
     if (!fut) goto done;
-    PyObject *answer;
     int code = call_append_unkeyed(batch, value, fut, reserve, size, held[L_PRODUCED], topic,
                                    held[L_BATCH_SIZE], &answer);
     if (code < 0) goto done;
     if (code == 0) goto refuse; /* the batch is full or sealed */
-    if (pool_charge(held[L_POOL], reserve) < 0) {
-        Py_XDECREF(answer);
-        goto done;
-    }
-    if (answer) {
-        /* A batch subclass answered: compared with SWITCH once charged, as the pure lane does. */
-        int is_switch = PyObject_RichCompareBool(answer, lane.switch_code, Py_EQ);
-        Py_DECREF(answer);
-        if (is_switch < 0) goto done;
-        code = is_switch ? 2 : 1;
-    }
-    if (code == 2) {
-        PyObject *moved = PyObject_CallFunctionObjArgs(held[L_MOVE_ON], topic, known, NULL);
-        if (!moved) goto done;
-        Py_DECREF(moved);
+    if (pool_charge(held[L_POOL], reserve) < 0) goto done;
+    /* A batch subclass's answer is read once charged, as the pure lane reads it
+     * (RichCompareBool's identity shortcut answers as != would: only 1 is itself). */
+    int other = answer ? PyObject_RichCompareBool(answer, lane.appended_code, Py_NE)
+                       : code != CODE_APPENDED;
+    if (other < 0) goto done;
+    if (other) { /* SWITCH, FULL or both */
+        int full = answer_has(answer, code, CODE_FULL, lane.full_code);
+        if (full < 0 || (full && call_dropped(held[L_WAKE], NULL, NULL) < 0)) goto done;
+        int moving = answer_has(answer, code, CODE_SWITCH, lane.switch_code);
+        if (moving < 0 || (moving && call_dropped(held[L_MOVE_ON], topic, known) < 0)) goto done;
     }
     result = Py_NewRef(fut);
     goto done;
@@ -240,15 +268,16 @@ done:
     Py_XDECREF(batch);
     Py_XDECREF(info);
     Py_XDECREF(fut);
+    Py_XDECREF(answer);
     return result;
 }
 
 /* ---- the keyed lane (engine/keyed_lane.py) ------------------------------ */
 
-enum { K_CLIENT, K_CREATE_FUTURE, K_DEQUES, K_MAX_SIZE, K_POOL, N_KEYED };
+enum { K_CLIENT, K_CREATE_FUTURE, K_DEQUES, K_MAX_SIZE, K_POOL, K_WAKE, N_KEYED };
 
 static const char *const keyed_slot_names[N_KEYED] = {
-    "client", "create_future", "deques", "max_size", "pool",
+    "client", "create_future", "deques", "max_size", "pool", "wake",
 };
 
 static struct {
@@ -326,10 +355,12 @@ static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_
     if (!fits) goto refuse;
     fut = PyObject_CallNoArgs(held[K_CREATE_FUTURE]);
     if (!fut) goto done;
+    /* FULL read with the answer, before the pool is charged, as the pure lane reads it. */
     int code = call_append_keyed(batch, key, value, fut, reserve, size);
     if (code < 0) goto done;
     if (code == 0) goto refuse; /* the batch is full, sealed or no longer open */
     if (pool_charge(held[K_POOL], reserve) < 0) goto done;
+    if ((code & CODE_FULL) && call_dropped(held[K_WAKE], NULL, NULL) < 0) goto done;
     result = Py_NewRef(fut);
     goto done;
 refuse:
@@ -383,6 +414,14 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
     if (overhead == -1 && PyErr_Occurred()) return NULL;
     if (intern_lane_names() < 0) return NULL;
+    if (!lane.appended_code) {
+        lane.appended_code = PyLong_FromLong(CODE_APPENDED);
+        if (!lane.appended_code) return NULL;
+    }
+    if (!lane.full_code) {
+        lane.full_code = PyLong_FromLong(CODE_FULL);
+        if (!lane.full_code) return NULL;
+    }
     PyObject *method = PyDescr_NewMethod(type, &lane_append_def);
     if (!method) return NULL;
     memcpy(lane.offset, offset, sizeof offset);

@@ -50,6 +50,7 @@ from .sticky import time_to_switch
 
 __all__ = [
     "APPENDED",
+    "FULL",
     "RECORD_HANDLE_OVERHEAD",
     "REFUSED",
     "RESOLVE_SLICE",
@@ -70,9 +71,12 @@ RESOLVE_SLICE = 512
 # so that a stalled broker bounds what the process holds, not just the bytes.
 RECORD_HANDLE_OVERHEAD = 256
 _NO_FUTURES = (None,) * RESOLVE_SLICE
-# What append_unkeyed answers: not appended (the batch is not open or full);
-# appended; appended, and the sticky partitioner's turn on this partition is over.
-REFUSED, APPENDED, SWITCH = 0, 1, 2
+# What append_unkeyed and append_keyed answer: not appended (the batch is not
+# open or full); appended; appended, and the sticky partitioner's turn on this
+# partition is over (append_unkeyed only). FULL is added to an answer when the
+# record left its batch full (is_full()): the lane wakes the sender, which sends
+# it now rather than at its linger (Java's batchIsFull, RecordAccumulator.append).
+REFUSED, APPENDED, SWITCH, FULL = 0, 1, 2, 4
 # The C twin of _resolve_from's set_result loop (see aioproducer._speedups), or None.
 _resolve_futures = kernels.resolve_futures if kernels is not None else None
 # What set_result may raise for a future left done, which the resolution passes:
@@ -287,9 +291,10 @@ class ProducerBatch:
         None stamps it now, as ``time.time_ns() // 1_000_000``), then
         ``produced[topic] += bound`` and :func:`.sticky.time_to_switch` with
         ``limit`` (the partitioner's ``batch_size``). Returns :data:`REFUSED`
-        (nothing changed), :data:`APPENDED` or :data:`SWITCH`. The reference
-        of the compiled :meth:`append_unkeyed`, which ``Producer.enqueue``'s
-        shortcut calls once per record.
+        (nothing changed), or :data:`APPENDED` or :data:`SWITCH`, plus
+        :data:`FULL` when the batch is full now. The reference of the compiled
+        :meth:`append_unkeyed`, which ``Producer.enqueue``'s shortcut calls once
+        per record.
         """
         if timestamp_ms is None:
             timestamp_ms = time_ns() // 1_000_000
@@ -304,9 +309,11 @@ class ProducerBatch:
             self.max_record_size = bound
         count = produced.get(topic, 0) + bound
         produced[topic] = count
-        if count >= limit and time_to_switch(count, limit, self.builder.size_in_bytes, bound):
-            return SWITCH  # (the first test, repeated, spares most records a call)
-        return APPENDED
+        filled = self.builder.size_in_bytes
+        code = APPENDED
+        if count >= limit and time_to_switch(count, limit, filled, bound):
+            code = SWITCH  # (the first test, repeated, spares most records a call)
+        return code + FULL if filled >= self.batch_size else code  # is_full(), the batch being open
 
     append_unkeyed = _append_unkeyed_pure  # the C kernel's method once bound (below the class)
 
@@ -318,17 +325,21 @@ class ProducerBatch:
         future: Any,
         reserve: int,
         bound: int,
-    ) -> bool:
+    ) -> int:
         """:meth:`try_append` for a record without headers, its sizes packed here.
 
         ``timestamp_ms`` None stamps it now (``time.time_ns() // 1_000_000``).
-        The reference of the compiled :meth:`append_keyed`, which the keyed
-        shortcut of ``Producer.enqueue`` (engine/keyed_lane.py) calls per record.
+        Returns :data:`REFUSED` (nothing changed) or :data:`APPENDED`, plus
+        :data:`FULL` when the batch is full now. The reference of the compiled
+        :meth:`append_keyed`, which the keyed shortcut of ``Producer.enqueue``
+        (engine/keyed_lane.py) calls per record.
         """
         if timestamp_ms is None:
             timestamp_ms = time_ns() // 1_000_000
         sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
-        return self.try_append(timestamp_ms, key, value, None, future, sizes, reserve, bound)
+        if not self.try_append(timestamp_ms, key, value, None, future, sizes, reserve, bound):
+            return REFUSED
+        return APPENDED + FULL if self.builder.size_in_bytes >= self.batch_size else APPENDED
 
     append_keyed = _append_keyed_pure  # the C kernel's method once bound (below the class)
 

@@ -8,7 +8,9 @@ partition's queue when nothing is in doubt: the topic's metadata is known, the
 queue has a batch that takes the record, the record is not too large, and
 buffer memory is free without waiting. Otherwise it appends nothing and answers
 None, and ``enqueue`` takes its full path, which decides (a new batch, a wait
-for metadata or memory, an error).
+for metadata or memory, an error). A record that leaves its batch full wakes
+the sender, as on the full path (Java's ``batchIsFull``): the batch is
+sendable now, whatever its linger.
 
 The producer uses it only when the full path would choose the same partition
 the same way: no custom partitioner, ``partitioner_ignore_keys`` off, no
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
 from ..protocol.records import MAX_RECORD_OVERHEAD
-from .batch import RECORD_HANDLE_OVERHEAD
+from .batch import APPENDED, RECORD_HANDLE_OVERHEAD
 from .buffer_pool import BufferPool
 from .partitioner import partition_for_key
 
@@ -50,10 +52,10 @@ class KeyedLane:
 
     It holds the accumulator's own per-partition queues (never a copy), the
     buffer pool, the client (whose ``snapshot`` it reads per record: a refresh
-    replaces it) and the loop's future factory.
+    replaces it), the loop's future factory and the sender's ``wakeup``.
     """
 
-    __slots__ = ("client", "create_future", "deques", "max_size", "pool")
+    __slots__ = ("client", "create_future", "deques", "max_size", "pool", "wake")
 
     def __init__(
         self,
@@ -62,12 +64,14 @@ class KeyedLane:
         client: KafkaClient,
         create_future: Callable[[], asyncio.Future[Any]],
         max_size: int,
+        wake: Callable[[], None],
     ) -> None:
         self.deques = deques
         self.pool = pool
         self.client = client
         self.create_future = create_future
         self.max_size = max_size  # the largest record bound the shortcut takes
+        self.wake = wake  # Sender.wakeup: a batch this lane filled is sendable now
 
     def _append_pure(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any] | None:
         """Append a keyed record to its partition's open batch; its future, or None."""
@@ -84,9 +88,15 @@ class KeyedLane:
         if size > self.max_size or pool.available < reserve or pool.exhausted:
             return None
         fut = self.create_future()
-        if not batch.append_keyed(None, key, value, fut, reserve, size):  # timestamp None: now
+        appended = batch.append_keyed(None, key, value, fut, reserve, size)  # timestamp None: now
+        if not appended:
             return None  # the batch is full, sealed or no longer open
+        # APPENDED + FULL (batch.py) when not APPENDED, read with the answer: the
+        # compiled lane reads it so, before the pool is charged.
+        full = appended != APPENDED
         pool.available -= reserve
+        if full:
+            self.wake()
         return fut
 
     append = _append_pure  # the C kernel's method once bound (below the class)

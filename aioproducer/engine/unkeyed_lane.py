@@ -7,7 +7,9 @@ with the metadata it was chosen under. The lane appends it there when nothing
 is in doubt: the batch is alive and open with room, the topic's metadata is
 still the one the batch was chosen under, the record is not too large, and
 buffer memory is free without waiting. On any doubt it appends nothing and
-answers None, and ``enqueue`` takes its full path, which decides.
+answers None, and ``enqueue`` takes its full path, which decides. A record
+that leaves its batch full wakes the sender, as on the full path (Java's
+``batchIsFull``): the batch is sendable now, whatever its linger.
 
 :meth:`UnkeyedLane._append_pure` is the reference. When the C kernels are
 built, :meth:`UnkeyedLane.append` is their compiled twin (``_append.c``), which
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
 from ..protocol.records import MAX_RECORD_OVERHEAD
-from .batch import RECORD_HANDLE_OVERHEAD, SWITCH
+from .batch import APPENDED, FULL, RECORD_HANDLE_OVERHEAD, SWITCH
 from .buffer_pool import BufferPool
 
 if TYPE_CHECKING:
@@ -45,7 +47,8 @@ class UnkeyedLane:
 
     It holds the partitioner's own ``filling`` and ``produced`` dicts (never
     copies), the buffer pool, the client (whose ``snapshot`` it reads per
-    record: a refresh replaces it) and the loop's future factory.
+    record: a refresh replaces it), the loop's future factory and the
+    sender's ``wakeup``.
     """
 
     __slots__ = (
@@ -57,6 +60,7 @@ class UnkeyedLane:
         "move_on",
         "pool",
         "produced",
+        "wake",
     )
 
     def __init__(
@@ -66,6 +70,7 @@ class UnkeyedLane:
         client: KafkaClient,
         create_future: Callable[[], asyncio.Future[Any]],
         max_size: int,
+        wake: Callable[[], None],
     ) -> None:
         self.filling = sticky.filling
         self.produced = sticky.produced
@@ -75,6 +80,7 @@ class UnkeyedLane:
         self.client = client
         self.create_future = create_future
         self.max_size = max_size  # the largest record bound the shortcut takes
+        self.wake = wake  # Sender.wakeup: a batch this lane filled is sendable now
 
     def _append_pure(self, topic: str, value: bytes) -> asyncio.Future[Any] | None:
         """Append an unkeyed record to the topic's filling batch; its future, or None."""
@@ -106,8 +112,11 @@ class UnkeyedLane:
         if not appended:
             return None  # the batch is full or sealed
         pool.available -= reserve
-        if appended == SWITCH:
-            self.move_on(topic, known)
+        if appended != APPENDED:  # SWITCH, FULL or both (batch.py)
+            if appended & FULL:
+                self.wake()
+            if appended & SWITCH:
+                self.move_on(topic, known)
         return fut
 
     append = _append_pure  # the C kernel's method once bound (below the class)

@@ -401,7 +401,7 @@ def test_append_keyed_stamps_now_when_no_timestamp_is_given(k: ModuleType) -> No
     kernel = _keyed_kernel_method(k)
     batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1000, now=0.0, delivery_timeout=60)
     before = time.time_ns() // 1_000_000
-    assert kernel(batch, None, b"key", b"value", 1, 10, 40) is True  # type: ignore[operator]
+    assert kernel(batch, None, b"key", b"value", 1, 10, 40) == batch_module.APPENDED  # type: ignore[operator]
     after = time.time_ns() // 1_000_000
     assert before <= batch.timestamps[0] <= after
     assert batch.sizes == [pack_sizes(3, 5)]

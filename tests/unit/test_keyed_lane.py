@@ -2,19 +2,22 @@
 
 Two identical worlds (the accumulator's per-partition queues, a buffer pool, a
 client whose metadata snapshot changes, a future factory) go through the same
-random steps: appends of random keys and values that the batch takes or
-refuses; queues emptied and refilled; the topic's metadata replaced (with
+random steps: appends of random keys and values that the batch takes, fills
+or refuses; queues emptied and refilled; the topic's metadata replaced (with
 another partition count) or forgotten; the pool running low or being marked
 exhausted. After each step both must have answered alike (a future or None),
-called the same batch with the same arguments, and charged the pool alike. A
-last test runs real batches through both.
+called the same batch with the same arguments, charged the pool alike and
+woken the sender alike. The last tests run real batches through both.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import time
 from collections import deque
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,12 +26,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioproducer.engine import batch as batch_module
-from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.batch import ProducerBatch, pack_sizes
 from aioproducer.engine.buffer_pool import BufferPool
 from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
 from aioproducer.engine.partitioner import _murmur2_pure
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
+from aioproducer.protocol.records import RecordBatchBuilder
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
@@ -51,7 +55,7 @@ class _ScriptedBatch:
         self.calls = calls
         self.answer = True
 
-    def append_keyed(self, *args: Any) -> bool:
+    def append_keyed(self, *args: Any) -> Any:
         self.calls.append((self.name, *args))
         return self.answer
 
@@ -74,10 +78,11 @@ class _World:
         self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(4)}))
         tokens = itertools.count()
-        self.lane = KeyedLane(
-            self.queues, self.pool, self.client, lambda: ("future", next(tokens)), max_size  # type: ignore[arg-type]
-        )
         self.calls: list[tuple[Any, ...]] = []
+        self.lane = KeyedLane(
+            self.queues, self.pool, self.client, lambda: ("future", next(tokens)), max_size,  # type: ignore[arg-type]
+            lambda: self.calls.append(("wake", self.pool.available)),
+        )
         self.batches: dict[int, _ScriptedBatch] = {}
 
     def fill(self, partition: int) -> None:
@@ -91,7 +96,9 @@ class _World:
 
 _KEYS = st.binary(min_size=0, max_size=40)
 _STEPS = st.one_of(
-    st.tuples(st.just("append"), _KEYS, st.integers(0, 400), st.booleans()),
+    st.tuples(st.just("append"), _KEYS, st.integers(0, 400),
+              st.sampled_from([True, False, batch_module.APPENDED, batch_module.REFUSED,
+                               batch_module.APPENDED + batch_module.FULL, 2])),
     st.tuples(st.just("fill"), st.integers(0, 5)),
     st.tuples(st.just("empty"), st.integers(0, 5)),
     st.tuples(st.just("metadata"), st.integers(0, 6)),
@@ -175,11 +182,15 @@ def test_real_batches_end_alike(compiled_append: Any) -> None:
                                                         now=0.0, delivery_timeout=60)])
             pool = BufferPool(50_000)
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(3)}))
-            lane = KeyedLane(queues, pool, client, loop.create_future, 1 << 20)  # type: ignore[arg-type]
+            wakes: list[int] = []
+            lane = KeyedLane(
+                queues, pool, client, loop.create_future, 1 << 20,  # type: ignore[arg-type]
+                functools.partial(wakes.append, 0),
+            )
             answers = [append(lane, "t", b"k%d" % i, b"x" * (i % 50)) is not None for i in range(60)]
             batches = [dq[-1] for dq in queues.values()]
             results.append((
-                answers, pool.available,
+                answers, pool.available, wakes,
                 [(b.record_count, list(b.sizes), b.reserved, b.max_record_size) for b in batches],
                 [[(r.offset, r.key, r.value, r.headers) for r in parsed.records]
                  for b in batches for parsed in parse_record_batches(b.builder.build())],
@@ -187,5 +198,39 @@ def test_real_batches_end_alike(compiled_append: Any) -> None:
         pure, compiled = results
         assert compiled == pure
         assert sum(pure[0]) < 60  # some were refused: their batch was full
+    finally:
+        loop.close()
+
+
+def _record_count_on_wake(batch: ProducerBatch, wakes: list[int]) -> Callable[[], None]:
+    """A lane's wake that notes how many records the batch held when it was called."""
+    return lambda: wakes.append(batch.record_count)
+
+
+def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) -> None:
+    """Only the append that leaves the batch full (is_full()) wakes the sender, in both lanes."""
+    # A first record stamped an hour back: the lane's records, stamped now, get
+    # 4-byte timestamp deltas however slowly this runs, so the size they fill is known.
+    base = time.time_ns() // 1_000_000 - 3_600_000
+    key = b"key"
+    values = [b"a" * 30, b"b" * 100, b"", b"c" * 5]
+    probe = RecordBatchBuilder(codec=Codec.NONE, batch_size=1 << 20)
+    for ts, value in [(base, b"first")] + [(base + 3_600_000, v) for v in values]:
+        probe.append(ts, key, value, None)
+    loop = asyncio.new_event_loop()
+    try:
+        for append in (KeyedLane._append_pure, compiled_append):
+            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
+                                  delivery_timeout=60)
+            assert batch.try_append(base, key, b"first", None, object(), pack_sizes(3, 5))
+            client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(1)}))
+            wakes: list[int] = []
+            lane = KeyedLane(
+                {("t", 0): deque([batch])}, BufferPool(1 << 20), client, loop.create_future,  # type: ignore[arg-type]
+                1 << 20, _record_count_on_wake(batch, wakes),
+            )
+            assert all(append(lane, "t", key, value) is not None for value in values)
+            assert batch.is_full() and wakes == [5], (append, wakes)
+            assert append(lane, "t", key, b"") is None and wakes == [5]
     finally:
         loop.close()

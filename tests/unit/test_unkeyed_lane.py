@@ -2,19 +2,22 @@
 
 Two identical worlds (the partitioner's filling and produced dicts, a buffer
 pool, a client whose metadata snapshot changes, a future factory) go through
-the same random steps: appends of random sizes that the batch takes, refuses
-or ends the sticky turn with; the batch dying; the topic's metadata replaced;
+the same random steps: appends of random sizes that the batch takes, refuses,
+ends the sticky turn with or fills; the batch dying; the topic's metadata replaced;
 the pool running low or being marked exhausted; the topic forgotten and a new
 batch filling. After each step both must have answered alike (a future or
-None), called the batch with the same arguments, charged the pool alike and
-moved the partitioner alike. A last test runs a real batch through both.
+None), called the batch with the same arguments, charged the pool alike,
+woken the sender alike and moved the partitioner alike. A last test runs a real batch through both.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import time
 import weakref
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,14 +26,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioproducer.engine import batch as batch_module
-from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.batch import ProducerBatch, pack_sizes
 from aioproducer.engine.buffer_pool import BufferPool
 from aioproducer.engine.sticky import StickyPartitioner
 from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
 from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.records import RecordBatchBuilder
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
+FULL = batch_module.FULL
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +73,13 @@ class _World:
     def __init__(self, total: int, max_size: int, plain_pool: bool = False) -> None:
         self.sticky = StickyPartitioner(batch_size=1000)
         self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
+        # Wakes and moves in one list: their order is compared too.
         self.moves: list[tuple[str, Any]] = []
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={}))
         tokens = itertools.count()
         self.lane = UnkeyedLane(
-            self.sticky, self.pool, self.client, lambda: ("future", next(tokens)), max_size  # type: ignore[arg-type]
+            self.sticky, self.pool, self.client, lambda: ("future", next(tokens)), max_size,  # type: ignore[arg-type]
+            lambda: self.moves.append(("wake", self.pool.available)),
         )
         self.lane.move_on = lambda topic, info: self.moves.append((topic, info))
         self.calls: list[tuple[Any, ...]] = []
@@ -89,7 +96,8 @@ class _World:
 
 _STEPS = st.one_of(
     st.tuples(st.just("append"), st.integers(0, 400),
-              st.sampled_from([batch_module.APPENDED, batch_module.REFUSED, batch_module.SWITCH])),
+              st.sampled_from([batch_module.APPENDED, batch_module.REFUSED, batch_module.SWITCH,
+                               batch_module.APPENDED + FULL, batch_module.SWITCH + FULL, True, 3])),
     st.tuples(st.just("kill")),
     st.tuples(st.just("metadata")),
     st.tuples(st.just("exhaust"), st.booleans()),
@@ -160,8 +168,11 @@ def test_a_real_batch_through_both_lanes(compiled_append: Any) -> None:
             pool = BufferPool(1 << 20)
             info = object()
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
-            lane = UnkeyedLane(sticky, pool, client, loop.create_future, 1 << 20)  # type: ignore[arg-type]
             moves: list[str] = []
+            lane = UnkeyedLane(
+                sticky, pool, client, loop.create_future, 1 << 20,  # type: ignore[arg-type]
+                functools.partial(moves.append, "wake"),
+            )
             lane.move_on = lambda topic, _info, moves=moves: moves.append(topic)
             batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=3000, now=0.0, delivery_timeout=60)
             sticky.filling["t"] = (weakref.ref(batch), info)  # type: ignore[arg-type]
@@ -172,6 +183,42 @@ def test_a_real_batch_through_both_lanes(compiled_append: Any) -> None:
             results.append((len(taken), answers.index(None), moves, pool.available, dict(sticky.produced),
                             batch.reserved, batch.record_count, list(batch.sizes)))
         assert results[1] == results[0]
+    finally:
+        loop.close()
+
+
+def _record_count_on_wake(batch: ProducerBatch, wakes: list[int]) -> Callable[[], None]:
+    """A lane's wake that notes how many records the batch held when it was called."""
+    return lambda: wakes.append(batch.record_count)
+
+
+def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) -> None:
+    """Only the append that leaves the batch full (is_full()) wakes the sender, in both lanes."""
+    # A first record stamped an hour back: the lane's records, stamped now, get
+    # 4-byte timestamp deltas however slowly this runs, so the size they fill is known.
+    base = time.time_ns() // 1_000_000 - 3_600_000
+    values = [b"a" * 30, b"b" * 100, b"", b"c" * 5]
+    probe = RecordBatchBuilder(codec=Codec.NONE, batch_size=1 << 20)
+    for ts, value in [(base, b"first")] + [(base + 3_600_000, v) for v in values]:
+        probe.append(ts, None, value, None)
+    loop = asyncio.new_event_loop()
+    try:
+        for append in (UnkeyedLane._append_pure, compiled_append):
+            sticky = StickyPartitioner(batch_size=1 << 20)  # its turn never ends here
+            info: Any = object()
+            client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
+            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
+                                  delivery_timeout=60)
+            wakes: list[int] = []
+            lane = UnkeyedLane(
+                sticky, BufferPool(1 << 20), client, loop.create_future, 1 << 20,  # type: ignore[arg-type]
+                _record_count_on_wake(batch, wakes),
+            )
+            assert batch.try_append(base, None, b"first", None, object(), pack_sizes(-1, 5))
+            sticky.filling["t"] = (weakref.ref(batch), info)
+            assert all(append(lane, "t", value) is not None for value in values)
+            assert batch.is_full() and wakes == [5], (append, wakes)
+            assert append(lane, "t", b"") is None and wakes == [5]
     finally:
         loop.close()
 

@@ -1,0 +1,173 @@
+"""A batch's appends answer FULL when the record left it full, and the lanes read that answer alike.
+
+``ProducerBatch.append_unkeyed`` and ``append_keyed`` add :data:`FULL` to
+their answer exactly when the record left the batch full (``is_full()``),
+compiled as in the pure reference; the shortcut lanes then wake the sender,
+as enqueue's full path does (Java's ``batchIsFull``). A batch of another class
+may answer anything: the compiled lanes read such an answer with the same
+operators, in the same order around the pool's charge, as the pure lanes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from types import ModuleType, SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from aioproducer.engine import batch as batch_module
+from aioproducer.engine.batch import FULL, ProducerBatch
+from aioproducer.engine.buffer_pool import BufferPool
+from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
+from aioproducer.engine.sticky import StickyPartitioner
+from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
+from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.records import RecordBatchBuilder
+from tests.support.kernels import kernels_or_skip, required
+
+K = kernels_or_skip()
+
+
+@pytest.fixture(scope="module")
+def k() -> ModuleType:
+    return required(K)
+
+
+@pytest.fixture(scope="module")
+def lane_appends(k: ModuleType) -> tuple[Any, Any]:
+    """The compiled (UnkeyedLane.append, KeyedLane.append), bound here too: with
+    AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure methods in place."""
+    unkeyed = k.bind_lane_layout(
+        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH,
+        BufferPool,
+    )
+    keyed = k.bind_keyed_lane_layout(
+        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, BufferPool
+    )
+    return unkeyed, keyed
+
+
+@pytest.mark.parametrize("kind", ["unkeyed", "keyed"])
+@pytest.mark.parametrize("own_size", ["as built", "smaller"])
+def test_full_is_answered_exactly_when_the_batch_is_full(k: ModuleType, kind: str, own_size: str) -> None:
+    """Every batch size over a span (some land exactly on a record's end): the same
+    answers from both, with FULL exactly when is_full() (by the batch's own batch_size)."""
+    unkeyed, keyed = k.bind_batch_layout(ProducerBatch, RecordBatchBuilder, batch_module.OPEN)
+    kernel = unkeyed if kind == "unkeyed" else keyed
+    pure = ProducerBatch._append_unkeyed_pure if kind == "unkeyed" else ProducerBatch._append_keyed_pure
+    values = [None if i % 7 == 3 else bytes([i]) * (i * 13 % 90) for i in range(40)]
+    fills = 0
+    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
+        for batch_size in range(62, 1500, 3):
+            answers: list[list[Any]] = [[], []]
+            for append, got in zip((pure, kernel), answers):
+                batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
+                                      delivery_timeout=60)
+                if own_size == "smaller":
+                    batch.batch_size = batch_size - 40  # full before its builder refuses
+                produced: dict[str, int] = {}
+                for i, value in enumerate(values):
+                    if kind == "unkeyed":
+                        answer = append(batch, 5 + i, value, i, 10, 30, produced, "t", 700)
+                    else:
+                        answer = append(batch, 5 + i, b"k", value, i, 10, 30)
+                    got.append(answer)
+                    if answer:
+                        assert bool(answer & FULL) == batch.is_full(), (batch_size, i)
+                        fills += batch.is_full()
+            assert answers[1] == answers[0], batch_size
+    assert fills > 40  # batches were filled exactly (or past a smaller own size), in both
+
+
+class _Odd:
+    """An answer of a batch of another class: true, not APPENDED, its ``&`` as the test says."""
+
+    def __init__(self, flags: int | None) -> None:
+        self.flags = flags
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        if self.flags == -1:
+            raise LookupError("no answer")
+        return True
+
+    def __and__(self, flag: int) -> int:
+        if self.flags is None:
+            raise ArithmeticError("no flags")
+        return self.flags & flag
+
+
+class _Batch:
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def append_unkeyed(self, *args: Any) -> Any:
+        return self.answer
+
+    def append_keyed(self, *args: Any) -> Any:
+        return self.answer
+
+
+class _Events(list[tuple[str, int]]):
+    """The lane's wakes and moves, each with the pool's free memory at the time."""
+
+    def __init__(self, pool: BufferPool) -> None:
+        super().__init__()
+        self.pool = pool
+
+    def wake(self) -> None:
+        self.append(("wake", self.pool.available))
+
+    def move(self, topic: str, info: object) -> int:
+        self.append(("move", self.pool.available))
+        return 0
+
+
+def _run(append: Any, lane: Any, *args: Any) -> Any:
+    """The lane's answer (a future's type, or None), or the error it raised (by type and message)."""
+    try:
+        answer = append(lane, *args)
+    except Exception as exc:  # noqa: BLE001 - the same error from both, or the test fails
+        return type(exc), str(exc)
+    return None if answer is None else type(answer)
+
+
+@pytest.mark.parametrize("flags", [None, -1, 0, FULL, batch_module.SWITCH, FULL | batch_module.SWITCH])
+def test_the_unkeyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any], flags: int | None) -> None:
+    """Read once the pool is charged: the sender woken before the partitioner moves on."""
+    outcomes = []
+    for append in (UnkeyedLane._append_pure, lane_appends[0]):
+        sticky = StickyPartitioner(batch_size=1000)
+        pool = BufferPool(1 << 20)
+        events = _Events(pool)
+        info: Any = object()
+        client: Any = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
+        lane = UnkeyedLane(sticky, pool, client, object, 1 << 20, events.wake)  # type: ignore[arg-type]
+        lane.move_on = events.move
+        batch: Any = _Batch(_Odd(flags))
+        sticky.filling["t"] = (weakref.ref(batch), info)
+        outcomes.append((_run(append, lane, "t", b"v" * 10), pool.available, list(events)))
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[0][1] < 1 << 20  # charged, whatever was read after
+
+
+@pytest.mark.parametrize("flags", [-1, 0, FULL])
+def test_the_keyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any], flags: int) -> None:
+    """Read with the answer, before the pool is charged: ``!=`` APPENDED is FULL."""
+    outcomes = []
+    for append in (KeyedLane._append_pure, lane_appends[1]):
+        pool = BufferPool(1 << 20)
+        events = _Events(pool)
+        info = SimpleNamespace(partitions=(0,), tps=(("t", 0),))
+        client: Any = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
+        queues: Any = {("t", 0): deque([_Batch(_Odd(flags))])}
+        lane = KeyedLane(queues, pool, client, object, 1 << 20, events.wake)  # type: ignore[arg-type]
+        outcomes.append((_run(append, lane, "t", b"k", b"v"), pool.available, list(events)))
+    assert outcomes[1] == outcomes[0]
+    # The answer's != raised before the pool was charged, or the record was taken.
+    assert (outcomes[0][1] == 1 << 20) == (flags == -1)
