@@ -251,3 +251,43 @@ async def test_an_abort_ends_a_transaction_whose_registration_was_never_answered
             await within(p.send("tx", b"next"), BOUND)
             await within(p.commit_transaction(), BOUND)
         assert [r.value for r in cluster.records("tx")] == [b"next"]
+
+
+async def test_a_failed_send_offsets_fails_the_queued_batches_at_once() -> None:
+    """TxnOffsetCommit refused for good: the transaction can only be aborted, and
+    its failure wakes the sender to fail a lingering batch now, not at its linger."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        refused = errors.GroupAuthorizationFailedError.code
+
+        def refuse(body: Any, ctx: Any) -> dict[str, Any]:
+            return {"throttle_time_ms": 0, "topics": [
+                {"name": t.name, "partitions": [
+                    {"partition_index": q.partition_index, "error_code": refused}
+                    for q in t.partitions]} for t in body.topics]}
+
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=600_000,
+                            delivery_timeout_ms=700_000, max_block_ms=10_000) as p:
+            sender, txn = p._sender, p._txn
+            assert sender is not None and txn is not None
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            await within(p.flush(), BOUND)
+            lingering = await p.enqueue("tx", b"lingers")
+            woken_failed: list[bool] = []
+            wakeup = sender.wakeup
+
+            def watched_wakeup() -> None:
+                woken_failed.append(txn.state.name == "ABORTABLE_ERROR")
+                wakeup()
+
+            sender.wakeup = watched_wakeup  # type: ignore[method-assign]
+            cluster.intercept(28, refuse)
+            with pytest.raises(errors.GroupAuthorizationFailedError):
+                await within(p.send_offsets_to_transaction({("in", 0): 5}, "group"), BOUND)
+            assert any(woken_failed), woken_failed  # the failure itself rang
+            await within(asyncio.wait([lingering]), BOUND)
+            assert isinstance(lingering.exception(), errors.TransactionAbortedError)
+            assert lingering.exception().may_have_been_written is False
+            await within(p.abort_transaction(), BOUND)
+        assert cluster.records("tx", include_uncommitted=True) == []
