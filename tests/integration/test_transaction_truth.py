@@ -6,11 +6,15 @@ Read back by librdkafka (read_committed), not by the producer under test:
   next transaction (under v1 both share one producer id and epoch unless the
   producer moves on to a new epoch, which it now does);
 * close() after a commit that timed out (the broker stopped) finishes the
-  commit: no transaction is left open to hold read_committed readers back.
+  commit: no transaction is left open to hold read_committed readers back;
+* a record whose serializer's prepare() was still running when the transaction
+  committed is refused, not written outside any transaction (under v2 the
+  leader would open a transaction nobody ends).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +23,7 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.testing.kafka_broker import KafkaBroker
+from tests.mock.test_enqueue_state_races import HeldSerializer
 from tests.support.aio import read_back, within
 
 pytestmark = pytest.mark.asyncio
@@ -99,3 +104,46 @@ async def test_close_after_a_commit_timed_out_finishes_the_commit(  # type: igno
             await within(later.send(topic, b"later"), BOUND)
     records = await read_back(bootstrap, topic, 3, isolation_level="read_committed", timeout=30)
     assert [r.value for r in records] == [b"one", b"two", b"later"]
+
+
+class HeldTopicSerializer(HeldSerializer):
+    """:class:`HeldSerializer` whose ``prepare`` waits for the test on one given topic."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__()
+        self.topic = topic
+
+    async def prepare(self, topic: str) -> None:
+        if topic == self.topic:
+            self.entered.set()
+            await self.release.wait()
+
+
+async def test_a_commit_during_a_serializers_prepare_leaves_no_stray_record(  # type: ignore[no-untyped-def]
+    txn_broker, topic_factory
+) -> None:
+    _version, bootstrap = txn_broker
+    other = topic_factory(1, bootstrap=bootstrap)
+    held = topic_factory(1, bootstrap=bootstrap)
+    serializer = HeldTopicSerializer(held)
+    async with Producer(bootstrap, value_serializer=serializer, transactional_id=_tid(),
+                        max_block_ms=20_000) as p:
+        await within(p.init_transactions(), BOUND)
+        await p.begin_transaction()
+        await within(p.send(other, "committed"), BOUND)
+        await within(p.partitions_for(held), BOUND)
+        enqueue = asyncio.ensure_future(p.enqueue(held, "stray"))
+        await within(serializer.entered.wait(), BOUND)
+        await within(p.commit_transaction(), BOUND)
+        serializer.release.set()
+        with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+            await within(enqueue, BOUND)
+    # Nothing open is left: a later transaction's record is readable past it.
+    async with Producer(bootstrap, transactional_id=_tid(), max_block_ms=20_000) as later:
+        await within(later.init_transactions(), BOUND)
+        async with later.transaction():
+            await within(later.send(held, b"later"), BOUND)
+    records = await read_back(bootstrap, held, 1, isolation_level="read_committed", timeout=30)
+    assert [r.value for r in records] == [b"later"]
+    everything = await read_back(bootstrap, held, 1, timeout=30)
+    assert [r.value for r in everything] == [b"later"]  # the stray record was never written
