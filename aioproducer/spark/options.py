@@ -19,7 +19,7 @@ from ..errors import ConfigurationError
 from ..net.security_properties import redact_properties
 from .avro_options import AvroOptions, is_avro_option, parse_avro_options
 
-__all__ = ["KAFKA_PREFIX", "SinkOptions", "parse_options"]
+__all__ = ["KAFKA_PREFIX", "SinkOptions", "parse_options", "refuse_speculation"]
 
 KAFKA_PREFIX = "kafka."
 
@@ -88,6 +88,28 @@ class SinkOptions:
         # Stable across task attempts: the retry's init_transactions() fences the
         # failed attempt and aborts whatever it left open.
         return f"{self.transactional_id_prefix}-{partition_id}"
+
+
+def refuse_speculation(options: SinkOptions, speculation: str | None) -> None:
+    """Raise ConfigurationError if a transactional write runs with ``spark.speculation`` on.
+
+    ``speculation`` is the setting's value as the task sees it (None: unset).
+    A speculative copy of a task would take the task's transactional id: its
+    init_transactions() aborts the transaction the other attempt prepared, and
+    the driver may be about to commit that one. Per-attempt ids would not do
+    either: a Python data source hears nothing of the attempt Spark turns down,
+    so nobody could end the transaction that attempt leaves open, and
+    ``read_committed`` consumers would wait for it until it times out.
+    """
+    if not options.transactional or (speculation or "").strip().lower() != "true":
+        return
+    raise ConfigurationError(
+        "option('transactional', 'true') cannot run with spark.speculation=true: a "
+        "speculative copy of a task would share its transactional id and abort the "
+        "transaction the other attempt prepared for the driver to commit. Start the "
+        "application with spark.speculation=false (it cannot change in a running session), "
+        "or write at-least-once, without option('transactional')"
+    )
 
 
 def _parse_bool(name: str, value: str) -> bool:

@@ -47,7 +47,7 @@ from ..producer import Producer
 from .avro_columns import avro_encoder
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
 from .job_transactions import abort_job, commit_job
-from .options import SinkOptions
+from .options import SinkOptions, refuse_speculation
 
 try:  # Spark 4.1+: Arrow batches for streaming writes too.
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
@@ -90,6 +90,13 @@ def _task_identity() -> tuple[int, int]:
     if ctx is None:  # called outside a Spark task (tests, local experiments)
         return 0, 0
     return ctx.partitionId(), ctx.attemptNumber()
+
+
+def _task_setting(name: str) -> str | None:
+    """A Spark setting as the task sees it: Spark SQL hands the session's
+    settings to every task of a query as local properties (None: unset)."""
+    ctx = TaskContext.get()
+    return None if ctx is None else ctx.getLocalProperty(name)
 
 
 class _Outstanding:
@@ -231,7 +238,12 @@ async def _abort_quietly(producer: Producer) -> None:
 
 
 def write_partition(chunks: Iterator[Chunk], options: SinkOptions) -> KafkaCommitMessage:
-    """Deliver one task's records; raise SinkWriteError on the first failure."""
+    """Deliver one task's records; raise SinkWriteError on the first failure.
+
+    A transactional write refuses Spark speculation (ConfigurationError) before
+    it starts a producer: the setting reaches the tasks, not the planning.
+    """
+    refuse_speculation(options, _task_setting("spark.speculation"))
     partition_id, attempt = _task_identity()
     return asyncio.run(_produce(chunks, options, partition_id, attempt))
 
