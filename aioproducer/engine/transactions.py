@@ -65,7 +65,7 @@ from ..protocol.txn_messages import (
 )
 from .idempotence import SequenceState
 from .transaction_version import end_txn_identity, transaction_v2_enabled
-from .two_phase import PreparedTransaction
+from .two_phase import CompletedOutcomes, PreparedTransaction
 from .txn_coordinator import RETRY_CODES, CoordinatorLink
 from .txn_offsets import offset_commit_topics, offsets_to_retry
 
@@ -86,9 +86,9 @@ class TxnState(enum.Enum):
     FATAL_ERROR = "fatal error"
 
 
-# How many of its own completed two-phase transactions a producer remembers, to
-# answer a replayed completion with the real outcome.
-_COMPLETED_KEPT = 64
+# The coordinator forgot the id (transactional.id.expiration.ms), or another producer took it.
+_UNMAPPED = errors.InvalidProducerIdMappingError
+
 
 
 class TransactionManager:
@@ -132,12 +132,13 @@ class TransactionManager:
         self._maybe_registered = False
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
+        # The coordinator forgot the id: an abort has no transaction to end.
+        self._id_unmapped = False
         self._wake_sender = wake_sender
         # Transactions v2 (KIP-890 part 2) for the current transaction.
         self.v2 = False
-        # Outcomes (committed or not) of this producer's own two-phase
-        # transactions, by (producer id, epoch), most recent last.
-        self._completed: dict[tuple[int, int], bool] = {}
+        # Outcomes of this producer's own two-phase transactions (replays).
+        self._completed = CompletedOutcomes(transactional_id)
 
     @property
     def requests_sent(self) -> Mapping[str, int]:
@@ -241,6 +242,14 @@ class TransactionManager:
                 f"epoch (the transaction ran past transaction_timeout_ms, or a newer producer "
                 f"with this id started); abort the transaction. {detail}".rstrip()
             )
+        elif code == errors.InvalidProducerIdMappingError.code:
+            # Abortable, as in Java (abortableErrorIfPossible): the abort skips EndTxn and
+            # asks InitProducerId for a new producer id (KIP-360), or is fenced.
+            self.epoch_bump_needed = self._id_unmapped = True
+            exc = errors.InvalidProducerIdMappingError(
+                f"transactional id {self.transactional_id!r} is no longer mapped to producer id "
+                f"{self._seq.producer_id}: it expired (transactional.id.expiration.ms) or a newer "
+                f"producer took it; abort the transaction, which gets a new producer id. {detail}")
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = exc
@@ -313,7 +322,8 @@ class TransactionManager:
         await self._await_partitions_added(deadline)
         ended_on_same_epoch = False
         surely = bool(self._added or self._offsets_added)
-        if surely or self._maybe_registered:
+        # An expired id has no transaction to end (Java's beginCompletingTransaction).
+        if (surely or self._maybe_registered) and not (self._id_unmapped and not commit):
             body = {
                 "transactional_id": self.transactional_id,
                 "producer_id": self._seq.producer_id,
@@ -375,6 +385,7 @@ class TransactionManager:
         self._pending.clear()
         self._offsets_added = False
         self._maybe_registered = False
+        self._id_unmapped = False
         self.error = None
         self.preparing = False
         self.state = TxnState.READY
@@ -444,9 +455,7 @@ class TransactionManager:
     def completed_outcome(self, prepared: PreparedTransaction) -> bool | None:
         """True (committed) or False (aborted) if ``prepared`` is one of this
         producer's own two-phase transactions it completed; None otherwise."""
-        if prepared.transactional_id != self.transactional_id:
-            return None
-        return self._completed.get((prepared.producer_id, prepared.producer_epoch))
+        return self._completed.of(prepared)
 
     async def complete_prepared(self, commit: bool) -> None:
         """Commit or abort this producer's own prepared transaction (state PREPARED).
@@ -466,10 +475,10 @@ class TransactionManager:
         empty = not (self._added or self._offsets_added)
         try:
             await self.end(commit, fresh_epoch=True)
-        except (errors.ProducerFencedError, errors.InvalidTxnStateError) as exc:
+        except (errors.ProducerFencedError, errors.InvalidTxnStateError, _UNMAPPED) as exc:
             ended_otherwise = isinstance(exc, errors.InvalidTxnStateError)
             if ended_otherwise:
-                self._remember(identity, not commit)
+                self._completed.remember(identity, not commit)
             try:
                 await self._bump_epoch(time.monotonic() + self._max_block)
             except errors.KafkaError as bump_exc:
@@ -482,17 +491,14 @@ class TransactionManager:
                 else "it was aborted by a newer producer with this id or by the coordinator "
                 "after transaction_timeout_ms"
             )
+            if isinstance(exc, _UNMAPPED):
+                gone += ", and the id has expired since (transactional.id.expiration.ms)"
             raise errors.TransactionNotCompletedError(
                 f"cannot {what} the prepared transaction of {self.transactional_id!r} "
                 f"(producer id {identity[0]}, epoch {identity[1]}): {gone}{after}"
             ) from exc
         if not empty:  # an empty one ends nothing: completing it again is harmless
-            self._remember(identity, commit)
-
-    def _remember(self, identity: tuple[int, int], committed: bool) -> None:
-        self._completed[identity] = committed
-        while len(self._completed) > _COMPLETED_KEPT:
-            del self._completed[next(iter(self._completed))]
+            self._completed.remember(identity, commit)
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
         """Add consumer offsets to the transaction (consume-transform-produce)."""
@@ -522,8 +528,7 @@ class TransactionManager:
             )
             topics, failure = offsets_to_retry(response, topics, group_id)
             if failure is not None:
-                self.batch_failed(failure)
-                raise failure
+                raise self.batch_failed(failure)  # an expired id's error explains itself
             if topics:
                 await self._link.sleep_before(deadline)
 
@@ -586,3 +591,5 @@ class TransactionManager:
             # KIP-890 part 1: the user aborts this transaction and goes on.
             self.batch_failed(exc)
             raise
+        except _UNMAPPED as exc:
+            raise self.batch_failed(exc) from None

@@ -17,7 +17,7 @@ from .. import errors
 from ..protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, END_TXN
 from .txn_coordinator import CoordinatorLink
 
-__all__ = ["PreparedTransaction", "end_prepared"]
+__all__ = ["CompletedOutcomes", "PreparedTransaction", "end_prepared"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,27 @@ class PreparedTransaction:
     producer_epoch: int
     transaction_version: int  # 1 or 2 (KIP-890): which EndTxn versions apply
     empty: bool = False
+
+
+class CompletedOutcomes:
+    """How a producer completed its own prepared transactions (True: committed),
+    by producer id and epoch, the most recent ``kept``: a replayed completion is
+    answered with the real outcome."""
+
+    def __init__(self, transactional_id: str, kept: int = 64) -> None:
+        self._transactional_id = transactional_id
+        self._kept = kept
+        self._by_identity: dict[tuple[int, int], bool] = {}
+
+    def remember(self, identity: tuple[int, int], committed: bool) -> None:
+        self._by_identity[identity] = committed
+        while len(self._by_identity) > self._kept:
+            del self._by_identity[next(iter(self._by_identity))]
+
+    def of(self, prepared: PreparedTransaction) -> bool | None:
+        if prepared.transactional_id != self._transactional_id:
+            return None
+        return self._by_identity.get((prepared.producer_id, prepared.producer_epoch))
 
 
 async def end_prepared(link: CoordinatorLink, prepared: PreparedTransaction, commit: bool) -> None:
