@@ -64,7 +64,8 @@ async def end_prepared(link: CoordinatorLink, prepared: PreparedTransaction, com
     (aborting it), the coordinator aborted it after its timeout, or it was
     completed and its producer went on to a later epoch
     (``TransactionManager.complete_prepared``); INVALID_TXN_STATE means it
-    already ended the other way. Retried EndTxn of the same outcome succeeds
+    already ended the other way; INVALID_PRODUCER_ID_MAPPING that the id
+    expired (``transactional.id.expiration.ms``) after the transaction ended. Retried EndTxn of the same outcome succeeds
     again (the coordinator answers a completed transaction's retry).
     """
     if prepared.empty:
@@ -81,7 +82,10 @@ async def end_prepared(link: CoordinatorLink, prepared: PreparedTransaction, com
             END_TXN, body, prepared.transactional_id, COORDINATOR_KEY_TRANSACTION,
             time.monotonic() + link.max_block, v2=prepared.transaction_version >= 2,
         )
-    except (errors.ProducerFencedError, errors.InvalidTxnStateError) as exc:
+    except (
+        errors.ProducerFencedError, errors.InvalidTxnStateError,
+        errors.InvalidProducerIdMappingError,  # the id expired since: its transaction is gone
+    ) as exc:
         raise errors.TransactionNotCompletedError(
             f"cannot {what} the prepared transaction of {prepared.transactional_id!r} "
             f"(producer id {prepared.producer_id}, epoch {prepared.producer_epoch}): it is no "
