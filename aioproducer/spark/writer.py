@@ -102,10 +102,17 @@ def _task_setting(name: str) -> str | None:
 class _Outstanding:
     """The futures of the bulk calls not yet checked, in call order."""
 
-    __slots__ = ("_futures",)
+    __slots__ = ("_futures", "written")
 
     def __init__(self) -> None:
         self._futures: deque[asyncio.Future[Any]] = deque()
+        # A record of a checked call may be in the log: acknowledged, or failed
+        # with may_have_been_written (a task retry then writes it again).
+        self.written = False
+
+    def may_have_written(self) -> bool:
+        """Whether any record handed over may be in the log (calls in flight count)."""
+        return self.written or bool(self._futures)
 
     def add(self, future: asyncio.Future[Any]) -> None:
         self._futures.append(future)
@@ -118,11 +125,19 @@ class _Outstanding:
             if fut.cancelled():
                 continue
             exc = fut.exception()
+            if exc is None:
+                self.written = True
+                continue
             if isinstance(exc, BulkSendError):
-                failure = next(iter(exc.result.errors.values()))
-                return failure.error
-            if exc is not None:
-                return exc
+                result = exc.result
+                failed = sum(len(f.indices) for f in result.errors.values())
+                self.written |= failed < len(result) or any(
+                    getattr(f.error, "may_have_been_written", None) is not False
+                    for f in result.errors.values()
+                )
+                return next(iter(result.errors.values())).error
+            self.written |= getattr(exc, "may_have_been_written", None) is not False
+            return exc
         return None
 
     def discard(self) -> None:
@@ -192,10 +207,15 @@ async def _produce(
     except SinkWriteError:
         raise
     except errors.KafkaError as exc:
-        raise SinkWriteError(
+        # None: raised by a call, which buffered nothing of its own.
+        written = outstanding.may_have_written() or exc.may_have_been_written is True
+        failure = SinkWriteError(
             f"partition {partition_id} (attempt {attempt}) failed after {records} records "
-            f"were handed to the producer: {type(exc).__name__}: {exc}"
-        ) from exc
+            f"were handed to the producer: {type(exc).__name__}: {exc}. "
+            + _retry_outlook(written, options.transactional)
+        )
+        failure.may_have_been_written = written
+        raise failure from exc
     except (TypeError, ValueError) as exc:
         # Bad row content the producer refused (e.g. a negative timestamp).
         raise SinkWriteError(
@@ -226,6 +246,19 @@ async def _produce(
         transactional_id=props.get("transactional.id"),
         prepared=prepared,
     )
+
+
+def _retry_outlook(written: bool, transactional: bool) -> str:
+    """What Spark's retry of a failed task will do to the topic, from whether
+    any record of the task may be in the log (``may_have_been_written``)."""
+    if transactional:
+        return "Its transaction is aborted: a retry of the task duplicates nothing"
+    if written:
+        return (
+            "Records of this task may already be in the topic: Spark's retry of the task "
+            "writes them again (at-least-once; the transactional mode writes them once)"
+        )
+    return "No record of this task reached the topic: a retry of the task duplicates nothing"
 
 
 async def _abort_quietly(producer: Producer) -> None:

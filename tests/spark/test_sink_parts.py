@@ -219,5 +219,8 @@ def test_a_refused_record_fails_the_task_with_the_producer_reason(kafka_bootstra
         [pa.array(["a", "b", "c"]), pa.array([0, 1, 7], pa.int32())], names=["value", "partition"]
     )
     writer = KafkaBatchWriter(opts, plan_columns(schema, topic))
-    with pytest.raises(SinkWriteError, match="InvalidPartitionError: .*partition 7 is not in the range"):
+    with pytest.raises(SinkWriteError, match="InvalidPartitionError: .*partition 7 is not in the range") as failed:
         writer.write(iter([batch]))
+    # Refused before anything was buffered: Spark's retry of the task duplicates nothing.
+    assert failed.value.may_have_been_written is False
+    assert "duplicates nothing" in str(failed.value)
