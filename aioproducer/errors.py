@@ -224,7 +224,12 @@ class SslError(KafkaError):
 
 
 class TransactionAbortedError(KafkaError):
-    """The record's transaction was aborted before the record was sent."""
+    """The record's transaction failed or was aborted: no ``read_committed`` reader sees it.
+
+    Before the record was sent (``may_have_been_written`` False), or after: its
+    acknowledgement came once the transaction had failed or was being aborted,
+    and the abort marker voids it (True).
+    """
 
     description = "Transaction aborted"
 

@@ -260,13 +260,19 @@ class LoopBindingMixin:
             # raises once the state is set, when it has callbacks to schedule.
             # Only a batch that was sent may be in the log.
             failed = errors.delivery_error(error, batch.maybe_written or batch.in_flight)
-            calls = (getattr(span, "call", None) for span in batch.spans or ())
-            for fut in [*batch.futures, *(call.future for call in calls if call is not None)]:
+            for fut in batch.futures:
                 if fut is not None and not fut.done():  # None: a slot already resolved
                     try:
                         fut.set_exception(failed)
                     except RuntimeError:
                         pass  # failed all the same; its callbacks needed the closed loop
+            # A bulk call's records: its result tells each record's outcome (some
+            # may be acknowledged already, in batches not abandoned here).
+            for span in batch.spans or ():
+                try:
+                    span.failed(failed)
+                except RuntimeError:
+                    pass  # the call's future is set; its callbacks needed the closed loop
         if self._sender is not None:
             try:
                 self._sender.abort(error)  # memory, sequence and transaction bookkeeping

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -231,6 +232,7 @@ class TransactionalProducerMixin:
             return None
         state = txn.state
         commit_error: BaseException | None = None
+        deadline = None if timeout is None else time.monotonic() + timeout
         if state is state.COMMITTING and not txn.preparing:
             self._log.info("finishing on close the commit of %r that timed out", txn.transactional_id)
             try:
@@ -240,13 +242,24 @@ class TransactionalProducerMixin:
                 commit_error = exc
                 self._log.warning("the commit could not finish on close (%s): aborting", exc)
                 if txn.state is state.FATAL_ERROR:
-                    return exc
+                    # Fenced: a newer producer ended it, and an earlier EndTxn
+                    # (commit) may have reached the coordinator first.
+                    error = errors.TransactionNotCompletedError(
+                        f"close() could not finish the commit of {txn.transactional_id!r}: "
+                        f"{exc}; whether it committed depends on whether an earlier commit "
+                        f"attempt reached the coordinator before the newer producer"
+                    )
+                    error.__cause__ = exc
+                    return error
         elif state not in (state.IN_TRANSACTION, state.ABORTABLE_ERROR, state.ABORTING, state.COMMITTING):
             return None
         else:
             self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
         try:
-            await asyncio.wait_for(self._abort(), timeout)
+            # What the commit attempt left of close's bound; the abort gets a
+            # moment even at 0, to send what it can.
+            left = None if deadline is None else max(0.001, deadline - time.monotonic())
+            await asyncio.wait_for(self._abort(), left)
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
             self._log.warning("aborting the transaction on close failed: %s", exc)
             tried = f"commit: {commit_error or 'timed out'}; " if commit_error is not None else ""

@@ -29,7 +29,8 @@ NOT_BUFFERED = -1  # the partition of a record the call never buffered
 
 
 class FailedRecords(NamedTuple):
-    """Records of one partition that failed, and the first error that failed them."""
+    """Records of one partition that failed, and the first error that failed them
+    (its ``may_have_been_written`` is True if any of them may be in the log)."""
 
     error: BaseException
     indices: list[int]
@@ -144,6 +145,7 @@ class BulkCall:
 
     def not_buffered(self, count: int, exc: BaseException) -> None:
         """The last ``count`` records were never buffered (buffer wait timed out, closed...)."""
+        exc = errors.delivery_error(exc, False)
         self._failed.setdefault(NOT_BUFFERED, []).append((0, count, exc))
         self._settled(count)
 
@@ -171,7 +173,14 @@ class BulkCall:
                 k = bisect.bisect_right(starts, ords[i]) - 1
                 if partition == NOT_BUFFERED or (k >= 0 and ords[i] < starts[k] + runs[k][1]):
                     indices.append(i)
-            out[None if partition == NOT_BUFFERED else partition] = FailedRecords(runs[0][2], indices)
+            error = runs[0][2]
+            if getattr(error, "may_have_been_written", None) is not True and any(
+                getattr(run[2], "may_have_been_written", None) for run in runs
+            ):
+                # One error speaks for the partition's failed records: if any
+                # of them may be in the log, it says so for all (the safe side).
+                error = errors.delivery_error(error, True)
+            out[None if partition == NOT_BUFFERED else partition] = FailedRecords(error, indices)
         return out
 
 

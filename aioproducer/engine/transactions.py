@@ -16,15 +16,10 @@ States and who moves between them::
     PREPARED --complete()--> READY
     any --fenced / fatal error--> FATAL_ERROR   (the producer must be closed)
 
-Two-phase commit: ``prepare()`` leaves the transaction open on the broker and
-hands back its :class:`PreparedTransaction` (id, producer id, epoch). Any
-producer, in any process, completes it later with EndTxn under that identity
-(:mod:`.two_phase`), as long as no newer producer with the same
-``transactional_id`` has fenced it and ``transaction_timeout_ms`` has not
-passed since the transaction began (the coordinator aborts it then). Close
-does not abort a prepared transaction. Its own producer completes it with
-``complete_prepared`` and then moves to a new epoch, so that no replay of that
-completion can end a later transaction.
+Two-phase commit (:mod:`.two_phase`): ``prepare()`` leaves the transaction
+open and describes it; any producer completes it later. Its own producer
+completes it with ``complete_prepared``, then moves to a new epoch so that no
+replay of that completion can end a later transaction.
 
 Every failure (abortable or fatal) wakes the sender, which then fails the
 transaction's queued batches at once (Java's abortUndrainedBatches).
@@ -130,6 +125,8 @@ class TransactionManager:
         # have come: the coordinator may hold the transaction open, so its end
         # sends EndTxn even with nothing surely added.
         self._maybe_registered = False
+        # The last end()'s EndTxn was answered (what follows it may still fail).
+        self.end_answered = False
         # A batch with sequence numbers failed: renumber on a new epoch at abort.
         self.epoch_bump_needed = False
         # The coordinator forgot the id: an abort has no transaction to end.
@@ -173,6 +170,11 @@ class TransactionManager:
             f"cannot send outside a transaction (state: {self.state.value}); "
             "call begin_transaction() first"
         )
+
+    def _nothing_registered(self) -> bool:
+        """Nothing of the transaction can be open on the coordinator (a registration
+        whose answer never came may have opened it)."""
+        return not (self._added or self._offsets_added or self._maybe_registered)
 
     def voids_batches(self) -> bool:
         """No batch of the transaction may go out, nor report success: it failed
@@ -219,19 +221,19 @@ class TransactionManager:
 
         Returns the error the batch's records get. PRODUCER_FENCED is fatal.
         INVALID_PRODUCER_EPOCH from a partition leader is abortable, as in Java
-        (KIP-588): the coordinator bumped the epoch either because the
-        transaction outlived ``transaction_timeout_ms`` (it aborted it) or
-        because a newer producer took the id. The abort tells which: its EndTxn
-        answers PRODUCER_FENCED to a zombie (fatal then), and otherwise
-        InitProducerId hands this producer the new epoch and it goes on. Under
-        v2 this is also how a zombie first hears of it: its Produce v12 meets
-        the newer epoch, with no AddPartitionsToTxn before it (KIP-890).
+        (KIP-588): the coordinator bumped the epoch (the transaction outlived
+        ``transaction_timeout_ms``, or a newer producer took the id); the abort
+        tells which (PRODUCER_FENCED to a zombie, else a new epoch). Under v2
+        this is how a zombie first hears of it: its Produce v12 meets the newer
+        epoch (KIP-890).
         """
         if not isinstance(exc, errors.KafkaError):
             code, detail = None, ""
         else:
             code, detail = exc.code, exc.message or ""
         if code == errors.ProducerFencedError.code:
+            if self.state is TxnState.FATAL_ERROR and exc is self.error:
+                return errors.ProducerFencedError(str(exc))  # already recorded (void_error)
             fenced = errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
             self._to_fatal(fenced)
             return errors.ProducerFencedError(str(fenced))
@@ -320,16 +322,11 @@ class TransactionManager:
         """
         deadline = time.monotonic() + self._max_block
         await self._await_partitions_added(deadline)
-        ended_on_same_epoch = False
+        ended_on_same_epoch = self.end_answered = False
         surely = bool(self._added or self._offsets_added)
         # An expired id has no transaction to end (Java's beginCompletingTransaction).
         if (surely or self._maybe_registered) and not (self._id_unmapped and not commit):
-            body = {
-                "transactional_id": self.transactional_id,
-                "producer_id": self._seq.producer_id,
-                "producer_epoch": self._seq.epoch,
-                "committed": commit,
-            }
+            body = dict(self._identity(), committed=commit)
             response: Mapping[str, Any]
             try:
                 response = await self._coordinator_request(END_TXN, body, deadline)
@@ -337,6 +334,7 @@ class TransactionManager:
                 if surely:
                     raise
                 response = {}  # no registration had reached it: nothing was open
+            self.end_answered = True
             identity = end_txn_identity(
                 (self._seq.producer_id, self._seq.epoch),
                 response.get("producer_id", -1),
@@ -370,15 +368,18 @@ class TransactionManager:
     async def _bump_epoch(self, deadline: float) -> None:
         """InitProducerId naming the current producer id and epoch: the same
         producer goes on with the next epoch (KIP-360); fatal if fenced."""
-        body = {
-            "transactional_id": self.transactional_id,
-            "transaction_timeout_ms": self._timeout_ms,
-            "producer_id": self._seq.producer_id,
-            "producer_epoch": self._seq.epoch,
-        }
+        body = dict(self._identity(), transaction_timeout_ms=self._timeout_ms)
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.epoch_bump_needed = False
+
+    def _identity(self) -> dict[str, Any]:
+        """The fields naming this producer in a transactional request."""
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self._seq.producer_id,
+            "producer_epoch": self._seq.epoch,
+        }
 
     def _to_ready(self) -> None:
         self._added.clear()
@@ -436,7 +437,7 @@ class TransactionManager:
             self._seq.producer_id,
             self._seq.epoch,
             2 if self.v2 else 1,
-            empty=not (self._added or self._offsets_added),
+            empty=self._nothing_registered(),
         )
 
     def matches(self, prepared: PreparedTransaction) -> bool:
@@ -449,7 +450,7 @@ class TransactionManager:
             self.state is TxnState.PREPARED
             and prepared.transactional_id == self.transactional_id
             and (prepared.producer_id, prepared.producer_epoch) == self.producer_identity
-            and prepared.empty == (not (self._added or self._offsets_added))
+            and prepared.empty == self._nothing_registered()
         )
 
     def completed_outcome(self, prepared: PreparedTransaction) -> bool | None:
@@ -472,10 +473,17 @@ class TransactionManager:
         """
         identity = self.producer_identity
         what = "commit" if commit else "abort"
-        empty = not (self._added or self._offsets_added)
+        empty = self._nothing_registered()
         try:
             await self.end(commit, fresh_epoch=True)
         except (errors.ProducerFencedError, errors.InvalidTxnStateError, _UNMAPPED) as exc:
+            if self.end_answered:
+                # Completed as asked; only the new epoch was refused (a newer
+                # producer took the id meanwhile): this producer is fenced now.
+                self._log.warning("completed the prepared transaction, then: %s", exc)
+                if not empty:
+                    self._completed.remember(identity, commit)
+                return
             ended_otherwise = isinstance(exc, errors.InvalidTxnStateError)
             if ended_otherwise:
                 self._completed.remember(identity, not commit)
@@ -504,11 +512,7 @@ class TransactionManager:
         """Add consumer offsets to the transaction (consume-transform-produce)."""
         self.check_can_send()
         deadline = time.monotonic() + self._max_block
-        base = {
-            "transactional_id": self.transactional_id,
-            "producer_id": self._seq.producer_id,
-            "producer_epoch": self._seq.epoch,
-        }
+        base = self._identity()
         self._maybe_registered = True
         if not self.v2:
             # Under v2 TxnOffsetCommit v5 adds the offsets partition (KIP-890).
@@ -542,12 +546,10 @@ class TransactionManager:
                 topics: dict[str, list[int]] = {}
                 for topic, partition in batch:
                     topics.setdefault(topic, []).append(partition)
-                body = {
-                    "transactional_id": self.transactional_id,
-                    "producer_id": self._seq.producer_id,
-                    "producer_epoch": self._seq.epoch,
-                    "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
-                }
+                body = dict(
+                    self._identity(),
+                    topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+                )
                 self._maybe_registered = True
                 response = await self._coordinator_request(ADD_PARTITIONS_TO_TXN, body, deadline)
                 retry = False

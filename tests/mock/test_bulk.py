@@ -248,3 +248,22 @@ async def test_a_bulk_batch_refused_as_too_large_fails_naming_its_records() -> N
     failure = info.value.result.errors[0]
     assert failure.indices == list(range(60))
     assert isinstance(failure.error, errors.RecordTooLargeError)  # MESSAGE_TOO_LARGE
+
+
+async def test_a_partitions_failed_records_say_written_if_any_of_them_may_be() -> None:
+    """One error speaks for a partition's failed records: refused first (not
+    written), then written and answered with an error (maybe written). The
+    records of the second batch are in the log: the error must not call them safe."""
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=1)
+        async with Producer(cluster.bootstrap_servers, enable_idempotence=False, retries=0,
+                            batch_size=1024, linger_ms=50) as p:
+            cluster.fail_produce("t", 0, errors.InvalidRecordError.code)
+            cluster.fail_produce("t", 0, errors.RequestTimedOutError.code, after_append=True)
+            fut = await p.enqueue_many("t", [b"x" * 200 for _ in range(8)], partition=0)
+            with pytest.raises(BulkSendError) as failed:
+                await asyncio.wait_for(fut, 30)
+        [(partition, records)] = failed.value.result.errors.items()
+        assert partition == 0 and records.indices == list(range(8))
+        assert len(cluster.records("t")) == 4  # the second batch landed
+        assert records.error.may_have_been_written is True

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from aioproducer import Producer, ProducerLoopError, errors
+from aioproducer import BulkSendError, Producer, ProducerLoopError, errors
 from aioproducer.testing import MockCluster
 from tests.support.aio import closed_port
 from tests.support.loop_thread import LoopThread
@@ -209,9 +209,13 @@ def test_close_after_the_owning_loop_ended_fails_the_records_never_sent_and_says
 
     error = assert_loop_error(from_other_loop(producer.close))
     assert "3 record(s) were never acknowledged" in str(error)
-    for future in (one, many):
-        assert future.done() and isinstance(future.exception(), ProducerLoopError)
-        assert future.exception().may_have_been_written is False  # never sent
+    assert one.done() and isinstance(one.exception(), ProducerLoopError)
+    assert one.exception().may_have_been_written is False  # never sent
+    # The bulk call's result names each record's outcome.
+    assert many.done() and isinstance(many.exception(), BulkSendError)
+    [(partition, records)] = many.exception().result.errors.items()
+    assert records.indices == [0, 1] and isinstance(records.error, ProducerLoopError)
+    assert records.error.may_have_been_written is False
     assert from_other_loop(producer.close) is None  # closed now
     assert values(owner, cluster) == []
 

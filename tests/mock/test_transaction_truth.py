@@ -291,3 +291,74 @@ async def test_a_failed_send_offsets_fails_the_queued_batches_at_once() -> None:
             assert lingering.exception().may_have_been_written is False
             await within(p.abort_transaction(), BOUND)
         assert cluster.records("tx", include_uncommitted=True) == []
+
+
+async def test_a_v2_abort_of_records_never_sent_ends_cleanly() -> None:
+    """Under v2 a partition counts as added at its first record; aborted before
+    that record went out, the coordinator has nothing open, and Kafka 4's
+    coordinator aborts an empty transaction all the same (bumping the epoch)."""
+    async with MockCluster(brokers=1, transaction_version=2) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=600_000,
+                            delivery_timeout_ms=700_000) as p:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            lingering = await p.enqueue("tx", b"never sent")
+            await within(p.abort_transaction(), BOUND)
+            assert isinstance(lingering.exception(), errors.TransactionAbortedError)
+            assert lingering.exception().may_have_been_written is False
+            await p.begin_transaction()
+            await p.enqueue("tx", b"next")
+            await within(p.commit_transaction(), BOUND)
+        assert [r.value for r in cluster.records("tx", include_uncommitted=True)] == [b"next"]
+
+
+async def test_a_completion_that_committed_says_so_though_the_new_epoch_was_refused() -> None:
+    """v1: EndTxn commits, then a newer producer with the id starts before this
+    producer's epoch bump: the completion succeeded (the caller must not redo
+    the work); the producer is fenced for what comes next."""
+    async with MockCluster(brokers=1, transaction_version=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000) as p:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+            await within(p.send("tx", b"payload"), BOUND)
+            prepared = await within(p.prepare_transaction(), BOUND)
+
+            def newer_producer_first(body: Any, ctx: Any) -> None:
+                if body.get("producer_id", -1) >= 0:  # this producer's bump after EndTxn
+                    cluster.intercept(22, None)
+                    cluster.coordinator.init_producer_id("t", 60_000, -1, -1, ctx.api_version)
+
+            cluster.intercept(22, newer_producer_first)
+            await within(p.complete_transaction(prepared, commit=True), BOUND)
+            await within(p.complete_transaction(prepared, commit=True), BOUND)  # a replay: no-op
+            with pytest.raises(errors.ProducerFencedError):
+                await p.begin_transaction()
+        assert [r.value for r in cluster.records("tx")] == [b"payload"]
+
+
+async def test_a_prepare_after_an_unanswered_registration_is_not_empty() -> None:
+    """AddOffsetsToTxn registered the group, but its answer never came: the
+    prepared transaction is open on the coordinator and its completion ends it."""
+    async with MockCluster(brokers=1, transaction_version=1) as cluster:
+        cluster.create_topic("tx", partitions=1)
+        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=1000,
+                            retry_backoff_ms=20) as p, \
+                Producer(cluster.bootstrap_servers, max_block_ms=5000) as courier:
+            await within(p.init_transactions(), BOUND)
+            await p.begin_transaction()
+
+            def registered_unanswered(body: Any, ctx: Any) -> dict[str, Any]:
+                cluster.coordinator.add_offsets(cluster.coordinator.by_id["t"], body.group_id)
+                return {"throttle_time_ms": 0,
+                        "error_code": errors.CoordinatorLoadInProgressError.code}
+
+            cluster.intercept(25, registered_unanswered)
+            with pytest.raises(errors.KafkaTimeoutError):
+                await within(p.send_offsets_to_transaction({("in", 0): 5}, "g"), BOUND)
+            cluster.intercept(25, None)
+            prepared = await within(p.prepare_transaction(), BOUND)
+            assert not prepared.empty
+            await within(courier.complete_transaction(prepared, commit=False), BOUND)
+            assert cluster.coordinator.by_id["t"].status is not TxnStatus.ONGOING

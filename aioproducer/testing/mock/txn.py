@@ -225,7 +225,14 @@ class TransactionCoordinator:
         code, current = self.check(26, 5, transactional_id, producer_id, epoch)
         if current is None:
             return code, -1, -1
-        code = self.end_txn(txn, commit)
+        if not commit and txn.status is not TxnStatus.ONGOING:
+            # Kafka 4's coordinator under v2 aborts a transaction with nothing
+            # open too (an empty abort, no markers) and bumps the epoch: a client
+            # may have added a partition it never sent to.
+            self._complete(txn, commit=False)
+            code = NONE
+        else:
+            code = self.end_txn(txn, commit)
         if code != NONE:
             return code, -1, -1
         _, pid, new_epoch = self._bump(txn.producer_id)
