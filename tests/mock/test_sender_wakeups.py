@@ -354,6 +354,20 @@ async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_i
         assert len(cluster.records("t")) == 4
 
 
+def wakeups_after_failure(sender: Any, txn: Any) -> list[bool]:
+    """Watch ``sender.wakeup``: one entry per call, True if the transaction had
+    failed (ABORTABLE_ERROR) when it rang."""
+    rang: list[bool] = []
+    wakeup = sender.wakeup
+
+    def watched_wakeup() -> None:
+        rang.append(txn.state.name == "ABORTABLE_ERROR")
+        wakeup()
+
+    sender.wakeup = watched_wakeup
+    return rang
+
+
 @pytest.mark.asyncio
 async def test_a_failed_transactions_request_end_fails_its_lingering_batches_at_once() -> None:
     """A batch of a transaction that can only be aborted now must not go out:
@@ -371,14 +385,7 @@ async def test_a_failed_transactions_request_end_fails_its_lingering_batches_at_
             assert sender is not None and txn is not None
             await asyncio.wait_for(producer.init_transactions(), 30)
             await producer.begin_transaction()
-            woken_failed: list[bool] = []
-            wakeup = sender.wakeup
-
-            def watched_wakeup() -> None:
-                woken_failed.append(txn.state.name == "ABORTABLE_ERROR")
-                wakeup()
-
-            sender.wakeup = watched_wakeup  # type: ignore[method-assign]
+            woken_failed = wakeups_after_failure(sender, txn)
             cluster.fail_produce("t", 0, errors.TransactionAbortableError.code)
             lingering = await producer.enqueue("t", b"lingers", partition=1)
             full = await producer.enqueue("t", b"x" * 1000, partition=0)  # goes at once, refused

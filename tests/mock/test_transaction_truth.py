@@ -21,6 +21,7 @@ import pytest
 from aioproducer import Producer, errors
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.txn import TxnStatus
+from tests.mock.test_sender_wakeups import wakeups_after_failure
 from tests.security.client_matrix import USERS, plain_producer
 from tests.support.aio import until, within
 
@@ -35,16 +36,21 @@ def _leaders(cluster: MockCluster, topic: str) -> dict[int, int]:
     return {cluster.leader(topic, p): p for p in cluster.partitions(topic)}
 
 
+async def _prepared(p: Producer, value: bytes) -> Any:
+    """Initialize ``p``, write ``value`` in a transaction and prepare it."""
+    await within(p.init_transactions(), BOUND)
+    await p.begin_transaction()
+    await within(p.send("tx", value), BOUND)
+    return await within(p.prepare_transaction(), BOUND)
+
+
 @pytest.mark.parametrize("version", [1, 2])
 async def test_a_replayed_completion_never_ends_a_later_transaction(version: int) -> None:
     async with MockCluster(brokers=1, transaction_version=version) as cluster:
         cluster.create_topic("tx", partitions=1)
         async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p, \
                 Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier:
-            await within(p.init_transactions(), BOUND)
-            await p.begin_transaction()
-            await within(p.send("tx", b"first"), BOUND)
-            prepared = await within(p.prepare_transaction(), BOUND)
+            prepared = await _prepared(p, b"first")
             await within(p.complete_transaction(prepared, commit=True), BOUND)
             await p.begin_transaction()
             second = await within(p.send("tx", b"second"), BOUND)  # acknowledged, not committed yet
@@ -68,10 +74,7 @@ async def test_completing_ones_own_prepared_transaction_ended_the_other_way(vers
         cluster.create_topic("tx", partitions=1)
         async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p, \
                 Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier:
-            await within(p.init_transactions(), BOUND)
-            await p.begin_transaction()
-            await within(p.send("tx", b"aborted elsewhere"), BOUND)
-            prepared = await within(p.prepare_transaction(), BOUND)
+            prepared = await _prepared(p, b"aborted elsewhere")
             await within(courier.complete_transaction(prepared, commit=False), BOUND)
             with pytest.raises(errors.TransactionNotCompletedError, match="already aborted.*goes on"):
                 await within(p.complete_transaction(prepared, commit=True), BOUND)
@@ -274,14 +277,7 @@ async def test_a_failed_send_offsets_fails_the_queued_batches_at_once() -> None:
             await p.begin_transaction()
             await within(p.flush(), BOUND)
             lingering = await p.enqueue("tx", b"lingers")
-            woken_failed: list[bool] = []
-            wakeup = sender.wakeup
-
-            def watched_wakeup() -> None:
-                woken_failed.append(txn.state.name == "ABORTABLE_ERROR")
-                wakeup()
-
-            sender.wakeup = watched_wakeup  # type: ignore[method-assign]
+            woken_failed = wakeups_after_failure(sender, txn)
             cluster.intercept(28, refuse)
             with pytest.raises(errors.GroupAuthorizationFailedError):
                 await within(p.send_offsets_to_transaction({("in", 0): 5}, "group"), BOUND)
