@@ -36,7 +36,8 @@ setup(
             sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
                      "aioproducer/_speedups/_sensor.c"],
-            depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h"],
+            depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h",
+                     "aioproducer/_speedups/_state.h"],
             optional=True,
         )
     ],

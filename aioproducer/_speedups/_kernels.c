@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "_murmur2.h"
+#include "_state.h"
 #include "_varint.h"
 
 /* ---- murmur2 ------------------------------------------------------------ */
@@ -341,10 +342,6 @@ fail:
 
 /* ---- completing futures ------------------------------------------------ */
 
-static PyObject *str_set_result;
-static PyTypeObject *c_future_type; /* _asyncio.Future, NULL when that module is missing */
-static PyObject *c_future_set_result; /* its set_result method descriptor */
-
 static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
     if (PyList_CheckExact(seq)) {
         if (i < 0 || i >= PyList_GET_SIZE(seq)) {
@@ -369,7 +366,8 @@ static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
  * raises ``invalid_state`` (an exception type or a tuple of them) is skipped:
  * batch.py passes InvalidStateError (its caller cancelled it) and RuntimeError
  * (its loop is closed and it had callbacks to schedule; it is set all the same). */
-static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *k_resolve_futures(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    kernels_state *st = get_kernels_state(module);
     if (nargs != 12) {
         PyErr_SetString(PyExc_TypeError, "resolve_futures takes 12 arguments");
         return NULL;
@@ -444,12 +442,12 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
          * in every full collection. */
         if (atoms && PyLong_CheckExact(ts)) PyObject_GC_UnTrack(meta);
         PyObject *r;
-        if (c_future_set_result && Py_IS_TYPE(fut, c_future_type)) {
+        if (Py_IS_TYPE(fut, (PyTypeObject *)st->future_type)) {
             /* The type's own method, called without looking it up per record. */
             PyObject *call[2] = {fut, meta};
-            r = PyObject_Vectorcall(c_future_set_result, call, 2, NULL);
+            r = PyObject_Vectorcall(st->future_set_result, call, 2, NULL);
         } else {
-            r = PyObject_CallMethodOneArg(fut, str_set_result, meta);
+            r = PyObject_CallMethodOneArg(fut, st->str_set_result, meta);
         }
         Py_DECREF(meta);
         /* Not the future, though: it keeps its loop, and a done future can
@@ -469,65 +467,84 @@ static PyObject *k_resolve_futures(PyObject *self, PyObject *const *args, Py_ssi
 
 /* ---- future_factory ----------------------------------------------------- */
 
-/* A callable making ``_asyncio.Future(loop=loop)``, as
+/* A callable making ``asyncio.Future(loop=loop)``, as
  * ``functools.partial(asyncio.Future, loop=loop)`` does (the pure reference):
  * the partial copies its keyword dict on every call (so the callee cannot
  * change it); the future's __init__ only reads it, so one dict serves every
- * future. Used for every record's future. */
+ * future. Used for every record's future. It holds the class it makes, so it
+ * needs nothing of the module once made. */
 typedef struct {
     PyObject_HEAD
-    PyObject *kwargs; /* {"loop": loop} */
+    PyObject *future_type; /* asyncio.Future */
+    PyObject *kwargs;      /* {"loop": loop} */
+    PyObject *empty_args;  /* () */
     vectorcallfunc vectorcall;
 } FutureFactory;
 
-static PyObject *empty_args;
-
-static PyObject *factory_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+static PyObject *factory_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
                                     PyObject *kwnames) {
+    FutureFactory *self = (FutureFactory *)op;
     if (PyVectorcall_NARGS(nargsf) || (kwnames && PyTuple_GET_SIZE(kwnames))) {
         PyErr_SetString(PyExc_TypeError, "future_factory() takes no arguments");
         return NULL;
     }
-    return PyObject_Call((PyObject *)c_future_type, empty_args, ((FutureFactory *)self)->kwargs);
+    return PyObject_Call(self->future_type, self->empty_args, self->kwargs);
 }
 
-static int factory_traverse(FutureFactory *self, visitproc visit, void *arg) {
+static int factory_traverse(PyObject *op, visitproc visit, void *arg) {
+    FutureFactory *self = (FutureFactory *)op;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->future_type);
     Py_VISIT(self->kwargs);
     return 0;
 }
 
-static int factory_clear(FutureFactory *self) {
+static int factory_clear(PyObject *op) {
+    FutureFactory *self = (FutureFactory *)op;
+    Py_CLEAR(self->future_type);
     Py_CLEAR(self->kwargs);
+    Py_CLEAR(self->empty_args);
     return 0;
 }
 
-static void factory_dealloc(FutureFactory *self) {
-    PyObject_GC_UnTrack(self);
-    factory_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+static void factory_dealloc(PyObject *op) {
+    PyTypeObject *type = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    factory_clear(op);
+    type->tp_free(op);
+    Py_DECREF(type);
 }
 
-static PyTypeObject FutureFactoryType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "aioproducer._speedups._kernels.FutureFactory",
-    .tp_basicsize = sizeof(FutureFactory),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(FutureFactory, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_traverse = (traverseproc)factory_traverse,
-    .tp_clear = (inquiry)factory_clear,
-    .tp_dealloc = (destructor)factory_dealloc,
-    .tp_doc = "Makes asyncio.Future(loop=loop) per call (see future_factory).",
+static PyMemberDef factory_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FutureFactory, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot factory_slots[] = {
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_traverse, factory_traverse},
+    {Py_tp_clear, factory_clear},
+    {Py_tp_dealloc, factory_dealloc},
+    {Py_tp_members, factory_members},
+    {Py_tp_doc, "Makes asyncio.Future(loop=loop) per call (see future_factory)."},
+    {0, NULL},
+};
+
+static PyType_Spec factory_spec = {
+    .name = "aioproducer._speedups._kernels.FutureFactory",
+    .basicsize = sizeof(FutureFactory),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+             Py_TPFLAGS_IMMUTABLETYPE_COMPAT,
+    .slots = factory_slots,
 };
 
 static PyObject *k_future_factory(PyObject *module, PyObject *loop) {
-    if (!c_future_type) {
-        PyErr_SetString(PyExc_RuntimeError, "_asyncio.Future is not available");
-        return NULL;
-    }
-    FutureFactory *self = PyObject_GC_New(FutureFactory, &FutureFactoryType);
+    kernels_state *st = get_kernels_state(module);
+    FutureFactory *self = PyObject_GC_New(FutureFactory, st->future_factory_type);
     if (!self) return NULL;
     self->vectorcall = factory_vectorcall;
+    self->future_type = Py_NewRef(st->future_type);
+    self->empty_args = Py_NewRef(st->empty_args);
     self->kwargs = Py_BuildValue("{sO}", "loop", loop);
     if (!self->kwargs) {
         Py_DECREF(self);
@@ -545,38 +562,79 @@ static PyMethodDef methods[] = {
     {"encode_run", (PyCFunction)(void (*)(void))k_encode_run, METH_FASTCALL,
      "encode_run(buf, room, count, fixed, hdr, values, keys, order, start, stop) -> new record count"},
     {"future_factory", k_future_factory, METH_O,
-     "future_factory(loop) -> a callable making asyncio.Future(loop=loop) (C _asyncio.Future)."},
+     "future_factory(loop) -> a callable making asyncio.Future(loop=loop)."},
     {"resolve_futures", (PyCFunction)(void (*)(void))k_resolve_futures, METH_FASTCALL,
      "resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset, "
      "deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "aioproducer._speedups._kernels",
-    "Compiled twins of the producer's per-record kernels.", -1, methods,
+/* ---- the module: multi-phase initialisation (PEP 489), its state per module (PEP 573) ---- */
+
+static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
+    kernels_state *st = get_kernels_state(module);
+    Py_VISIT(st->str_set_result);
+    Py_VISIT(st->future_type);
+    Py_VISIT(st->future_set_result);
+    Py_VISIT(st->empty_args);
+    Py_VISIT(st->future_factory_type);
+    return 0;
+}
+
+static int kernels_clear(PyObject *module) {
+    kernels_state *st = get_kernels_state(module);
+    Py_CLEAR(st->str_set_result);
+    Py_CLEAR(st->future_type);
+    Py_CLEAR(st->future_set_result);
+    Py_CLEAR(st->empty_args);
+    Py_CLEAR(st->future_factory_type);
+    return 0;
+}
+
+static void kernels_free(void *module) { kernels_clear((PyObject *)module); }
+
+static int kernels_exec(PyObject *module) {
+    kernels_state *st = get_kernels_state(module);
+    st->str_set_result = PyUnicode_InternFromString("set_result");
+    if (!st->str_set_result) return -1;
+    /* asyncio.Future by its public name: the C class where asyncio has it,
+     * the Python class otherwise; either way what loop.create_future makes. */
+    PyObject *aio = PyImport_ImportModule("asyncio");
+    if (!aio) return -1;
+    st->future_type = PyObject_GetAttrString(aio, "Future");
+    Py_DECREF(aio);
+    if (!st->future_type) return -1;
+    if (!PyType_Check(st->future_type)) {
+        PyErr_SetString(PyExc_TypeError, "asyncio.Future is not a class");
+        return -1;
+    }
+    st->future_set_result = PyObject_GetAttr(st->future_type, st->str_set_result);
+    if (!st->future_set_result) return -1;
+    st->empty_args = PyTuple_New(0);
+    if (!st->empty_args) return -1;
+    st->future_factory_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &factory_spec, NULL);
+    if (!st->future_factory_type) return -1;
+    if (add_append_kernel(module) < 0 || add_column_kernels(module) < 0 ||
+        add_lane_kernel(module) < 0 || add_sensor_kernel(module) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot kernels_slots[] = {
+    {Py_mod_exec, kernels_exec},
+    {0, NULL},
 };
 
-PyMODINIT_FUNC PyInit__kernels(void) {
-    str_set_result = PyUnicode_InternFromString("set_result");
-    if (!str_set_result) return NULL;
-    PyObject *aio = PyImport_ImportModule("_asyncio");
-    if (aio) {
-        PyObject *ft = PyObject_GetAttrString(aio, "Future");
-        Py_DECREF(aio);
-        if (ft && PyType_Check(ft)) {
-            c_future_type = (PyTypeObject *)ft;
-            c_future_set_result = PyObject_GetAttr(ft, str_set_result);
-        } else {
-            Py_XDECREF(ft);
-        }
-    }
-    PyErr_Clear();
-    empty_args = PyTuple_New(0);
-    if (!empty_args || PyType_Ready(&FutureFactoryType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (m && (add_append_kernel(m) < 0 || add_column_kernels(m) < 0 || add_lane_kernel(m) < 0 ||
-              add_sensor_kernel(m) < 0))
-        Py_CLEAR(m);
-    return m;
-}
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "aioproducer._speedups._kernels",
+    .m_doc = "Compiled twins of the producer's per-record kernels.",
+    .m_size = sizeof(kernels_state),
+    .m_methods = methods,
+    .m_slots = kernels_slots,
+    .m_traverse = kernels_traverse,
+    .m_clear = kernels_clear,
+    .m_free = kernels_free,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModuleDef_Init(&module); }

@@ -1,0 +1,29 @@
+/* The state of one _kernels module object (PEP 573): what the kernels look up
+ * once, and the classes the module makes. Nothing of it is process-wide: each
+ * module object (one per interpreter) has its own, released with it. */
+#ifndef AIOPRODUCER_STATE_H
+#define AIOPRODUCER_STATE_H
+
+#include <Python.h>
+#include <structmember.h>
+
+/* Heap types are immutable from 3.10 on when they say so. */
+#ifdef Py_TPFLAGS_IMMUTABLETYPE
+#define Py_TPFLAGS_IMMUTABLETYPE_COMPAT Py_TPFLAGS_IMMUTABLETYPE
+#else
+#define Py_TPFLAGS_IMMUTABLETYPE_COMPAT 0
+#endif
+
+typedef struct {
+    PyObject *str_set_result;       /* "set_result", interned */
+    PyObject *future_type;          /* asyncio.Future */
+    PyObject *future_set_result;    /* asyncio.Future.set_result: called without a lookup */
+    PyObject *empty_args;           /* () */
+    PyTypeObject *future_factory_type;
+} kernels_state;
+
+static inline kernels_state *get_kernels_state(PyObject *module) {
+    return (kernels_state *)PyModule_GetState(module);
+}
+
+#endif
