@@ -35,9 +35,10 @@ setup(
             "aioproducer._speedups._kernels",
             sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
-                     "aioproducer/_speedups/_sensor.c"],
+                     "aioproducer/_speedups/_sensor.c", "aioproducer/_speedups/_handle.c",
+                     "aioproducer/_speedups/_outcome.c"],
             depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h",
-                     "aioproducer/_speedups/_state.h"],
+                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_handle.h"],
             optional=True,
         )
     ],

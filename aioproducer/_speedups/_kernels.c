@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_handle.h"
 #include "_murmur2.h"
 #include "_state.h"
 #include "_varint.h"
@@ -578,6 +579,15 @@ static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->future_set_result);
     Py_VISIT(st->empty_args);
     Py_VISIT(st->future_factory_type);
+    Py_VISIT(st->str_call_soon);
+    Py_VISIT(st->context_kwnames);
+    Py_VISIT(st->tuple_new);
+    Py_VISIT(st->invalid_state_error);
+    Py_VISIT(st->cancelled_error);
+    Py_VISIT(st->record_metadata_type);
+    Py_VISIT(st->batch_outcome_type);
+    Py_VISIT(st->record_handle_type);
+    Py_VISIT(st->handle_iter_type);
     return 0;
 }
 
@@ -588,6 +598,15 @@ static int kernels_clear(PyObject *module) {
     Py_CLEAR(st->future_set_result);
     Py_CLEAR(st->empty_args);
     Py_CLEAR(st->future_factory_type);
+    Py_CLEAR(st->str_call_soon);
+    Py_CLEAR(st->context_kwnames);
+    Py_CLEAR(st->tuple_new);
+    Py_CLEAR(st->invalid_state_error);
+    Py_CLEAR(st->cancelled_error);
+    Py_CLEAR(st->record_metadata_type);
+    Py_CLEAR(st->batch_outcome_type);
+    Py_CLEAR(st->record_handle_type);
+    Py_CLEAR(st->handle_iter_type);
     return 0;
 }
 
@@ -614,7 +633,7 @@ static int kernels_exec(PyObject *module) {
     if (!st->empty_args) return -1;
     st->future_factory_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &factory_spec, NULL);
     if (!st->future_factory_type) return -1;
-    if (add_append_kernel(module) < 0 || add_column_kernels(module) < 0 ||
+    if (add_handle_types(module) < 0 || add_append_kernel(module) < 0 || add_column_kernels(module) < 0 ||
         add_lane_kernel(module) < 0 || add_sensor_kernel(module) < 0)
         return -1;
     return 0;

@@ -20,6 +20,16 @@ typedef struct {
     PyObject *future_set_result;    /* asyncio.Future.set_result: called without a lookup */
     PyObject *empty_args;           /* () */
     PyTypeObject *future_factory_type;
+    /* _handle.c */
+    PyObject *str_call_soon;           /* "call_soon", interned */
+    PyObject *context_kwnames;         /* ("context",) */
+    PyObject *tuple_new;               /* tuple.__new__ */
+    PyObject *invalid_state_error;     /* asyncio.InvalidStateError */
+    PyObject *cancelled_error;         /* asyncio.CancelledError */
+    PyObject *record_metadata_type;    /* register_record_metadata's class, or NULL */
+    PyTypeObject *batch_outcome_type;
+    PyTypeObject *record_handle_type;
+    PyTypeObject *handle_iter_type;
 } kernels_state;
 
 static inline kernels_state *get_kernels_state(PyObject *module) {

@@ -1,0 +1,64 @@
+/* BatchOutcome and RecordHandle (_outcome.c, _handle.c): their layouts, shared by
+ * the two files only, and what the batch kernels call. The reference is
+ * aioproducer/engine/record_handle.py. */
+#ifndef AIOPRODUCER_HANDLE_H
+#define AIOPRODUCER_HANDLE_H
+
+#include <Python.h>
+
+#include "_state.h"
+
+enum { PENDING = 0, DONE = 1, FAILED = 2, MOVED = 3 };
+
+typedef struct Outcome Outcome;
+typedef struct Handle Handle;
+
+struct Outcome {
+    PyObject_HEAD
+    PyObject *loop, *topic, *partition, *metadata_type;
+    long long base_offset, log_append_time_ms;
+    PyObject *error;   /* NULL until failed */
+    PyObject *waiting; /* list of handles with done callbacks, or NULL */
+    PyObject *starts;  /* after a move: list of ints */
+    PyObject *parts;   /* after a move: list of outcomes */
+    int state;
+};
+
+struct Handle {
+    PyObject_HEAD
+    Outcome *outcome;
+    long long delta, timestamp_ms;
+    unsigned long long sizes;
+    PyObject *callbacks;      /* list of (fn, context) tuples, or NULL */
+    PyObject *cancel_message; /* NULL or the message */
+    PyObject *metadata;       /* cached result */
+    PyObject *weakreflist;
+    char cancelled, blocking;
+};
+
+static inline kernels_state *state_of(PyObject *obj) {
+    return (kernels_state *)PyType_GetModuleState(Py_TYPE(obj));
+}
+
+/* Track ``obj`` in the cyclic collector if it is not yet (see _handle.c). */
+static inline void track(PyObject *obj) {
+    if (!PyObject_GC_IsTracked(obj)) PyObject_GC_Track(obj);
+}
+
+/* _outcome.c: the outcome a handle's record belongs to now (following splits; borrowed). */
+Outcome *handle_current(Handle *h);
+/* _outcome.c: schedule a handle's done callbacks on its loop, once. */
+void handle_schedule_callbacks(Handle *h);
+/* _outcome.c: register a handle with callbacks, or schedule them if ``o`` is decided. */
+int outcome_wait_on(Outcome *o, Handle *h);
+/* _handle.c: a new handle of ``outcome`` (exactly a BatchOutcome of this module) for the
+ * record at offset ``delta``, with its timestamp and packed sizes (batch.pack_sizes). */
+PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,
+                             unsigned long long sizes);
+/* _handle.c: parse (delta, timestamp_ms, sizes) as make_record_handle takes them. */
+int parse_handle_args(PyObject *const *args, long long *delta, long long *ts, unsigned long long *sizes);
+/* Add BatchOutcome and register_record_metadata / RecordHandle to the module. */
+int add_outcome_type(PyObject *module);
+int add_handle_types(PyObject *module);
+
+#endif

@@ -1,0 +1,350 @@
+"""A record's future as a view on its batch's outcome: the pure reference of the compiled handle.
+
+Java's ``KafkaProducer.send`` returns a ``FutureRecordMetadata`` that holds
+no result of its own: it reads its batch's ``ProduceRequestResult`` and its
+own offset within the batch, so completing a batch is one step however many
+records it holds. :class:`RecordHandle` is that design on asyncio:
+
+* :class:`BatchOutcome` is shared by a batch's records: the loop, topic and
+  partition, and once known the base offset and log-append time, or the
+  error. :meth:`BatchOutcome.complete` and :meth:`BatchOutcome.fail` decide
+  every record of the batch at once; only the handles someone waits on (a
+  done callback, an awaiting task) are visited, to schedule their callbacks.
+* :class:`RecordHandle` is one record: its outcome, its offset delta in the
+  batch, its timestamp and its packed key and value sizes. Its
+  :class:`~aioproducer.engine.batch.RecordMetadata` is made when asked for.
+
+A handle behaves as an ``asyncio.Future`` to everything asyncio does with
+one (``asyncio.isfuture`` is true): it can be awaited, given to
+``gather``, ``wait``, ``wait_for``, ``shield`` and ``as_completed``, and has
+``done``, ``cancelled``, ``result``, ``exception``, ``add_done_callback``,
+``remove_done_callback``, ``cancel`` and ``get_loop``. As with a future,
+cancelling a handle (or a task awaiting it) cancels only the wait: the record
+is sent all the same. Nothing outside the producer can set its result.
+
+A batch split because the broker found it too large (KIP-126) moves its
+records to the parts: :meth:`BatchOutcome.move_to` leaves the old outcome
+pointing at the part each record went to, and a handle follows it.
+
+The compiled twin (``aioproducer/_speedups/_handle.c``) keeps the same state
+in C fields; tests/unit/test_record_handle.py runs every test on both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextvars
+from collections.abc import Callable, Generator, Sequence
+from types import GenericAlias
+from typing import Any
+
+from .._speedups import kernels
+
+__all__ = ["BatchOutcome", "BatchOutcomePy", "RecordHandle", "RecordHandlePy"]
+
+_PENDING, _DONE, _FAILED, _MOVED = 0, 1, 2, 3
+_INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+
+
+def _int64(value: int, what: str) -> int:
+    # What the compiled twin's C fields hold: exact ints of 64 bits, no more.
+    if type(value) is not int:
+        value = value.__index__()
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise OverflowError(f"{what} does not fit in 64 bits")
+    return value
+
+
+class BatchOutcomePy:
+    """What happened to a batch, shared by its records' handles (see the module docstring)."""
+
+    __slots__ = (
+        "_moved",
+        "_state",
+        "_waiting",
+        "base_offset",
+        "_error",
+        "log_append_time_ms",
+        "loop",
+        "metadata_type",
+        "partition",
+        "topic",
+    )
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, topic: str, partition: int, metadata_type: Any) -> None:
+        self.loop = loop
+        self.topic = topic
+        self.partition = partition
+        #: The class of a record's metadata: called as ``metadata_type(topic,
+        #: partition, offset, timestamp_ms, key_size, value_size)``.
+        self.metadata_type = metadata_type
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self._error: BaseException | None = None
+        self._state = _PENDING
+        # Handles with done callbacks, visited when the outcome is decided.
+        self._waiting: list[RecordHandlePy] = []
+        # After move_to: (first record index of each part, and the parts).
+        self._moved: tuple[list[int], list[BatchOutcomePy]] | None = None
+
+    def __repr__(self) -> str:
+        state = ("pending", "done", "failed", "moved")[self._state]
+        return f"<BatchOutcome {self.topic}-{self.partition} {state}>"
+
+    @property
+    def decided(self) -> bool:
+        """Completed, failed or moved: it takes no other decision."""
+        return self._state != _PENDING
+
+    @property
+    def error(self) -> BaseException | None:
+        """The batch's error once failed, else None."""
+        return self._error
+
+    def handle(self, delta: int, timestamp_ms: int, sizes: int) -> RecordHandlePy:
+        """A handle for the record at offset ``delta`` of the batch (``sizes`` as ``batch.pack_sizes``)."""
+        return RecordHandlePy(self, delta, timestamp_ms, sizes)
+
+    def complete(self, base_offset: int, log_append_time_ms: int = -1) -> None:
+        """The batch was written at ``base_offset`` (-1: acks=0, not known); once."""
+        base_offset = _int64(base_offset, "base_offset")
+        log_append_time_ms = _int64(log_append_time_ms, "log_append_time_ms")
+        if self._state != _PENDING:
+            return
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self._state = _DONE
+        self._wake()
+
+    def fail(self, error: BaseException) -> None:
+        """Every record of the batch failed with ``error``; once."""
+        if not isinstance(error, BaseException):
+            raise TypeError("fail() takes an exception instance")
+        if self._state != _PENDING:
+            return
+        self._error = error
+        self._state = _FAILED
+        self._wake()
+
+    def move_to(self, starts: Sequence[int], parts: Sequence[BatchOutcomePy]) -> None:
+        """The batch was split: records from ``starts[i]`` on went to ``parts[i]`` (KIP-126)."""
+        if self._state != _PENDING:
+            return
+        starts, parts = list(starts), list(parts)
+        if (not parts or len(starts) != len(parts)
+                or any(type(s) is not int for s in starts)
+                or any(type(p) is not BatchOutcomePy for p in parts)
+                or starts[0] != 0 or any(a >= b for a, b in zip(starts, starts[1:]))
+                or starts[-1] > _INT64_MAX):
+            raise ValueError("a split needs parts, the first starting at record 0")
+        self._moved = (starts, parts)
+        self._state = _MOVED
+        waiting, self._waiting = self._waiting, []
+        for handle in waiting:
+            if handle._cancelled:
+                continue
+            outcome, delta = self._follow(handle._delta)
+            handle._outcome, handle._delta = outcome, delta
+            outcome._wait(handle)
+
+    def _follow(self, delta: int) -> tuple[BatchOutcomePy, int]:
+        """The outcome a record at ``delta`` of this batch now belongs to, and its delta there."""
+        outcome = self
+        while outcome._moved is not None:
+            starts, parts = outcome._moved
+            i = bisect.bisect_right(starts, delta) - 1
+            delta -= starts[i]
+            outcome = parts[i]
+        return outcome, delta
+
+    def _wait(self, handle: RecordHandlePy) -> None:
+        if self._state == _PENDING:
+            self._waiting.append(handle)
+        else:
+            handle._schedule_callbacks()
+
+    def _wake(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for handle in waiting:
+            handle._schedule_callbacks()
+
+
+class RecordHandlePy:
+    """One record's outcome, awaitable as an ``asyncio.Future`` (see the module docstring)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_asyncio_future_blocking",
+        "_callbacks",
+        "_cancel_message",
+        "_cancelled",
+        "_delta",
+        "_metadata",
+        "_outcome",
+        "_sizes",
+        "_timestamp_ms",
+    )
+
+    __class_getitem__ = classmethod(GenericAlias)
+
+    def __init__(self, outcome: BatchOutcomePy, delta: int, timestamp_ms: int, sizes: int) -> None:
+        if type(outcome) is not BatchOutcomePy:
+            raise TypeError("RecordHandle() needs a BatchOutcome")
+        self._outcome = outcome
+        self._delta = _int64(delta, "delta")
+        self._timestamp_ms = _int64(timestamp_ms, "timestamp_ms")
+        if type(sizes) is not int:
+            sizes = sizes.__index__()
+        if not 0 <= sizes <= _UINT64_MAX:
+            raise OverflowError("sizes does not fit in 64 unsigned bits")
+        self._sizes = sizes
+        self._cancelled = False
+        self._cancel_message: Any = None
+        self._callbacks: list[tuple[Callable[[Any], object], contextvars.Context | None]] | None = None
+        self._metadata: Any = None
+        # asyncio's mark of a future-like object (asyncio.isfuture): True while
+        # a task waits on it, as Future.__await__ sets it.
+        self._asyncio_future_blocking = False
+
+    def __repr__(self) -> str:
+        if self._cancelled:
+            state = "cancelled"
+        elif not self.done():
+            state = "pending"
+        elif self._current()[0]._state == _FAILED:
+            state = f"exception={self._current()[0].error!r}"
+        else:
+            state = f"result={self.result()!r}"
+        return f"<RecordHandle {state}>"
+
+    def _current(self) -> tuple[BatchOutcomePy, int]:
+        outcome = self._outcome
+        if outcome._state == _MOVED:
+            outcome, delta = outcome._follow(self._delta)
+            self._outcome, self._delta = outcome, delta  # the next look is direct
+        return self._outcome, self._delta
+
+    # -- the Future protocol ------------------------------------------------------
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._outcome.loop
+
+    def done(self) -> bool:
+        return self._cancelled or self._current()[0]._state != _PENDING
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self, msg: Any = None) -> bool:
+        """Stop waiting for the record (it is sent all the same); False once done."""
+        if self.done():
+            return False
+        self._cancelled = True
+        self._cancel_message = msg
+        self._schedule_callbacks()
+        return True
+
+    def result(self) -> Any:
+        """The record's metadata; raises its error, CancelledError, or InvalidStateError if pending."""
+        if self._cancelled:
+            raise self._cancelled_error()
+        outcome, delta = self._current()
+        state = outcome._state
+        if state == _DONE:
+            metadata = self._metadata
+            if metadata is None:
+                base = outcome.base_offset
+                log_time = outcome.log_append_time_ms
+                sizes = self._sizes
+                offset = -1 if base < 0 else base + delta
+                if offset > _INT64_MAX:
+                    raise OverflowError("the record's offset does not fit in 64 bits")
+                metadata = self._metadata = outcome.metadata_type(
+                    outcome.topic,
+                    outcome.partition,
+                    offset,
+                    log_time if log_time >= 0 else self._timestamp_ms,
+                    (sizes >> 32) - 1,
+                    (sizes & 0xFFFFFFFF) - 1,
+                )
+            return metadata
+        if state == _FAILED:
+            raise outcome.error  # type: ignore[misc]
+        raise asyncio.InvalidStateError("Result is not set.")
+
+    def exception(self) -> BaseException | None:
+        """The record's error, None once written; CancelledError, or InvalidStateError if pending."""
+        if self._cancelled:
+            raise self._cancelled_error()
+        outcome = self._current()[0]
+        if outcome._state == _DONE:
+            return None
+        if outcome._state == _FAILED:
+            return outcome.error
+        raise asyncio.InvalidStateError("Exception is not set.")
+
+    def add_done_callback(
+        self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None
+    ) -> None:
+        """Call ``fn(handle)`` on the handle's loop once it is done (at once if it is)."""
+        if context is None:
+            context = contextvars.copy_context()
+        if self.done():
+            self._outcome.loop.call_soon(fn, self, context=context)
+            return
+        if self._callbacks is None:
+            self._callbacks = [(fn, context)]
+            self._outcome._wait(self)
+        else:
+            self._callbacks.append((fn, context))
+
+    def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
+        """Remove every registration of ``fn``; how many there were."""
+        callbacks = self._callbacks
+        if not callbacks:
+            return 0
+        # A copy first: comparing callables runs their __eq__, which may add callbacks.
+        snapshot = list(callbacks)
+        kept = [entry for entry in snapshot if not (entry[0] is fn or entry[0] == fn)]
+        if self._callbacks is callbacks:
+            callbacks[:] = kept
+        return len(snapshot) - len(kept)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if not self.done():
+            self._asyncio_future_blocking = True
+            yield self  # the task waits on us: see add_done_callback
+        if not self.done():
+            raise RuntimeError("await wasn't used with future")
+        return self.result()
+
+    __iter__ = __await__
+
+    # -- inside ---------------------------------------------------------------------
+
+    def _cancelled_error(self) -> asyncio.CancelledError:
+        msg = self._cancel_message
+        return asyncio.CancelledError() if msg is None else asyncio.CancelledError(msg)
+
+    def _schedule_callbacks(self) -> None:
+        callbacks, self._callbacks = self._callbacks, None
+        if not callbacks:
+            return
+        loop = self._outcome.loop
+        for fn, context in callbacks:
+            try:
+                loop.call_soon(fn, self, context=context)
+            except RuntimeError:
+                return  # the loop is closed: nothing will run them (the outcome stands)
+
+
+# The compiled twins when the kernels are built, chosen once here (as aiohttp
+# chooses its HTTP parser); the pure classes above are the reference.
+if kernels is not None:
+    BatchOutcome: type[Any] = kernels.BatchOutcome
+    RecordHandle: type[Any] = kernels.RecordHandle
+else:
+    BatchOutcome = BatchOutcomePy
+    RecordHandle = RecordHandlePy
