@@ -6,13 +6,14 @@ the open batch of its topic's sticky partition when nothing is in doubt
 open batch of the partition its key hashes to
 (:class:`.engine.keyed_lane.KeyedLane`); otherwise (2) the record is checked and
 serialized, (3) metadata and buffer memory are waited for (up to
-``max_block_ms``), and (4) :meth:`Producer._append` picks its partition and
-appends it. It returns the record's future; ``send`` also waits for that
-future. Everything after that (batching, retries, expiry) belongs to the sender.
+``max_block_ms``), and (4) :meth:`.engine.admission.Admission.place` picks its
+partition and appends it. It returns the record's future; ``send`` also waits
+for that future. Everything after that (batching, retries, expiry) belongs to
+the sender.
 
-Appending is the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`;
-``append_unkeyed`` for the shortcut), the partition rules are :mod:`.engine.partitioner`
-and :mod:`.engine.sticky`.
+Where a record enters the engine (its partition, its batch, the effects of
+appending) is :mod:`.engine.admission`, which the bulk path shares; appending is
+the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`).
 This module holds the lifecycle (start, flush, close) and those steps. The
 transaction methods come from :mod:`.producer_transactions`, the bulk ones from
 :mod:`.producer_bulk`, the gauges from :mod:`.producer_metrics`, the hooks from
@@ -34,10 +35,10 @@ from . import errors
 from .bulk.appender import BulkAppender
 from .config import ProducerConfig
 from .engine.accumulator import RecordAccumulator
+from .engine.admission import Admission
 from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
 from .engine.buffer_pool import BufferPool
 from .engine.keyed_lane import KeyedLane
-from .engine.partitioner import choose_partition
 from .engine.sender import Sender
 from .engine.shortcut import EnqueueShortcut
 from .engine.sticky import StickyPartitioner
@@ -142,6 +143,8 @@ class Producer(
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
         self._create_future: Any = None
+        # Where checked records enter the engine, made when the producer starts.
+        self._admission: Admission | None = None
         # enqueue's unkeyed shortcut, made when the producer starts (see start()).
         self._lane: UnkeyedLane | None = None
         self._keyed_lane: KeyedLane | None = None
@@ -271,96 +274,37 @@ class Producer(
             )
         reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
         # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
+        admission = self._admission
+        assert admission is not None  # started: _check_can_send said so
         info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
-        deadline = 0.0
-        if info is None or not info.partitions or (type(partition) is int and partition >= len(info.partitions)):
-            # Unknown topic, or a partition not in the metadata (added since the
-            # last refresh?): one fresh answer decides, within max_block_ms.
-            deadline = time.monotonic() + self._max_block
-            info = await self._metadata_wait.topic_info(self._client, topic, partition)  # type: ignore[arg-type]
-        pool = self._pool
-        if pool.available >= reserve and not pool.exhausted:  # BufferPool.try_reserve, inlined
-            pool.available -= reserve
-        elif not pool.try_reserve(reserve):
-            if not deadline:
-                deadline = time.monotonic() + self._max_block
-            await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
-        if deadline:  # we waited: the producer or the transaction may have moved on
-            try:
-                self._check_can_send()
-            except BaseException:
-                pool.release(reserve)
-                raise
+        if (info is None or not info.partitions
+                or (type(partition) is int and partition >= len(info.partitions))
+                or not self._pool.try_reserve(reserve)):
+            info = await self._wait_for_room(admission, topic, info, partition, reserve)
         # 4. Its partition and batch: nothing waits from here on.
-        return self._append(
+        return admission.place(
             topic, info, partition, key, value, headers, timestamp_ms,
             ((key_size + 1) << 32) | (value_size + 1),  # batch.pack_sizes, inlined
             size, reserve,
         )
 
-    def _append(
-        self,
-        topic: str,
-        info: TopicInfo,
-        partition: int | None,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers | None,
-        timestamp_ms: int,
-        sizes: int,
-        size: int,
-        reserve: int,
-    ) -> asyncio.Future[RecordMetadata]:
-        """Append a checked record whose ``reserve`` bytes of memory are reserved.
-
-        Chooses its partition (explicit, keyed, custom or sticky), appends it
-        to that partition's open batch or a new one, and returns its future.
-        On an error (a bad partition) the memory is released and nothing is
-        appended; once appended, nothing may raise or wait.
-        """
-        fut = self._create_future()
-        acc = self._acc
-        txn = self._txn
+    async def _wait_for_room(
+        self, admission: Admission, topic: str, info: TopicInfo | None, partition: int | None, reserve: int
+    ) -> TopicInfo:
+        """Step 3 when something must be waited for: the topic's metadata (an unknown
+        topic, or a partition not in the metadata, added since the last refresh?), then
+        ``reserve`` bytes of buffer memory (not reserved yet), within ``max_block_ms``."""
+        deadline = admission.deadline()
+        if info is None or not info.partitions or (type(partition) is int and partition >= len(info.partitions)):
+            info = await admission.topic_info(topic, partition)
+        await admission.reserve(reserve, deadline)
+        # We waited: the producer or the transaction may have moved on.
         try:
-            sticky: StickyPartitioner | None = None
-            if partition is None and (key is None or self._ignore_keys) and self._custom_partitioner is None:
-                sticky = self._sticky
-                chosen = sticky.partition(topic, len(info.partitions), info.available)
-            else:
-                chosen = choose_partition(topic, partition, key, info, self._custom_partitioner)
-            tp = info.tps[chosen]
-            if txn is not None:
-                # Before the append, as nothing may raise after it: the
-                # transaction takes records, so add_partition below takes this one.
-                txn.check_can_send()
-            batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes, reserve, size)
-            opened = batch is None
-            if batch is None:
-                now = time.monotonic()
-                batch = acc.append_to_new_batch(
-                    tp, timestamp_ms, key, value, headers, fut, now, sizes, reserve, size
-                )
+            self._check_can_send()
         except BaseException:
-            self._pool.release(reserve)
+            admission.release(reserve)
             raise
-        # Appended: the batch holds the memory and will resolve the future.
-        if opened:
-            self._client.touch_topic(topic, now)  # type: ignore[union-attr]
-            # A new batch: the sender starts its linger clock (unless it
-            # will look before the batch lingered), and the next enqueue
-            # yields to it first.
-            self._sender.batch_opened(batch)  # type: ignore[union-attr]
-            self._shortcut.countdown = 0
-        elif batch.is_full():  # filled exactly: sendable now (Java's batchIsFull wakeup)
-            self._sender.wakeup()  # type: ignore[union-attr]
-        self._shortcut.countdown -= 1
-        if txn is not None:
-            txn.add_partition(tp)
-        if sticky is not None:
-            if self._plain and not self._serializing:
-                sticky.filling_batch(topic, batch, info)  # the shortcut takes the next records
-            sticky.appended(topic, size, batch, info)
-        return fut
+        return info
 
     @property
     def _plain(self) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .bulk.appender import BulkAppender
+from .engine.admission import Admission
 from .engine.idempotence import SequenceState
 from .engine.keyed_lane import KeyedLane
 from .engine.sender import Sender
@@ -63,6 +64,7 @@ class LifecycleMixin:
         _start_lock: asyncio.Lock | None
         _close_lock: asyncio.Lock | None
         _create_future: Any
+        _admission: Admission | None
         _lane: UnkeyedLane | None
         _keyed_lane: KeyedLane | None
         _shortcut: EnqueueShortcut
@@ -140,12 +142,19 @@ class LifecycleMixin:
             self._metrics if cfg.metrics_enabled else None,
         )
         self._sender.start()
+        self._admission = Admission(
+            accumulator=self._acc, pool=self._pool, sticky=self._sticky, client=client,
+            sender=self._sender, txn=self._txn, shortcut=self._shortcut,
+            create_future=self._create_future, partitioner=cfg.partitioner,
+            ignore_keys=cfg.partitioner_ignore_keys, max_block=self._max_block,
+            metadata_wait=self._metadata_wait, fills_lanes=not self._serializing,
+        )
         self._bulk = BulkAppender(
             cfg, client, self._acc, self._pool, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
             self._metadata_wait,
         )
-        # The lanes wake the sender for a batch they fill, as _append does.
+        # The lanes wake the sender for a batch they fill, as Admission.place does.
         self._lane = UnkeyedLane(
             self._sticky, self._pool, client, self._create_future, self._max_unkeyed,
             self._sender.wakeup,

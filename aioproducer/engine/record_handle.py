@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextvars
+import itertools
 from collections.abc import Callable, Generator, Sequence
 from types import GenericAlias
 from typing import Any
@@ -61,11 +62,11 @@ class BatchOutcomePy:
     """What happened to a batch, shared by its records' handles (see the module docstring)."""
 
     __slots__ = (
+        "_error",
         "_moved",
         "_state",
         "_waiting",
         "base_offset",
-        "_error",
         "log_append_time_ms",
         "loop",
         "metadata_type",
@@ -136,7 +137,7 @@ class BatchOutcomePy:
         if (not parts or len(starts) != len(parts)
                 or any(type(s) is not int for s in starts)
                 or any(type(p) is not BatchOutcomePy for p in parts)
-                or starts[0] != 0 or any(a >= b for a, b in zip(starts, starts[1:]))
+                or starts[0] != 0 or any(a >= b for a, b in itertools.pairwise(starts))
                 or starts[-1] > _INT64_MAX):
             raise ValueError("a split needs parts, the first starting at record 0")
         self._moved = (starts, parts)
@@ -187,7 +188,7 @@ class RecordHandlePy:
         "_timestamp_ms",
     )
 
-    __class_getitem__ = classmethod(GenericAlias)
+    __class_getitem__: Any = classmethod(GenericAlias)
 
     def __init__(self, outcome: BatchOutcomePy, delta: int, timestamp_ms: int, sizes: int) -> None:
         if type(outcome) is not BatchOutcomePy:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer
+from aioproducer.engine.admission import Admission
 from aioproducer.engine.partitioner import _murmur2_pure
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
@@ -27,13 +28,13 @@ def _java_partition(key: bytes, partitions: int) -> int:
 
 def _count_full_path(producer: Producer, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    full = producer._append
+    full = Admission.place
 
-    def counted(*args: Any) -> Any:
+    def counted(admission: Admission, *args: Any) -> Any:
         calls.append(1)
-        return full(*args)
+        return full(admission, *args)
 
-    monkeypatch.setattr(producer, "_append", counted)
+    monkeypatch.setattr(Admission, "place", counted)
     return calls
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer
+from aioproducer.engine.admission import Admission
 from aioproducer.engine.sender_alarm import SenderAlarm
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilder
@@ -64,13 +65,13 @@ class _Watch:
             ring(alarm)
 
         monkeypatch.setattr(SenderAlarm, "ring", counted_ring)
-        append = producer._append
+        place = Admission.place
 
-        def counted_append(*args: Any) -> Any:
+        def counted_place(admission: Admission, *args: Any) -> Any:
             self.full_path += 1
-            return append(*args)
+            return place(admission, *args)
 
-        monkeypatch.setattr(producer, "_append", counted_append)
+        monkeypatch.setattr(Admission, "place", counted_place)
 
 
 async def _fill_last(producer: Producer, watch: _Watch, last: Any) -> asyncio.Future[Any]:
