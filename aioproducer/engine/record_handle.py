@@ -42,11 +42,36 @@ from typing import Any
 
 from .._speedups import kernels
 
-__all__ = ["BatchOutcome", "BatchOutcomePy", "RecordHandle", "RecordHandlePy"]
+__all__ = [
+    "BatchOutcome",
+    "BatchOutcomePy",
+    "RecordHandle",
+    "RecordHandlePy",
+    "register_record_metadata",
+    "register_record_metadata_py",
+]
 
 _PENDING, _DONE, _FAILED, _MOVED = 0, 1, 2, 3
 _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
+
+
+# The NamedTuple whose instances result() makes with tuple.__new__, skipping its
+# Python-level __new__ (see register_record_metadata).
+_fast_metadata: Any = None
+
+
+def register_record_metadata_py(cls: type) -> None:
+    """Results of ``cls`` (a NamedTuple of six fields) are made without its ``__new__``."""
+    global _fast_metadata
+    fields = getattr(cls, "_fields", None) if isinstance(cls, type) else None
+    # What the compiled twin checks: a plain tuple subclass of six fields, no
+    # instance dict, not a struct sequence.
+    if (type(fields) is not tuple or len(fields) != 6 or cls.__base__ is not tuple
+            or cls.__basicsize__ != tuple.__basicsize__ or cls.__itemsize__ != tuple.__itemsize__
+            or cls.__dictoffset__ or hasattr(cls, "n_fields")):
+        raise TypeError("register_record_metadata() takes a NamedTuple class of six fields")
+    _fast_metadata = cls
 
 
 def _int64(value: int, what: str) -> int:
@@ -233,7 +258,12 @@ class RecordHandlePy:
         return self._outcome.loop
 
     def done(self) -> bool:
-        return self._cancelled or self._current()[0]._state != _PENDING
+        if self._cancelled:
+            return True
+        outcome = self._outcome
+        if outcome._state == _MOVED:
+            outcome = self._current()[0]
+        return outcome._state != _PENDING
 
     def cancelled(self) -> bool:
         return self._cancelled
@@ -251,7 +281,10 @@ class RecordHandlePy:
         """The record's metadata; raises its error, CancelledError, or InvalidStateError if pending."""
         if self._cancelled:
             raise self._cancelled_error()
-        outcome, delta = self._current()
+        outcome = self._outcome
+        delta = self._delta
+        if outcome._state == _MOVED:
+            outcome, delta = self._current()
         state = outcome._state
         if state == _DONE:
             metadata = self._metadata
@@ -262,7 +295,7 @@ class RecordHandlePy:
                 offset = -1 if base < 0 else base + delta
                 if offset > _INT64_MAX:
                     raise OverflowError("the record's offset does not fit in 64 bits")
-                metadata = self._metadata = outcome.metadata_type(
+                fields = (
                     outcome.topic,
                     outcome.partition,
                     offset,
@@ -270,20 +303,26 @@ class RecordHandlePy:
                     (sizes >> 32) - 1,
                     (sizes & 0xFFFFFFFF) - 1,
                 )
+                cls = outcome.metadata_type
+                metadata = self._metadata = (
+                    tuple.__new__(cls, fields) if cls is _fast_metadata else cls(*fields)
+                )
             return metadata
         if state == _FAILED:
-            raise outcome.error  # type: ignore[misc]
+            raise outcome._error  # type: ignore[misc]
         raise asyncio.InvalidStateError("Result is not set.")
 
     def exception(self) -> BaseException | None:
         """The record's error, None once written; CancelledError, or InvalidStateError if pending."""
         if self._cancelled:
             raise self._cancelled_error()
-        outcome = self._current()[0]
+        outcome = self._outcome
+        if outcome._state == _MOVED:
+            outcome = self._current()[0]
         if outcome._state == _DONE:
             return None
         if outcome._state == _FAILED:
-            return outcome.error
+            return outcome._error
         raise asyncio.InvalidStateError("Exception is not set.")
 
     def add_done_callback(
@@ -292,14 +331,18 @@ class RecordHandlePy:
         """Call ``fn(handle)`` on the handle's loop once it is done (at once if it is)."""
         if context is None:
             context = contextvars.copy_context()
-        if self.done():
-            self._outcome.loop.call_soon(fn, self, context=context)
+        outcome = self._outcome
+        if outcome._state == _MOVED:
+            outcome = self._current()[0]
+        if self._cancelled or outcome._state != _PENDING:
+            outcome.loop.call_soon(fn, self, context=context)
             return
-        if self._callbacks is None:
+        callbacks = self._callbacks
+        if callbacks is None:
             self._callbacks = [(fn, context)]
-            self._outcome._wait(self)
+            outcome._waiting.append(self)  # pending: _wait's first case
         else:
-            self._callbacks.append((fn, context))
+            callbacks.append((fn, context))
 
     def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
         """Remove every registration of ``fn``; how many there were."""
@@ -346,6 +389,8 @@ class RecordHandlePy:
 if kernels is not None:
     BatchOutcome: type[Any] = kernels.BatchOutcome
     RecordHandle: type[Any] = kernels.RecordHandle
+    register_record_metadata: Callable[[type], None] = kernels.register_record_metadata
 else:
     BatchOutcome = BatchOutcomePy
     RecordHandle = RecordHandlePy
+    register_record_metadata = register_record_metadata_py

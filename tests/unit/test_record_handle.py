@@ -21,11 +21,15 @@ import pytest
 
 from aioproducer._speedups import kernels
 from aioproducer.engine.batch import RecordMetadata, pack_sizes
-from aioproducer.engine.record_handle import BatchOutcomePy
+from aioproducer.engine.record_handle import BatchOutcomePy, register_record_metadata_py
 
 OUTCOMES = [pytest.param(BatchOutcomePy, id="pure")]
 if kernels is not None:
     OUTCOMES.append(pytest.param(kernels.BatchOutcome, id="compiled"))
+
+REGISTERS = [pytest.param(register_record_metadata_py, id="pure")]
+if kernels is not None:
+    REGISTERS.append(pytest.param(kernels.register_record_metadata, id="compiled"))
 
 pytestmark = pytest.mark.parametrize("Outcome", OUTCOMES)
 _async = pytest.mark.asyncio
@@ -333,10 +337,9 @@ def test_a_handle_nobody_waits_on_is_not_walked_by_the_collector(Outcome: Any) -
         loop.close()
 
 
-def test_register_record_metadata_takes_only_a_plain_named_tuple(Outcome: Any) -> None:
-    if kernels is None or Outcome is BatchOutcomePy:
-        pytest.skip("the compiled module's registration")
-    kernels.register_record_metadata(RecordMetadata)
+@pytest.mark.parametrize("register", REGISTERS)
+def test_register_record_metadata_takes_only_a_plain_named_tuple(Outcome: Any, register: Any) -> None:
+    register(RecordMetadata)
     for wrong in (time.struct_time, tuple, namedtuple("Five", "a b c d e"), int, RecordMetadata("t", 0, 0, 0, 0, 0)):
         with pytest.raises(TypeError, match="NamedTuple class of six fields"):
-            kernels.register_record_metadata(wrong)
+            register(wrong)
