@@ -634,7 +634,7 @@ static int kernels_exec(PyObject *module) {
     st->future_factory_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &factory_spec, NULL);
     if (!st->future_factory_type) return -1;
     if (add_handle_types(module) < 0 || add_append_kernel(module) < 0 || add_column_kernels(module) < 0 ||
-        add_lane_kernel(module) < 0 || add_sensor_kernel(module) < 0)
+        add_lane_kernel(module) < 0)
         return -1;
     return 0;
 }
