@@ -60,7 +60,6 @@ int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_s
 int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
                       Py_ssize_t reserve, Py_ssize_t bound);
 int add_lane_kernel(PyObject *module);
-int add_sensor_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
 int add_column_kernels(PyObject *module);
 
