@@ -36,7 +36,9 @@ from . import errors
 from ._speedups import kernels
 
 if TYPE_CHECKING:
+    from .bulk.appender import BulkAppender
     from .engine.accumulator import RecordAccumulator
+    from .engine.batch import ProducerBatch
     from .engine.sender import Sender
     from .logs import ClientLogger
 
@@ -138,6 +140,7 @@ class LoopBindingMixin:
 
     if TYPE_CHECKING:  # what Producer provides, for type checkers
         _acc: RecordAccumulator
+        _bulk: BulkAppender | None
         _sender: Sender | None
         _log: ClientLogger
         _closed: bool
@@ -250,32 +253,54 @@ class LoopBindingMixin:
         A batch acknowledged while its loop ran but whose futures were still
         being resolved in slices when the loop stopped (ProducerBatch.complete)
         was written: its futures get their metadata now, and it is not counted.
+        A bulk call stopped between two slices fails the records it had not
+        buffered yet (counted too): its future then resolves once.
         """
         pending = 0
         for batch in list(self._acc.incomplete):
             if batch.finish_resolving() or batch.done:
                 continue
             pending += batch.record_count
-            # Failed one by one first: setting a future whose loop is closed
-            # raises once the state is set, when it has callbacks to schedule.
             # Only a batch that was sent may be in the log.
-            failed = errors.delivery_error(error, batch.maybe_written or batch.in_flight)
-            for fut in batch.futures:
-                if fut is not None and not fut.done():  # None: a slot already resolved
-                    try:
-                        fut.set_exception(failed)
-                    except RuntimeError:
-                        pass  # failed all the same; its callbacks needed the closed loop
-            # A bulk call's records: its result tells each record's outcome (some
-            # may be acknowledged already, in batches not abandoned here).
-            for span in batch.spans or ():
-                try:
-                    span.failed(failed)
-                except RuntimeError:
-                    pass  # the call's future is set; its callbacks needed the closed loop
+            _fail_batch(batch, errors.delivery_error(error, batch.maybe_written or batch.in_flight))
+        if self._bulk is not None:
+            pending += self._bulk.abandon(errors.ProducerLoopError(
+                "the event loop of the producer was closed before this record was buffered "
+                "(it was not sent)"
+            ))
         if self._sender is not None:
             try:
-                self._sender.abort(error)  # memory, sequence and transaction bookkeeping
+                # Every batch is decided now: this only settles the memory,
+                # sequence and transaction bookkeeping, and fails nothing twice.
+                self._sender.abort(error)
             except RuntimeError as exc:
                 self._log.debug("abandoning the records: %s", exc)
         return pending
+
+
+def _fail_batch(batch: ProducerBatch, failed: BaseException) -> None:
+    """``batch.fail(failed)`` with its loop closed: every future and span told once.
+
+    Setting a future whose loop is closed raises RuntimeError once its state
+    is set, when it has callbacks to schedule; ``fail`` would stop at the
+    first one. So the record futures and the bulk spans (whose call's future
+    may raise the same way) are failed one by one here, and the spans
+    detached before ``fail`` decides the batch, so that neither it nor the
+    sender's abort tells a bulk call twice (BulkCall counts its records down).
+    """
+    for fut in batch.futures:
+        if fut is not None and not fut.done():  # None: a slot already resolved
+            try:
+                fut.set_exception(failed)
+            except RuntimeError:
+                pass  # failed all the same; its callbacks needed the closed loop
+    spans, batch.spans = batch.spans, None
+    for span in spans or ():
+        try:
+            span.failed(failed)
+        except RuntimeError:
+            pass  # the call's future is set; its callbacks needed the closed loop
+    try:
+        batch.fail(failed)
+    except RuntimeError:
+        pass  # decided all the same; a done-callback needed the closed loop
