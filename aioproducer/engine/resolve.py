@@ -54,13 +54,16 @@ def resolve_pure(
     elif deltas is None:
         offsets = range(base_offset + start, base_offset + stop)
     else:
-        offsets = [base_offset + d for d in deltas[start:stop]]
+        # Lazily, one per record as the compiled twin: a bad delta fails only
+        # once the records before it are resolved.
+        offsets = (base_offset + d for d in deltas[start:stop])
     stamps: Iterable[int] = (
         itertools.repeat(log_append_time_ms, stop - start)
         if log_append_time_ms >= 0
         else timestamps[start:stop]
     )
-    last = key_size = value_size = -1
+    last: object = None  # no packed value equals it, -1 included
+    key_size = value_size = -1
     for fut, offset, ts, packed in zip(futures[start:stop], offsets, stamps, sizes[start:stop]):
         if packed != last:  # unpacked only when it changes: records often share sizes
             last = packed
