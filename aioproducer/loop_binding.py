@@ -279,28 +279,7 @@ class LoopBindingMixin:
 
 
 def _fail_batch(batch: ProducerBatch, failed: BaseException) -> None:
-    """``batch.fail(failed)`` with its loop closed: every future and span told once.
-
-    Setting a future whose loop is closed raises RuntimeError once its state
-    is set, when it has callbacks to schedule; ``fail`` would stop at the
-    first one. So the record futures and the bulk spans (whose call's future
-    may raise the same way) are failed one by one here, and the spans
-    detached before ``fail`` decides the batch, so that neither it nor the
-    sender's abort tells a bulk call twice (BulkCall counts its records down).
-    """
-    for fut in batch.futures:
-        if fut is not None and not fut.done():  # None: a slot already resolved
-            try:
-                fut.set_exception(failed)
-            except RuntimeError:
-                pass  # failed all the same; its callbacks needed the closed loop
-    spans, batch.spans = batch.spans, None
-    for span in spans or ():
-        try:
-            span.failed(failed)
-        except RuntimeError:
-            pass  # the call's future is set; its callbacks needed the closed loop
-    try:
-        batch.fail(failed)
-    except RuntimeError:
-        pass  # decided all the same; a done-callback needed the closed loop
+    """Fail ``batch`` with its loop closed: every future and span told once (see
+    ProducerBatch.fail_abandoned), so that neither the batch nor the sender's abort
+    tells a bulk call twice (BulkCall counts its records down)."""
+    batch.fail_abandoned(failed)

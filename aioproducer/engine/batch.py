@@ -583,6 +583,31 @@ class ProducerBatch:
                 fut.set_exception(exc)
         self._wake_waiters()
 
+    def fail_abandoned(self, exc: BaseException) -> None:
+        """:meth:`fail` for a batch whose event loop is closed: every future and span told once.
+
+        Setting a future whose loop is closed raises RuntimeError once its
+        state is set, when it has callbacks to schedule; ``fail`` would stop
+        at the first one. Here each is told on its own and the error passed
+        over (it is failed all the same), so a bulk call counts each of its
+        records down once.
+        """
+        if self.state is RESOLVING or self.state is DONE:
+            return
+        self.state = RESOLVING
+        for span in self.spans or ():
+            try:
+                span.failed(exc)
+            except RuntimeError:
+                pass  # the call's future is set; its callbacks needed the closed loop
+        for fut in self.futures:
+            if fut is not None and not fut.done():  # None: a slot already resolved
+                try:
+                    fut.set_exception(exc)
+                except RuntimeError:
+                    pass  # failed all the same; its callbacks needed the closed loop
+        self._wake_waiters()
+
 
 if kernels is not None:
     # The compiled append_unkeyed and append_keyed, methods of this class reaching
