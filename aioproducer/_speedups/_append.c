@@ -9,14 +9,18 @@
  * tests/unit/test_kernels_equal.py checks that both leave the same bytes,
  * lists, counters and answers on random input.
  *
- * The batch and its builder stay Python classes with __slots__ (weak references,
- * subclassing and the pure path keep working). bind_batch_layout(), called once
- * when aioproducer.engine.batch is imported, reads where each slot this kernel
- * uses sits in an instance (a slot is a PyObject * at a fixed offset, the same in
+ * The batch stays a Python class with __slots__ (weak references, subclassing
+ * and the pure path keep working). bind_batch_layout(), called once when
+ * aioproducer.engine.batch is imported, reads where each slot this kernel uses
+ * sits in an instance (a slot is a PyObject * at a fixed offset, the same in
  * every subclass: CPython's member descriptors), so that the kernel reaches the
  * fields as a C struct's, without an attribute lookup each. It returns the
  * kernel as a method descriptor of the batch class, as a builtin type's methods
  * are: a call costs no bound method and checks the instance's type.
+ *
+ * The batch's builder is reached through its C-level surface (_builder.h) when
+ * it is exactly the compiled RecordBatchBuilder; any other builder (the pure
+ * RecordBatchBuilderPy) gets the batch's pure method, which calls its append.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,27 +28,28 @@
 #include <string.h>
 #include <time.h>
 
+#include "_builder.h"
+#include "_state.h"
 #include "_varint.h"
 
-/* The slots read or written, in the order of slot_names. */
+/* The batch's slots read or written, in the order of slot_names. */
 enum {
     B_STATE, B_BUILDER, B_FUTURES, B_SIZES, B_TIMESTAMPS, B_RESERVED, B_MAX_RECORD_SIZE,
     B_BATCH_SIZE,
-    R_SEALED, R_RECORD_COUNT, R_BASE_TIMESTAMP, R_MAX_TIMESTAMP, R_BUF, R_BATCH_SIZE,
     N_SLOTS
 };
-#define FIRST_BUILDER_SLOT R_SEALED
 
 static const char *slot_names[N_SLOTS] = {
     "state", "builder", "futures", "sizes", "timestamps", "reserved", "max_record_size",
     "batch_size",
-    "_sealed", "record_count", "base_timestamp", "max_timestamp", "_buf", "batch_size",
 };
 
 static struct {
     PyTypeObject *batch_type;   /* ProducerBatch (a strong reference once bound) */
-    PyTypeObject *builder_type; /* RecordBatchBuilder */
+    PyTypeObject *builder_type; /* the compiled RecordBatchBuilder */
     PyObject *open_state;       /* BatchState.OPEN */
+    PyObject *unkeyed_pure;     /* ProducerBatch._append_unkeyed_pure */
+    PyObject *keyed_pure;       /* ProducerBatch._append_keyed_pure */
     Py_ssize_t offset[N_SLOTS];
 } layout;
 
@@ -71,20 +76,6 @@ static inline int get_ssize(PyObject *obj, int which, Py_ssize_t *out) {
     PyObject *value = get_slot(obj, which);
     if (!value) return -1;
     *out = PyLong_AsSsize_t(value);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
-static inline int get_int64(PyObject *obj, int which, long long *out) {
-    PyObject *value = get_slot(obj, which);
-    if (!value) return -1;
-    /* Not PyLong_AsLongLong: for an int of more than one digit (a timestamp
-     * in ms has two) it goes through _PyLong_AsByteArray. */
-    int overflow;
-    *out = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "slot '%s' does not fit in 64 bits", slot_names[which]);
-        return -1;
-    }
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
@@ -144,48 +135,25 @@ static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
  * ``bound_obj`` is ``bound`` as an int, or NULL (made if it is kept). It also
  * appends a keyed record (``key`` bytes-like; NULL or None is a null key) and,
  * with ``produced`` NULL, counts nothing for the sticky partitioner (a keyed
- * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure). */
-static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, Py_buffer *vview,
-                           PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
-                           PyObject *bound_obj, PyObject *produced, PyObject *topic,
-                           Py_ssize_t limit) {
+ * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure).
+ *
+ * ``builder`` is the batch's builder, exactly the compiled type, held; ``key``
+ * and ``value`` were read by it (builder_span_get) before anything of the batch
+ * is read here: reading them may run Python code (a __buffer__ of 3.12+). */
+static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, long long ts,
+                           int overflow, builder_span *kspan, builder_span *vspan, PyObject *future,
+                           Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                           PyObject *produced, PyObject *topic, Py_ssize_t limit) {
     PyObject *state = get_slot(self, B_STATE);
     if (!state) return -1;
     if (state != layout.open_state) return CODE_REFUSED;
-    PyObject *builder = get_slot(self, B_BUILDER);
-    if (!builder) return -1;
-    if (!PyObject_TypeCheck(builder, layout.builder_type)) {
-        PyErr_SetString(PyExc_TypeError, "the batch's builder is not a RecordBatchBuilder");
+    if (get_slot(self, B_BUILDER) != builder) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the batch's builder changed while a record was appended");
         return -1;
-    }
-    PyObject *sealed = get_slot(builder, R_SEALED);
-    if (!sealed) return -1;
-    int is_sealed = PyObject_IsTrue(sealed);
-    if (is_sealed < 0) return -1;
-    if (is_sealed) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot append to a record batch after build()");
-        return -1;
-    }
-    Py_ssize_t count, batch_size, full_at, reserved, max_record_size;
-    long long base_ts = 0, max_ts = 0;
-    if (get_ssize(builder, R_RECORD_COUNT, &count) < 0) return -1;
-    if (count && (get_int64(builder, R_BASE_TIMESTAMP, &base_ts) < 0 ||
-                  get_int64(builder, R_MAX_TIMESTAMP, &max_ts) < 0)) return -1;
-    long long ts;
-    if (ts_arg == Py_None) {
-        if (now_ms(&ts) < 0) return -1;
-    } else {
-        ts = PyLong_AsLongLong(ts_arg);
-        if (ts == -1 && PyErr_Occurred()) return -1;
     }
     if (produced && !PyDict_Check(produced)) {
         PyErr_SetString(PyExc_TypeError, "produced must be a dict");
-        return -1;
-    }
-    PyObject *buf = get_slot(builder, R_BUF);
-    if (!buf) return -1;
-    if (!PyByteArray_Check(buf)) {
-        PyErr_SetString(PyExc_TypeError, "the builder's buffer is not a bytearray");
         return -1;
     }
     PyObject *lists[3];
@@ -198,13 +166,10 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         }
     }
     /* The builder's batch_size bounds the buffer; the batch's says when it is full. */
-    if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
-        get_ssize(self, B_BATCH_SIZE, &full_at) < 0 ||
+    Py_ssize_t full_at, reserved, max_record_size;
+    if (get_ssize(self, B_BATCH_SIZE, &full_at) < 0 ||
         get_ssize(self, B_RESERVED, &reserved) < 0 ||
         get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return -1;
-    int has_value = vview != NULL, has_key = kview != NULL;
-    Py_ssize_t vlen = has_value ? vview->len : 0;
-    Py_ssize_t klen = has_key ? kview->len : 0;
     PyObject *seen = NULL;
     Py_ssize_t before = 0;
     if (produced) {
@@ -215,25 +180,19 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
     if ((produced && !seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
         return -1;
     }
-    /* attributes, timestamp delta, offset delta, key, value, no headers */
-    uint64_t ts_zz = count ? zigzag64((int64_t)((uint64_t)ts - (uint64_t)base_ts)) : 0;
-    uint64_t off = zigzag64(count);
-    Py_ssize_t size = 1 + uvarint_size(ts_zz) + uvarint_size(off) +
-                      (has_key ? uvarint_size(zigzag64(klen)) + klen : 1) +
-                      (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + 1;
-    Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
-    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
-    if (count && old + total > batch_size) {
-        return CODE_REFUSED;
-    }
+    /* The builder checks its seal and the timestamp, sizes the record and
+     * reserves its room: past this, only the commit below can refuse. */
+    record_plan plan;
+    int planned = builder_plan(builder, ts_arg, ts, overflow, kspan->len, vspan->len, &plan);
+    if (planned <= 0) return planned; /* -1: an error; 0: no room (CODE_REFUSED) */
+    Py_ssize_t old = plan.offset, total = plan.total;
     Py_ssize_t after = before + bound;
     int switch_due = produced && after >= limit &&
                      (after >= 2 * limit || old + total + bound > limit);
-    /* Every new object first: past the buffer's resize nothing can fail. */
+    /* Every new object first. */
     /* pack_sizes(key size or -1, value size or -1) */
-    PyObject *sizes_obj = PyLong_FromLongLong(((long long)(has_key ? klen + 1 : 0) << 32) |
-                                              (long long)(has_value ? vlen + 1 : 0));
-    PyObject *count_obj = PyLong_FromSsize_t(count + 1);
+    PyObject *sizes_obj = PyLong_FromLongLong(((long long)(kspan->len + 1) << 32) |
+                                              (long long)(vspan->len + 1));
     PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
     PyObject *after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
     /* The batch's largest record bound, when this one is larger. */
@@ -257,20 +216,22 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
     }
     int result = -1;
     int appended = 0;
-    if (!sizes_obj || !count_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
+    if (!sizes_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
     PyObject *items[3] = {future, sizes_obj, ts_obj};
     Py_ssize_t n = PyList_GET_SIZE(lists[0]);
     for (; appended < 3; appended++) {
         if (PyList_Append(lists[appended], items[appended]) < 0) goto undo;
     }
     /* The dict drops its reference to ``seen`` when it takes the new count:
-     * hold one, to put it back if the resize below fails. */
+     * hold one, to put it back if the commit below refuses. */
     Py_XINCREF(seen);
     if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) {
         Py_XDECREF(seen);
         goto undo;
     }
-    if (resize_growing(buf, old + total, batch_size) < 0) {
+    /* Refused only if code run meanwhile (a topic's __hash__, a finalizer
+     * started by an allocation) changed the builder. */
+    if (builder_commit(builder, &plan, kspan, vspan) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
         if (produced) {
@@ -282,36 +243,6 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         goto undo;
     }
     Py_XDECREF(seen);
-    char *p = PyByteArray_AS_STRING(buf) + old;
-    p = put_uvarint(p, zigzag64(size));
-    *p++ = 0; /* attributes: always 0 in a producer's record */
-    p = put_uvarint(p, ts_zz);
-    p = put_uvarint(p, off);
-    if (has_key) {
-        p = put_uvarint(p, zigzag64(klen));
-        memcpy(p, kview->buf, klen);
-        p += klen;
-    } else {
-        *p++ = 1; /* null key */
-    }
-    if (has_value) {
-        p = put_uvarint(p, zigzag64(vlen));
-        memcpy(p, vview->buf, vlen);
-        p += vlen;
-    } else {
-        *p++ = 1;
-    }
-    *p = 0; /* no headers */
-    set_slot(builder, R_RECORD_COUNT, count_obj);
-    count_obj = NULL;
-    if (!count) {
-        Py_INCREF(ts_obj);
-        set_slot(builder, R_BASE_TIMESTAMP, ts_obj);
-    }
-    if (!count || ts > max_ts) {
-        Py_INCREF(ts_obj);
-        set_slot(builder, R_MAX_TIMESTAMP, ts_obj);
-    }
     set_slot(self, B_RESERVED, reserved_obj);
     reserved_obj = NULL;
     if (largest_obj) {
@@ -325,7 +256,6 @@ undo:
     truncate_lists(lists, appended, n);
 done:
     Py_XDECREF(sizes_obj);
-    Py_XDECREF(count_obj);
     Py_XDECREF(reserved_obj);
     Py_XDECREF(after_obj);
     Py_XDECREF(largest_obj);
@@ -333,9 +263,43 @@ done:
     return result;
 }
 
-/* The record's key and value buffers are exported before anything of the batch
- * is read: exporting may run Python code (a __buffer__ of Python 3.12+), which
- * must not run while borrowed slots and counters read from the batch are in use. */
+/* A batch whose builder is not the compiled type (the pure one, in tests): the
+ * batch's pure method does it all, as it would without the kernels. */
+static int append_by_pure(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
+                          PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
+                          PyObject *bound_obj, PyObject *produced, PyObject *topic,
+                          Py_ssize_t limit) {
+    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+    PyObject *bound_ref = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
+    PyObject *limit_obj = produced ? PyLong_FromSsize_t(limit) : NULL;
+    PyObject *answer = NULL;
+    if (reserve_obj && bound_ref && (!produced || limit_obj)) {
+        if (produced) {
+            PyObject *call[9] = {self, ts_arg, value, future, reserve_obj, bound_ref, produced, topic,
+                                 limit_obj};
+            answer = PyObject_Vectorcall(layout.unkeyed_pure, call, 9, NULL);
+        } else {
+            PyObject *call[7] = {self, ts_arg, key ? key : Py_None, value, future, reserve_obj,
+                                 bound_ref};
+            answer = PyObject_Vectorcall(layout.keyed_pure, call, 7, NULL);
+        }
+    }
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(bound_ref);
+    Py_XDECREF(limit_obj);
+    if (!answer) return -1;
+    long code = PyLong_AsLong(answer);
+    Py_DECREF(answer);
+    if (code == -1 && PyErr_Occurred()) return -1;
+    return (int)code;
+}
+
+/* The batch's state is read first (a batch no longer open refuses, whatever the
+ * record), then the builder reads the record: as the pure twin, whose builder's
+ * append does. The record's key and value buffers are exported before the
+ * batch's other slots are read: exporting may run Python code (a __buffer__ of
+ * Python 3.12+), which must not run while borrowed slots and counters read from
+ * the batch are in use. */
 static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
                          PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
                          PyObject *bound_obj, PyObject *produced, PyObject *topic,
@@ -344,18 +308,35 @@ static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObje
         PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
         return -1;
     }
-    Py_buffer vview, kview;
-    int has_value = value != Py_None;
-    int has_key = key != NULL && key != Py_None;
-    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return -1;
-    if (has_key && PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) {
-        if (has_value) PyBuffer_Release(&vview);
-        return -1;
+    PyObject *state = get_slot(self, B_STATE);
+    if (!state) return -1;
+    if (state != layout.open_state) return CODE_REFUSED;
+    PyObject *builder = get_slot(self, B_BUILDER);
+    if (!builder) return -1;
+    if (!Py_IS_TYPE(builder, layout.builder_type))
+        return append_by_pure(self, ts_arg, key, value, future, reserve, bound, bound_obj, produced,
+                              topic, limit);
+    Py_INCREF(builder); /* held: the caller's code below may replace the batch's */
+    long long ts = 0;
+    int overflow = 0, rc = -1;
+    builder_span kspan, vspan;
+    if (builder_check_open(builder) < 0) goto done;
+    if (ts_arg == Py_None) {
+        if (now_ms(&ts) < 0) goto done;
+    } else if (builder_timestamp(ts_arg, &ts, &overflow) < 0) {
+        goto done;
     }
-    int rc = append_exported(self, ts_arg, has_key ? &kview : NULL, has_value ? &vview : NULL,
-                             future, reserve, bound, bound_obj, produced, topic, limit);
-    if (has_key) PyBuffer_Release(&kview);
-    if (has_value) PyBuffer_Release(&vview);
+    if (builder_span_get(key ? key : Py_None, &kspan, "key") < 0) goto done;
+    if (builder_span_get(value, &vspan, "value") < 0) {
+        builder_span_release(&kspan);
+        goto done;
+    }
+    rc = append_exported(self, builder, ts_arg, ts, overflow, &kspan, &vspan, future, reserve, bound,
+                         bound_obj, produced, topic, limit);
+    builder_span_release(&vspan);
+    builder_span_release(&kspan);
+done:
+    Py_DECREF(builder);
     return rc;
 }
 
@@ -536,38 +517,57 @@ int add_module_function(PyObject *module, PyMethodDef *def) {
     return rc;
 }
 
-/* bind_batch_layout(batch_type, builder_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
+/* bind_batch_layout(batch_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
 static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "bind_batch_layout(batch_type, builder_type, open_state)");
+    if (nargs != 2 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "bind_batch_layout(batch_type, open_state)");
         return NULL;
     }
-    PyTypeObject *batch_type = (PyTypeObject *)args[0], *builder_type = (PyTypeObject *)args[1];
+    PyTypeObject *batch_type = (PyTypeObject *)args[0];
     Py_ssize_t offset[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
-        offset[i] = slot_offset(i < FIRST_BUILDER_SLOT ? batch_type : builder_type, slot_names[i], 1);
+        offset[i] = slot_offset(batch_type, slot_names[i], 1);
         if (offset[i] < 0) return NULL;
     }
-    PyObject *unkeyed = PyDescr_NewMethod(batch_type, &append_def);
+    PyObject *unkeyed_pure = PyObject_GetAttrString(args[0], "_append_unkeyed_pure");
+    PyObject *keyed_pure = unkeyed_pure ? PyObject_GetAttrString(args[0], "_append_keyed_pure") : NULL;
+    PyObject *unkeyed = keyed_pure ? PyDescr_NewMethod(batch_type, &append_def) : NULL;
     PyObject *keyed = unkeyed ? PyDescr_NewMethod(batch_type, &append_keyed_def) : NULL;
     PyObject *method = keyed ? PyTuple_Pack(2, unkeyed, keyed) : NULL;
     Py_XDECREF(unkeyed);
     Py_XDECREF(keyed);
-    if (!method) return NULL;
+    if (!method) {
+        Py_XDECREF(unkeyed_pure);
+        Py_XDECREF(keyed_pure);
+        return NULL;
+    }
     memcpy(layout.offset, offset, sizeof offset);
     Py_INCREF(batch_type);
-    Py_INCREF(builder_type);
-    Py_INCREF(args[2]);
+    Py_INCREF(args[1]);
     Py_XSETREF(layout.batch_type, batch_type);
-    Py_XSETREF(layout.builder_type, builder_type);
-    Py_XSETREF(layout.open_state, args[2]);
+    Py_XSETREF(layout.builder_type,
+               (PyTypeObject *)Py_NewRef(get_kernels_state(module)->builder_type));
+    Py_XSETREF(layout.open_state, args[1]);
+    Py_XSETREF(layout.unkeyed_pure, unkeyed_pure);
+    Py_XSETREF(layout.keyed_pure, keyed_pure);
     return method;
 }
 
 static PyMethodDef bind_def = {
     "bind_batch_layout", (PyCFunction)(void (*)(void))k_bind_batch_layout, METH_FASTCALL,
-    "bind_batch_layout(batch_type, builder_type, open_state) -> the batch's (append_unkeyed, "
-    "append_keyed) methods",
+    "bind_batch_layout(batch_type, open_state) -> the batch's (append_unkeyed, append_keyed) "
+    "methods",
 };
 
-int add_append_kernel(PyObject *module) { return add_module_function(module, &bind_def); }
+/* Bound to the module (as its own functions are): the binder reads the
+ * compiled builder type from the module's state. */
+int add_append_kernel(PyObject *module) {
+    PyObject *name = PyModule_GetNameObject(module);
+    if (!name) return -1;
+    PyObject *function = PyCFunction_NewEx(&bind_def, module, name);
+    Py_DECREF(name);
+    if (!function) return -1;
+    int rc = PyModule_AddObjectRef(module, bind_def.ml_name, function);
+    Py_DECREF(function);
+    return rc;
+}

@@ -15,15 +15,17 @@ three lists at C speed and joining them once, with no Python loop per record.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .varint import encode_uvarint
 
-__all__ = ["encode_uniform_run"]
+__all__ = ["encode_uniform_run", "plain_run"]
 
 _NULL_KEY = b"\x01"  # zigzag(-1): a null key
 # Offset-delta widths: deltas below 64 take one varint byte, below 8192 two.
 _ONE_BYTE, _TWO_BYTES = 64, 8192
 _CACHE_LIMIT = 16  # distinct (record head, value length) pairs kept
+_PLAIN = {bytes, bytearray, memoryview}
 # Tuples, not lists: a tuple of bytes is untracked by the cyclic garbage
 # collector after its first pass, so full collections skip the cached entries
 # (up to 16 x 8,192) instead of walking each of them every time.
@@ -53,6 +55,30 @@ def _prefixes(lead: bytes, tail: bytes, first: int, stop: int) -> Sequence[bytes
         cached = have + tuple(lead + deltas[d] + tail for d in range(len(have), end))
         _PREFIXES[key] = cached
     return cached[first:stop]
+
+
+def plain_run(values: Sequence[Any], start: int, stop: int, length: int) -> bool:
+    """Whether ``values[start:stop]`` are all plain bytes of ``length`` bytes.
+
+    Plain: what ``len()`` and ``bytes.join`` read alike, and whose reading runs
+    none of the caller's code (bytes, bytearray, or a contiguous memoryview of
+    single bytes), in a list (sliced without running code). Only then is a run
+    encoded by :func:`encode_uniform_run`; the ``lengths`` a caller passes are
+    a hint, checked here, never trusted.
+    """
+    if type(values) is not list:
+        return False
+    chunk = values[start:stop]
+    if len(chunk) != stop - start:
+        return False
+    kinds = set(map(type, chunk))
+    if not kinds <= _PLAIN:
+        return False
+    if memoryview in kinds and not all(
+        v.ndim == 1 and v.itemsize == 1 and v.c_contiguous for v in chunk if type(v) is memoryview
+    ):
+        return False
+    return set(map(len, chunk)) == {length}
 
 
 def encode_uniform_run(
