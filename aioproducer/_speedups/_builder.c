@@ -201,7 +201,10 @@ static void finish_batch(Builder *self, char *p, Py_ssize_t size, int attributes
     put_be(p + 17, crc32c(p + 21, (size_t)(size - 21)), 4); /* of attributes onwards */
 }
 
+static int check_batch_length(Py_ssize_t size);
+
 static PyObject *build_plain(Builder *self, int attributes, const long long state[3]) {
+    if (check_batch_length(self->len) < 0) return NULL;
     if (self->built && !memcmp(self->built_state, state, sizeof self->built_state))
         return Py_NewRef(self->built);
     /* The records from the buffer, or (a rebuild with other producer state) from the last build. */
@@ -247,7 +250,7 @@ static PyObject *build_compressed(Builder *self, int attributes, const long long
     PyObject *out = NULL;
     if (builder_span_get(payload, &span, "the compressed records") == 0 && span.len >= 0) {
         Py_ssize_t size = BATCH_HEADER_SIZE + span.len;
-        out = PyBytes_FromStringAndSize(NULL, size);
+        out = check_batch_length(size) < 0 ? NULL : PyBytes_FromStringAndSize(NULL, size);
         if (out) {
             memcpy(PyBytes_AS_STRING(out) + BATCH_HEADER_SIZE, span.buf, span.len);
             finish_batch(self, PyBytes_AS_STRING(out), size, attributes, state);
@@ -283,6 +286,14 @@ static PyObject *builder_build(PyObject *op, PyObject *const *args, Py_ssize_t n
     int attributes = self->codec_id | (self->transactional ? TRANSACTIONAL_BIT : 0);
     return self->codec_id ? build_compressed(self, attributes, state)
                           : build_plain(self, attributes, state);
+}
+
+/* batchLength is an int32: a batch past it (a first record of gigabytes) cannot be sent. */
+static int check_batch_length(Py_ssize_t size) {
+    if (size - 12 <= INT32_MAX) return 0;
+    PyErr_Format(PyExc_OverflowError, "a record batch of %zd bytes is more than its length field holds",
+                 size);
+    return -1;
 }
 
 static PyObject *builder_sizeof(PyObject *op, PyObject *unused) {

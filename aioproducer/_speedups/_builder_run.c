@@ -71,11 +71,18 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t hlen = headers ? hdr.len : 1;
     Py_ssize_t n = stop > start ? stop - start : 0;
     if (order) {
-        /* A tuple only this run holds: nothing the caller's code does changes it. */
-        PyObject *slice = PySequence_GetSlice(order, start, stop);
-        if (!slice) goto done;
-        snap = PySequence_Tuple(slice);
-        Py_DECREF(slice);
+        /* ``order[start:stop]`` as Python evaluates it (a slice object, whatever
+         * the type), then a tuple only this run holds: nothing the caller's code
+         * does changes it. */
+        PyObject *lo = PyLong_FromSsize_t(start), *hi = lo ? PyLong_FromSsize_t(stop) : NULL;
+        PyObject *slice = hi ? PySlice_New(lo, hi, NULL) : NULL;
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+        PyObject *part = slice ? PyObject_GetItem(order, slice) : NULL;
+        Py_XDECREF(slice);
+        if (!part) goto done;
+        snap = PySequence_Tuple(part);
+        Py_DECREF(part);
         if (!snap) goto done;
         n = PyTuple_GET_SIZE(snap);
     }

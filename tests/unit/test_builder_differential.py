@@ -296,6 +296,9 @@ def test_the_twins_are_made_alike(args: tuple) -> None:
         return
     assert made[1][0] == "ok"
     pure, compiled = made[0][1], made[1][1]
+    # Read as what they are: a Codec, an int, a bool, an int or None.
+    assert type(pure.codec) is Codec and type(pure.batch_size) is int
+    assert type(pure.is_transactional) is bool and type(pure.compression_level) in (int, type(None))
     for attr in ("codec", "batch_size", "is_transactional", "compression_level", "record_count",
                  "base_timestamp", "max_timestamp", "size_in_bytes", "is_sealed"):
         assert (getattr(compiled, attr), type(getattr(compiled, attr))) == (
