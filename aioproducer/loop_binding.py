@@ -27,20 +27,17 @@ producer's loop, so it cannot hang.
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from ._speedups import kernels
 
 if TYPE_CHECKING:
     from .engine.accumulator import RecordAccumulator
     from .engine.sender import Sender
     from .logs import ClientLogger
 
-__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error", "record_future_factory"]
+__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
 
 _get_ident = threading.get_ident
 
@@ -97,25 +94,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
-    """What makes each record's future on ``loop``: ``loop.create_future`` or its equal.
-
-    When that method makes a plain ``asyncio.Future``, the future is made
-    directly, without ``create_future``'s Python frame (one per record):
-    ``functools.partial(asyncio.Future, loop=loop)``, the reference, or its
-    compiled twin, which does not copy the partial's keyword dict per call.
-    """
-    if type(loop.create_future()) is not asyncio.Future:
-        return loop.create_future  # the loop's own futures (uvloop's, or a subclass)
-    if kernels is not None:
-        try:
-            factory: Callable[[], asyncio.Future[Any]] = kernels.future_factory(loop)
-        except RuntimeError:  # no _asyncio module: asyncio.Future is the Python class
-            pass
-        else:
-            if type(factory()) is asyncio.Future:  # the C type, as asyncio.Future is
-                return factory
-    return functools.partial(asyncio.Future, loop=loop)
 
 
 def loop_error(owner: asyncio.AbstractEventLoop, what: str) -> errors.ProducerLoopError:
@@ -247,32 +225,21 @@ class LoopBindingMixin:
     def _abandon(self, error: errors.ProducerLoopError) -> int:
         """Fail every record not acknowledged, with no loop to run on; returns their count.
 
-        A batch acknowledged while its loop ran but whose futures were still
-        being resolved in slices when the loop stopped (ProducerBatch.complete)
-        was written: its futures get their metadata now, and it is not counted.
+        Each undecided batch fails once: its records' handles and its bulk
+        spans get the error (their callbacks cannot run: the loop is closed,
+        which the batch's outcome passes over).
         """
         pending = 0
         for batch in list(self._acc.incomplete):
-            if batch.finish_resolving() or batch.done:
+            if batch.done:
                 continue
             pending += batch.record_count
-            # Failed one by one first: setting a future whose loop is closed
-            # raises once the state is set, when it has callbacks to schedule.
             # Only a batch that was sent may be in the log.
             failed = errors.delivery_error(error, batch.maybe_written or batch.in_flight)
-            for fut in batch.futures:
-                if fut is not None and not fut.done():  # None: a slot already resolved
-                    try:
-                        fut.set_exception(failed)
-                    except RuntimeError:
-                        pass  # failed all the same; its callbacks needed the closed loop
-            # A bulk call's records: its result tells each record's outcome (some
-            # may be acknowledged already, in batches not abandoned here).
-            for span in batch.spans or ():
-                try:
-                    span.failed(failed)
-                except RuntimeError:
-                    pass  # the call's future is set; its callbacks needed the closed loop
+            try:
+                batch.fail(failed)
+            except RuntimeError:
+                pass  # a bulk call's future is set; its callbacks needed the closed loop
         if self._sender is not None:
             try:
                 self._sender.abort(error)  # memory, sequence and transaction bookkeeping

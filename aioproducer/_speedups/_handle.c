@@ -158,6 +158,12 @@ static PyObject *metadata_of(kernels_state *st, Handle *h, Outcome *o) {
                 }
                 Py_DECREF(tuple);
             }
+            /* Of a str and ints it can be in no reference cycle: untracked, the
+             * cyclic collector never walks it (as it untracks such tuples itself,
+             * but only once it has walked them), nor the handle that keeps it. */
+            if (meta && PyUnicode_CheckExact(o->topic) && PyLong_CheckExact(o->partition) &&
+                Py_IS_TYPE(meta, (PyTypeObject *)type))
+                PyObject_GC_UnTrack(meta);
         } else {
             meta = PyObject_Vectorcall(type, items, 6, NULL);
         }
