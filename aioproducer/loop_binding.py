@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 
 if TYPE_CHECKING:
+    from .bulk.appender import BulkAppender
     from .engine.accumulator import RecordAccumulator
+    from .engine.batch import ProducerBatch
     from .engine.sender import Sender
     from .logs import ClientLogger
 
@@ -116,6 +118,7 @@ class LoopBindingMixin:
 
     if TYPE_CHECKING:  # what Producer provides, for type checkers
         _acc: RecordAccumulator
+        _bulk: BulkAppender | None
         _sender: Sender | None
         _log: ClientLogger
         _closed: bool
@@ -227,7 +230,9 @@ class LoopBindingMixin:
 
         Each undecided batch fails once: its records' handles and its bulk
         spans get the error (their callbacks cannot run: the loop is closed,
-        which the batch's outcome passes over).
+        which the batch's outcome passes over). A bulk call stopped between two
+        slices fails the records it had not buffered yet (counted too): its
+        future then resolves once.
         """
         pending = 0
         for batch in list(self._acc.incomplete):
@@ -235,14 +240,24 @@ class LoopBindingMixin:
                 continue
             pending += batch.record_count
             # Only a batch that was sent may be in the log.
-            failed = errors.delivery_error(error, batch.maybe_written or batch.in_flight)
-            try:
-                batch.fail(failed)
-            except RuntimeError:
-                pass  # a bulk call's future is set; its callbacks needed the closed loop
+            _fail_batch(batch, errors.delivery_error(error, batch.maybe_written or batch.in_flight))
+        if self._bulk is not None:
+            pending += self._bulk.abandon(errors.ProducerLoopError(
+                "the event loop of the producer was closed before this record was buffered "
+                "(it was not sent)"
+            ))
         if self._sender is not None:
             try:
-                self._sender.abort(error)  # memory, sequence and transaction bookkeeping
+                # Every batch is decided now: this only settles the memory,
+                # sequence and transaction bookkeeping, and fails nothing twice.
+                self._sender.abort(error)
             except RuntimeError as exc:
                 self._log.debug("abandoning the records: %s", exc)
         return pending
+
+
+def _fail_batch(batch: ProducerBatch, failed: BaseException) -> None:
+    """Fail ``batch`` with its loop closed: every future and span told once (see
+    ProducerBatch.fail_abandoned), so that neither the batch nor the sender's abort
+    tells a bulk call twice (BulkCall counts its records down)."""
+    batch.fail_abandoned(failed)

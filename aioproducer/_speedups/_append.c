@@ -566,7 +566,7 @@ static PyMethodDef append_def = {
 /* The offset of slot ``name`` of ``type`` (a PyObject * at a fixed place in every
  * instance, subclasses too: CPython's member descriptors), or -1 with an error.
  * With ``writable``, a read-only member does not count. Shared by the kernels
- * that bind a class's layout (_lane.c, _sensor.c). */
+ * that bind a class's layout (_lane.c). */
 Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable) {
     PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
     if (!descr) return -1;

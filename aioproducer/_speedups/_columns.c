@@ -86,7 +86,9 @@ static PyObject *k_reservations(PyObject *self, PyObject *const *args, Py_ssize_
     }
     long long fixed = PyLong_AsLongLong(args[1]);
     if (fixed == -1 && PyErr_Occurred()) return NULL;
-    long long limit = PyLong_AsLongLong(args[4]);
+    /* A limit past int64 compares as the pure twin's Python int does. */
+    int limit_overflow;
+    long long limit = PyLong_AsLongLongAndOverflow(args[4], &limit_overflow);
     if (limit == -1 && PyErr_Occurred()) return NULL;
     Py_buffer out, vlen, klen;
     int has_keys = args[3] != Py_None;
@@ -110,13 +112,28 @@ static PyObject *k_reservations(PyObject *self, PyObject *const *args, Py_ssize_
     const int64_t *v = (const int64_t *)vlen.buf;
     const int64_t *k = has_keys ? (const int64_t *)klen.buf : NULL;
     int64_t *cum = (int64_t *)out.buf;
-    int64_t total = 0;
+    /* Exact sums, as the pure twin's Python ints: a size of three int64s
+     * fits in 66 bits and n of them in 128; a running total that leaves int64
+     * fails as the pure twin's array('q', ...) does, after the same pass. */
+    __int128 total = 0;
+    int overflow = 0;
     cum[0] = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t size = has_keys ? fixed + v[i] + k[i] : fixed - 1 + v[i];
-        if (size > limit && first_over < 0) first_over = i;
+        __int128 size = has_keys ? (__int128)fixed + v[i] + k[i] : (__int128)fixed - 1 + v[i];
+        if (first_over < 0 && (limit_overflow ? limit_overflow < 0 : size > limit)) first_over = i;
         total += size;
-        cum[i + 1] = total;
+        if (!overflow && (total > INT64_MAX || total < INT64_MIN)) overflow = total > 0 ? 1 : -1;
+        if (!overflow) cum[i + 1] = (int64_t)total;
+    }
+    if (overflow) {
+        /* array('q')'s own OverflowError, for a value of this sign. */
+        PyObject *big = overflow > 0 ? PyLong_FromUnsignedLongLong(1ull << 63)
+                                     : PyLong_FromDouble(-18446744073709551616.0); /* -2**64 */
+        if (big) {
+            (void)PyLong_AsLongLong(big);
+            Py_DECREF(big);
+        }
+        goto done;
     }
     result = PyLong_FromSsize_t(first_over);
 done:
@@ -132,23 +149,31 @@ static PyObject *k_fill_counting(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_SetString(PyExc_TypeError, "fill_counting takes 4 arguments");
         return NULL;
     }
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    /* In the pure twin's order: the range first (an index past Py_ssize_t is
+     * outside any array), then the positions (array('q')'s OverflowError). */
+    int start_over, count_over, first_over;
+    long long start = PyLong_AsLongLongAndOverflow(args[1], &start_over);
     if (start == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t count = PyLong_AsSsize_t(args[2]);
+    long long count = PyLong_AsLongLongAndOverflow(args[2], &count_over);
     if (count == -1 && PyErr_Occurred()) return NULL;
-    long long first = PyLong_AsLongLong(args[3]);
+    long long first = PyLong_AsLongLongAndOverflow(args[3], &first_over);
     if (first == -1 && PyErr_Occurred()) return NULL;
     Py_buffer out;
     if (int64_view(args[0], &out, 1, "out") < 0) return NULL;
-    Py_ssize_t n = out.len / 8;
-    if (start < 0 || count < 0 || start > n || count > n - start) {
+    long long n = (long long)(out.len / 8);
+    if (start_over || count_over || start < 0 || count < 0 || start > n || count > n - start) {
         PyBuffer_Release(&out);
         PyErr_SetString(PyExc_IndexError, "fill_counting: range outside the array");
         return NULL;
     }
-    if (count && first > LLONG_MAX - (count - 1)) {
+    if (count && (first_over || first > LLONG_MAX - (count - 1))) {
         PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_OverflowError, "fill_counting: positions past the int64 range");
+        /* array('q')'s own OverflowError, for the first position past int64. */
+        PyObject *big = first_over < 0 ? Py_NewRef(args[3]) : PyLong_FromUnsignedLongLong(1ull << 63);
+        if (big) {
+            (void)PyLong_AsLongLong(big);
+            Py_DECREF(big);
+        }
         return NULL;
     }
     int64_t *o = (int64_t *)out.buf + start;

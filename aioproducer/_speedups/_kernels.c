@@ -33,11 +33,24 @@
 
 /* ---- murmur2 ------------------------------------------------------------ */
 
+/* Hashes the bytes a buffer holds, in C order, as the pure reference does
+ * (``memoryview(data).tobytes()`` for anything but exactly bytes): so a
+ * memoryview of any format or stride, an array('b') or a bytes subclass hashes
+ * as the bytes it holds, never as its items; no buffer: memoryview's TypeError. */
 static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    int h = murmur2_buffer((const unsigned char *)view.buf, view.len);
-    PyBuffer_Release(&view);
+    if (PyBytes_CheckExact(arg)) {
+        return PyLong_FromLong((long)murmur2_buffer((const unsigned char *)PyBytes_AS_STRING(arg),
+                                                    PyBytes_GET_SIZE(arg)));
+    }
+    /* memoryview() runs the object's __buffer__ (3.12+) once; the copy then
+     * owns the bytes, whatever that code does to the object afterwards. */
+    PyObject *view = PyMemoryView_FromObject(arg);
+    if (!view) return NULL;
+    PyObject *data = PyBytes_FromObject(view);
+    Py_DECREF(view);
+    if (!data) return NULL;
+    int h = murmur2_buffer((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    Py_DECREF(data);
     return PyLong_FromLong((long)h);
 }
 
@@ -356,17 +369,76 @@ static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
     return PySequence_GetItem(seq, i);
 }
 
+/* The tp_dealloc of every class made by a class statement (CPython's
+ * subtype_dealloc), read off a probe class when the module is made: one C
+ * function for the whole process, whichever interpreter reads it. */
+static destructor python_class_dealloc = NULL;
+
+static int find_python_class_dealloc(void) {
+    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "_probe",
+                                            (PyObject *)&PyTuple_Type);
+    if (!probe) return -1;
+    python_class_dealloc = ((PyTypeObject *)probe)->tp_dealloc;
+    Py_DECREF(probe);
+    return 0;
+}
+
+/* Whether ``tp_alloc(type, 6)`` and six PyTuple_SET_ITEMs make what
+ * ``tuple.__new__(type, items)`` makes: every class from ``type`` down to
+ * tuple is a Python class (subtype_dealloc) with tuple's item layout. A struct
+ * sequence (time.struct_time, os.stat_result) has hidden fields its dealloc
+ * reads past the six items; a C subclass may have any layout: those go
+ * through tuple.__new__, as in the pure twin. */
+static int plain_tuple_class(PyTypeObject *type) {
+    for (PyTypeObject *t = type; t != &PyTuple_Type; t = t->tp_base) {
+        if (!t || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || t->tp_dealloc != python_class_dealloc ||
+            t->tp_itemsize != PyTuple_Type.tp_itemsize)
+            return 0;
+    }
+    return 1;
+}
+
+/* base + delta as a Python int, exactly (past the int64 range too). */
+static PyObject *offset_of(PyObject *base_obj, long long base, PyObject *delta_obj, long long delta) {
+    long long sum;
+    if (base_obj == NULL && delta_obj == NULL && !__builtin_add_overflow(base, delta, &sum))
+        return PyLong_FromLongLong(sum);
+    PyObject *b = base_obj ? Py_NewRef(base_obj) : PyLong_FromLongLong(base);
+    PyObject *d = delta_obj ? Py_NewRef(delta_obj) : PyLong_FromLongLong(delta);
+    PyObject *r = b && d ? PyNumber_Add(b, d) : NULL;
+    Py_XDECREF(b);
+    Py_XDECREF(d);
+    return r;
+}
+
+/* ``(packed >> 32) - 1`` (high) or ``(packed & 0xFFFFFFFF) - 1``, with Python's operators. */
+static PyObject *unpack_size(PyObject *packed, int high) {
+    PyObject *operand = high ? PyLong_FromLong(32) : PyLong_FromUnsignedLong(0xFFFFFFFFul);
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *part = NULL, *r = NULL;
+    if (operand && one) part = high ? PyNumber_Rshift(packed, operand) : PyNumber_And(packed, operand);
+    if (part) r = PyNumber_Subtract(part, one);
+    Py_XDECREF(operand);
+    Py_XDECREF(one);
+    Py_XDECREF(part);
+    return r;
+}
+
 /* resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset,
  *                 deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None
  *
- * For each record j in [start, stop): futures[j].set_result(metadata_type(topic,
- * partition, offset, timestamp, key_size, value_size)) where offset is -1 when
+ * For each record j in [start, stop): futures[j].set_result(tuple.__new__(metadata_type,
+ * (topic, partition, offset, timestamp, key_size, value_size))) where offset is -1 when
  * base_offset < 0 (acks=0), else base_offset + (deltas[j] if deltas is not None
- * else j), deltas indexed like futures; timestamp is log_append_time_ms when >= 0, else timestamps[j]; the sizes
+ * else j), deltas indexed like futures, computed as Python ints (no int64 wrap);
+ * timestamp is log_append_time_ms when >= 0, else timestamps[j]; the sizes
  * are unpacked from sizes[j] (see batch.pack_sizes). A future whose set_result
  * raises ``invalid_state`` (an exception type or a tuple of them) is skipped:
  * batch.py passes InvalidStateError (its caller cancelled it) and RuntimeError
- * (its loop is closed and it had callbacks to schedule; it is set all the same). */
+ * (its loop is closed and it had callbacks to schedule; it is set all the same).
+ * Every object read from a sequence is held (owned) while used: a list
+ * subclass's __getitem__, an int's __index__ or a set_result may run code that
+ * changes the sequences, which are read again, with bounds checks, per record. */
 static PyObject *k_resolve_futures(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     kernels_state *st = get_kernels_state(module);
     if (nargs != 12) {
@@ -383,14 +455,24 @@ static PyObject *k_resolve_futures(PyObject *module, PyObject *const *args, Py_s
         PyErr_SetString(PyExc_TypeError, "metadata_type must be a tuple subclass");
         return NULL;
     }
+    /* tuple or a plain Python subclass of it (the producer's RecordMetadata
+     * NamedTuple): allocated here; anything else through tuple.__new__. */
+    int direct = meta_type == &PyTuple_Type || plain_tuple_class(meta_type);
     PyObject *topic = args[4], *partition = args[5];
-    long long base_offset = PyLong_AsLongLong(args[6]);
+    /* Outside int64 a Python int still has a sign, and offsets are exact. */
+    int overflow;
+    long long base_offset = PyLong_AsLongLongAndOverflow(args[6], &overflow);
     if (base_offset == -1 && PyErr_Occurred()) return NULL;
+    PyObject *base_obj = NULL;
+    if (overflow) {
+        base_offset = overflow;
+        base_obj = args[6];
+    }
     PyObject *deltas = args[7] == Py_None ? NULL : args[7];
-    long long log_append = PyLong_AsLongLong(args[8]);
+    long long log_append = PyLong_AsLongLongAndOverflow(args[8], &overflow);
     if (log_append == -1 && PyErr_Occurred()) return NULL;
     PyObject *timestamps = args[9], *sizes = args[10], *invalid_state = args[11];
-    PyObject *log_append_obj = log_append >= 0 ? args[8] : NULL;
+    PyObject *log_append_obj = log_append >= 0 || overflow > 0 ? args[8] : NULL;
     int atoms = meta_type->tp_dictoffset == 0 && PyUnicode_CheckExact(topic) &&
                 PyLong_CheckExact(partition) &&
                 (!log_append_obj || PyLong_CheckExact(log_append_obj));
@@ -403,45 +485,77 @@ static PyObject *k_resolve_futures(PyObject *module, PyObject *const *args, Py_s
         } else if (deltas) {
             PyObject *d = item(deltas, j);
             if (!d) { Py_DECREF(fut); return NULL; }
-            long long dv = PyLong_AsLongLong(d);
+            if (PyLong_CheckExact(d) && PyLong_CheckExact(args[6])) {
+                long long dv = PyLong_AsLongLongAndOverflow(d, &overflow);
+                offset = offset_of(base_obj, base_offset, overflow ? d : NULL, dv);
+            } else {
+                /* The pure twin's ``base_offset + d``, whatever their types. */
+                offset = PyNumber_Add(args[6], d);
+            }
             Py_DECREF(d);
-            if (dv == -1 && PyErr_Occurred()) { Py_DECREF(fut); return NULL; }
-            offset = PyLong_FromLongLong(base_offset + dv);
         } else {
-            offset = PyLong_FromLongLong(base_offset + j);
+            offset = offset_of(base_obj, base_offset, NULL, (long long)j);
         }
         if (!offset) { Py_DECREF(fut); return NULL; }
         PyObject *ts;
         if (log_append_obj) { ts = log_append_obj; Py_INCREF(ts); }
         else ts = item(timestamps, j);
         PyObject *packed = ts ? item(sizes, j) : NULL;
-        unsigned long long pv = packed ? PyLong_AsUnsignedLongLong(packed) : 0;
-        Py_XDECREF(packed);
-        if (!packed || PyErr_Occurred()) {
+        if (!packed) {
             Py_XDECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
             return NULL;
         }
-        PyObject *ksize = PyLong_FromLongLong((long long)(pv >> 32) - 1);
-        PyObject *vsize = PyLong_FromLongLong((long long)(pv & 0xFFFFFFFFull) - 1);
-        PyObject *meta = meta_type->tp_alloc(meta_type, 6);
-        if (!ksize || !vsize || !meta) {
-            Py_XDECREF(ksize); Py_XDECREF(vsize); Py_XDECREF(meta);
+        PyObject *ksize, *vsize;
+        unsigned long long pv = (unsigned long long)-1;
+        int fits = 0;
+        if (PyLong_CheckExact(packed)) {
+            pv = PyLong_AsUnsignedLongLong(packed);
+            fits = !(pv == (unsigned long long)-1 && PyErr_Occurred());
+            if (!fits) PyErr_Clear(); /* negative or past 64 bits: as Python does it */
+        }
+        if (fits) {
+            ksize = PyLong_FromLongLong((long long)(pv >> 32) - 1);
+            vsize = PyLong_FromLongLong((long long)(pv & 0xFFFFFFFFull) - 1);
+        } else {
+            /* Anything but a packed pair of 32-bit sizes: the pure twin's
+             * ``(packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1``, as Python does it. */
+            ksize = unpack_size(packed, 1);
+            vsize = ksize ? unpack_size(packed, 0) : NULL;
+        }
+        Py_DECREF(packed);
+        PyObject *meta = NULL;
+        if (ksize && vsize) {
+            if (direct) {
+                meta = meta_type->tp_alloc(meta_type, 6);
+            } else {
+                PyObject *fields = PyTuple_Pack(6, topic, partition, offset, ts, ksize, vsize);
+                PyObject *call[2] = {(PyObject *)meta_type, fields};
+                meta = fields ? PyObject_Vectorcall(st->tuple_new, call, 2, NULL) : NULL;
+                Py_XDECREF(fields);
+            }
+        }
+        if (!meta) {
+            Py_XDECREF(ksize); Py_XDECREF(vsize);
             Py_DECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
             return NULL;
         }
-        Py_INCREF(topic);
-        Py_INCREF(partition);
-        PyTuple_SET_ITEM(meta, 0, topic);
-        PyTuple_SET_ITEM(meta, 1, partition);
-        PyTuple_SET_ITEM(meta, 2, offset);
-        PyTuple_SET_ITEM(meta, 3, ts);
-        PyTuple_SET_ITEM(meta, 4, ksize);
-        PyTuple_SET_ITEM(meta, 5, vsize);
-        /* Of a str and ints, it can be in no reference cycle: untracked, the
-         * cyclic collector never walks it (as it untracks such tuples itself,
-         * but only once it has walked them), nor the held records' metadata
-         * in every full collection. */
-        if (atoms && PyLong_CheckExact(ts)) PyObject_GC_UnTrack(meta);
+        if (direct) {
+            Py_INCREF(topic);
+            Py_INCREF(partition);
+            PyTuple_SET_ITEM(meta, 0, topic);
+            PyTuple_SET_ITEM(meta, 1, partition);
+            PyTuple_SET_ITEM(meta, 2, offset);
+            PyTuple_SET_ITEM(meta, 3, ts);
+            PyTuple_SET_ITEM(meta, 4, ksize);
+            PyTuple_SET_ITEM(meta, 5, vsize);
+            /* Of a str and ints, it can be in no reference cycle: untracked, the
+             * cyclic collector never walks it (as it untracks such tuples itself,
+             * but only once it has walked them), nor the held records' metadata
+             * in every full collection. */
+            if (atoms && PyLong_CheckExact(ts) && PyLong_CheckExact(offset)) PyObject_GC_UnTrack(meta);
+        } else {
+            Py_DECREF(offset); Py_DECREF(ts); Py_DECREF(ksize); Py_DECREF(vsize);
+        }
         PyObject *r;
         if (Py_IS_TYPE(fut, (PyTypeObject *)st->future_type)) {
             /* The type's own method, called without looking it up per record. */
@@ -633,8 +747,9 @@ static int kernels_exec(PyObject *module) {
     if (!st->empty_args) return -1;
     st->future_factory_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &factory_spec, NULL);
     if (!st->future_factory_type) return -1;
+    if (!python_class_dealloc && find_python_class_dealloc() < 0) return -1;
     if (add_handle_types(module) < 0 || add_append_kernel(module) < 0 || add_column_kernels(module) < 0 ||
-        add_lane_kernel(module) < 0 || add_sensor_kernel(module) < 0)
+        add_lane_kernel(module) < 0)
         return -1;
     return 0;
 }

@@ -55,11 +55,6 @@ def bind_lane_layout(
     pool_type: type[Any], /
 ) -> Callable[..., Any]:
     ...  # the compiled UnkeyedLane.append, a method of lane_type
-def bind_sensor_kinds(
-    sensor_type: type[Any], windowed_sum: type[Any], avg: type[Any], windowed_count: type[Any],
-    max: type[Any], cumulative_sum: type[Any], cumulative_count: type[Any], /
-) -> tuple[Callable[..., None], Callable[..., None]]:
-    ...  # the compiled Sensor.record and Sensor.record_summary, methods of sensor_type
 def bind_keyed_lane_layout(
     lane_type: type[Any], record_bound: int, handle_overhead: int, pool_type: type[Any], /
 ) -> Callable[..., Any]:

@@ -63,7 +63,6 @@ int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, Py_ssize_
 int now_ms(long long *out);
 /* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
 int add_lane_kernel(PyObject *module);
-int add_sensor_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
 int add_column_kernels(PyObject *module);
 

@@ -111,6 +111,30 @@ class BulkAppender:
         # Seconds of bulk work since a call last gave the event loop a turn,
         # across calls: a loop of calls yields as often as one long call.
         self._unyielded = 0.0
+        # Calls part way through buffering, each with its progress: if the
+        # producer's loop closes meanwhile, abandon() ends them.
+        self._calls: dict[BulkCall, BulkProgress] = {}
+
+    def abandon(self, exc: BaseException) -> int:
+        """The producer's loop is closed: the calls part way through buffering never resume.
+
+        Each one's records not yet buffered fail with ``exc`` (as never
+        buffered), so its future resolves once its buffered records have
+        reported too. A call that buffered nothing handed out no future and
+        is left alone. Returns how many records failed.
+        """
+        calls, self._calls = self._calls, {}
+        count = 0
+        for call, progress in calls.items():
+            if not progress.buffered:
+                continue
+            rest = len(call.value_sizes) - progress.buffered
+            count += rest
+            try:
+                call.not_buffered(rest, exc)
+            except RuntimeError:
+                pass  # its future is set; its callbacks needed the closed loop
+        return count
 
     def _check_state(self) -> None:
         self._check_open()
@@ -211,6 +235,7 @@ class BulkAppender:
         pool = self._pool
         n = cols.count
         start = 0
+        self._calls[call] = progress
         try:
             while start < n:
                 # Checked before the first slice too: a loop of short calls
@@ -246,7 +271,7 @@ class BulkAppender:
                 if progress.future is None:
                     progress.future = call.future
         except asyncio.CancelledError:
-            if start:
+            if start and call in self._calls:  # not abandoned (which told the call already)
                 call.not_buffered(
                     n - start,
                     errors.CallCancelledError(
@@ -256,6 +281,7 @@ class BulkAppender:
                 )
             raise
         finally:
+            self._calls.pop(call, None)
             self._unyielded += time.perf_counter() - resumed
         self._wakeup()
 

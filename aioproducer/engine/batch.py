@@ -492,6 +492,25 @@ class ProducerBatch:
         self.outcome.fail(exc)
         self._wake_waiters()
 
+    def fail_abandoned(self, exc: BaseException) -> None:
+        """:meth:`fail` for a batch whose event loop is closed: every span told once.
+
+        A span's call may raise RuntimeError once its future is set, when it
+        has callbacks to schedule on the closed loop; each span is told on its
+        own and the error passed over, so a bulk call counts each of its
+        records down once. The handles' outcome passes over a closed loop itself.
+        """
+        if self.state is DONE:
+            return
+        self.state = DONE
+        for span in self.spans or ():
+            try:
+                span.failed(exc)
+            except RuntimeError:
+                pass  # the call's future is set; its callbacks needed the closed loop
+        self.outcome.fail(exc)
+        self._wake_waiters()
+
 
 if kernels is not None:
     # The compiled append_unkeyed and append_keyed, methods of this class reaching

@@ -33,7 +33,16 @@ _MASK = 0xFFFFFFFF
 
 
 def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (seed 0x9747b28c), as a signed 32-bit int like Java's."""
+    """Kafka's murmur2 (seed 0x9747b28c), as a signed 32-bit int like Java's.
+
+    Anything but exactly bytes is hashed as the bytes its buffer holds, in C
+    order (``memoryview(data).tobytes()``): a memoryview of any format or
+    stride, an ``array('b')`` or a bytes subclass hashes as its bytes, never as
+    its items (which may be signed or wider than a byte); an object without a
+    buffer raises memoryview's TypeError.
+    """
+    if type(data) is not bytes:
+        data = memoryview(data).tobytes()
     length = len(data)
     h = (0x9747B28C ^ length) & _MASK
     tail = length & ~3

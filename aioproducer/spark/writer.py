@@ -204,23 +204,30 @@ async def _produce(
             # Left open: the driver commits it once every task succeeded.
             prepared = await producer.prepare_transaction()
         ok = True
-    except SinkWriteError:
-        raise
+    except SinkWriteError as exc:
+        # The input or its encoding refused a row (a null topic, an Avro value
+        # its schema rejects); records of earlier chunks are with the producer.
+        written = outstanding.may_have_written() or exc.may_have_been_written is True
+        raise _task_failure(
+            f"partition {partition_id} (attempt {attempt}) failed after {records} records "
+            f"were handed to the producer: {exc}",
+            written, options.transactional,
+        ) from exc
     except errors.KafkaError as exc:
         # None: raised by a call, which buffered nothing of its own.
         written = outstanding.may_have_written() or exc.may_have_been_written is True
-        failure = SinkWriteError(
+        raise _task_failure(
             f"partition {partition_id} (attempt {attempt}) failed after {records} records "
-            f"were handed to the producer: {type(exc).__name__}: {exc}. "
-            + _retry_outlook(written, options.transactional)
-        )
-        failure.may_have_been_written = written
-        raise failure from exc
+            f"were handed to the producer: {type(exc).__name__}: {exc}",
+            written, options.transactional,
+        ) from exc
     except (TypeError, ValueError) as exc:
-        # Bad row content the producer refused (e.g. a negative timestamp).
-        raise SinkWriteError(
+        # Bad row content the producer refused (e.g. a negative timestamp): the
+        # refusing call buffered nothing, but earlier calls' records may be written.
+        raise _task_failure(
             f"partition {partition_id} (attempt {attempt}) has a record the producer "
-            f"rejected: {type(exc).__name__}: {exc}"
+            f"rejected: {type(exc).__name__}: {exc}",
+            outstanding.may_have_written(), options.transactional,
         ) from exc
     finally:
         if pending is not None:
@@ -246,6 +253,14 @@ async def _produce(
         transactional_id=props.get("transactional.id"),
         prepared=prepared,
     )
+
+
+def _task_failure(text: str, written: bool, transactional: bool) -> SinkWriteError:
+    """The error a failed task raises: ``text``, what Spark's retry will do, and
+    ``may_have_been_written`` (``written``: a record of the task may be in the log)."""
+    failure = SinkWriteError(f"{text}. {_retry_outlook(written, transactional)}")
+    failure.may_have_been_written = written
+    return failure
 
 
 def _retry_outlook(written: bool, transactional: bool) -> str:
