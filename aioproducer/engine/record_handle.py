@@ -281,9 +281,11 @@ class RecordHandlePy:
     # -- the Future protocol ------------------------------------------------------
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop of the producer that took the record."""
         return self._outcome.loop
 
     def done(self) -> bool:
+        """Whether the record's outcome is known (or this handle was cancelled)."""
         if self._cancelled:
             return True
         outcome = self._outcome
@@ -292,6 +294,7 @@ class RecordHandlePy:
         return outcome._state != _PENDING
 
     def cancelled(self) -> bool:
+        """Whether this handle was cancelled (the record itself never is)."""
         return self._cancelled
 
     def cancel(self, msg: Any = None) -> bool:
