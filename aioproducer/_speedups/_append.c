@@ -24,20 +24,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "_handle.h"
 #include "_varint.h"
 
 /* The slots read or written, in the order of slot_names. */
 enum {
-    B_STATE, B_BUILDER, B_FUTURES, B_SIZES, B_TIMESTAMPS, B_RESERVED, B_MAX_RECORD_SIZE,
-    B_BATCH_SIZE,
+    B_STATE, B_BUILDER, B_OUTCOME, B_RESERVED, B_MAX_RECORD_SIZE, B_BATCH_SIZE,
     R_SEALED, R_RECORD_COUNT, R_BASE_TIMESTAMP, R_MAX_TIMESTAMP, R_BUF, R_BATCH_SIZE,
     N_SLOTS
 };
 #define FIRST_BUILDER_SLOT R_SEALED
 
 static const char *slot_names[N_SLOTS] = {
-    "state", "builder", "futures", "sizes", "timestamps", "reserved", "max_record_size",
-    "batch_size",
+    "state", "builder", "outcome", "reserved", "max_record_size", "batch_size",
     "_sealed", "record_count", "base_timestamp", "max_timestamp", "_buf", "batch_size",
 };
 
@@ -45,6 +44,7 @@ static struct {
     PyTypeObject *batch_type;   /* ProducerBatch (a strong reference once bound) */
     PyTypeObject *builder_type; /* RecordBatchBuilder */
     PyObject *open_state;       /* BatchState.OPEN */
+    PyTypeObject *outcome_type; /* BatchOutcome: the batch's outcome makes the handles */
     Py_ssize_t offset[N_SLOTS];
 } layout;
 
@@ -90,7 +90,7 @@ static inline int get_int64(PyObject *obj, int which, long long *out) {
 
 /* Milliseconds since the epoch now: time.time_ns() // 1_000_000 without the
  * Python int of nanoseconds and its division (CPython reads the same clock). */
-static int now_ms(long long *out) {
+int now_ms(long long *out) {
 #if defined(CLOCK_REALTIME)
     struct timespec now;
     if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
@@ -122,17 +122,8 @@ static struct {
     PyObject *obj;
 } last_now;
 
-/* Rolls the three per-record lists back to ``n`` entries (their length before). */
-static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    for (int i = 0; i < done; i++) PyList_SetSlice(lists[i], n, PY_SSIZE_T_MAX, NULL);
-    PyErr_Restore(exc_type, exc_value, exc_tb);
-}
-
-/* batch.append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> int
+/* batch.append_unkeyed(timestamp_ms, value, reserve, bound, produced, topic, limit) -> int
  *
- * ``timestamp_ms`` None: now, as time.time_ns() // 1_000_000 (the same clock).
  * 0: refused (the batch is not open, or the record would take it past its
  * batch_size; the first record always fits), nothing changed. 1: appended. 2:
  * appended, and the sticky partitioner should move on. Either plus 4 (FULL)
@@ -140,15 +131,19 @@ static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
  * an error nothing is changed either.
  *
  * append_record() below takes the numbers as C integers and answers the code
- * (-1 on an error): the lanes (_lane.c) call it without making ints of them.
+ * (-1 on an error): the lanes (_lane.c) call it without making ints of them,
+ * with ``ts_arg`` None for "now" (as time.time_ns() // 1_000_000, the same
+ * clock) and ``handle`` not NULL: the record's handle is made there, before
+ * anything changes (its delta is the record count before the append), and
+ * left in *handle when the record is appended.
  * ``bound_obj`` is ``bound`` as an int, or NULL (made if it is kept). It also
  * appends a keyed record (``key`` bytes-like; NULL or None is a null key) and,
  * with ``produced`` NULL, counts nothing for the sticky partitioner (a keyed
  * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure). */
 static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, Py_buffer *vview,
-                           PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
-                           PyObject *bound_obj, PyObject *produced, PyObject *topic,
-                           Py_ssize_t limit) {
+                           Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                           PyObject *produced, PyObject *topic, Py_ssize_t limit,
+                           PyObject **handle) {
     PyObject *state = get_slot(self, B_STATE);
     if (!state) return -1;
     if (state != layout.open_state) return CODE_REFUSED;
@@ -188,12 +183,12 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         PyErr_SetString(PyExc_TypeError, "the builder's buffer is not a bytearray");
         return -1;
     }
-    PyObject *lists[3];
-    for (int i = 0; i < 3; i++) {
-        lists[i] = get_slot(self, B_FUTURES + i);
-        if (!lists[i]) return -1;
-        if (!PyList_Check(lists[i])) {
-            PyErr_Format(PyExc_TypeError, "the batch's %s is not a list", slot_names[B_FUTURES + i]);
+    PyObject *outcome = NULL;
+    if (handle) {
+        outcome = get_slot(self, B_OUTCOME);
+        if (!outcome) return -1;
+        if (!layout.outcome_type || !Py_IS_TYPE(outcome, layout.outcome_type)) {
+            PyErr_SetString(PyExc_TypeError, "the batch's outcome is not a BatchOutcome");
             return -1;
         }
     }
@@ -229,10 +224,16 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
     Py_ssize_t after = before + bound;
     int switch_due = produced && after >= limit &&
                      (after >= 2 * limit || old + total + bound > limit);
-    /* Every new object first: past the buffer's resize nothing can fail. */
-    /* pack_sizes(key size or -1, value size or -1) */
-    PyObject *sizes_obj = PyLong_FromLongLong(((long long)(has_key ? klen + 1 : 0) << 32) |
-                                              (long long)(has_value ? vlen + 1 : 0));
+    /* Every new object first: past the buffer's resize nothing can fail. The
+     * handle is made from C integers and runs no Python code. */
+    PyObject *record_handle = NULL;
+    if (handle) {
+        /* pack_sizes(key size or -1, value size or -1) */
+        unsigned long long sizes = ((unsigned long long)(has_key ? klen + 1 : 0) << 32) |
+                                   (unsigned long long)(has_value ? vlen + 1 : 0);
+        record_handle = make_record_handle(outcome, count, ts, sizes);
+        if (!record_handle) return -1;
+    }
     PyObject *count_obj = PyLong_FromSsize_t(count + 1);
     PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
     PyObject *after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
@@ -256,19 +257,13 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         }
     }
     int result = -1;
-    int appended = 0;
-    if (!sizes_obj || !count_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
-    PyObject *items[3] = {future, sizes_obj, ts_obj};
-    Py_ssize_t n = PyList_GET_SIZE(lists[0]);
-    for (; appended < 3; appended++) {
-        if (PyList_Append(lists[appended], items[appended]) < 0) goto undo;
-    }
+    if (!count_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
     /* The dict drops its reference to ``seen`` when it takes the new count:
      * hold one, to put it back if the resize below fails. */
     Py_XINCREF(seen);
     if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) {
         Py_XDECREF(seen);
-        goto undo;
+        goto done;
     }
     if (resize_growing(buf, old + total, batch_size) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
@@ -279,7 +274,7 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         }
         Py_XDECREF(seen);
         PyErr_Restore(exc_type, exc_value, exc_tb);
-        goto undo;
+        goto done;
     }
     Py_XDECREF(seen);
     char *p = PyByteArray_AS_STRING(buf) + old;
@@ -320,11 +315,12 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
     }
     result = (switch_due ? CODE_SWITCH : CODE_APPENDED) +
              (old + total >= full_at ? CODE_FULL : 0); /* is_full(): the batch is open */
-    goto done;
-undo:
-    truncate_lists(lists, appended, n);
+    if (handle) {
+        *handle = record_handle;
+        record_handle = NULL;
+    }
 done:
-    Py_XDECREF(sizes_obj);
+    Py_XDECREF(record_handle);
     Py_XDECREF(count_obj);
     Py_XDECREF(reserved_obj);
     Py_XDECREF(after_obj);
@@ -337,9 +333,9 @@ done:
  * is read: exporting may run Python code (a __buffer__ of Python 3.12+), which
  * must not run while borrowed slots and counters read from the batch are in use. */
 static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
-                         PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
-                         PyObject *bound_obj, PyObject *produced, PyObject *topic,
-                         Py_ssize_t limit) {
+                         Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                         PyObject *produced, PyObject *topic, Py_ssize_t limit,
+                         PyObject **handle) {
     if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
         PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
         return -1;
@@ -353,7 +349,7 @@ static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObje
         return -1;
     }
     int rc = append_exported(self, ts_arg, has_key ? &kview : NULL, has_value ? &vview : NULL,
-                             future, reserve, bound, bound_obj, produced, topic, limit);
+                             reserve, bound, bound_obj, produced, topic, limit, handle);
     if (has_key) PyBuffer_Release(&kview);
     if (has_value) PyBuffer_Release(&vview);
     return rc;
@@ -372,104 +368,174 @@ static int not_open(PyObject *self) {
     return state != layout.open_state;
 }
 
+/* The Python-level methods take a timestamp (an int), as their pure twins do. */
+static int check_timestamp(PyObject *ts) {
+    if (PyLong_Check(ts)) return 0;
+    PyErr_Format(PyExc_TypeError, "timestamp_ms must be an int, not %.100s", Py_TYPE(ts)->tp_name);
+    return -1;
+}
+
 static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 8 arguments");
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 7 arguments");
         return NULL;
     }
     int closed = not_open(self);
     if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
+    if (check_timestamp(args[0]) < 0) return NULL;
+    Py_ssize_t reserve = PyLong_AsSsize_t(args[2]);
+    if (reserve == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t bound = PyLong_AsSsize_t(args[3]);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[6]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    int code = append_record(self, args[0], NULL, args[1], reserve, bound, args[3], args[4],
+                             args[5], limit, NULL);
+    return code < 0 ? NULL : PyLong_FromLong(code);
+}
+
+/* For a batch not of exactly the bound class (its methods may be overridden): the
+ * handle made through Python, as the pure lanes make it, before the append:
+ * batch.outcome.handle(batch.record_count, ts, sizes). */
+static PyObject *handle_by_method(PyObject *batch, PyObject *ts_obj, unsigned long long sizes) {
+    PyObject *outcome = PyObject_GetAttrString(batch, "outcome");
+    if (!outcome) return NULL;
+    PyObject *count = PyObject_GetAttrString(batch, "record_count");
+    PyObject *sizes_obj = count ? PyLong_FromUnsignedLongLong(sizes) : NULL;
+    PyObject *handle = NULL;
+    if (sizes_obj) handle = PyObject_CallMethod(outcome, "handle", "OOO", count, ts_obj, sizes_obj);
+    Py_DECREF(outcome);
+    Py_XDECREF(count);
+    Py_XDECREF(sizes_obj);
+    return handle;
+}
+
+/* Whether the lanes may call the kernel directly on ``batch``: exactly the bound
+ * class, whose outcome is exactly the compiled BatchOutcome (a batch of the pure
+ * path, where the kernels were bound all the same, makes pure handles). */
+static int direct(PyObject *batch) {
+    if (!layout.batch_type || !Py_IS_TYPE(batch, layout.batch_type)) return 0;
+    PyObject *outcome = *slot(batch, B_OUTCOME);
+    return outcome && layout.outcome_type && Py_IS_TYPE(outcome, layout.outcome_type);
+}
+
+/* "now" as an int, for a method call (0 or -1 with an error). */
+static PyObject *now_obj(void) {
+    long long ts;
+    if (now_ms(&ts) < 0) return NULL;
+    return PyLong_FromLongLong(ts);
+}
+
+/* For _lane.c: batch.append_unkeyed(now, value, reserve, bound, produced, topic, limit)
+ * (see _varint.h for the answer), the record's handle left in *handle when appended.
+ * The kernel is called directly on an instance of exactly the bound batch class; any
+ * other object (a subclass may override the method) gets a method call. */
+int call_append_unkeyed(PyObject *batch, PyObject *value, Py_ssize_t reserve, Py_ssize_t bound,
+                        PyObject *produced, PyObject *topic, PyObject *limit_obj,
+                        PyObject **answer, PyObject **handle) {
+    *answer = NULL;
+    *handle = NULL;
+    if (direct(batch)) {
+        Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
+        if (limit == -1 && PyErr_Occurred()) return -1;
+        return append_record(batch, Py_None, NULL, value, reserve, bound, NULL, produced, topic,
+                             limit, handle);
+    }
+    Py_ssize_t vlen = value == Py_None ? -1 : PyObject_Size(value);
+    if (vlen < 0 && PyErr_Occurred()) return -1;
+    PyObject *ts_obj = now_obj();
+    if (!ts_obj) return -1;
+    PyObject *made = handle_by_method(batch, ts_obj, (unsigned long long)(vlen + 1));
+    PyObject *reserve_obj = made ? PyLong_FromSsize_t(reserve) : NULL;
+    PyObject *bound_obj = reserve_obj ? PyLong_FromSsize_t(bound) : NULL;
+    PyObject *got = NULL;
+    if (bound_obj) {
+        PyObject *name = PyUnicode_InternFromString("append_unkeyed");
+        if (name) {
+            PyObject *stack[8] = {batch, ts_obj, value, reserve_obj, bound_obj, produced, topic,
+                                  limit_obj};
+            got = PyObject_VectorcallMethod(name, stack, 8, NULL);
+            Py_DECREF(name);
+        }
+    }
+    Py_DECREF(ts_obj);
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(bound_obj);
+    if (!got) {
+        Py_XDECREF(made);
+        return -1;
+    }
+    int truth = PyObject_IsTrue(got);
+    if (truth <= 0) {
+        Py_DECREF(got);
+        Py_DECREF(made);
+        return truth;
+    }
+    *answer = got;
+    *handle = made;
+    return 1;
+}
+
+/* batch.append_keyed(timestamp_ms, key, value, reserve, bound) -> int
+ *
+ * ProducerBatch.try_append for a record without headers (``key`` may be None),
+ * without its handle. 0: refused,
+ * nothing changed; 1: appended; 5: appended, and the batch is full now. The
+ * reference is ProducerBatch._append_keyed_pure. */
+static PyObject *k_append_keyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "append_keyed takes 5 arguments");
+        return NULL;
+    }
+    int closed = not_open(self);
+    if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
+    if (check_timestamp(args[0]) < 0) return NULL;
     Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
     if (reserve == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[4]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t limit = PyLong_AsSsize_t(args[7]);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
-    int code = append_record(self, args[0], NULL, args[1], args[2], reserve, bound, args[4],
-                             args[5], args[6], limit);
+    int code = append_record(self, args[0], args[1], args[2], reserve, bound, args[4], NULL, NULL,
+                             0, NULL);
     return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
-/* For _lane.c: batch.append_unkeyed(None, value, future, reserve, bound, produced, topic,
- * limit) for a record stamped now (see _varint.h for the answer). The kernel is
- * called directly on an instance of exactly the bound batch class; any other
- * object (a subclass may override the method) gets a method call. */
-int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_ssize_t reserve,
-                        Py_ssize_t bound, PyObject *produced, PyObject *topic, PyObject *limit_obj,
-                        PyObject **answer) {
-    *answer = NULL;
-    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type)) {
-        Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
-        if (limit == -1 && PyErr_Occurred()) return -1;
-        return append_record(batch, Py_None, NULL, value, future, reserve, bound, NULL, produced,
-                             topic, limit);
-    }
-    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-    PyObject *bound_obj = PyLong_FromSsize_t(bound);
-    PyObject *name = PyUnicode_InternFromString("append_unkeyed");
-    PyObject *got = NULL;
-    if (reserve_obj && bound_obj && name) {
-        PyObject *stack[9] = {batch, Py_None, value, future, reserve_obj, bound_obj, produced, topic,
-                              limit_obj};
-        got = PyObject_VectorcallMethod(name, stack, 9, NULL);
-    }
-    Py_XDECREF(reserve_obj);
-    Py_XDECREF(bound_obj);
-    Py_XDECREF(name);
-    if (!got) return -1;
-    int truth = PyObject_IsTrue(got);
-    if (truth <= 0) {
-        Py_DECREF(got);
-        return truth;
-    }
-    *answer = got;
-    return 1;
-}
-
-/* batch.append_keyed(timestamp_ms, key, value, future, reserve, bound) -> int
- *
- * ProducerBatch.try_append for a record without headers (``key`` may be None),
- * its sizes packed here; ``timestamp_ms`` None stamps it now. 0: refused,
- * nothing changed; 1: appended; 5: appended, and the batch is full now. The
- * reference is ProducerBatch._append_keyed_pure. */
-static PyObject *k_append_keyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "append_keyed takes 6 arguments");
-        return NULL;
-    }
-    int closed = not_open(self);
-    if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
-    Py_ssize_t reserve = PyLong_AsSsize_t(args[4]);
-    if (reserve == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t bound = PyLong_AsSsize_t(args[5]);
-    if (bound == -1 && PyErr_Occurred()) return NULL;
-    int code = append_record(self, args[0], args[1], args[2], args[3], reserve, bound, args[5],
-                             NULL, NULL, 0);
-    return code < 0 ? NULL : PyLong_FromLong(code);
-}
-
-/* For _lane.c: batch.append_keyed(None, key, value, future, reserve, bound), as 1
- * (appended), 5 (appended, and the batch is full now), 0 (refused) or -1 (an
- * error). A batch not of exactly the bound class gets a method call: its
- * answer's truth decides whether it appended, and an answer other than
- * APPENDED (``!=``, as the pure keyed lane reads it) says the batch is full. */
-int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
-                      Py_ssize_t reserve, Py_ssize_t bound) {
-    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type))
-        return append_record(batch, Py_None, key, value, future, reserve, bound, NULL, NULL, NULL,
-                             0);
-    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-    PyObject *bound_obj = PyLong_FromSsize_t(bound);
-    PyObject *name = PyUnicode_InternFromString("append_keyed");
+/* For _lane.c: batch.append_keyed(now, key, value, reserve, bound), as 1 (appended),
+ * 5 (appended, and the batch is full now), 0 (refused) or -1 (an error), the
+ * record's handle left in *handle when appended. A batch not of exactly the bound
+ * class gets a method call: its answer's truth decides whether it appended, and an
+ * answer other than APPENDED (``!=``, as the pure keyed lane reads it) says the
+ * batch is full. */
+int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, Py_ssize_t reserve,
+                      Py_ssize_t bound, PyObject **handle) {
+    *handle = NULL;
+    if (direct(batch))
+        return append_record(batch, Py_None, key, value, reserve, bound, NULL, NULL, NULL, 0, handle);
+    Py_ssize_t klen = PyObject_Size(key);
+    if (klen < 0) return -1;
+    Py_ssize_t vlen = PyObject_Size(value);
+    if (vlen < 0) return -1;
+    PyObject *ts_obj = now_obj();
+    if (!ts_obj) return -1;
+    PyObject *made = handle_by_method(
+        batch, ts_obj, ((unsigned long long)(klen + 1) << 32) | (unsigned long long)(vlen + 1));
+    PyObject *reserve_obj = made ? PyLong_FromSsize_t(reserve) : NULL;
+    PyObject *bound_obj = reserve_obj ? PyLong_FromSsize_t(bound) : NULL;
     PyObject *answer = NULL;
-    if (reserve_obj && bound_obj && name) {
-        PyObject *stack[7] = {batch, Py_None, key, value, future, reserve_obj, bound_obj};
-        answer = PyObject_VectorcallMethod(name, stack, 7, NULL);
+    if (bound_obj) {
+        PyObject *name = PyUnicode_InternFromString("append_keyed");
+        if (name) {
+            PyObject *stack[6] = {batch, ts_obj, key, value, reserve_obj, bound_obj};
+            answer = PyObject_VectorcallMethod(name, stack, 6, NULL);
+            Py_DECREF(name);
+        }
     }
+    Py_DECREF(ts_obj);
     Py_XDECREF(reserve_obj);
     Py_XDECREF(bound_obj);
-    Py_XDECREF(name);
-    if (!answer) return -1;
+    if (!answer) {
+        Py_XDECREF(made);
+        return -1;
+    }
     int code = PyObject_IsTrue(answer);
     if (code > 0) {
         /* RichCompareBool's identity shortcut answers as != would: only the int 1 is itself. */
@@ -479,18 +545,20 @@ int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject 
         code = other < 0 ? -1 : other ? CODE_APPENDED + CODE_FULL : CODE_APPENDED;
     }
     Py_DECREF(answer);
+    if (code > 0) *handle = made;
+    else Py_DECREF(made);
     return code;
 }
 
 static PyMethodDef append_keyed_def = {
     "append_keyed", (PyCFunction)(void (*)(void))k_append_keyed, METH_FASTCALL,
-    "append_keyed(timestamp_ms, key, value, future, reserve, bound) -> 0 refused, 1 appended, "
+    "append_keyed(timestamp_ms, key, value, reserve, bound) -> 0 refused, 1 appended, "
     "plus 4 when the batch is full now",
 };
 
 static PyMethodDef append_def = {
     "append_unkeyed", (PyCFunction)(void (*)(void))k_append_unkeyed, METH_FASTCALL,
-    "append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> "
+    "append_unkeyed(timestamp_ms, value, reserve, bound, produced, topic, limit) -> "
     "0 refused, 1 appended, 2 appended and the sticky partition's turn is over, either plus 4 "
     "when the batch is full now",
 };
@@ -528,7 +596,7 @@ int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t
 int add_module_function(PyObject *module, PyMethodDef *def) {
     PyObject *name = PyModule_GetNameObject(module);
     if (!name) return -1;
-    PyObject *function = PyCFunction_NewEx(def, NULL, name);
+    PyObject *function = PyCFunction_NewEx(def, module, name);
     Py_DECREF(name);
     if (!function) return -1;
     int rc = PyModule_AddObjectRef(module, def->ml_name, function);
@@ -555,6 +623,8 @@ static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py
     Py_XDECREF(keyed);
     if (!method) return NULL;
     memcpy(layout.offset, offset, sizeof offset);
+    Py_XSETREF(layout.outcome_type,
+               (PyTypeObject *)Py_NewRef(get_kernels_state(module)->batch_outcome_type));
     Py_INCREF(batch_type);
     Py_INCREF(builder_type);
     Py_INCREF(args[2]);

@@ -40,11 +40,6 @@ static inline kernels_state *state_of(PyObject *obj) {
     return (kernels_state *)PyType_GetModuleState(Py_TYPE(obj));
 }
 
-/* Track ``obj`` in the cyclic collector if it is not yet (see _handle.c). */
-static inline void track(PyObject *obj) {
-    if (!PyObject_GC_IsTracked(obj)) PyObject_GC_Track(obj);
-}
-
 /* _outcome.c: the outcome a handle's record belongs to now (following splits; borrowed). */
 Outcome *handle_current(Handle *h);
 /* _outcome.c: schedule a handle's done callbacks on its loop, once. */

@@ -501,7 +501,7 @@ class BulkAppender:
         old = open_.get(p)
         if old is not None:
             call.close_span(old[1])
-        span = call.span(p, batch.record_count, len(batch.futures))
+        span = call.span(p, batch.record_count)
         batch.add_span(span)
         entry = (batch.record_appender(), span, batch)
         open_[p] = entry
