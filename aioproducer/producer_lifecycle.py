@@ -148,7 +148,7 @@ class LifecycleMixin:
             metadata_wait=self._metadata_wait, fills_lanes=not self._serializing,
         )
         self._bulk = BulkAppender(
-            cfg, client, self._acc, self._pool, self._sticky, self._txn,
+            cfg, client, self._admission, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
             self._metadata_wait,
         )

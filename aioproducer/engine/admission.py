@@ -115,6 +115,10 @@ class Admission:
         """The topic's metadata with ``partition`` in it, from one fresh answer if needed."""
         return await self._metadata_wait.topic_info(self._client, topic, partition)
 
+    def try_reserve(self, nbytes: int) -> bool:
+        """Take ``nbytes`` of buffer memory if it is free now, with nobody waiting before."""
+        return self._pool.try_reserve(nbytes)
+
     async def reserve(self, nbytes: int, deadline: float) -> None:
         """Take ``nbytes`` of buffer memory, waiting until ``deadline`` at most (KafkaTimeoutError)."""
         pool = self._pool
