@@ -37,7 +37,7 @@ setup(
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
                      "aioproducer/_speedups/_handle.c", "aioproducer/_speedups/_outcome.c"],
             depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h",
-                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_handle.h"],
+                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h"],
             optional=True,
         )
     ],

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "_handle.h"
+#include "_outcome.h"
 #include "_varint.h"
 
 /* The slots read or written, in the order of slot_names. */

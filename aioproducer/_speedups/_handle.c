@@ -24,7 +24,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "_handle.h"
+#include "_outcome.h"
 #include "_state.h"
 
 static int handle_done(Handle *h) { return h->cancelled || handle_current(h)->state != PENDING; }
@@ -34,32 +34,6 @@ typedef struct {
     Handle *handle; /* NULL once exhausted */
     int yielded;    /* it gave the handle to the awaiting task once */
 } HandleIter;
-
-PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,
-                             unsigned long long sizes) {
-    kernels_state *st = state_of(outcome);
-    Handle *h = PyObject_GC_New(Handle, st->record_handle_type);
-    if (!h) return NULL;
-    h->outcome = (Outcome *)Py_NewRef(outcome);
-    h->delta = delta;
-    h->timestamp_ms = timestamp_ms;
-    h->sizes = sizes;
-    h->callbacks = h->cancel_message = h->metadata = h->weakreflist = NULL;
-    h->cancelled = h->blocking = 0;
-    PyObject_GC_Track(h); /* see the top of this file */
-    return (PyObject *)h;
-}
-
-int parse_handle_args(PyObject *const *args, long long *delta, long long *ts,
-                             unsigned long long *sizes) {
-    *delta = PyLong_AsLongLong(args[0]);
-    if (*delta == -1 && PyErr_Occurred()) return -1;
-    *ts = PyLong_AsLongLong(args[1]);
-    if (*ts == -1 && PyErr_Occurred()) return -1;
-    *sizes = PyLong_AsUnsignedLongLong(args[2]);
-    if (*sizes == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-    return 0;
-}
 
 /* ---- RecordHandle -------------------------------------------------------------------- */
 

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_handle.h"
+#include "_outcome.h"
 #include "_murmur2.h"
 #include "_state.h"
 #include "_varint.h"

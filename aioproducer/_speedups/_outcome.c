@@ -11,7 +11,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "_handle.h"
+#include "_outcome.h"
 #include "_state.h"
 
 /* ---- following a split (KIP-126) ------------------------------------------- */
@@ -162,7 +162,35 @@ int outcome_wait_on(Outcome *o, Handle *h) {
     return PyList_Append(o->waiting, (PyObject *)h);
 }
 
-/* ---- BatchOutcome ------------------------------------------------------------------- */
+/* ---- making handles ---------------------------------------------------------------- */
+
+PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,
+                             unsigned long long sizes) {
+    kernels_state *st = state_of(outcome);
+    Handle *h = PyObject_GC_New(Handle, st->record_handle_type);
+    if (!h) return NULL;
+    h->outcome = (Outcome *)Py_NewRef(outcome);
+    h->delta = delta;
+    h->timestamp_ms = timestamp_ms;
+    h->sizes = sizes;
+    h->callbacks = h->cancel_message = h->metadata = h->weakreflist = NULL;
+    h->cancelled = h->blocking = 0;
+    PyObject_GC_Track(h); /* as a Future is: see the top of _handle.c */
+    return (PyObject *)h;
+}
+
+int parse_handle_args(PyObject *const *args, long long *delta, long long *ts,
+                             unsigned long long *sizes) {
+    *delta = PyLong_AsLongLong(args[0]);
+    if (*delta == -1 && PyErr_Occurred()) return -1;
+    *ts = PyLong_AsLongLong(args[1]);
+    if (*ts == -1 && PyErr_Occurred()) return -1;
+    *sizes = PyLong_AsUnsignedLongLong(args[2]);
+    if (*sizes == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+/* ---- BatchOutcome ---------------------------------------------------------------- */
 
 static PyObject *outcome_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *names[] = {"loop", "topic", "partition", "metadata_type", NULL};
