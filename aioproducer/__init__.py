@@ -4,7 +4,7 @@ from . import errors
 from .bulk.progress import BulkProgress
 from .bulk.result import BulkResult, BulkSendError
 from .config import ProducerConfig
-from .engine.batch import RecordMetadata
+from .engine.record_handle import RecordHandle, RecordMetadata
 from .engine.transactions import PreparedTransaction
 from .errors import ProducerLoopError
 from .producer import Producer
@@ -12,6 +12,6 @@ from .producer import Producer
 __all__ = [
     "BulkProgress", "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
     "ProducerLoopError",
-    "RecordMetadata", "__version__", "errors",
+    "RecordHandle", "RecordMetadata", "__version__", "errors",
 ]
 __version__ = "0.1.0"

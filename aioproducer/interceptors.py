@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .engine.batch import RecordMetadata
+from .engine.record_handle import RecordHandle, RecordMetadata
 from .logs import ClientLogger, RateLimiter
 
 __all__ = [
@@ -108,12 +108,12 @@ class InterceptorChain:
             except Exception as exc:  # noqa: BLE001 - a hook never breaks delivery
                 self._hook_failed(hook, "on_acknowledgement", exc, metadata.topic)
 
-    def acknowledge_when_done(self, future: asyncio.Future[RecordMetadata], record: ProducerRecord) -> None:
+    def acknowledge_when_done(self, future: RecordHandle, record: ProducerRecord) -> None:
         """Call ``on_acknowledgement`` once ``future`` resolves."""
         if not self._ack_hooks:
             return
 
-        def done(fut: asyncio.Future[RecordMetadata]) -> None:
+        def done(fut: RecordHandle) -> None:
             if fut.cancelled():
                 # The caller stopped waiting; the record's outcome is unknown here.
                 self.on_acknowledgement(failed_metadata(record), asyncio.CancelledError())
@@ -145,12 +145,12 @@ def failed_metadata(record: ProducerRecord) -> RecordMetadata:
 
 async def intercepted_enqueue(
     chain: InterceptorChain,
-    enqueue: Callable[..., Awaitable[asyncio.Future[RecordMetadata]]],
+    enqueue: Callable[..., Awaitable[RecordHandle]],
     topic: str,
     value: Any,
     *args: Any,
     **options: Any,
-) -> asyncio.Future[RecordMetadata]:
+) -> RecordHandle:
     """``enqueue`` with the chain's hooks around it (a producer with interceptors uses this).
 
     ``args`` and ``options`` are enqueue's options, by position or by name,

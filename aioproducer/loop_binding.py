@@ -27,13 +27,10 @@ producer's loop, so it cannot hang.
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from ._speedups import kernels
 
 if TYPE_CHECKING:
     from .bulk.appender import BulkAppender
@@ -42,7 +39,7 @@ if TYPE_CHECKING:
     from .engine.sender import Sender
     from .logs import ClientLogger
 
-__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error", "record_future_factory"]
+__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
 
 _get_ident = threading.get_ident
 
@@ -99,25 +96,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def record_future_factory(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.Future[Any]]:
-    """What makes each record's future on ``loop``: ``loop.create_future`` or its equal.
-
-    When that method makes a plain ``asyncio.Future``, the future is made
-    directly, without ``create_future``'s Python frame (one per record):
-    ``functools.partial(asyncio.Future, loop=loop)``, the reference, or its
-    compiled twin, which does not copy the partial's keyword dict per call.
-    """
-    if type(loop.create_future()) is not asyncio.Future:
-        return loop.create_future  # the loop's own futures (uvloop's, or a subclass)
-    if kernels is not None:
-        try:
-            factory: Callable[[], asyncio.Future[Any]] = kernels.future_factory(loop)
-        except RuntimeError:  # no _asyncio module: asyncio.Future is the Python class
-            pass
-        else:
-            if type(factory()) is asyncio.Future:  # the C type, as asyncio.Future is
-                return factory
-    return functools.partial(asyncio.Future, loop=loop)
 
 
 def loop_error(owner: asyncio.AbstractEventLoop, what: str) -> errors.ProducerLoopError:
@@ -250,15 +228,15 @@ class LoopBindingMixin:
     def _abandon(self, error: errors.ProducerLoopError) -> int:
         """Fail every record not acknowledged, with no loop to run on; returns their count.
 
-        A batch acknowledged while its loop ran but whose futures were still
-        being resolved in slices when the loop stopped (ProducerBatch.complete)
-        was written: its futures get their metadata now, and it is not counted.
-        A bulk call stopped between two slices fails the records it had not
-        buffered yet (counted too): its future then resolves once.
+        Each undecided batch fails once: its records' handles and its bulk
+        spans get the error (their callbacks cannot run: the loop is closed,
+        which the batch's outcome passes over). A bulk call stopped between two
+        slices fails the records it had not buffered yet (counted too): its
+        future then resolves once.
         """
         pending = 0
         for batch in list(self._acc.incomplete):
-            if batch.finish_resolving() or batch.done:
+            if batch.done:
                 continue
             pending += batch.record_count
             # Only a batch that was sent may be in the log.

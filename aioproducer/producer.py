@@ -36,9 +36,10 @@ from .bulk.appender import BulkAppender
 from .config import ProducerConfig
 from .engine.accumulator import RecordAccumulator
 from .engine.admission import Admission
-from .engine.batch import RECORD_HANDLE_OVERHEAD, RecordMetadata
+from .engine.batch import RECORD_HANDLE_OVERHEAD
 from .engine.buffer_pool import BufferPool
 from .engine.keyed_lane import KeyedLane
+from .engine.record_handle import RecordHandle, RecordMetadata
 from .engine.sender import Sender
 from .engine.shortcut import EnqueueShortcut
 from .engine.sticky import StickyPartitioner
@@ -142,7 +143,6 @@ class Producer(
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
         self._custom_partitioner = config.partitioner
         self._txn: TransactionManager | None = None
-        self._create_future: Any = None
         # Where checked records enter the engine, made when the producer starts.
         self._admission: Admission | None = None
         # enqueue's unkeyed shortcut, made when the producer starts (see start()).
@@ -200,8 +200,8 @@ class Producer(
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Headers | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        """Buffer one record; return a future resolved when the broker acknowledges it.
+    ) -> RecordHandle:
+        """Buffer one record; return its handle, resolved when the broker acknowledges it.
 
         ``key``, ``partition``, ``timestamp_ms`` and ``headers`` may be given by
         name or by position, in aiokafka's order.
@@ -214,7 +214,13 @@ class Producer(
         Cancellation is atomic: every wait comes before the record is
         appended, and nothing awaits after it. A cancelled ``enqueue()`` has
         appended nothing (and holds no buffer memory); one that returned has
-        appended the record, whose future then resolves whatever the caller does.
+        appended the record, whose handle then resolves whatever the caller does.
+
+        The handle behaves as an ``asyncio.Future`` to asyncio (await it, or give
+        it to ``gather``, ``wait``, ``wait_for``, ``shield``; ``done()``,
+        ``result()``, ``add_done_callback()``...): a view on its batch's outcome,
+        so that a batch decides all its records in one step. Cancelling it (or a
+        task awaiting it) stops the wait, not the record.
         """
         # 1. The common cases, a bytes record without key or with a bytes key,
         #    straight to the open batch (engine/shortcut.py). (The options are

@@ -25,7 +25,6 @@ from .engine.sender import Sender
 from .engine.sticky import forget_idle_topics
 from .engine.transactions import TransactionManager
 from .engine.unkeyed_lane import UnkeyedLane
-from .loop_binding import record_future_factory
 from .net.client import KafkaClient
 
 if TYPE_CHECKING:
@@ -63,7 +62,6 @@ class LifecycleMixin:
         _plain: bool
         _start_lock: asyncio.Lock | None
         _close_lock: asyncio.Lock | None
-        _create_future: Any
         _admission: Admission | None
         _lane: UnkeyedLane | None
         _keyed_lane: KeyedLane | None
@@ -124,7 +122,7 @@ class LifecycleMixin:
             raise
         self._client = client
         loop = self._bind_loop()
-        self._create_future = record_future_factory(loop)
+        self._acc.loop = loop  # where the records' handles run their callbacks
         seq = SequenceState() if cfg.idempotent else None
         if cfg.transactional_id is not None:
             assert seq is not None  # validate() makes transactional producers idempotent
@@ -145,24 +143,24 @@ class LifecycleMixin:
         self._admission = Admission(
             accumulator=self._acc, pool=self._pool, sticky=self._sticky, client=client,
             sender=self._sender, txn=self._txn, shortcut=self._shortcut,
-            create_future=self._create_future, partitioner=cfg.partitioner,
+            partitioner=cfg.partitioner,
             ignore_keys=cfg.partitioner_ignore_keys, max_block=self._max_block,
             metadata_wait=self._metadata_wait, fills_lanes=not self._serializing,
         )
         self._bulk = BulkAppender(
-            cfg, client, self._acc, self._pool, self._sticky, self._txn,
+            cfg, client, self._admission, self._sticky, self._txn,
             self._sender.wakeup, self._check_open,
             self._metadata_wait,
         )
         # The lanes wake the sender for a batch they fill, as Admission.place does.
         self._lane = UnkeyedLane(
-            self._sticky, self._pool, client, self._create_future, self._max_unkeyed,
+            self._sticky, self._pool, client, self._max_unkeyed,
             self._sender.wakeup,
         )
         if cfg.partitioner is None and not cfg.partitioner_ignore_keys and not self._serializing:
             # Only where the full path would hash the key to its partition too.
             self._keyed_lane = KeyedLane(
-                self._acc.queues, self._pool, client, self._create_future, self._max_unkeyed,
+                self._acc.queues, self._pool, client, self._max_unkeyed,
                 self._sender.wakeup,
             )
         self._shortcut.lane, self._shortcut.keyed_lane = self._lane, self._keyed_lane

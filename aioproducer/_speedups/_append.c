@@ -1,7 +1,7 @@
 /* The unkeyed shortcut's append, compiled: ProducerBatch.append_unkeyed.
  *
  * The reference is ProducerBatch._append_unkeyed_pure (aioproducer/engine/batch.py):
- * one record without key or headers appended to an open batch with its future
+ * one record without key or headers appended to an open batch
  * (RecordBatchBuilder.append's encoding and room check, ProducerBatch.try_append's
  * bookkeeping), then counted for the sticky partitioner (engine/sticky.py's
  * time_to_switch rule); the answer says whether it left the batch full
@@ -26,22 +26,16 @@
 #include <Python.h>
 #include <structmember.h>
 #include <string.h>
-#include <time.h>
 
 #include "_builder.h"
-#include "_state.h"
+#include "_outcome.h"
 #include "_varint.h"
 
 /* The batch's slots read or written, in the order of slot_names. */
-enum {
-    B_STATE, B_BUILDER, B_FUTURES, B_SIZES, B_TIMESTAMPS, B_RESERVED, B_MAX_RECORD_SIZE,
-    B_BATCH_SIZE,
-    N_SLOTS
-};
+enum { B_STATE, B_BUILDER, B_OUTCOME, B_RESERVED, B_MAX_RECORD_SIZE, B_BATCH_SIZE, N_SLOTS };
 
 static const char *slot_names[N_SLOTS] = {
-    "state", "builder", "futures", "sizes", "timestamps", "reserved", "max_record_size",
-    "batch_size",
+    "state", "builder", "outcome", "reserved", "max_record_size", "batch_size",
 };
 
 static struct {
@@ -50,6 +44,7 @@ static struct {
     PyObject *open_state;       /* BatchState.OPEN */
     PyObject *unkeyed_pure;     /* ProducerBatch._append_unkeyed_pure */
     PyObject *keyed_pure;       /* ProducerBatch._append_keyed_pure */
+    PyTypeObject *outcome_type; /* BatchOutcome: the batch's outcome makes the handles */
     Py_ssize_t offset[N_SLOTS];
 } layout;
 
@@ -79,51 +74,13 @@ static inline int get_ssize(PyObject *obj, int which, Py_ssize_t *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* Milliseconds since the epoch now: time.time_ns() // 1_000_000 without the
- * Python int of nanoseconds and its division (CPython reads the same clock). */
-static int now_ms(long long *out) {
-#if defined(CLOCK_REALTIME)
-    struct timespec now;
-    if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
-        *out = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-        return 0;
-    }
-#endif
-    PyObject *time = PyImport_ImportModule("time");
-    if (!time) return -1;
-    PyObject *ns = PyObject_CallMethod(time, "time_ns", NULL);
-    Py_DECREF(time);
-    if (!ns) return -1;
-    long long value = PyLong_AsLongLong(ns);
-    Py_DECREF(ns);
-    if (value == -1 && PyErr_Occurred()) return -1;
-    *out = value / 1000000; /* after the epoch: truncation is the floor */
-    return 0;
-}
-
 /* What the appends answer: engine/batch.py's REFUSED, APPENDED and SWITCH, to which
  * FULL is added when the record left its batch full (is_full(): the sender may send
  * it now, Java's batchIsFull). */
 enum { CODE_REFUSED = 0, CODE_APPENDED = 1, CODE_SWITCH = 2, CODE_FULL = 4 };
 
-/* The int of the last "now" stamped: the records of one millisecond (hundreds
- * in a tight loop) share it instead of allocating one each. */
-static struct {
-    long long ms;
-    PyObject *obj;
-} last_now;
-
-/* Rolls the three per-record lists back to ``n`` entries (their length before). */
-static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    for (int i = 0; i < done; i++) PyList_SetSlice(lists[i], n, PY_SSIZE_T_MAX, NULL);
-    PyErr_Restore(exc_type, exc_value, exc_tb);
-}
-
-/* batch.append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> int
+/* batch.append_unkeyed(timestamp_ms, value, reserve, bound, produced, topic, limit) -> int
  *
- * ``timestamp_ms`` None: now, as time.time_ns() // 1_000_000 (the same clock).
  * 0: refused (the batch is not open, or the record would take it past its
  * batch_size; the first record always fits), nothing changed. 1: appended. 2:
  * appended, and the sticky partitioner should move on. Either plus 4 (FULL)
@@ -131,19 +88,20 @@ static void truncate_lists(PyObject **lists, int done, Py_ssize_t n) {
  * an error nothing is changed either.
  *
  * append_record() below takes the numbers as C integers and answers the code
- * (-1 on an error): the lanes (_lane.c) call it without making ints of them.
+ * (-1 on an error): the lanes (_lane.c) call it without making ints of them,
+ * with ``ts_arg`` None for "now" (as time.time_ns() // 1_000_000, the same
+ * clock) and ``handle`` not NULL: the record's handle is made there, before
+ * anything changes (its delta is the record count before the append), and
+ * left in *handle when the record is appended.
  * ``bound_obj`` is ``bound`` as an int, or NULL (made if it is kept). It also
  * appends a keyed record (``key`` bytes-like; NULL or None is a null key) and,
  * with ``produced`` NULL, counts nothing for the sticky partitioner (a keyed
- * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure).
- *
- * ``builder`` is the batch's builder, exactly the compiled type, held; ``key``
- * and ``value`` were read by it (builder_span_get) before anything of the batch
- * is read here: reading them may run Python code (a __buffer__ of 3.12+). */
+ * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure). */
 static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, long long ts,
-                           int overflow, builder_span *kspan, builder_span *vspan, PyObject *future,
+                           int overflow, builder_span *kspan, builder_span *vspan,
                            Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
-                           PyObject *produced, PyObject *topic, Py_ssize_t limit) {
+                           PyObject *produced, PyObject *topic, Py_ssize_t limit,
+                           PyObject **handle) {
     PyObject *state = get_slot(self, B_STATE);
     if (!state) return -1;
     if (state != layout.open_state) return CODE_REFUSED;
@@ -156,12 +114,12 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
         PyErr_SetString(PyExc_TypeError, "produced must be a dict");
         return -1;
     }
-    PyObject *lists[3];
-    for (int i = 0; i < 3; i++) {
-        lists[i] = get_slot(self, B_FUTURES + i);
-        if (!lists[i]) return -1;
-        if (!PyList_Check(lists[i])) {
-            PyErr_Format(PyExc_TypeError, "the batch's %s is not a list", slot_names[B_FUTURES + i]);
+    PyObject *outcome = NULL;
+    if (handle) {
+        outcome = get_slot(self, B_OUTCOME);
+        if (!outcome) return -1;
+        if (!layout.outcome_type || !Py_IS_TYPE(outcome, layout.outcome_type)) {
+            PyErr_SetString(PyExc_TypeError, "the batch's outcome is not a BatchOutcome");
             return -1;
         }
     }
@@ -189,10 +147,16 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
     Py_ssize_t after = before + bound;
     int switch_due = produced && after >= limit &&
                      (after >= 2 * limit || old + total + bound > limit);
-    /* Every new object first. */
-    /* pack_sizes(key size or -1, value size or -1) */
-    PyObject *sizes_obj = PyLong_FromLongLong(((long long)(kspan->len + 1) << 32) |
-                                              (long long)(vspan->len + 1));
+    /* Every new object first. The handle is made from C integers (its delta is
+     * the record count before the append) and runs no Python code. */
+    PyObject *record_handle = NULL;
+    if (handle) {
+        /* pack_sizes(key size or -1, value size or -1): a span of None has len -1 */
+        unsigned long long sizes = ((unsigned long long)(kspan->len + 1) << 32) |
+                                   (unsigned long long)(vspan->len + 1);
+        record_handle = make_record_handle(outcome, plan.count, plan.ts, sizes);
+        if (!record_handle) return -1;
+    }
     PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
     PyObject *after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
     /* The batch's largest record bound, when this one is larger. */
@@ -202,32 +166,14 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
         largest_obj = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
         largest_failed = !largest_obj;
     }
-    PyObject *ts_obj;
-    if (ts_arg != Py_None) {
-        ts_obj = Py_NewRef(ts_arg);
-    } else if (last_now.obj && last_now.ms == ts) {
-        ts_obj = Py_NewRef(last_now.obj); /* records of one millisecond share one int */
-    } else {
-        ts_obj = PyLong_FromLongLong(ts);
-        if (ts_obj) {
-            Py_XSETREF(last_now.obj, Py_NewRef(ts_obj));
-            last_now.ms = ts;
-        }
-    }
     int result = -1;
-    int appended = 0;
-    if (!sizes_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
-    PyObject *items[3] = {future, sizes_obj, ts_obj};
-    Py_ssize_t n = PyList_GET_SIZE(lists[0]);
-    for (; appended < 3; appended++) {
-        if (PyList_Append(lists[appended], items[appended]) < 0) goto undo;
-    }
+    if (!reserved_obj || !after_obj || largest_failed) goto done;
     /* The dict drops its reference to ``seen`` when it takes the new count:
      * hold one, to put it back if the commit below refuses. */
     Py_XINCREF(seen);
     if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) {
         Py_XDECREF(seen);
-        goto undo;
+        goto done;
     }
     /* Refused only if code run meanwhile (a topic's __hash__, a finalizer
      * started by an allocation) changed the builder. */
@@ -240,7 +186,7 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
         }
         Py_XDECREF(seen);
         PyErr_Restore(exc_type, exc_value, exc_tb);
-        goto undo;
+        goto done;
     }
     Py_XDECREF(seen);
     set_slot(self, B_RESERVED, reserved_obj);
@@ -251,37 +197,37 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
     }
     result = (switch_due ? CODE_SWITCH : CODE_APPENDED) +
              (old + total >= full_at ? CODE_FULL : 0); /* is_full(): the batch is open */
-    goto done;
-undo:
-    truncate_lists(lists, appended, n);
+    if (handle) {
+        *handle = record_handle;
+        record_handle = NULL;
+    }
 done:
-    Py_XDECREF(sizes_obj);
+    Py_XDECREF(record_handle);
     Py_XDECREF(reserved_obj);
     Py_XDECREF(after_obj);
     Py_XDECREF(largest_obj);
-    Py_XDECREF(ts_obj);
     return result;
 }
 
 /* A batch whose builder is not the compiled type (the pure one, in tests): the
- * batch's pure method does it all, as it would without the kernels. */
+ * batch's pure method does it all, as it would without the kernels. Only the
+ * Python-level methods come here (no handle: the lanes call the kernel directly
+ * only on a batch with a compiled builder, see direct()). */
 static int append_by_pure(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
-                          PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
-                          PyObject *bound_obj, PyObject *produced, PyObject *topic,
-                          Py_ssize_t limit) {
+                          Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                          PyObject *produced, PyObject *topic, Py_ssize_t limit) {
     PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
     PyObject *bound_ref = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
     PyObject *limit_obj = produced ? PyLong_FromSsize_t(limit) : NULL;
     PyObject *answer = NULL;
     if (reserve_obj && bound_ref && (!produced || limit_obj)) {
         if (produced) {
-            PyObject *call[9] = {self, ts_arg, value, future, reserve_obj, bound_ref, produced, topic,
+            PyObject *call[8] = {self, ts_arg, value, reserve_obj, bound_ref, produced, topic,
                                  limit_obj};
-            answer = PyObject_Vectorcall(layout.unkeyed_pure, call, 9, NULL);
+            answer = PyObject_Vectorcall(layout.unkeyed_pure, call, 8, NULL);
         } else {
-            PyObject *call[7] = {self, ts_arg, key ? key : Py_None, value, future, reserve_obj,
-                                 bound_ref};
-            answer = PyObject_Vectorcall(layout.keyed_pure, call, 7, NULL);
+            PyObject *call[6] = {self, ts_arg, key ? key : Py_None, value, reserve_obj, bound_ref};
+            answer = PyObject_Vectorcall(layout.keyed_pure, call, 6, NULL);
         }
     }
     Py_XDECREF(reserve_obj);
@@ -301,9 +247,9 @@ static int append_by_pure(PyObject *self, PyObject *ts_arg, PyObject *key, PyObj
  * Python 3.12+), which must not run while borrowed slots and counters read from
  * the batch are in use. */
 static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
-                         PyObject *future, Py_ssize_t reserve, Py_ssize_t bound,
-                         PyObject *bound_obj, PyObject *produced, PyObject *topic,
-                         Py_ssize_t limit) {
+                         Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                         PyObject *produced, PyObject *topic, Py_ssize_t limit,
+                         PyObject **handle) {
     if (!layout.batch_type || !PyObject_TypeCheck(self, layout.batch_type)) {
         PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
         return -1;
@@ -313,10 +259,15 @@ static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObje
     if (state != layout.open_state) return CODE_REFUSED;
     PyObject *builder = get_slot(self, B_BUILDER);
     if (!builder) return -1;
-    if (!Py_IS_TYPE(builder, layout.builder_type))
-        return append_by_pure(self, ts_arg, key, value, future, reserve, bound, bound_obj, produced,
-                              topic, limit);
-    Py_INCREF(builder); /* held: the caller's code below may replace the batch's */
+    if (!Py_IS_TYPE(builder, layout.builder_type)) {
+        if (handle) {
+            PyErr_SetString(PyExc_RuntimeError, "the batch's builder changed while a record was appended");
+            return -1;
+        }
+        return append_by_pure(self, ts_arg, key, value, reserve, bound, bound_obj, produced, topic,
+                              limit);
+    }
+    Py_INCREF(builder); /* held: the code run below may replace the batch's */
     long long ts = 0;
     int overflow = 0, rc = -1;
     builder_span kspan, vspan;
@@ -331,8 +282,8 @@ static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObje
         builder_span_release(&kspan);
         goto done;
     }
-    rc = append_exported(self, builder, ts_arg, ts, overflow, &kspan, &vspan, future, reserve, bound,
-                         bound_obj, produced, topic, limit);
+    rc = append_exported(self, builder, ts_arg, ts, overflow, &kspan, &vspan, reserve, bound,
+                         bound_obj, produced, topic, limit, handle);
     builder_span_release(&vspan);
     builder_span_release(&kspan);
 done:
@@ -353,104 +304,176 @@ static int not_open(PyObject *self) {
     return state != layout.open_state;
 }
 
+/* The Python-level methods take a timestamp (an int), as their pure twins do. */
+static int check_timestamp(PyObject *ts) {
+    if (PyLong_Check(ts)) return 0;
+    PyErr_Format(PyExc_TypeError, "timestamp_ms must be an int, not %.100s", Py_TYPE(ts)->tp_name);
+    return -1;
+}
+
 static PyObject *k_append_unkeyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 8 arguments");
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "append_unkeyed takes 7 arguments");
         return NULL;
     }
     int closed = not_open(self);
     if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
+    if (check_timestamp(args[0]) < 0) return NULL;
+    Py_ssize_t reserve = PyLong_AsSsize_t(args[2]);
+    if (reserve == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t bound = PyLong_AsSsize_t(args[3]);
+    if (bound == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[6]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    int code = append_record(self, args[0], NULL, args[1], reserve, bound, args[3], args[4],
+                             args[5], limit, NULL);
+    return code < 0 ? NULL : PyLong_FromLong(code);
+}
+
+/* For a batch not of exactly the bound class (its methods may be overridden): the
+ * handle made through Python, as the pure lanes make it, before the append:
+ * batch.outcome.handle(batch.record_count, ts, sizes). */
+static PyObject *handle_by_method(PyObject *batch, PyObject *ts_obj, unsigned long long sizes) {
+    PyObject *outcome = PyObject_GetAttrString(batch, "outcome");
+    if (!outcome) return NULL;
+    PyObject *count = PyObject_GetAttrString(batch, "record_count");
+    PyObject *sizes_obj = count ? PyLong_FromUnsignedLongLong(sizes) : NULL;
+    PyObject *handle = NULL;
+    if (sizes_obj) handle = PyObject_CallMethod(outcome, "handle", "OOO", count, ts_obj, sizes_obj);
+    Py_DECREF(outcome);
+    Py_XDECREF(count);
+    Py_XDECREF(sizes_obj);
+    return handle;
+}
+
+/* Whether the lanes may call the kernel directly on ``batch``: exactly the bound
+ * class, whose outcome is exactly the compiled BatchOutcome and whose builder is
+ * exactly the compiled RecordBatchBuilder (a batch of the pure path, where the
+ * kernels were bound all the same, makes pure handles and has a pure builder). */
+static int direct(PyObject *batch) {
+    if (!layout.batch_type || !Py_IS_TYPE(batch, layout.batch_type)) return 0;
+    PyObject *outcome = *slot(batch, B_OUTCOME), *builder = *slot(batch, B_BUILDER);
+    return outcome && layout.outcome_type && Py_IS_TYPE(outcome, layout.outcome_type) && builder &&
+           Py_IS_TYPE(builder, layout.builder_type);
+}
+
+/* "now" as an int, for a method call (0 or -1 with an error). */
+static PyObject *now_obj(void) {
+    long long ts;
+    if (now_ms(&ts) < 0) return NULL;
+    return PyLong_FromLongLong(ts);
+}
+
+/* For _lane.c: batch.append_unkeyed(now, value, reserve, bound, produced, topic, limit)
+ * (see _varint.h for the answer), the record's handle left in *handle when appended.
+ * The kernel is called directly on an instance of exactly the bound batch class; any
+ * other object (a subclass may override the method) gets a method call. */
+int call_append_unkeyed(PyObject *batch, PyObject *value, Py_ssize_t reserve, Py_ssize_t bound,
+                        PyObject *produced, PyObject *topic, PyObject *limit_obj,
+                        PyObject **answer, PyObject **handle) {
+    *answer = NULL;
+    *handle = NULL;
+    if (direct(batch)) {
+        Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
+        if (limit == -1 && PyErr_Occurred()) return -1;
+        return append_record(batch, Py_None, NULL, value, reserve, bound, NULL, produced, topic,
+                             limit, handle);
+    }
+    Py_ssize_t vlen = value == Py_None ? -1 : PyObject_Size(value);
+    if (vlen < 0 && PyErr_Occurred()) return -1;
+    PyObject *ts_obj = now_obj();
+    if (!ts_obj) return -1;
+    PyObject *made = handle_by_method(batch, ts_obj, (unsigned long long)(vlen + 1));
+    PyObject *reserve_obj = made ? PyLong_FromSsize_t(reserve) : NULL;
+    PyObject *bound_obj = reserve_obj ? PyLong_FromSsize_t(bound) : NULL;
+    PyObject *got = NULL;
+    if (bound_obj) {
+        PyObject *name = PyUnicode_InternFromString("append_unkeyed");
+        if (name) {
+            PyObject *stack[8] = {batch, ts_obj, value, reserve_obj, bound_obj, produced, topic,
+                                  limit_obj};
+            got = PyObject_VectorcallMethod(name, stack, 8, NULL);
+            Py_DECREF(name);
+        }
+    }
+    Py_DECREF(ts_obj);
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(bound_obj);
+    if (!got) {
+        Py_XDECREF(made);
+        return -1;
+    }
+    int truth = PyObject_IsTrue(got);
+    if (truth <= 0) {
+        Py_DECREF(got);
+        Py_DECREF(made);
+        return truth;
+    }
+    *answer = got;
+    *handle = made;
+    return 1;
+}
+
+/* batch.append_keyed(timestamp_ms, key, value, reserve, bound) -> int
+ *
+ * ProducerBatch.try_append for a record without headers (``key`` may be None),
+ * without its handle. 0: refused,
+ * nothing changed; 1: appended; 5: appended, and the batch is full now. The
+ * reference is ProducerBatch._append_keyed_pure. */
+static PyObject *k_append_keyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "append_keyed takes 5 arguments");
+        return NULL;
+    }
+    int closed = not_open(self);
+    if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
+    if (check_timestamp(args[0]) < 0) return NULL;
     Py_ssize_t reserve = PyLong_AsSsize_t(args[3]);
     if (reserve == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[4]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t limit = PyLong_AsSsize_t(args[7]);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
-    int code = append_record(self, args[0], NULL, args[1], args[2], reserve, bound, args[4],
-                             args[5], args[6], limit);
+    int code = append_record(self, args[0], args[1], args[2], reserve, bound, args[4], NULL, NULL,
+                             0, NULL);
     return code < 0 ? NULL : PyLong_FromLong(code);
 }
 
-/* For _lane.c: batch.append_unkeyed(None, value, future, reserve, bound, produced, topic,
- * limit) for a record stamped now (see _varint.h for the answer). The kernel is
- * called directly on an instance of exactly the bound batch class; any other
- * object (a subclass may override the method) gets a method call. */
-int call_append_unkeyed(PyObject *batch, PyObject *value, PyObject *future, Py_ssize_t reserve,
-                        Py_ssize_t bound, PyObject *produced, PyObject *topic, PyObject *limit_obj,
-                        PyObject **answer) {
-    *answer = NULL;
-    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type)) {
-        Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
-        if (limit == -1 && PyErr_Occurred()) return -1;
-        return append_record(batch, Py_None, NULL, value, future, reserve, bound, NULL, produced,
-                             topic, limit);
-    }
-    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-    PyObject *bound_obj = PyLong_FromSsize_t(bound);
-    PyObject *name = PyUnicode_InternFromString("append_unkeyed");
-    PyObject *got = NULL;
-    if (reserve_obj && bound_obj && name) {
-        PyObject *stack[9] = {batch, Py_None, value, future, reserve_obj, bound_obj, produced, topic,
-                              limit_obj};
-        got = PyObject_VectorcallMethod(name, stack, 9, NULL);
-    }
-    Py_XDECREF(reserve_obj);
-    Py_XDECREF(bound_obj);
-    Py_XDECREF(name);
-    if (!got) return -1;
-    int truth = PyObject_IsTrue(got);
-    if (truth <= 0) {
-        Py_DECREF(got);
-        return truth;
-    }
-    *answer = got;
-    return 1;
-}
-
-/* batch.append_keyed(timestamp_ms, key, value, future, reserve, bound) -> int
- *
- * ProducerBatch.try_append for a record without headers (``key`` may be None),
- * its sizes packed here; ``timestamp_ms`` None stamps it now. 0: refused,
- * nothing changed; 1: appended; 5: appended, and the batch is full now. The
- * reference is ProducerBatch._append_keyed_pure. */
-static PyObject *k_append_keyed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "append_keyed takes 6 arguments");
-        return NULL;
-    }
-    int closed = not_open(self);
-    if (closed) return closed < 0 ? NULL : PyLong_FromLong(CODE_REFUSED);
-    Py_ssize_t reserve = PyLong_AsSsize_t(args[4]);
-    if (reserve == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t bound = PyLong_AsSsize_t(args[5]);
-    if (bound == -1 && PyErr_Occurred()) return NULL;
-    int code = append_record(self, args[0], args[1], args[2], args[3], reserve, bound, args[5],
-                             NULL, NULL, 0);
-    return code < 0 ? NULL : PyLong_FromLong(code);
-}
-
-/* For _lane.c: batch.append_keyed(None, key, value, future, reserve, bound), as 1
- * (appended), 5 (appended, and the batch is full now), 0 (refused) or -1 (an
- * error). A batch not of exactly the bound class gets a method call: its
- * answer's truth decides whether it appended, and an answer other than
- * APPENDED (``!=``, as the pure keyed lane reads it) says the batch is full. */
-int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject *future,
-                      Py_ssize_t reserve, Py_ssize_t bound) {
-    if (layout.batch_type && Py_IS_TYPE(batch, layout.batch_type))
-        return append_record(batch, Py_None, key, value, future, reserve, bound, NULL, NULL, NULL,
-                             0);
-    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-    PyObject *bound_obj = PyLong_FromSsize_t(bound);
-    PyObject *name = PyUnicode_InternFromString("append_keyed");
+/* For _lane.c: batch.append_keyed(now, key, value, reserve, bound), as 1 (appended),
+ * 5 (appended, and the batch is full now), 0 (refused) or -1 (an error), the
+ * record's handle left in *handle when appended. A batch not of exactly the bound
+ * class gets a method call: its answer's truth decides whether it appended, and an
+ * answer other than APPENDED (``!=``, as the pure keyed lane reads it) says the
+ * batch is full. */
+int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, Py_ssize_t reserve,
+                      Py_ssize_t bound, PyObject **handle) {
+    *handle = NULL;
+    if (direct(batch))
+        return append_record(batch, Py_None, key, value, reserve, bound, NULL, NULL, NULL, 0, handle);
+    Py_ssize_t klen = PyObject_Size(key);
+    if (klen < 0) return -1;
+    Py_ssize_t vlen = PyObject_Size(value);
+    if (vlen < 0) return -1;
+    PyObject *ts_obj = now_obj();
+    if (!ts_obj) return -1;
+    PyObject *made = handle_by_method(
+        batch, ts_obj, ((unsigned long long)(klen + 1) << 32) | (unsigned long long)(vlen + 1));
+    PyObject *reserve_obj = made ? PyLong_FromSsize_t(reserve) : NULL;
+    PyObject *bound_obj = reserve_obj ? PyLong_FromSsize_t(bound) : NULL;
     PyObject *answer = NULL;
-    if (reserve_obj && bound_obj && name) {
-        PyObject *stack[7] = {batch, Py_None, key, value, future, reserve_obj, bound_obj};
-        answer = PyObject_VectorcallMethod(name, stack, 7, NULL);
+    if (bound_obj) {
+        PyObject *name = PyUnicode_InternFromString("append_keyed");
+        if (name) {
+            PyObject *stack[6] = {batch, ts_obj, key, value, reserve_obj, bound_obj};
+            answer = PyObject_VectorcallMethod(name, stack, 6, NULL);
+            Py_DECREF(name);
+        }
     }
+    Py_DECREF(ts_obj);
     Py_XDECREF(reserve_obj);
     Py_XDECREF(bound_obj);
-    Py_XDECREF(name);
-    if (!answer) return -1;
+    if (!answer) {
+        Py_XDECREF(made);
+        return -1;
+    }
     int code = PyObject_IsTrue(answer);
     if (code > 0) {
         /* RichCompareBool's identity shortcut answers as != would: only the int 1 is itself. */
@@ -460,62 +483,23 @@ int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, PyObject 
         code = other < 0 ? -1 : other ? CODE_APPENDED + CODE_FULL : CODE_APPENDED;
     }
     Py_DECREF(answer);
+    if (code > 0) *handle = made;
+    else Py_DECREF(made);
     return code;
 }
 
 static PyMethodDef append_keyed_def = {
     "append_keyed", (PyCFunction)(void (*)(void))k_append_keyed, METH_FASTCALL,
-    "append_keyed(timestamp_ms, key, value, future, reserve, bound) -> 0 refused, 1 appended, "
+    "append_keyed(timestamp_ms, key, value, reserve, bound) -> 0 refused, 1 appended, "
     "plus 4 when the batch is full now",
 };
 
 static PyMethodDef append_def = {
     "append_unkeyed", (PyCFunction)(void (*)(void))k_append_unkeyed, METH_FASTCALL,
-    "append_unkeyed(timestamp_ms, value, future, reserve, bound, produced, topic, limit) -> "
+    "append_unkeyed(timestamp_ms, value, reserve, bound, produced, topic, limit) -> "
     "0 refused, 1 appended, 2 appended and the sticky partition's turn is over, either plus 4 "
     "when the batch is full now",
 };
-
-/* The offset of slot ``name`` of ``type`` (a PyObject * at a fixed place in every
- * instance, subclasses too: CPython's member descriptors), or -1 with an error.
- * With ``writable``, a read-only member does not count. Shared by the kernels
- * that bind a class's layout (_lane.c). */
-Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable) {
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    if (!descr) return -1;
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX && !(writable && (member->flags & READONLY)))
-            offset = member->offset;
-    }
-    Py_DECREF(descr);
-    if (offset < 0)
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a%s slot", type->tp_name, name,
-                     writable ? " writable" : "");
-    return offset;
-}
-
-/* The offsets of ``n`` slots of ``type`` into ``out``: 0, or -1 with an error. */
-int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *out) {
-    for (int i = 0; i < n; i++) {
-        out[i] = slot_offset(type, names[i], 0);
-        if (out[i] < 0) return -1;
-    }
-    return 0;
-}
-
-/* Adds the module-level function ``def`` (a binder) to ``module``: 0, or -1. */
-int add_module_function(PyObject *module, PyMethodDef *def) {
-    PyObject *name = PyModule_GetNameObject(module);
-    if (!name) return -1;
-    PyObject *function = PyCFunction_NewEx(def, NULL, name);
-    Py_DECREF(name);
-    if (!function) return -1;
-    int rc = PyModule_AddObjectRef(module, def->ml_name, function);
-    Py_DECREF(function);
-    return rc;
-}
 
 /* bind_batch_layout(batch_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
 static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -542,6 +526,8 @@ static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py
         return NULL;
     }
     memcpy(layout.offset, offset, sizeof offset);
+    Py_XSETREF(layout.outcome_type,
+               (PyTypeObject *)Py_NewRef(get_kernels_state(module)->batch_outcome_type));
     Py_INCREF(batch_type);
     Py_INCREF(args[1]);
     Py_XSETREF(layout.batch_type, batch_type);
@@ -559,15 +545,4 @@ static PyMethodDef bind_def = {
     "methods",
 };
 
-/* Bound to the module (as its own functions are): the binder reads the
- * compiled builder type from the module's state. */
-int add_append_kernel(PyObject *module) {
-    PyObject *name = PyModule_GetNameObject(module);
-    if (!name) return -1;
-    PyObject *function = PyCFunction_NewEx(&bind_def, module, name);
-    Py_DECREF(name);
-    if (!function) return -1;
-    int rc = PyModule_AddObjectRef(module, bind_def.ml_name, function);
-    Py_DECREF(function);
-    return rc;
-}
+int add_append_kernel(PyObject *module) { return add_module_function(module, &bind_def); }

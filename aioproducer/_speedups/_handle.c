@@ -6,12 +6,13 @@
  * handle is its outcome, its offset delta, timestamp and packed sizes, as
  * C integers; nothing per record is a Python object until asked for.
  *
- * A handle is tracked by the cyclic collector only once it holds what can
- * close a cycle (a done callback, which also registers it with its outcome,
- * a cancel message, a metadata object that is itself tracked): most handles
- * never are, so full collections do not walk the hundreds of thousands a
- * producer may hold. An untracked handle's reference to its outcome keeps
- * the outcome alive, which is all it needs.
+ * A handle is tracked by the cyclic collector from birth, like a Future. It
+ * refers to its outcome, which holds a failed batch's error; raised into a
+ * coroutine, that error's traceback holds the coroutine's frame, whose locals
+ * hold handles of the same batch: a cycle the collector only sees if every
+ * handle in it is tracked.
+ * The metadata tuple a handle makes is untracked when it is made of a str and
+ * ints, as the collector itself would untrack it.
  *
  * Every call that can run Python code (call_soon, a metadata class, a
  * callback list's comparison) is made on owned references, and what it could
@@ -23,7 +24,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "_handle.h"
+#include "_outcome.h"
 #include "_state.h"
 
 static int handle_done(Handle *h) { return h->cancelled || handle_current(h)->state != PENDING; }
@@ -33,32 +34,6 @@ typedef struct {
     Handle *handle; /* NULL once exhausted */
     int yielded;    /* it gave the handle to the awaiting task once */
 } HandleIter;
-
-PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,
-                             unsigned long long sizes) {
-    kernels_state *st = state_of(outcome);
-    Handle *h = PyObject_GC_New(Handle, st->record_handle_type);
-    if (!h) return NULL;
-    h->outcome = (Outcome *)Py_NewRef(outcome);
-    h->delta = delta;
-    h->timestamp_ms = timestamp_ms;
-    h->sizes = sizes;
-    h->callbacks = h->cancel_message = h->metadata = h->weakreflist = NULL;
-    h->cancelled = h->blocking = 0;
-    /* Not tracked: see the top of this file. */
-    return (PyObject *)h;
-}
-
-int parse_handle_args(PyObject *const *args, long long *delta, long long *ts,
-                             unsigned long long *sizes) {
-    *delta = PyLong_AsLongLong(args[0]);
-    if (*delta == -1 && PyErr_Occurred()) return -1;
-    *ts = PyLong_AsLongLong(args[1]);
-    if (*ts == -1 && PyErr_Occurred()) return -1;
-    *sizes = PyLong_AsUnsignedLongLong(args[2]);
-    if (*sizes == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-    return 0;
-}
 
 /* ---- RecordHandle -------------------------------------------------------------------- */
 
@@ -158,6 +133,12 @@ static PyObject *metadata_of(kernels_state *st, Handle *h, Outcome *o) {
                 }
                 Py_DECREF(tuple);
             }
+            /* Of a str and ints it can be in no reference cycle: untracked, the
+             * cyclic collector never walks it (as it untracks such tuples itself,
+             * but only once it has walked them), nor the handle that keeps it. */
+            if (meta && PyUnicode_CheckExact(o->topic) && PyLong_CheckExact(o->partition) &&
+                Py_IS_TYPE(meta, (PyTypeObject *)type))
+                PyObject_GC_UnTrack(meta);
         } else {
             meta = PyObject_Vectorcall(type, items, 6, NULL);
         }
@@ -167,7 +148,6 @@ static PyObject *metadata_of(kernels_state *st, Handle *h, Outcome *o) {
     if (!meta) return NULL;
     if (!h->metadata) { /* the call above may have run code that asked for it first */
         h->metadata = Py_NewRef(meta);
-        if (PyObject_GC_IsTracked(meta)) track((PyObject *)h);
     }
     return meta;
 }
@@ -216,7 +196,6 @@ static PyObject *handle_cancel(PyObject *op, PyObject *args, PyObject *kwds) {
     h->cancelled = 1;
     if (msg != Py_None) {
         Py_XSETREF(h->cancel_message, Py_NewRef(msg));
-        track(op);
     }
     handle_schedule_callbacks(h);
     Py_RETURN_TRUE;
@@ -265,7 +244,6 @@ static PyObject *handle_add_done_callback(PyObject *op, PyObject *const *args, P
             return NULL;
         }
     }
-    track(op); /* it holds a callable now, which may hold it */
     int rc = PyList_Append(h->callbacks, entry);
     Py_DECREF(entry);
     if (rc < 0) return NULL;

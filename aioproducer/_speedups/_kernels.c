@@ -5,11 +5,9 @@
  *
  *   murmur2            aioproducer.engine.partitioner._murmur2_pure
  *   RecordBatchBuilder aioproducer.protocol.records.RecordBatchBuilderPy (in _builder.c)
- *   resolve_futures    the set_result loop of ProducerBatch._resolve_from
  *   append_unkeyed     ProducerBatch._append_unkeyed_pure (in _append.c)
  *   UnkeyedLane.append UnkeyedLane._append_pure (in _lane.c; KeyedLane.append likewise)
  *   EnqueueShortcut.take  EnqueueShortcut._take_pure (in _lane.c)
- *   future_factory     functools.partial(asyncio.Future, loop=loop)
  *   byte_lengths, reservations, fill_counting   the bulk column passes (in _columns.c)
  *
  * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.
@@ -25,7 +23,7 @@
 #include <string.h>
 
 #include "_builder.h"
-#include "_handle.h"
+#include "_outcome.h"
 #include "_murmur2.h"
 #include "_state.h"
 #include "_varint.h"
@@ -53,328 +51,8 @@ static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
     return PyLong_FromLong((long)h);
 }
 
-/* ---- completing futures ------------------------------------------------ */
-
-static inline PyObject *item(PyObject *seq, Py_ssize_t i) {
-    if (PyList_CheckExact(seq)) {
-        if (i < 0 || i >= PyList_GET_SIZE(seq)) {
-            PyErr_SetString(PyExc_IndexError, "list index out of range");
-            return NULL;
-        }
-        PyObject *o = PyList_GET_ITEM(seq, i);
-        Py_INCREF(o);
-        return o;
-    }
-    return PySequence_GetItem(seq, i);
-}
-
-/* The tp_dealloc of every class made by a class statement (CPython's
- * subtype_dealloc), read off a probe class when the module is made: one C
- * function for the whole process, whichever interpreter reads it. */
-static destructor python_class_dealloc = NULL;
-
-static int find_python_class_dealloc(void) {
-    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "_probe",
-                                            (PyObject *)&PyTuple_Type);
-    if (!probe) return -1;
-    python_class_dealloc = ((PyTypeObject *)probe)->tp_dealloc;
-    Py_DECREF(probe);
-    return 0;
-}
-
-/* Whether ``tp_alloc(type, 6)`` and six PyTuple_SET_ITEMs make what
- * ``tuple.__new__(type, items)`` makes: every class from ``type`` down to
- * tuple is a Python class (subtype_dealloc) with tuple's item layout. A struct
- * sequence (time.struct_time, os.stat_result) has hidden fields its dealloc
- * reads past the six items; a C subclass may have any layout: those go
- * through tuple.__new__, as in the pure twin. */
-static int plain_tuple_class(PyTypeObject *type) {
-    for (PyTypeObject *t = type; t != &PyTuple_Type; t = t->tp_base) {
-        if (!t || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || t->tp_dealloc != python_class_dealloc ||
-            t->tp_itemsize != PyTuple_Type.tp_itemsize)
-            return 0;
-    }
-    return 1;
-}
-
-/* base + delta as a Python int, exactly (past the int64 range too). */
-static PyObject *offset_of(PyObject *base_obj, long long base, PyObject *delta_obj, long long delta) {
-    long long sum;
-    if (base_obj == NULL && delta_obj == NULL && !__builtin_add_overflow(base, delta, &sum))
-        return PyLong_FromLongLong(sum);
-    PyObject *b = base_obj ? Py_NewRef(base_obj) : PyLong_FromLongLong(base);
-    PyObject *d = delta_obj ? Py_NewRef(delta_obj) : PyLong_FromLongLong(delta);
-    PyObject *r = b && d ? PyNumber_Add(b, d) : NULL;
-    Py_XDECREF(b);
-    Py_XDECREF(d);
-    return r;
-}
-
-/* ``(packed >> 32) - 1`` (high) or ``(packed & 0xFFFFFFFF) - 1``, with Python's operators. */
-static PyObject *unpack_size(PyObject *packed, int high) {
-    PyObject *operand = high ? PyLong_FromLong(32) : PyLong_FromUnsignedLong(0xFFFFFFFFul);
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *part = NULL, *r = NULL;
-    if (operand && one) part = high ? PyNumber_Rshift(packed, operand) : PyNumber_And(packed, operand);
-    if (part) r = PyNumber_Subtract(part, one);
-    Py_XDECREF(operand);
-    Py_XDECREF(one);
-    Py_XDECREF(part);
-    return r;
-}
-
-/* resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset,
- *                 deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None
- *
- * For each record j in [start, stop): futures[j].set_result(tuple.__new__(metadata_type,
- * (topic, partition, offset, timestamp, key_size, value_size))) where offset is -1 when
- * base_offset < 0 (acks=0), else base_offset + (deltas[j] if deltas is not None
- * else j), deltas indexed like futures, computed as Python ints (no int64 wrap);
- * timestamp is log_append_time_ms when >= 0, else timestamps[j]; the sizes
- * are unpacked from sizes[j] (see batch.pack_sizes). A future whose set_result
- * raises ``invalid_state`` (an exception type or a tuple of them) is skipped:
- * batch.py passes InvalidStateError (its caller cancelled it) and RuntimeError
- * (its loop is closed and it had callbacks to schedule; it is set all the same).
- * Every object read from a sequence is held (owned) while used: a list
- * subclass's __getitem__, an int's __index__ or a set_result may run code that
- * changes the sequences, which are read again, with bounds checks, per record. */
-static PyObject *k_resolve_futures(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    kernels_state *st = get_kernels_state(module);
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "resolve_futures takes 12 arguments");
-        return NULL;
-    }
-    PyObject *futures = args[0];
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
-    if (start == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
-    if (stop == -1 && PyErr_Occurred()) return NULL;
-    PyTypeObject *meta_type = (PyTypeObject *)args[3];
-    if (!PyType_Check(args[3]) || !PyType_IsSubtype(meta_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "metadata_type must be a tuple subclass");
-        return NULL;
-    }
-    /* tuple or a plain Python subclass of it (the producer's RecordMetadata
-     * NamedTuple): allocated here; anything else through tuple.__new__. */
-    int direct = meta_type == &PyTuple_Type || plain_tuple_class(meta_type);
-    PyObject *topic = args[4], *partition = args[5];
-    /* Outside int64 a Python int still has a sign, and offsets are exact. */
-    int overflow;
-    long long base_offset = PyLong_AsLongLongAndOverflow(args[6], &overflow);
-    if (base_offset == -1 && PyErr_Occurred()) return NULL;
-    PyObject *base_obj = NULL;
-    if (overflow) {
-        base_offset = overflow;
-        base_obj = args[6];
-    }
-    PyObject *deltas = args[7] == Py_None ? NULL : args[7];
-    long long log_append = PyLong_AsLongLongAndOverflow(args[8], &overflow);
-    if (log_append == -1 && PyErr_Occurred()) return NULL;
-    PyObject *timestamps = args[9], *sizes = args[10], *invalid_state = args[11];
-    PyObject *log_append_obj = log_append >= 0 || overflow > 0 ? args[8] : NULL;
-    int atoms = meta_type->tp_dictoffset == 0 && PyUnicode_CheckExact(topic) &&
-                PyLong_CheckExact(partition) &&
-                (!log_append_obj || PyLong_CheckExact(log_append_obj));
-    for (Py_ssize_t j = start; j < stop; j++) {
-        PyObject *fut = item(futures, j);
-        if (!fut) return NULL;
-        PyObject *offset;
-        if (base_offset < 0) {
-            offset = PyLong_FromLong(-1);
-        } else if (deltas) {
-            PyObject *d = item(deltas, j);
-            if (!d) { Py_DECREF(fut); return NULL; }
-            if (PyLong_CheckExact(d) && PyLong_CheckExact(args[6])) {
-                long long dv = PyLong_AsLongLongAndOverflow(d, &overflow);
-                offset = offset_of(base_obj, base_offset, overflow ? d : NULL, dv);
-            } else {
-                /* The pure twin's ``base_offset + d``, whatever their types. */
-                offset = PyNumber_Add(args[6], d);
-            }
-            Py_DECREF(d);
-        } else {
-            offset = offset_of(base_obj, base_offset, NULL, (long long)j);
-        }
-        if (!offset) { Py_DECREF(fut); return NULL; }
-        PyObject *ts;
-        if (log_append_obj) { ts = log_append_obj; Py_INCREF(ts); }
-        else ts = item(timestamps, j);
-        PyObject *packed = ts ? item(sizes, j) : NULL;
-        if (!packed) {
-            Py_XDECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
-            return NULL;
-        }
-        PyObject *ksize, *vsize;
-        unsigned long long pv = (unsigned long long)-1;
-        int fits = 0;
-        if (PyLong_CheckExact(packed)) {
-            pv = PyLong_AsUnsignedLongLong(packed);
-            fits = !(pv == (unsigned long long)-1 && PyErr_Occurred());
-            if (!fits) PyErr_Clear(); /* negative or past 64 bits: as Python does it */
-        }
-        if (fits) {
-            ksize = PyLong_FromLongLong((long long)(pv >> 32) - 1);
-            vsize = PyLong_FromLongLong((long long)(pv & 0xFFFFFFFFull) - 1);
-        } else {
-            /* Anything but a packed pair of 32-bit sizes: the pure twin's
-             * ``(packed >> 32) - 1, (packed & 0xFFFFFFFF) - 1``, as Python does it. */
-            ksize = unpack_size(packed, 1);
-            vsize = ksize ? unpack_size(packed, 0) : NULL;
-        }
-        Py_DECREF(packed);
-        PyObject *meta = NULL;
-        if (ksize && vsize) {
-            if (direct) {
-                meta = meta_type->tp_alloc(meta_type, 6);
-            } else {
-                PyObject *fields = PyTuple_Pack(6, topic, partition, offset, ts, ksize, vsize);
-                PyObject *call[2] = {(PyObject *)meta_type, fields};
-                meta = fields ? PyObject_Vectorcall(st->tuple_new, call, 2, NULL) : NULL;
-                Py_XDECREF(fields);
-            }
-        }
-        if (!meta) {
-            Py_XDECREF(ksize); Py_XDECREF(vsize);
-            Py_DECREF(ts); Py_DECREF(offset); Py_DECREF(fut);
-            return NULL;
-        }
-        if (direct) {
-            Py_INCREF(topic);
-            Py_INCREF(partition);
-            PyTuple_SET_ITEM(meta, 0, topic);
-            PyTuple_SET_ITEM(meta, 1, partition);
-            PyTuple_SET_ITEM(meta, 2, offset);
-            PyTuple_SET_ITEM(meta, 3, ts);
-            PyTuple_SET_ITEM(meta, 4, ksize);
-            PyTuple_SET_ITEM(meta, 5, vsize);
-            /* Of a str and ints, it can be in no reference cycle: untracked, the
-             * cyclic collector never walks it (as it untracks such tuples itself,
-             * but only once it has walked them), nor the held records' metadata
-             * in every full collection. */
-            if (atoms && PyLong_CheckExact(ts) && PyLong_CheckExact(offset)) PyObject_GC_UnTrack(meta);
-        } else {
-            Py_DECREF(offset); Py_DECREF(ts); Py_DECREF(ksize); Py_DECREF(vsize);
-        }
-        PyObject *r;
-        if (Py_IS_TYPE(fut, (PyTypeObject *)st->future_type)) {
-            /* The type's own method, called without looking it up per record. */
-            PyObject *call[2] = {fut, meta};
-            r = PyObject_Vectorcall(st->future_set_result, call, 2, NULL);
-        } else {
-            r = PyObject_CallMethodOneArg(fut, st->str_set_result, meta);
-        }
-        Py_DECREF(meta);
-        /* Not the future, though: it keeps its loop, and a done future can
-         * still be given attributes or a done callback, so it can close a
-         * cycle the collector must see. */
-        Py_DECREF(fut);
-        if (r) {
-            Py_DECREF(r);
-        } else if (PyErr_ExceptionMatches(invalid_state)) {
-            PyErr_Clear(); /* done all the same; the record is written */
-        } else {
-            return NULL;
-        }
-    }
-    Py_RETURN_NONE;
-}
-
-/* ---- future_factory ----------------------------------------------------- */
-
-/* A callable making ``asyncio.Future(loop=loop)``, as
- * ``functools.partial(asyncio.Future, loop=loop)`` does (the pure reference):
- * the partial copies its keyword dict on every call (so the callee cannot
- * change it); the future's __init__ only reads it, so one dict serves every
- * future. Used for every record's future. It holds the class it makes, so it
- * needs nothing of the module once made. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *future_type; /* asyncio.Future */
-    PyObject *kwargs;      /* {"loop": loop} */
-    PyObject *empty_args;  /* () */
-    vectorcallfunc vectorcall;
-} FutureFactory;
-
-static PyObject *factory_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
-                                    PyObject *kwnames) {
-    FutureFactory *self = (FutureFactory *)op;
-    if (PyVectorcall_NARGS(nargsf) || (kwnames && PyTuple_GET_SIZE(kwnames))) {
-        PyErr_SetString(PyExc_TypeError, "future_factory() takes no arguments");
-        return NULL;
-    }
-    return PyObject_Call(self->future_type, self->empty_args, self->kwargs);
-}
-
-static int factory_traverse(PyObject *op, visitproc visit, void *arg) {
-    FutureFactory *self = (FutureFactory *)op;
-    Py_VISIT(Py_TYPE(op));
-    Py_VISIT(self->future_type);
-    Py_VISIT(self->kwargs);
-    return 0;
-}
-
-static int factory_clear(PyObject *op) {
-    FutureFactory *self = (FutureFactory *)op;
-    Py_CLEAR(self->future_type);
-    Py_CLEAR(self->kwargs);
-    Py_CLEAR(self->empty_args);
-    return 0;
-}
-
-static void factory_dealloc(PyObject *op) {
-    PyTypeObject *type = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    factory_clear(op);
-    type->tp_free(op);
-    Py_DECREF(type);
-}
-
-static PyMemberDef factory_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FutureFactory, vectorcall), READONLY, NULL},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyType_Slot factory_slots[] = {
-    {Py_tp_call, PyVectorcall_Call},
-    {Py_tp_traverse, factory_traverse},
-    {Py_tp_clear, factory_clear},
-    {Py_tp_dealloc, factory_dealloc},
-    {Py_tp_members, factory_members},
-    {Py_tp_doc, "Makes asyncio.Future(loop=loop) per call (see future_factory)."},
-    {0, NULL},
-};
-
-static PyType_Spec factory_spec = {
-    .name = "aioproducer._speedups._kernels.FutureFactory",
-    .basicsize = sizeof(FutureFactory),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
-             Py_TPFLAGS_IMMUTABLETYPE_COMPAT,
-    .slots = factory_slots,
-};
-
-static PyObject *k_future_factory(PyObject *module, PyObject *loop) {
-    kernels_state *st = get_kernels_state(module);
-    FutureFactory *self = PyObject_GC_New(FutureFactory, st->future_factory_type);
-    if (!self) return NULL;
-    self->vectorcall = factory_vectorcall;
-    self->future_type = Py_NewRef(st->future_type);
-    self->empty_args = Py_NewRef(st->empty_args);
-    self->kwargs = Py_BuildValue("{sO}", "loop", loop);
-    if (!self->kwargs) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    PyObject_GC_Track(self);
-    return (PyObject *)self;
-}
-
 static PyMethodDef methods[] = {
     {"murmur2", k_murmur2, METH_O, "Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int."},
-    {"future_factory", k_future_factory, METH_O,
-     "future_factory(loop) -> a callable making asyncio.Future(loop=loop)."},
-    {"resolve_futures", (PyCFunction)(void (*)(void))k_resolve_futures, METH_FASTCALL,
-     "resolve_futures(futures, start, stop, metadata_type, topic, partition, base_offset, "
-     "deltas, log_append_time_ms, timestamps, sizes, invalid_state) -> None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -382,11 +60,6 @@ static PyMethodDef methods[] = {
 
 static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
     kernels_state *st = get_kernels_state(module);
-    Py_VISIT(st->str_set_result);
-    Py_VISIT(st->future_type);
-    Py_VISIT(st->future_set_result);
-    Py_VISIT(st->empty_args);
-    Py_VISIT(st->future_factory_type);
     Py_VISIT(st->str_call_soon);
     Py_VISIT(st->context_kwnames);
     Py_VISIT(st->tuple_new);
@@ -405,11 +78,6 @@ static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
 
 static int kernels_clear(PyObject *module) {
     kernels_state *st = get_kernels_state(module);
-    Py_CLEAR(st->str_set_result);
-    Py_CLEAR(st->future_type);
-    Py_CLEAR(st->future_set_result);
-    Py_CLEAR(st->empty_args);
-    Py_CLEAR(st->future_factory_type);
     Py_CLEAR(st->str_call_soon);
     Py_CLEAR(st->context_kwnames);
     Py_CLEAR(st->tuple_new);
@@ -429,27 +97,6 @@ static int kernels_clear(PyObject *module) {
 static void kernels_free(void *module) { kernels_clear((PyObject *)module); }
 
 static int kernels_exec(PyObject *module) {
-    kernels_state *st = get_kernels_state(module);
-    st->str_set_result = PyUnicode_InternFromString("set_result");
-    if (!st->str_set_result) return -1;
-    /* asyncio.Future by its public name: the C class where asyncio has it,
-     * the Python class otherwise; either way what loop.create_future makes. */
-    PyObject *aio = PyImport_ImportModule("asyncio");
-    if (!aio) return -1;
-    st->future_type = PyObject_GetAttrString(aio, "Future");
-    Py_DECREF(aio);
-    if (!st->future_type) return -1;
-    if (!PyType_Check(st->future_type)) {
-        PyErr_SetString(PyExc_TypeError, "asyncio.Future is not a class");
-        return -1;
-    }
-    st->future_set_result = PyObject_GetAttr(st->future_type, st->str_set_result);
-    if (!st->future_set_result) return -1;
-    st->empty_args = PyTuple_New(0);
-    if (!st->empty_args) return -1;
-    st->future_factory_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &factory_spec, NULL);
-    if (!st->future_factory_type) return -1;
-    if (!python_class_dealloc && find_python_class_dealloc() < 0) return -1;
     if (add_handle_types(module) < 0 || add_builder_type(module) < 0 || add_append_kernel(module) < 0 ||
         add_column_kernels(module) < 0 || add_lane_kernel(module) < 0)
         return -1;

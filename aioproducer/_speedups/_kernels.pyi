@@ -56,23 +56,6 @@ class RecordBatchBuilder:
         self, *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1
     ) -> bytes: ...
 
-def future_factory(loop: Any, /) -> Callable[[], Any]:
-    ...  # makes asyncio.Future(loop=loop) per call, as functools.partial(asyncio.Future, loop=loop)
-def resolve_futures(
-    futures: Sequence[object],
-    start: int,
-    stop: int,
-    metadata_type: type[tuple[object, ...]],
-    topic: str,
-    partition: int,
-    base_offset: int,
-    deltas: Sequence[int] | None,
-    log_append_time_ms: int,
-    timestamps: Sequence[int],
-    sizes: Sequence[int],
-    invalid_state: type[BaseException],
-    /,
-) -> None: ...
 def bind_batch_layout(
     batch_type: type[Any], open_state: object, /
 ) -> tuple[Callable[..., int], Callable[..., bool]]:

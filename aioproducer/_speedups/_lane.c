@@ -4,8 +4,8 @@
  * The reference is UnkeyedLane._append_pure (aioproducer/engine/unkeyed_lane.py):
  * find the topic's filling batch (a weak reference) and the metadata it was
  * chosen under, check the batch is alive, that metadata still current, the
- * record small enough and buffer memory free, then create the record's future
- * and append through the batch's append_unkeyed (the compiled kernel of
+ * record small enough and buffer memory free, then append (the record's handle
+ * made with it) through the batch's append_unkeyed (the compiled kernel of
  * _append.c, called directly); charge the buffer pool, wake the sender when the
  * append says the record left the batch full (as enqueue's full path does: Java's
  * batchIsFull), and tell the sticky partitioner to move on when the append says
@@ -25,13 +25,11 @@
 #include "_varint.h"
 
 enum {
-    L_BATCH_SIZE, L_CLIENT, L_CREATE_FUTURE, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED,
-    L_WAKE, N_LANE
+    L_BATCH_SIZE, L_CLIENT, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED, L_WAKE, N_LANE
 };
 
 static const char *const lane_slot_names[N_LANE] = {
-    "batch_size", "client", "create_future", "filling", "max_size", "move_on", "pool", "produced",
-    "wake",
+    "batch_size", "client", "filling", "max_size", "move_on", "pool", "produced", "wake",
 };
 
 /* What the batch's appends answer (engine/batch.py; _append.c answers these values):
@@ -130,7 +128,7 @@ static int fits_and_free(PyObject *max_size_obj, PyObject *pool, Py_ssize_t size
     return exhausted < 0 ? -1 : !exhausted;
 }
 
-/* pool.available -= reserve (read again: creating the future and appending may
+/* pool.available -= reserve (read again: making the handle and appending may
  * have run Python code): 0, or -1 on an error. */
 static int pool_charge(PyObject *pool, Py_ssize_t reserve) {
     if (lane.pool_type && Py_IS_TYPE(pool, lane.pool_type)) {
@@ -188,7 +186,7 @@ static int call_dropped(PyObject *callable, PyObject *arg1, PyObject *arg2) {
     return 0;
 }
 
-/* lane.append(topic, value) -> the record's future, or None (nothing appended). */
+/* lane.append(topic, value) -> the record's handle, or None (nothing appended). */
 static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "append(topic, value)");
@@ -240,10 +238,8 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     int fits = fits_and_free(held[L_MAX_SIZE], held[L_POOL], size, reserve);
     if (fits < 0) goto done;
     if (!fits) goto refuse;
-    fut = PyObject_CallNoArgs(held[L_CREATE_FUTURE]);
-    if (!fut) goto done;
-    int code = call_append_unkeyed(batch, value, fut, reserve, size, held[L_PRODUCED], topic,
-                                   held[L_BATCH_SIZE], &answer);
+    int code = call_append_unkeyed(batch, value, reserve, size, held[L_PRODUCED], topic,
+                                   held[L_BATCH_SIZE], &answer, &fut);
     if (code < 0) goto done;
     if (code == 0) goto refuse; /* the batch is full or sealed */
     if (pool_charge(held[L_POOL], reserve) < 0) goto done;
@@ -274,10 +270,10 @@ done:
 
 /* ---- the keyed lane (engine/keyed_lane.py) ------------------------------ */
 
-enum { K_CLIENT, K_CREATE_FUTURE, K_DEQUES, K_MAX_SIZE, K_POOL, K_WAKE, N_KEYED };
+enum { K_CLIENT, K_DEQUES, K_MAX_SIZE, K_POOL, K_WAKE, N_KEYED };
 
 static const char *const keyed_slot_names[N_KEYED] = {
-    "client", "create_future", "deques", "max_size", "pool", "wake",
+    "client", "deques", "max_size", "pool", "wake",
 };
 
 static struct {
@@ -288,7 +284,7 @@ static struct {
     PyObject *str_partitions, *str_tps;
 } keyed;
 
-/* keyed_lane.append(topic, key, value) -> the record's future, or None (nothing appended). */
+/* keyed_lane.append(topic, key, value) -> the record's handle, or None (nothing appended). */
 static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "append(topic, key, value)");
@@ -353,10 +349,8 @@ static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_
     int fits = fits_and_free(held[K_MAX_SIZE], held[K_POOL], size, reserve);
     if (fits < 0) goto done;
     if (!fits) goto refuse;
-    fut = PyObject_CallNoArgs(held[K_CREATE_FUTURE]);
-    if (!fut) goto done;
     /* FULL read with the answer, before the pool is charged, as the pure lane reads it. */
-    int code = call_append_keyed(batch, key, value, fut, reserve, size);
+    int code = call_append_keyed(batch, key, value, reserve, size, &fut);
     if (code < 0) goto done;
     if (code == 0) goto refuse; /* the batch is full, sealed or no longer open */
     if (pool_charge(held[K_POOL], reserve) < 0) goto done;
@@ -378,12 +372,12 @@ done:
 
 static PyMethodDef keyed_append_def = {
     "append", (PyCFunction)(void (*)(void))k_keyed_append, METH_FASTCALL,
-    "append(topic, key, value) -> the record's future, or None when the full path must decide",
+    "append(topic, key, value) -> the record's handle, or None when the full path must decide",
 };
 
 static PyMethodDef lane_append_def = {
     "append", (PyCFunction)(void (*)(void))k_lane_append, METH_FASTCALL,
-    "append(topic, value) -> the record's future, or None when the full path must decide",
+    "append(topic, value) -> the record's handle, or None when the full path must decide",
 };
 
 /* The attribute names both lanes read, interned once. */
@@ -549,7 +543,7 @@ static int compare(PyObject *a, PyObject *b, int op) {
     return truth;
 }
 
-/* shortcut.take(topic, value, key, partition, timestamp_ms, headers) -> a future or None.
+/* shortcut.take(topic, value, key, partition, timestamp_ms, headers) -> a handle or None.
  * Each step as _take_pure does it, in its order: the same answers, calls and errors. */
 static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
@@ -589,7 +583,7 @@ static PyObject *k_shortcut_take(PyObject *self, PyObject *const *args, Py_ssize
     if (args[3] != Py_None || args[5] != Py_None || args[4] != Py_None || !PyBytes_CheckExact(value))
         goto refuse;
     /* left = self.countdown - 1, made before anything is appended: once a lane has
-     * appended the record, nothing may fail before its future is returned. */
+     * appended the record, nothing may fail before its handle is returned. */
     obj = shortcut_slot(self, S_COUNTDOWN);
     if (!obj) goto done;
     PyObject *one = PyLong_FromLong(1);
@@ -656,7 +650,7 @@ done:
 
 static PyMethodDef shortcut_take_def = {
     "take", (PyCFunction)(void (*)(void))k_shortcut_take, METH_FASTCALL,
-    "take(topic, value, key, partition, timestamp_ms, headers) -> the record's future, or None "
+    "take(topic, value, key, partition, timestamp_ms, headers) -> the record's handle, or None "
     "when the full path of enqueue must decide",
 };
 

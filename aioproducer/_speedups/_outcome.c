@@ -11,7 +11,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "_handle.h"
+#include "_outcome.h"
 #include "_state.h"
 
 /* ---- following a split (KIP-126) ------------------------------------------- */
@@ -80,16 +80,73 @@ void handle_schedule_callbacks(Handle *h) {
 }
 
 /* Visit the waiting handles once the outcome is decided. */
-static void wake(Outcome *o) {
-    PyObject *waiting = o->waiting;
-    o->waiting = NULL;
-    if (!waiting) return;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
+/* Handles woken per turn of the event loop: a batch of many awaited records
+ * schedules their callbacks a slice at a time, so it never holds the loop. */
+#define WAKE_SLICE 512
+
+/* Schedule the callbacks of waiting[start:start + WAKE_SLICE] (a list only this
+ * outcome holds), and the rest on a later turn of the loop. */
+static void wake_from(Outcome *o, PyObject *waiting, Py_ssize_t start) {
+    Py_ssize_t stop = start + WAKE_SLICE;
+    for (Py_ssize_t i = start; i < stop && i < PyList_GET_SIZE(waiting); i++) {
         Handle *h = (Handle *)Py_NewRef(PyList_GET_ITEM(waiting, i));
         handle_schedule_callbacks(h);
         Py_DECREF(h);
     }
+    if (stop >= PyList_GET_SIZE(waiting) || !o->loop) return;
+    kernels_state *st = state_of((PyObject *)o);
+    PyObject *next = PyObject_GetAttrString((PyObject *)o, "_wake_from");
+    PyObject *stop_obj = next ? PyLong_FromSsize_t(stop) : NULL;
+    PyObject *r = NULL;
+    if (stop_obj) {
+        PyObject *loop = Py_NewRef(o->loop);
+        PyObject *call[4] = {loop, next, waiting, stop_obj};
+        r = PyObject_VectorcallMethod(st->str_call_soon, call, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        Py_DECREF(loop);
+    }
+    Py_XDECREF(next);
+    Py_XDECREF(stop_obj);
+    if (r) {
+        Py_DECREF(r);
+    } else if (PyErr_ExceptionMatches(PyExc_RuntimeError)) {
+        PyErr_Clear(); /* the loop is closed: nothing would run the callbacks */
+    } else {
+        PyErr_WriteUnraisable((PyObject *)o);
+    }
+}
+
+/* Visit the waiting handles once the outcome is decided. */
+static void wake(Outcome *o) {
+    PyObject *waiting = o->waiting;
+    o->waiting = NULL;
+    if (!waiting) return;
+    wake_from(o, waiting, 0);
     Py_DECREF(waiting);
+}
+
+static PyObject *outcome_wake_from(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_wake_from(waiting, start)");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0) {
+        PyErr_SetString(PyExc_ValueError, "_wake_from() needs a start of 0 or more");
+        return NULL;
+    }
+    PyObject *waiting = Py_NewRef(args[0]);
+    /* Only handles of this module's type: a list of anything else is refused whole. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
+        if (!Py_IS_TYPE(PyList_GET_ITEM(waiting, i), state_of(op)->record_handle_type)) {
+            Py_DECREF(waiting);
+            PyErr_SetString(PyExc_TypeError, "_wake_from() takes a list of record handles");
+            return NULL;
+        }
+    }
+    wake_from((Outcome *)op, waiting, start);
+    Py_DECREF(waiting);
+    Py_RETURN_NONE;
 }
 
 /* Register ``h`` (which has callbacks) with ``o``, or schedule them if ``o`` is decided. */
@@ -105,7 +162,35 @@ int outcome_wait_on(Outcome *o, Handle *h) {
     return PyList_Append(o->waiting, (PyObject *)h);
 }
 
-/* ---- BatchOutcome ------------------------------------------------------------------- */
+/* ---- making handles ---------------------------------------------------------------- */
+
+PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,
+                             unsigned long long sizes) {
+    kernels_state *st = state_of(outcome);
+    Handle *h = PyObject_GC_New(Handle, st->record_handle_type);
+    if (!h) return NULL;
+    h->outcome = (Outcome *)Py_NewRef(outcome);
+    h->delta = delta;
+    h->timestamp_ms = timestamp_ms;
+    h->sizes = sizes;
+    h->callbacks = h->cancel_message = h->metadata = h->weakreflist = NULL;
+    h->cancelled = h->blocking = 0;
+    PyObject_GC_Track(h); /* as a Future is: see the top of _handle.c */
+    return (PyObject *)h;
+}
+
+int parse_handle_args(PyObject *const *args, long long *delta, long long *ts,
+                             unsigned long long *sizes) {
+    *delta = PyLong_AsLongLong(args[0]);
+    if (*delta == -1 && PyErr_Occurred()) return -1;
+    *ts = PyLong_AsLongLong(args[1]);
+    if (*ts == -1 && PyErr_Occurred()) return -1;
+    *sizes = PyLong_AsUnsignedLongLong(args[2]);
+    if (*sizes == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    return 0;
+}
+
+/* ---- BatchOutcome ---------------------------------------------------------------- */
 
 static PyObject *outcome_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     static char *names[] = {"loop", "topic", "partition", "metadata_type", NULL};
@@ -288,6 +373,8 @@ static PyMethodDef outcome_methods[] = {
     {"fail", outcome_fail, METH_O, "fail(error): every record of the batch failed; once."},
     {"move_to", (PyCFunction)(void (*)(void))outcome_move_to, METH_FASTCALL,
      "move_to(starts, parts): the batch was split (KIP-126)."},
+    {"_wake_from", (PyCFunction)(void (*)(void))outcome_wake_from, METH_FASTCALL,
+     "_wake_from(waiting, start): the next slice of handles to wake (a loop callback)."},
     {NULL, NULL, 0, NULL},
 };
 

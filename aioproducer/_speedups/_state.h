@@ -15,11 +15,6 @@
 #endif
 
 typedef struct {
-    PyObject *str_set_result;       /* "set_result", interned */
-    PyObject *future_type;          /* asyncio.Future */
-    PyObject *future_set_result;    /* asyncio.Future.set_result: called without a lookup */
-    PyObject *empty_args;           /* () */
-    PyTypeObject *future_factory_type;
     /* _handle.c */
     PyObject *str_call_soon;           /* "call_soon", interned */
     PyObject *context_kwnames;         /* ("context",) */

@@ -1,10 +1,12 @@
 """The bulk path: ``Producer.enqueue_many`` encodes a whole column of records in one pass.
 
-Semantics are the per-record path's: explicit partitions win, keyed records go
-to ``murmur2(key)``'s partition, unkeyed ones stick to a partition until its
-batch is full (KIP-480); buffer memory is reserved before records are
-buffered, waiting at most ``max_block_ms``; transactions register each
-partition. What differs is the cost: no future, no metadata object and no
+Semantics are the per-record path's, and so are the rules, taken from the
+producer's :class:`~aioproducer.engine.admission.Admission`: explicit
+partitions win, keyed records go to ``murmur2(key)``'s partition, unkeyed ones
+stick to a partition until its batch is full (KIP-480); buffer memory is
+reserved before records are buffered, waiting at most ``max_block_ms``;
+transactions register each partition; a new batch is announced as
+``enqueue``'s are. What differs is the cost: no future, no metadata object and no
 call chain per record. Each record is one ``RecordBatchBuilder.append``; runs
 of records that land in one batch are filed as one span (see
 :mod:`aioproducer.bulk.result`), and the call's one future resolves once all
@@ -44,8 +46,7 @@ from .result import BulkCall, BulkResult, BulkSpan
 
 if TYPE_CHECKING:
     from ..config import ProducerConfig
-    from ..engine.accumulator import RecordAccumulator
-    from ..engine.buffer_pool import BufferPool
+    from ..engine.admission import Admission
     from ..engine.sticky import StickyPartitioner
     from ..engine.transactions import TransactionManager
     from ..net.client import KafkaClient
@@ -86,8 +87,7 @@ class BulkAppender:
         self,
         config: ProducerConfig,
         client: KafkaClient,
-        accumulator: RecordAccumulator,
-        pool: BufferPool,
+        admission: Admission,
         sticky: StickyPartitioner,
         txn: TransactionManager | None,
         wakeup: Callable[[], None],
@@ -96,9 +96,8 @@ class BulkAppender:
     ) -> None:
         self._config = config
         self._client = client
-        self._acc = accumulator
-        self._pool = pool
-        self._sticky = sticky
+        self._admission = admission
+        self._sticky = sticky  # its per-topic counts; the choice is the admission's
         self._txn = txn
         self._wakeup = wakeup
         self._check_open = check_open
@@ -162,7 +161,7 @@ class BulkAppender:
             key_serializer=key_ser, value_serializer=value_ser,
         )
         totals = record_reservations(cols, cfg.max_request_size, cfg.buffer_memory)
-        deadline = time.monotonic() + self._max_block
+        deadline = self._admission.deadline()
         info = self._client.snapshot.topics.get(topic)
         explicit = [p for p in cols.partitions or (cols.partition,) if p is not None]
         wanted = max(explicit) + 1 if explicit else 1
@@ -232,7 +231,7 @@ class BulkAppender:
         Cancelled, it fails the rest with CallCancelledError and re-raises.
         """
         call, cols, totals = job.call, job.cols, job.totals
-        pool = self._pool
+        admission = self._admission
         n = cols.count
         start = 0
         self._calls[call] = progress
@@ -252,9 +251,9 @@ class BulkAppender:
                 while stop - start > 1 and reserve > self._slice_bytes:
                     stop = start + max(1, (stop - start) // 2)
                     reserve = totals[stop] - totals[start]
-                if not pool.try_reserve(reserve):
+                if not admission.try_reserve(reserve):
                     try:
-                        await pool.reserve(reserve, max(0.0, deadline - time.monotonic()))
+                        await admission.reserve(reserve, deadline)
                     except errors.KafkaError as exc:
                         self._stop_early(call, start, n, exc)
                         return
@@ -293,7 +292,7 @@ class BulkAppender:
             self._check_state()
         except errors.KafkaError as exc:
             if reserved:
-                self._pool.release(reserved)
+                self._admission.release(reserved)
             self._stop_early(call, start, n, exc)
             return False
         return True
@@ -450,19 +449,16 @@ class BulkAppender:
 
     def _custom_partitions(self, topic: str, cols: BulkColumns, info: TopicInfo) -> None:
         """Run a custom partitioner for every record up front, before anything is buffered."""
-        custom = self._config.partitioner
-        n = len(info.partitions)
+        choose = self._admission.choose
         keys = cols.keys or [None] * cols.count
         chosen_all = cols.partitions or [cols.partition] * cols.count
         out: list[int | None] = []
         for i, (chosen, key) in enumerate(zip(chosen_all, keys)):
             if chosen is None:
-                chosen = custom(topic, None if key is None else bytes(key), n, info.available)  # type: ignore[misc]
-                if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < n:
-                    raise errors.InvalidPartitionError(
-                        f"the partitioner returned {chosen!r} for record {i} of topic {topic!r} "
-                        f"with {n} partitions"
-                    )
+                try:
+                    chosen = choose(topic, info, None, None if key is None else bytes(key))
+                except errors.InvalidPartitionError as exc:
+                    raise errors.InvalidPartitionError(f"{exc.args[0]} (record {i})") from None
             out.append(chosen)
         cols.partition, cols.partitions = None, out
 
@@ -483,25 +479,18 @@ class BulkAppender:
         ``move``: the sticky partition's batch is full, move on; ``new``: the
         partition's open batch is full, start another.
         """
-        acc = self._acc
+        admission = self._admission
         if p is None:
-            if move:
-                self._sticky.move_on(topic, info)  # KIP-794, adaptive when configured
-            p = self._sticky.partition(topic, len(info.partitions), info.available)
+            p = admission.sticky_partition(topic, info, move=move)  # KIP-794
         tp = info.tps[p]
-        if self._txn is not None:
-            # Before the batch takes a record: if this raised, nothing of the
-            # partition would be buffered outside the transaction.
-            self._txn.add_partition(tp)
-        batch = None if new else acc.open_batch(tp)
-        if batch is None:
-            batch = acc.new_batch(tp, now)
-            self._client.touch_topic(topic, now)
-            self._wakeup()  # the sender starts the batch's linger clock
+        # Before the batch takes a record: if this raised, nothing of the
+        # partition would be buffered outside the transaction.
+        admission.register(tp)
+        batch = admission.batch_for(tp, topic, now, new=new)
         old = open_.get(p)
         if old is not None:
             call.close_span(old[1])
-        span = call.span(p, batch.record_count, len(batch.futures))
+        span = call.span(p, batch.record_count)
         batch.add_span(span)
         entry = (batch.record_appender(), span, batch)
         open_[p] = entry

@@ -59,14 +59,13 @@ class _Acked(NamedTuple):
 class BulkSpan:
     """A run of a bulk call's records in one batch (see :class:`~aioproducer.engine.batch.Span`)."""
 
-    __slots__ = ("call", "count", "delta", "first", "futures_before", "partition")
+    __slots__ = ("call", "count", "delta", "first", "partition")
 
-    def __init__(self, call: BulkCall, partition: int, delta: int, first: int, futures_before: int) -> None:
+    def __init__(self, call: BulkCall, partition: int, delta: int, first: int) -> None:
         self.call = call
         self.partition = partition
         self.delta = delta
         self.first = first
-        self.futures_before = futures_before
         self.count = 0
 
     def acked(self, base_offset: int, log_append_time_ms: int) -> None:
@@ -122,9 +121,9 @@ class BulkCall:
         """The call's future, resolved once every record has reported."""
         return self._future
 
-    def span(self, partition: int, delta: int, futures_before: int) -> BulkSpan:
+    def span(self, partition: int, delta: int) -> BulkSpan:
         """A new run of records in a batch of ``partition``, starting at offset ``delta``."""
-        return BulkSpan(self, partition, delta, self._next.get(partition, 0), futures_before)
+        return BulkSpan(self, partition, delta, self._next.get(partition, 0))
 
     def close_span(self, span: BulkSpan) -> None:
         """The encoding pass is done with ``span``: later records start a new one."""

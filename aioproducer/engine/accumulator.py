@@ -18,12 +18,15 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..protocol.compression import Codec
 from ..protocol.record_parsing import parse_record_batches
-from .batch import OPEN, RESOLVING, ProducerBatch, pack_sizes
+from .batch import OPEN, ProducerBatch, pack_sizes
 from .idempotence import sequence_before
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["ReadyResult", "RecordAccumulator", "TopicPartition"]
 
@@ -86,6 +89,9 @@ class RecordAccumulator:
         self.incomplete: set[ProducerBatch] = set()
         self.flushing = 0
         self.closing = False
+        #: The producer's event loop, where the records' handles run their
+        #: callbacks (set when the producer starts).
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         queued = sum(len(d) for d in self._nonempty.values())
@@ -100,7 +106,6 @@ class RecordAccumulator:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]] | None,
-        future: Any,
         now: float,
         sizes: int | None = None,
         reserve: int = 0,
@@ -110,54 +115,15 @@ class RecordAccumulator:
 
         ``sizes`` is :func:`~aioproducer.engine.batch.pack_sizes` of key and
         value, computed here when not given; ``reserve`` and ``bound`` as for
-        :meth:`ProducerBatch.try_append`.
+        :meth:`ProducerBatch.try_append`. (The record's handle is the batch's
+        last: ``batch.outcome.handle(batch.record_count - 1, ...)``.)
         """
         if sizes is None:
             sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
-        batch = self.try_append(tp, timestamp_ms, key, value, headers, future, sizes, reserve, bound)
-        if batch is None:
-            batch = self.append_to_new_batch(
-                tp, timestamp_ms, key, value, headers, future, now, sizes, reserve, bound
-            )
-        return batch
-
-    def try_append(
-        self,
-        tp: TopicPartition,
-        timestamp_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None,
-        future: Any,
-        sizes: int,
-        reserve: int,
-        bound: int,
-    ) -> ProducerBatch | None:
-        """Append a record to ``tp``'s open batch if it has room; None (nothing
-        appended) when there is no such batch: :meth:`append_to_new_batch` then starts one."""
-        dq = self._deques.get(tp)
-        if dq:
-            last = dq[-1]
-            if last.try_append(timestamp_ms, key, value, headers, future, sizes, reserve, bound):
-                return last
-        return None
-
-    def append_to_new_batch(
-        self,
-        tp: TopicPartition,
-        timestamp_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None,
-        future: Any,
-        now: float,
-        sizes: int,
-        reserve: int,
-        bound: int,
-    ) -> ProducerBatch:
-        """Start a batch at the back of ``tp``'s queue holding this record (it always fits)."""
-        batch = self.new_batch(tp, now)
-        batch.try_append(timestamp_ms, key, value, headers, future, sizes, reserve, bound)
+        batch = self.open_batch(tp)
+        if batch is None or batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, bound) is None:
+            batch = self.new_batch(tp, now)
+            batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, bound)
         return batch
 
     def _new_batch(self, tp: TopicPartition, created: float, batch_size: int) -> ProducerBatch:
@@ -170,6 +136,7 @@ class RecordAccumulator:
             delivery_timeout=self.delivery_timeout,
             compression_level=self.compression_level,
             is_transactional=self.is_transactional,
+            loop=self.loop,
         )
 
     def open_batch(self, tp: TopicPartition) -> ProducerBatch | None:
@@ -347,7 +314,7 @@ class RecordAccumulator:
     def split(self, batch: ProducerBatch) -> list[ProducerBatch]:
         """Split a batch the broker refused as too large into smaller ones (KIP-126).
 
-        The records keep their order, futures, timestamps and delivery deadline.
+        The records keep their order, handles, timestamps and delivery deadline.
         Each part holds at most ``batch_size`` bytes and at most half of the
         refused batch, so that splitting again always makes progress, down to
         one record per batch. The parts replace ``batch`` among the incomplete
@@ -358,14 +325,12 @@ class RecordAccumulator:
         limit = max(1, min(self.batch_size, batch.builder.size_in_bytes // 2))
         parts: list[ProducerBatch] = []
         current: ProducerBatch | None = None
-        for record, future, sizes in zip(parsed.records, batch.futures, batch.sizes):
-            if current is None or not current.try_append(
-                record.timestamp_ms, record.key, record.value, record.headers, future, sizes
+        for record in parsed.records:
+            if current is None or not current.append_moved(
+                record.timestamp_ms, record.key, record.value, record.headers
             ):
                 current = self._new_batch((batch.topic, batch.partition), batch.created, limit)
-                current.try_append(
-                    record.timestamp_ms, record.key, record.value, record.headers, future, sizes
-                )
+                current.append_moved(record.timestamp_ms, record.key, record.value, record.headers)
                 parts.append(current)
         # The parts' sequence ranges are fixed by the refused batch: none may take
         # new records, or its range would overlap the next batch's (KIP-126).
@@ -410,13 +375,7 @@ class RecordAccumulator:
         return earliest
 
     def finished(self, batch: ProducerBatch) -> None:
-        """Forget a batch that has been completed or failed, once its futures are resolved."""
-        if batch.state is RESOLVING:  # still resolving its futures in slices
-            batch.when_done(self._forget)
-        else:
-            self.incomplete.discard(batch)
-
-    def _forget(self, batch: ProducerBatch) -> None:
+        """Forget a batch that has been completed or failed."""
         self.incomplete.discard(batch)
 
     def is_queued(self, batch: ProducerBatch) -> bool:

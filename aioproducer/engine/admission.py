@@ -31,13 +31,12 @@ appended nothing or appended a record whose future resolves.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .partitioner import PartitionerFn, choose_partition
 
 if TYPE_CHECKING:
-    import asyncio
 
     from ..net.client import KafkaClient
     from ..net.cluster import TopicInfo
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
     from .accumulator import RecordAccumulator
     from .batch import ProducerBatch
     from .buffer_pool import BufferPool
+    from .record_handle import RecordHandlePy
     from .sender import Sender
     from .shortcut import EnqueueShortcut
     from .sticky import StickyPartitioner
@@ -62,7 +62,6 @@ class Admission:
     __slots__ = (
         "_acc",
         "_client",
-        "_create_future",
         "_custom",
         "_ignore_keys",
         "_max_block",
@@ -85,7 +84,6 @@ class Admission:
         sender: Sender,
         txn: TransactionManager | None,
         shortcut: EnqueueShortcut,
-        create_future: Callable[[], asyncio.Future[Any]],
         partitioner: PartitionerFn | None,
         ignore_keys: bool,
         max_block: float,
@@ -99,7 +97,6 @@ class Admission:
         self._sender = sender
         self._txn = txn
         self._shortcut = shortcut
-        self._create_future = create_future
         self._custom = partitioner
         self._ignore_keys = ignore_keys
         self._max_block = max_block
@@ -117,6 +114,10 @@ class Admission:
     async def topic_info(self, topic: str, partition: int | None) -> TopicInfo:
         """The topic's metadata with ``partition`` in it, from one fresh answer if needed."""
         return await self._metadata_wait.topic_info(self._client, topic, partition)
+
+    def try_reserve(self, nbytes: int) -> bool:
+        """Take ``nbytes`` of buffer memory if it is free now, with nobody waiting before."""
+        return self._pool.try_reserve(nbytes)
 
     async def reserve(self, nbytes: int, deadline: float) -> None:
         """Take ``nbytes`` of buffer memory, waiting until ``deadline`` at most (KafkaTimeoutError)."""
@@ -181,14 +182,13 @@ class Admission:
         sizes: int,
         size: int,
         reserve: int,
-    ) -> asyncio.Future[Any]:
-        """Append a checked record whose ``reserve`` bytes of memory are reserved; its future.
+    ) -> RecordHandlePy:
+        """Append a checked record whose ``reserve`` bytes of memory are reserved; its handle.
 
         On an error (a bad partition, a transaction that takes no records)
         the memory is released and nothing is appended; once appended,
         nothing raises or waits.
         """
-        fut = self._create_future()
         acc = self._acc
         txn = self._txn
         try:
@@ -200,17 +200,21 @@ class Admission:
             tp = info.tps[chosen]
             if txn is not None:
                 txn.check_can_send()  # add_partition below then cannot fail
-            batch = acc.try_append(tp, timestamp_ms, key, value, headers, fut, sizes, reserve, size)
-            opened = batch is None
-            if batch is None:
+            batch = acc.open_batch(tp)
+            handle = None if batch is None else batch.try_append(
+                timestamp_ms, key, value, headers, sizes, reserve, size
+            )
+            opened = handle is None
+            if batch is None or handle is None:
                 now = time.monotonic()
-                batch = acc.append_to_new_batch(
-                    tp, timestamp_ms, key, value, headers, fut, now, sizes, reserve, size
-                )
+                batch = acc.new_batch(tp, now)
+                handle = batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, size)
+                if handle is None:  # a new batch always takes its first record
+                    raise RuntimeError(f"a new batch of {tp} refused its first record")
         except BaseException:
             self._pool.release(reserve)
             raise
-        # Appended: the batch holds the memory and will resolve the future.
+        # Appended: the batch holds the memory and decides the record's handle.
         if opened:
             self._opened(batch, topic, now)
         elif batch.is_full():  # filled exactly: sendable now (Java's batchIsFull wakeup)
@@ -222,4 +226,4 @@ class Admission:
             if self.fills_lanes and self._shortcut.plain:
                 self._sticky.filling_batch(topic, batch, info)  # the lane takes the next records
             self._sticky.appended(topic, size, batch, info)
-        return fut
+        return handle

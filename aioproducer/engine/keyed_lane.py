@@ -25,9 +25,9 @@ tests/unit/test_keyed_lane.py proves both leave the same state and answers.
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import Callable
+from time import time_ns
 from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
@@ -39,6 +39,7 @@ from .partitioner import partition_for_key
 if TYPE_CHECKING:
     from ..net.client import KafkaClient
     from .batch import ProducerBatch
+    from .record_handle import RecordHandlePy
 
 __all__ = ["KEYED_RECORD_BOUND", "KeyedLane"]
 
@@ -55,26 +56,24 @@ class KeyedLane:
     replaces it), the loop's future factory and the sender's ``wakeup``.
     """
 
-    __slots__ = ("client", "create_future", "deques", "max_size", "pool", "wake")
+    __slots__ = ("client", "deques", "max_size", "pool", "wake")
 
     def __init__(
         self,
         deques: dict[tuple[str, int], deque[ProducerBatch]],
         pool: BufferPool,
         client: KafkaClient,
-        create_future: Callable[[], asyncio.Future[Any]],
         max_size: int,
         wake: Callable[[], None],
     ) -> None:
         self.deques = deques
         self.pool = pool
         self.client = client
-        self.create_future = create_future
         self.max_size = max_size  # the largest record bound the shortcut takes
         self.wake = wake  # Sender.wakeup: a batch this lane filled is sendable now
 
-    def _append_pure(self, topic: str, key: bytes, value: bytes) -> asyncio.Future[Any] | None:
-        """Append a keyed record to its partition's open batch; its future, or None."""
+    def _append_pure(self, topic: str, key: bytes, value: bytes) -> RecordHandlePy | None:
+        """Append a keyed record to its partition's open batch; its handle, or None."""
         info = self.client.snapshot.topics.get(topic)
         if info is None or not info.partitions:
             return None
@@ -87,8 +86,13 @@ class KeyedLane:
         pool = self.pool
         if size > self.max_size or pool.available < reserve or pool.exhausted:
             return None
-        fut = self.create_future()
-        appended = batch.append_keyed(None, key, value, fut, reserve, size)  # timestamp None: now
+        # The handle first (its delta is the record count before the append):
+        # once the record is appended, nothing may fail.
+        now = time_ns() // 1_000_000
+        handle = batch.outcome.handle(
+            batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
+        )
+        appended = batch.append_keyed(now, key, value, reserve, size)
         if not appended:
             return None  # the batch is full, sealed or no longer open
         # APPENDED + FULL (batch.py) when not APPENDED, read with the answer: the
@@ -97,7 +101,7 @@ class KeyedLane:
         pool.available -= reserve
         if full:
             self.wake()
-        return fut
+        return handle
 
     append = _append_pure  # the C kernel's method once bound (below the class)
 

@@ -38,7 +38,7 @@ import contextvars
 import itertools
 from collections.abc import Callable, Generator, Sequence
 from types import GenericAlias
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._speedups import kernels
 
@@ -47,11 +47,26 @@ __all__ = [
     "BatchOutcomePy",
     "RecordHandle",
     "RecordHandlePy",
+    "RecordMetadata",
     "register_record_metadata",
     "register_record_metadata_py",
 ]
 
+class RecordMetadata(NamedTuple):
+    """Where a record landed. ``offset`` is -1 when acks=0 (the broker never says)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    serialized_key_size: int
+    serialized_value_size: int
+
+
 _PENDING, _DONE, _FAILED, _MOVED = 0, 1, 2, 3
+# Handles woken per turn of the event loop: a batch of many awaited records
+# schedules their callbacks a slice at a time, so it never holds the loop.
+WAKE_SLICE = 512
 _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
 
@@ -99,7 +114,8 @@ class BatchOutcomePy:
         "topic",
     )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, topic: str, partition: int, metadata_type: Any) -> None:
+    def __init__(self, loop: Any, topic: str, partition: int, metadata_type: Any) -> None:
+        #: Where the handles' callbacks run (None for a batch no one awaits).
         self.loop = loop
         self.topic = topic
         self.partition = partition
@@ -193,8 +209,18 @@ class BatchOutcomePy:
 
     def _wake(self) -> None:
         waiting, self._waiting = self._waiting, []
-        for handle in waiting:
+        self._wake_from(waiting, 0)
+
+    def _wake_from(self, waiting: list[RecordHandlePy], start: int) -> None:
+        """Schedule the callbacks of ``waiting[start:start + WAKE_SLICE]``; the rest later."""
+        stop = start + WAKE_SLICE
+        for handle in waiting[start:stop]:
             handle._schedule_callbacks()
+        if stop < len(waiting):
+            try:
+                self.loop.call_soon(self._wake_from, waiting, stop)
+            except RuntimeError:
+                pass  # the loop is closed: nothing would run the callbacks
 
 
 class RecordHandlePy:
@@ -255,9 +281,11 @@ class RecordHandlePy:
     # -- the Future protocol ------------------------------------------------------
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop of the producer that took the record."""
         return self._outcome.loop
 
     def done(self) -> bool:
+        """Whether the record's outcome is known (or this handle was cancelled)."""
         if self._cancelled:
             return True
         outcome = self._outcome
@@ -266,6 +294,7 @@ class RecordHandlePy:
         return outcome._state != _PENDING
 
     def cancelled(self) -> bool:
+        """Whether this handle was cancelled (the record itself never is)."""
         return self._cancelled
 
     def cancel(self, msg: Any = None) -> bool:
@@ -277,7 +306,7 @@ class RecordHandlePy:
         self._schedule_callbacks()
         return True
 
-    def result(self) -> Any:
+    def result(self) -> RecordMetadata:
         """The record's metadata; raises its error, CancelledError, or InvalidStateError if pending."""
         if self._cancelled:
             raise self._cancelled_error()
@@ -356,7 +385,7 @@ class RecordHandlePy:
             callbacks[:] = kept
         return len(snapshot) - len(kept)
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
         if not self.done():
             self._asyncio_future_blocking = True
             yield self  # the task waits on us: see add_done_callback
@@ -385,12 +414,19 @@ class RecordHandlePy:
 
 
 # The compiled twins when the kernels are built, chosen once here (as aiohttp
-# chooses its HTTP parser); the pure classes above are the reference.
-if kernels is not None:
-    BatchOutcome: type[Any] = kernels.BatchOutcome
-    RecordHandle: type[Any] = kernels.RecordHandle
-    register_record_metadata: Callable[[type], None] = kernels.register_record_metadata
+# chooses its HTTP parser); the pure classes above are the reference, and
+# what type checkers see.
+if TYPE_CHECKING:
+    BatchOutcome = BatchOutcomePy
+    RecordHandle = RecordHandlePy
+    register_record_metadata = register_record_metadata_py
+elif kernels is not None:
+    BatchOutcome = kernels.BatchOutcome
+    RecordHandle = kernels.RecordHandle
+    register_record_metadata = kernels.register_record_metadata
 else:
     BatchOutcome = BatchOutcomePy
     RecordHandle = RecordHandlePy
     register_record_metadata = register_record_metadata_py
+# The producer's own results are made without RecordMetadata's Python __new__.
+register_record_metadata(RecordMetadata)

@@ -13,7 +13,7 @@ lane when nothing else must be checked first:
 * for a key, the keyed lane exists (no custom partitioner, no serializers, no
   ``partitioner_ignore_keys``) and the topic was already checked.
 
-It answers the record's future, having counted the record down, or None with
+It answers the record's handle, having counted the record down, or None with
 nothing appended: ``enqueue`` then takes its full path, which decides (and
 raises, where something is wrong).
 
@@ -31,7 +31,6 @@ the same state.
 
 from __future__ import annotations
 
-import asyncio
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +40,8 @@ from .unkeyed_lane import UnkeyedLane
 
 if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
+
+    from .record_handle import RecordHandlePy
 
 __all__ = ["EnqueueShortcut"]
 
@@ -69,8 +70,8 @@ class EnqueueShortcut:
         partition: Any,
         timestamp_ms: Any,
         headers: Any,
-    ) -> asyncio.Future[Any] | None:
-        """The record's future once a lane appended it; None with nothing appended."""
+    ) -> RecordHandlePy | None:
+        """The record's handle once a lane appended it; None with nothing appended."""
         if (self.loop_mark._thread_id != get_ident() or self.countdown <= 0 or not self.plain
                 or partition is not None or headers is not None or timestamp_ms is not None
                 or type(value) is not bytes):

@@ -22,8 +22,8 @@ tests/unit/test_unkeyed_lane.py proves both leave the same state and answers.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
+from time import time_ns
 from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
@@ -33,6 +33,7 @@ from .buffer_pool import BufferPool
 
 if TYPE_CHECKING:
     from ..net.client import KafkaClient
+    from .record_handle import RecordHandlePy
     from .sticky import StickyPartitioner
 
 __all__ = ["UNKEYED_RECORD_BOUND", "UnkeyedLane"]
@@ -54,7 +55,6 @@ class UnkeyedLane:
     __slots__ = (
         "batch_size",
         "client",
-        "create_future",
         "filling",
         "max_size",
         "move_on",
@@ -68,7 +68,6 @@ class UnkeyedLane:
         sticky: StickyPartitioner,
         pool: BufferPool,
         client: KafkaClient,
-        create_future: Callable[[], asyncio.Future[Any]],
         max_size: int,
         wake: Callable[[], None],
     ) -> None:
@@ -78,12 +77,11 @@ class UnkeyedLane:
         self.move_on = sticky.move_on
         self.pool = pool
         self.client = client
-        self.create_future = create_future
         self.max_size = max_size  # the largest record bound the shortcut takes
         self.wake = wake  # Sender.wakeup: a batch this lane filled is sendable now
 
-    def _append_pure(self, topic: str, value: bytes) -> asyncio.Future[Any] | None:
-        """Append an unkeyed record to the topic's filling batch; its future, or None."""
+    def _append_pure(self, topic: str, value: bytes) -> RecordHandlePy | None:
+        """Append an unkeyed record to the topic's filling batch; its handle, or None."""
         filling = self.filling.get(topic)
         if filling is None:
             return None
@@ -104,10 +102,13 @@ class UnkeyedLane:
             or pool.exhausted
         ):
             return None
-        fut = self.create_future()
+        # The handle first (its delta is the record count before the append):
+        # once the record is appended, nothing may fail.
+        now = time_ns() // 1_000_000
+        handle = batch.outcome.handle(batch.record_count, now, len(value) + 1)  # pack_sizes(-1, len(value))
         # One call appends it and counts it for the sticky partitioner.
-        appended = batch.append_unkeyed(  # timestamp None: now
-            None, value, fut, reserve, size, self.produced, topic, self.batch_size
+        appended = batch.append_unkeyed(
+            now, value, reserve, size, self.produced, topic, self.batch_size
         )
         if not appended:
             return None  # the batch is full or sealed
@@ -117,7 +118,7 @@ class UnkeyedLane:
                 self.wake()
             if appended & SWITCH:
                 self.move_on(topic, known)
-        return fut
+        return handle
 
     append = _append_pure  # the C kernel's method once bound (below the class)
 

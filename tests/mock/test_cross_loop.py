@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from aioproducer import BulkSendError, Producer, ProducerLoopError, errors
+from aioproducer.engine.record_handle import WAKE_SLICE
 from aioproducer.testing import MockCluster
 from tests.support.aio import closed_port
 from tests.support.loop_thread import LoopThread
@@ -297,22 +298,16 @@ def two_brokers(owner: LoopThread) -> Iterator[MockCluster]:
     owner.run(mock.stop())
 
 
-@pytest.mark.parametrize("resolver", ["compiled", "pure"])
-def test_close_after_the_loop_stopped_mid_resolution_resolves_the_acknowledged_batch(
-    owner: LoopThread, two_brokers: MockCluster, resolver: str, monkeypatch: pytest.MonkeyPatch
+def test_close_after_the_loop_stopped_mid_wake_keeps_the_acknowledged_batch_written(
+    owner: LoopThread, two_brokers: MockCluster
 ) -> None:
-    """An acknowledged batch resolves its futures in slices, one loop callback
-    each; its loop stopped and closed after the first slices. close() from
-    another loop resolves the rest with their metadata (those records were
-    written) and fails only the records never acknowledged."""
-    from aioproducer.engine import batch as batch_module
-
-    if resolver == "compiled" and batch_module._resolve_futures is None:
-        pytest.skip("the C kernels are not built or AIOPRODUCER_NO_EXTENSIONS is set")
-    if resolver == "pure":
-        monkeypatch.setattr(batch_module, "_resolve_futures", None)
+    """An acknowledged batch decides all its records at once and schedules the
+    callbacks of the awaited ones in slices, one loop callback each; its loop
+    stopped and closed after the first slice. Every acknowledged record keeps
+    its metadata (those records were written), and close() from another loop
+    fails only the records never acknowledged."""
     cluster = two_brokers
-    count = batch_module.RESOLVE_SLICE * 40  # one batch, forty slices
+    count = WAKE_SLICE * 40  # one batch, forty slices of awaited records
     producer = Producer(
         cluster.bootstrap_servers, linger_ms=60_000, batch_size=512 * 1024,
         request_timeout_ms=300_000, delivery_timeout_ms=600_000,
@@ -334,18 +329,20 @@ def test_close_after_the_loop_stopped_mid_resolution_resolves_the_acknowledged_b
             return stuck, acked
 
         stuck, acked = loop.run_until_complete(fill())
-        # Futures someone waits on: setting them once their loop is closed raises.
-        for fut in (acked[count // 2], acked[-1], stuck[0]):
+        # Records someone waits on: their callbacks need the loop.
+        for fut in acked + stuck:
             fut.add_done_callback(ignore)
-        # Run until the batch's first slice is resolved, then stop: the loop
+        # Run until the first slice of callbacks ran, then stop: the loop
         # ends within a callback or two of it (bounded, should nothing come).
+        called: list[int] = []
         acked[0].add_done_callback(lambda _: loop.stop())
+        acked[-1].add_done_callback(lambda _: called.append(1))
         bound = loop.call_later(TIMEOUT, loop.stop)
         flushing = loop.create_task(producer.flush())
         loop.run_forever()
         bound.cancel()
-        resolved = sum(fut.done() for fut in acked)
-        assert 0 < resolved < count, resolved  # stopped mid-way through the batch
+        assert all(fut.done() for fut in acked)  # decided at once
+        assert called == []  # stopped before the last slice of callbacks
         assert not flushing.done() and not any(fut.done() for fut in stuck)
     finally:
         loop.close()

@@ -15,9 +15,10 @@ from typing import TypeVar
 import pytest
 
 from aioproducer import BulkResult, Producer, producer
-from aioproducer.bulk.appender import BULK_RECORD_OVERHEAD
 from aioproducer.bulk import appender as bulk
-from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD, RESOLVE_SLICE
+from aioproducer.bulk.appender import BULK_RECORD_OVERHEAD
+from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD
+from aioproducer.engine.record_handle import WAKE_SLICE
 from aioproducer.protocol.records import MAX_RECORD_OVERHEAD
 from aioproducer.testing import MockCluster
 
@@ -132,22 +133,25 @@ async def test_a_bulk_call_cancelled_at_its_first_yield_buffers_nothing(
     assert after.result().offset == 1  # the cancelled call's records never reached the broker
 
 
-async def test_a_large_batch_resolves_its_futures_in_slices() -> None:
-    records = 10 * RESOLVE_SLICE
+async def test_a_large_batch_wakes_its_awaited_records_in_slices() -> None:
+    """A batch decides all its records at once; the callbacks of those someone
+    waits on are scheduled a slice at a time, so other tasks run in between."""
+    records = 10 * WAKE_SLICE
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("slices", partitions=1)
         async with one_big_batch(cluster) as p:
-            futures = [await p.enqueue("slices", b"x" * 10) for _ in range(records)]
+            handles = [await p.enqueue("slices", b"x" * 10) for _ in range(records)]
             seen: list[int] = []
             ticker = Ticker()
-            for fut in (futures[0], futures[-1]):
-                fut.add_done_callback(lambda _f: seen.append(ticker.ticks))
+            for handle in handles:
+                handle.add_done_callback(lambda _h: seen.append(ticker.ticks))
             await p.flush()
-            # flush() returns only once the last slice has run.
-            assert all(f.done() for f in futures)
+            assert all(h.done() for h in handles)  # decided at once
+            while len(seen) < records:
+                await asyncio.sleep(0)
             await ticker.stop()
-    assert [f.result().offset for f in futures] == list(range(records))
-    assert seen[1] - seen[0] >= records // RESOLVE_SLICE - 2
+    assert [h.result().offset for h in handles] == list(range(records))
+    assert seen[-1] - seen[0] >= records // WAKE_SLICE - 2
 
 
 async def test_buffer_memory_counts_each_records_bookkeeping() -> None:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from aioproducer import Producer, RecordMetadata
 from aioproducer.engine.accumulator import RecordAccumulator
 from aioproducer.protocol.messages import PRODUCE
+from aioproducer.protocol.record_parsing import parse_record_batches
 
 __all__ = [
     "FAST",
@@ -178,21 +179,23 @@ class RetryLog:
     """Values of records whose batch went back to the queue for a retry.
 
     Installed by patching :meth:`RecordAccumulator.reenqueue`, the one place a
-    batch is retried; it maps each retried batch's futures back to values.
+    batch is retried; it reads the retried batch's values from the bytes it sent.
     """
 
     def __init__(self, monkeypatch: Any, tracker: Tracker) -> None:
         self.batches = 0
-        self._retried: set[int] = set()
+        self._retried: set[bytes] = set()
         self._tracker = tracker
         original = RecordAccumulator.reenqueue
 
         def reenqueue(acc: RecordAccumulator, batch: Any, now: float, backoff: float) -> None:
             self.batches += 1
-            self._retried.update(id(f) for f in batch.futures)
+            if batch.payload is not None:  # sent once: what it holds is what went out
+                for parsed in parse_record_batches(batch.payload):
+                    self._retried.update(r.value for r in parsed.records if r.value is not None)
             original(acc, batch, now, backoff)
 
         monkeypatch.setattr(RecordAccumulator, "reenqueue", reenqueue)
 
     def values(self) -> set[bytes]:
-        return {s.value for s in self._tracker.sent if id(s.future) in self._retried}
+        return {s.value for s in self._tracker.sent if s.value in self._retried}

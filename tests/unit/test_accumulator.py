@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from aioproducer.engine.accumulator import RecordAccumulator
-from aioproducer.engine.batch import pack_sizes
+from aioproducer.engine.batch import ProducerBatch, RecordMetadata, pack_sizes
 from aioproducer.engine.idempotence import MAX_SEQUENCE
+from aioproducer.engine.record_handle import RecordHandle
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
-
-
-class Fut:
-    """Stands in for an asyncio.Future: the accumulator only stores it."""
 
 
 def make(batch_size: int = 1000, linger_ms: float = 10, delivery_timeout_ms: int = 5000) -> RecordAccumulator:
@@ -28,7 +25,22 @@ def leaders(topic: str, partition: int) -> int | None:
 
 def fill(acc: RecordAccumulator, tp: tuple[str, int], n: int, now: float, size: int = 100) -> None:
     for _ in range(n):
-        acc.append(tp, 1000, None, b"x" * size, None, Fut(), now)
+        acc.append(tp, 1000, None, b"x" * size, None, now)
+
+
+def enqueue(
+    acc: RecordAccumulator, tp: tuple[str, int], timestamp_ms: int, key: bytes | None, value: bytes,
+    now: float,
+) -> tuple[ProducerBatch, RecordHandle]:
+    """Append a record as ``Producer.enqueue`` does: to the open batch, or to a new one; with its handle."""
+    sizes = pack_sizes(-1 if key is None else len(key), len(value))
+    batch = acc.open_batch(tp)
+    handle = None if batch is None else batch.try_append(timestamp_ms, key, value, None, sizes)
+    if batch is None or handle is None:
+        batch = acc.new_batch(tp, now)
+        handle = batch.try_append(timestamp_ms, key, value, None, sizes)
+    assert handle is not None
+    return batch, handle
 
 
 def test_not_ready_before_linger_then_ready() -> None:
@@ -130,28 +142,44 @@ def test_expired_removes_only_past_deadline() -> None:
 
 def test_a_record_goes_to_the_open_batch_or_starts_the_next() -> None:
     acc = make(batch_size=150)
-    first = acc.try_append(("t", 0), 1, None, b"x", None, Fut(), pack_sizes(-1, 1), 300, 40)
-    assert first is None and acc.queued_batches() == 0  # no open batch: nothing appended
-    first = acc.append(("t", 0), 1, None, b"x" * 50, None, Fut(), 0.0, reserve=300, bound=80)
-    assert acc.try_append(("t", 0), 1, None, b"y", None, Fut(), pack_sizes(-1, 1), 300, 40) is first
-    assert acc.try_append(("t", 0), 1, None, b"z" * 120, None, Fut(), pack_sizes(-1, 120), 400, 150) is None
-    second = acc.append_to_new_batch(("t", 0), 1, None, b"z" * 120, None, Fut(), 0.0, pack_sizes(-1, 120), 400, 150)
+    assert acc.open_batch(("t", 0)) is None and acc.queued_batches() == 0  # nothing to append to
+    first = acc.append(("t", 0), 1, None, b"x" * 50, None, 0.0, reserve=300, bound=80)
+    assert acc.open_batch(("t", 0)) is first and acc.queued_batches() == 1
+    assert first.try_append(1, None, b"y", None, pack_sizes(-1, 1), 300, 40) is not None
+    assert first.try_append(1, None, b"z" * 120, None, pack_sizes(-1, 120), 400, 150) is None  # no room
+    second = acc.new_batch(("t", 0), 0.0)
+    assert second.try_append(1, None, b"z" * 120, None, pack_sizes(-1, 120), 400, 150) is not None
     assert first.sealed and not second.sealed and acc.queued_batches() == 2
+    assert acc.open_batch(("t", 0)) is second
+    # append() does the same: a record the open batch has no room for starts the next one.
+    third = acc.append(("t", 0), 1, None, b"w" * 120, None, 0.0, reserve=400, bound=150)
+    assert third is not second and second.sealed and acc.open_batch(("t", 0)) is third
     # The batch holds the memory reserved for its records and their largest bound.
     assert (first.reserved, first.max_record_size, first.record_count) == (600, 80, 2)
     assert (second.reserved, second.max_record_size, second.record_count) == (400, 150, 1)
+    assert (third.reserved, third.max_record_size, third.record_count) == (400, 150, 1)
 
 
 def test_batches_hold_what_was_appended() -> None:
     acc = make(batch_size=10_000)
     for i in range(5):
-        acc.append(("t", 0), 1000 + i, b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)], Fut(), 0.0)
+        acc.append(("t", 0), 1000 + i, b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)], 0.0)
     (batch,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
     (parsed,) = parse_record_batches(batch.builder.build())
     assert [(r.key, r.value, r.timestamp_ms, r.headers) for r in parsed.records] == [
         (b"k%d" % i, b"v%d" % i, 1000 + i, [("h", b"%d" % i)]) for i in range(5)
     ]
-    assert batch.sizes == [pack_sizes(2, 2)] * 5
+
+
+def test_handles_answer_for_the_records_they_were_appended_with() -> None:
+    acc = make(batch_size=10_000)
+    appended = [enqueue(acc, ("t", 0), 1000 + i, b"k%d" % i, b"v" * i, 0.0) for i in range(5)]
+    batch = appended[0][0]
+    assert all(b is batch for b, _ in appended) and not any(h.done() for _, h in appended)
+    batch.complete(70)
+    assert [h.result() for _, h in appended] == [
+        RecordMetadata("t", 0, 70 + i, 1000 + i, 2, i) for i in range(5)
+    ]
 
 
 def test_retries_requeue_in_sequence_order_ahead_of_new_batches() -> None:
@@ -205,30 +233,42 @@ def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     assert acc.retried_heads() == [("t", 0)]
 
 
-def test_split_keeps_records_futures_deadline_and_memory_and_queues_parts_first() -> None:
+def test_split_keeps_records_handles_deadline_and_memory_and_queues_parts_first() -> None:
     """KIP-126: each part at most half the refused batch, records in order."""
     acc = make(batch_size=100_000)
-    for i in range(10):
-        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, Fut(), 0.0)
+    appended = [enqueue(acc, ("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, 0.0) for i in range(10)]
+    handles = [h for _, h in appended]
     (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
+    assert all(b is big for b, _ in appended)
     big.reserved = 1000
     big.payload = big.builder.build()
     fill(acc, ("t", 0), 1, now=2.0)  # a newer batch behind it
     parts = acc.split(big)
     assert len(parts) >= 2 and all(p.builder.size_in_bytes <= big.builder.size_in_bytes // 2 for p in parts)
-    assert [f for p in parts for f in p.futures] == big.futures
-    assert [t for p in parts for t in p.timestamps] == [1000 + i for i in range(10)]
+    records = [r for p in parts for r in parse_record_batches(p.builder.build())[0].records]
+    assert [r.timestamp_ms for r in records] == [1000 + i for i in range(10)]
+    assert [r.value[:1] for r in records] == [b"%d" % i for i in range(10)]
     assert all(p.deadline == big.deadline for p in parts)
     assert sum(p.reserved for p in parts) == 1000 and big.reserved == 0
     assert big.done and big not in acc.incomplete and set(parts) <= acc.incomplete
+    assert not any(h.done() for h in handles)  # moved, not decided
     acc.reenqueue_split(parts, now=3.0)
     order = []
     while acc.queued_batches():
         (b,) = acc.drain(4.0, acc.ready(4.0, leaders), 10)[1]
         order.append(b)
     assert order[: len(parts)] == parts and order[-1].created == 2.0
-    values = [r.value[:1] for p in parts for r in parse_record_batches(p.builder.build())[0].records]
-    assert values == [b"%d" % i for i in range(10)]
+    # The original handles follow their records: each answers from its part's
+    # completion, at its offset there; completing the last part decides only its own.
+    parts[-1].complete(100 * (len(parts) - 1))
+    assert [h.done() for h in handles] == [i >= 10 - parts[-1].record_count for i in range(10)]
+    for k, part in enumerate(parts[:-1]):
+        part.complete(100 * k)
+    expected, first = [], 0
+    for k, part in enumerate(parts):
+        expected += [(100 * k + j, 1000 + first + j, -1, 100) for j in range(part.record_count)]
+        first += part.record_count
+    assert [h.result()[2:] for h in handles] == expected
 
 
 def test_only_partitions_with_queued_batches_are_visited() -> None:
@@ -280,13 +320,13 @@ def test_split_parts_take_no_new_records() -> None:
     after the split opens a new batch instead of growing the last part."""
     acc = make(batch_size=100_000)
     for i in range(10):
-        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, Fut(), 0.0)
+        acc.append(("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, None, 0.0)
     (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
     big.payload = big.builder.build()
     parts = acc.split(big)
     acc.reenqueue_split(parts, now=3.0)
     counts = [p.record_count for p in parts]
-    batch = acc.append(("t", 0), 2000, None, b"late", None, Fut(), 4.0)
+    batch = acc.append(("t", 0), 2000, None, b"late", None, 4.0)
     assert batch is not None and batch not in parts
     assert [p.record_count for p in parts] == counts
 
@@ -301,7 +341,7 @@ def test_only_the_tail_of_a_queue_takes_records() -> None:
     assert first is not None and not first.sealed
     second = acc.new_batch(("t", 0), 0.5)
     assert first.sealed and not second.sealed
-    assert not first.try_append(1, None, b"x", None, Fut(), pack_sizes(-1, 1))
+    assert first.try_append(1, None, b"x", None, pack_sizes(-1, 1)) is None
 
     (expired,) = acc.expired(1.2)
     assert expired is first and not second.sealed
@@ -339,7 +379,7 @@ def test_sendable_from_is_when_ready_first_finds_a_new_batch_sendable() -> None:
     assert acc.ready(3.0, leaders).nodes == {1}
     # A batch full as it opens (one record as large as the batch).
     big = acc.new_batch(("t", 1), 4.0)
-    acc.append(("t", 1), 1000, None, b"x" * 600, None, Fut(), 4.0)
+    acc.append(("t", 1), 1000, None, b"x" * 600, None, 4.0)
     assert big.is_full() and acc.sendable_from(big, leaders) == float("-inf")
     assert 2 in acc.ready(4.0, leaders).nodes
     # A partition without a known leader: the pass asks for metadata at once.

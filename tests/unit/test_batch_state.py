@@ -4,24 +4,35 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import functools
 from pathlib import Path
 
 import pytest
 
 from aioproducer.engine.batch import BatchState, ProducerBatch, pack_sizes
+from aioproducer.engine.record_handle import WAKE_SLICE, RecordHandle
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
 
 PACKAGE = Path(__file__).resolve().parents[2] / "aioproducer"
 
 
-def _batch(records: int = 3, loop: asyncio.AbstractEventLoop | None = None) -> ProducerBatch:
-    """A batch of ``records`` records, each holding 100 bytes; with futures of ``loop`` if given."""
-    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=16384, now=0.0, delivery_timeout=60)
+def _filled(
+    records: int = 3, loop: asyncio.AbstractEventLoop | None = None
+) -> tuple[ProducerBatch, list[RecordHandle]]:
+    """A batch of ``records`` records, each holding 100 bytes, and their handles (on ``loop`` if given)."""
+    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=16384, now=0.0, delivery_timeout=60, loop=loop)
+    handles = []
     for i in range(records):
-        fut = loop.create_future() if loop is not None else None
-        assert batch.try_append(1000 + i, None, b"v%d" % i, None, fut, pack_sizes(-1, 2), 100, 40)
-    return batch
+        handle = batch.try_append(1000 + i, None, b"v%d" % i, None, pack_sizes(-1, 2), 100, 40)
+        assert handle is not None
+        handles.append(handle)
+    return batch, handles
+
+
+def _batch(records: int = 3, loop: asyncio.AbstractEventLoop | None = None) -> ProducerBatch:
+    """A batch of ``records`` records, each holding 100 bytes."""
+    return _filled(records, loop)[0]
 
 
 def test_a_retried_batch_goes_back_to_sealed_and_only_an_open_batch_takes_records() -> None:
@@ -29,7 +40,7 @@ def test_a_retried_batch_goes_back_to_sealed_and_only_an_open_batch_takes_record
     assert batch.state is BatchState.OPEN and batch.reserved == 300
     batch.seal()
     assert batch.state is BatchState.SEALED
-    assert not batch.try_append(2000, None, b"late", None, None, 0, 100, 40)
+    assert batch.try_append(2000, None, b"late", None, 0, 100, 40) is None
     assert batch.append_run(2000, [b"late"], 0, 1) == 0
     assert batch.record_count == 3 and batch.reserved == 300
     batch.start_attempt()
@@ -47,50 +58,72 @@ def test_a_retried_batch_goes_back_to_sealed_and_only_an_open_batch_takes_record
         batch.start_attempt()  # twice in flight: a bug
 
 
-def test_completion_resolves_in_slices_then_is_done_once() -> None:
+def test_completion_decides_every_record_at_once_and_wakes_awaiters_in_slices() -> None:
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1 << 20, now=0.0, delivery_timeout=60)
-        futures = [loop.create_future() for _ in range(600)]  # more than one RESOLVE_SLICE
-        for i, fut in enumerate(futures):
-            assert batch.try_append(1000, None, b"v", None, fut, pack_sizes(-1, 1))
+        count = WAKE_SLICE + 100  # more than one slice of awaited records
+        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1 << 20, now=0.0, delivery_timeout=60,
+                              loop=loop)
+        handles = []
+        for _ in range(count):
+            handle = batch.try_append(1000, None, b"v", None, pack_sizes(-1, 1))
+            assert handle is not None
+            handles.append(handle)
+        woken: list[object] = []
+        last_woken = loop.create_future()
+
+        def woke(i: int, _: object) -> None:
+            woken.append(i)
+            if i == count - 1:
+                last_woken.set_result(None)
+
+        for i, handle in enumerate(handles):
+            handle.add_done_callback(functools.partial(woke, i))
         batch.seal()
         batch.start_attempt()
         batch.answered()
         waiter = batch.done_waiter()
         batch.complete(base_offset=40)
-        assert batch.state is BatchState.RESOLVING and batch.decided and not batch.done
+        # The callbacks scheduled by complete() itself run before this mark;
+        # those after it were scheduled on a later turn of the loop.
+        loop.call_soon(woken.append, "turn")
+        # Decided in one step: every record has its answer before any callback runs.
+        assert batch.state is BatchState.DONE and batch.decided and batch.done and waiter.done()
+        assert all(h.done() for h in handles) and woken == []
         batch.fail(RuntimeError("too late"))  # decided already: ignored
-        await asyncio.wait_for(waiter, 5)
-        assert batch.state is BatchState.DONE
-        assert [(await f).offset for f in futures] == list(range(40, 640))
+        assert [h.result().offset for h in handles] == list(range(40, 40 + count))
+        assert all(h.exception() is None for h in handles)
+        await asyncio.wait_for(last_woken, 5)
+        assert woken == [*range(WAKE_SLICE), "turn", *range(WAKE_SLICE, count)]
 
     asyncio.run(run())
 
 
 def test_a_batch_failed_in_flight_stays_done_when_its_answer_comes() -> None:
     async def run() -> None:
-        fut = asyncio.get_running_loop().create_future()
-        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1000, now=0.0, delivery_timeout=60)
-        assert batch.try_append(1, None, b"v", None, fut, pack_sizes(-1, 1), 100, 40)
+        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1000, now=0.0, delivery_timeout=60,
+                              loop=asyncio.get_running_loop())
+        handle = batch.try_append(1, None, b"v", None, pack_sizes(-1, 1), 100, 40)
+        assert handle is not None
         batch.seal()
         batch.start_attempt()
         batch.fail(TimeoutError("expired"))
-        assert batch.done and not batch.in_flight
+        assert batch.done and not batch.in_flight and handle.done()
         batch.answered(maybe_written=True)
         assert batch.state is BatchState.DONE and batch.maybe_written
         batch.complete(7)
         with pytest.raises(TimeoutError):
-            await fut
+            await handle
+        assert isinstance(handle.exception(), TimeoutError)
         assert batch.release_reserved() == 100 and batch.reserved == 0
 
     asyncio.run(run())
 
 
-def test_a_split_hands_its_memory_and_waiters_to_sealed_parts() -> None:
+def test_a_split_hands_its_memory_waiters_and_records_to_sealed_parts() -> None:
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        batch = _batch(records=4, loop=loop)
+        batch, handles = _filled(records=4, loop=loop)
         batch.seal()
         waiter = batch.done_waiter()
         parts = [_batch(records=1, loop=loop), _batch(records=3, loop=loop)]
@@ -99,11 +132,16 @@ def test_a_split_hands_its_memory_and_waiters_to_sealed_parts() -> None:
         batch.replace_by(parts)
         assert batch.done and batch.reserved == 0
         assert [p.reserved for p in parts] == [100, 300] and all(p.sealed for p in parts)
-        for part in parts:
+        assert not any(h.done() for h in handles)  # the records are not decided: they moved
+        for part, base_offset in zip(parts, (10, 20), strict=True):
             part.start_attempt()
             part.answered()
             assert not waiter.done()
-            part.complete(0)
+            part.complete(base_offset)
+        # Each record's handle answers from the part it went to, at its offset there.
+        assert [h.result()[2:] for h in handles] == [
+            (10, 1000, -1, 2), (20, 1001, -1, 2), (21, 1002, -1, 2), (22, 1003, -1, 2),
+        ]
         await asyncio.wait_for(waiter, 5)
 
     asyncio.run(run())

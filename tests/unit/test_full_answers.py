@@ -72,9 +72,9 @@ def test_full_is_answered_exactly_when_the_batch_is_full(k: ModuleType, kind: st
             produced: dict[str, int] = {}
             for i, value in enumerate(values):
                 if kind == "unkeyed":
-                    answer = append(batch, 5 + i, value, i, 10, 30, produced, "t", 700)
+                    answer = append(batch, 5 + i, value, 10, 30, produced, "t", 700)
                 else:
-                    answer = append(batch, 5 + i, b"k", value, i, 10, 30)
+                    answer = append(batch, 5 + i, b"k", value, 10, 30)
                 got.append(answer)
                 if answer:
                     assert bool(answer & FULL) == batch.is_full(), (batch_size, i)
@@ -103,9 +103,16 @@ class _Odd:
         return self.flags & flag
 
 
+class _Outcome:
+    def handle(self, delta: int, timestamp_ms: int, sizes: int) -> object:
+        return object()
+
+
 class _Batch:
     def __init__(self, answer: Any) -> None:
         self.answer = answer
+        self.record_count = 0
+        self.outcome = _Outcome()
 
     def append_unkeyed(self, *args: Any) -> Any:
         return self.answer
@@ -130,7 +137,7 @@ class _Events(list[tuple[str, int]]):
 
 
 def _run(append: Any, lane: Any, *args: Any) -> Any:
-    """The lane's answer (a future's type, or None), or the error it raised (by type and message)."""
+    """The lane's answer (a handle's type, or None), or the error it raised (by type and message)."""
     try:
         answer = append(lane, *args)
     except Exception as exc:  # noqa: BLE001 - the same error from both, or the test fails
@@ -148,7 +155,7 @@ def test_the_unkeyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any
         events = _Events(pool)
         info: Any = object()
         client: Any = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
-        lane = UnkeyedLane(sticky, pool, client, object, 1 << 20, events.wake)  # type: ignore[arg-type]
+        lane = UnkeyedLane(sticky, pool, client, 1 << 20, events.wake)  # type: ignore[arg-type]
         lane.move_on = events.move
         batch: Any = _Batch(_Odd(flags))
         sticky.filling["t"] = (weakref.ref(batch), info)
@@ -167,7 +174,7 @@ def test_the_keyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any],
         info = SimpleNamespace(partitions=(0,), tps=(("t", 0),))
         client: Any = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
         queues: Any = {("t", 0): deque([_Batch(_Odd(flags))])}
-        lane = KeyedLane(queues, pool, client, object, 1 << 20, events.wake)  # type: ignore[arg-type]
+        lane = KeyedLane(queues, pool, client, 1 << 20, events.wake)  # type: ignore[arg-type]
         outcomes.append((_run(append, lane, "t", b"k", b"v"), pool.available, list(events)))
     assert outcomes[1] == outcomes[0]
     # The answer's != raised before the pool was charged, or the record was taken.

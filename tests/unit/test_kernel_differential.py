@@ -1,9 +1,7 @@
 """Differential fuzz: each compiled kernel against its pure-Python twin, on hostile input.
 
-murmur2 (engine/partitioner.py), resolve_futures (engine/resolve.py), the bulk
-column passes (bulk/input.py, bulk/bounds.py) and future_factory
-(``functools.partial(asyncio.Future, loop=loop)``) are called with the same
-arguments: subclasses of list, tuple, int and bytes, memoryviews of every
+murmur2 (engine/partitioner.py) and the bulk column passes (bulk/input.py,
+bulk/bounds.py) are called with the same arguments: subclasses of list, tuple, int and bytes, memoryviews of every
 format and stride, int64 edges, objects whose ``__index__`` or ``__getitem__``
 change the containers being read, and (3.12+) objects with ``__buffer__``.
 Results must be equal, and so must the exception's type (and its message where
@@ -14,17 +12,13 @@ module under AddressSanitizer and UBSan, which turn a wrong read into a report.
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import os
-import subprocess
-import sys
 import struct
-import textwrap
+import sys
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,9 +26,7 @@ from hypothesis import strategies as st
 
 from aioproducer.bulk.bounds import fill_counting_pure, reservations_pure
 from aioproducer.bulk.input import _lengths
-from aioproducer.engine.batch import RecordMetadata, pack_sizes
 from aioproducer.engine.partitioner import _murmur2_pure
-from aioproducer.engine.resolve import resolve_pure
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
@@ -145,186 +137,12 @@ def test_murmur2_of_a_python_buffer_that_mutates_its_source(k: ModuleType) -> No
     assert k.murmur2(Shifty()) == _murmur2_pure(Shifty()) == _murmur2_pure(b"0123456789" * 10)
 
 
-# -- resolve_futures ---------------------------------------------------------
-
-
-def run_both(k: ModuleType, n: int, *args: Any, futures: Callable[[Any, int], list] | None = None,
-             metadata: Any = RecordMetadata) -> tuple[tuple, tuple]:
-    """Each twin on fresh futures: (outcome, futures' states) per twin."""
-    loop = asyncio.new_event_loop()
-    try:
-        seen = []
-        for fn in (k.resolve_futures, resolve_pure):
-            futs = futures(loop, n) if futures else [loop.create_future() for _ in range(n)]
-            result = outcome(fn, futs, *args[:2], metadata, *args[2:])
-            states = [(type(f.result()), f.result()) if f.done() and not f.cancelled() else f.done()
-                      for f in list(futs)]
-            seen.append((result, states))
-        return seen[0], seen[1]
-    finally:
-        loop.close()
-
-
 _INT64_EDGES = [0, 1, -1, 2**31, 2**32 - 1, 2**62, 2**63 - 2, 2**63 - 1, 2**63, 2**64, 2**70, -2**63,
                 -2**63 - 1, -2**70]
 
 
 class IntSub(int):
     pass
-
-
-@FUZZ
-@given(
-    n=st.integers(0, 6),
-    bounds=st.tuples(st.integers(0, 6), st.integers(0, 6)),
-    base=st.sampled_from(_INT64_EDGES),
-    deltas=st.one_of(st.none(), st.lists(st.sampled_from(_INT64_EDGES + [IntSub(5), True]),
-                                         min_size=6, max_size=6)),
-    log_append=st.sampled_from([-1, 0, 2**63, -2**63 - 1, 1_700_000_000_000]),
-    stamps=st.lists(st.sampled_from(_INT64_EDGES + [IntSub(3)]), min_size=6, max_size=6),
-    sizes=st.lists(st.one_of(st.sampled_from([0, 2**64 - 1, 2**64, -1, 2**70]),
-                             st.integers(0, 2**64 - 1)), min_size=6, max_size=6),
-    metadata=st.sampled_from([RecordMetadata, tuple]),
-)
-def test_resolve_futures_equals_the_pure_twin_at_int64_edges(
-    k: ModuleType, n: int, bounds: tuple[int, int], base: int, deltas: list | None,
-    log_append: int, stamps: list, sizes: list, metadata: type,
-) -> None:
-    start, stop = sorted(min(b, n) for b in bounds)
-    compiled, pure = run_both(k, n, start, stop, "t", 0, base, deltas, log_append, stamps, sizes,
-                              asyncio.InvalidStateError, metadata=metadata)
-    assert compiled == pure
-
-
-def test_an_offset_past_int64_is_exact(k: ModuleType) -> None:
-    # base_offset + delta beyond int64 used to wrap negative in C.
-    for base, deltas in ((2**63 - 1, [1]), (2**63 - 1, None), (2**64, None), (1, [2**63 - 1])):
-        compiled, pure = run_both(k, 2, 0, 1, "t", 0, base, deltas and deltas * 2, -1, [0, 0],
-                                  [pack_sizes(1, 1)] * 2, asyncio.InvalidStateError)
-        assert compiled == pure
-        assert compiled[1][0][1].offset == base + (deltas[0] if deltas else 0)
-
-
-class NamedPair(tuple):
-    def __new__(cls, *args: Any) -> NamedPair:  # never called: tuple.__new__ is
-        raise AssertionError("the metadata class's own __new__ was called")
-
-
-class WithDict(tuple):
-    pass
-
-
-@pytest.mark.parametrize("metadata", [RecordMetadata, tuple, NamedPair, WithDict, IntSub, int,
-                                      "RecordMetadata"], ids=repr)
-def test_resolve_futures_builds_metadata_as_tuple_new(k: ModuleType, metadata: Any) -> None:
-    compiled, pure = run_both(k, 3, 0, 3, "t", 2, 10, None, -1, [1, 2, 3], [pack_sizes(1, 2)] * 3,
-                              asyncio.InvalidStateError, metadata=metadata)
-    if compiled[0][0] == "ok" or pure[0][0] == "ok":
-        assert compiled == pure
-    else:  # the compiled twin refuses a non-tuple class before any record
-        assert kind(compiled[0]) == kind(pure[0]) and compiled[0][1] is TypeError
-
-
-def test_struct_sequences_are_refused_as_by_tuple_new(k: ModuleType) -> None:
-    # Allocated as a plain tuple, a struct sequence's dealloc read past its six
-    # items: the interpreter crashed. In a child process, so a crash fails this
-    # test instead of the run.
-    code = textwrap.dedent("""
-        import asyncio, os, time
-        from aioproducer._speedups import _kernels as k
-        from aioproducer.engine.resolve import resolve_pure
-        loop = asyncio.new_event_loop()
-        for cls in (time.struct_time, os.stat_result, type(os.times())):
-            seen = []
-            for fn in (k.resolve_futures, resolve_pure):
-                fut = loop.create_future()
-                try:
-                    fn([fut], 0, 1, cls, "t", 0, 5, None, -1, [1], [1 << 32 | 1],
-                       asyncio.InvalidStateError)
-                    seen.append(("ok", fut.result()))
-                except Exception as exc:
-                    seen.append((type(exc).__name__, str(exc), fut.done()))
-            assert seen[0] == seen[1], seen
-            print(seen[0][0])
-    """)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["TypeError"] * 3
-
-
-def test_a_bad_delta_fails_after_the_records_before_it(k: ModuleType) -> None:
-    # Both twins resolve records in order and stop at the first bad one.
-    compiled, pure = run_both(k, 3, 0, 3, "t", 0, 10, [0, 1, "x"], -1, [1, 2, 3],
-                              [pack_sizes(1, 2)] * 3, asyncio.InvalidStateError)
-    assert compiled == pure and compiled[0][1] is TypeError
-    assert [s is False for s in compiled[1]] == [False, False, True]
-
-
-class Shrinking(list):
-    """A list whose every read drops its last item: the kernel must re-check bounds."""
-
-    def __getitem__(self, i: Any) -> Any:
-        item = super().__getitem__(i)
-        if len(self) > 1:
-            self.pop()
-        return item
-
-
-class Index:
-    """A delta whose __index__ empties the deltas list being read."""
-
-    def __init__(self, target: list, value: int) -> None:
-        self.target, self.value = target, value
-
-    def __index__(self) -> int:
-        self.target.clear()
-        return self.value
-
-
-@FUZZ
-@given(n=st.integers(1, 8), shrink=st.sampled_from(["futures", "deltas", "stamps", "sizes"]))
-def test_resolve_futures_survives_containers_changed_under_it(k: ModuleType, n: int, shrink: str) -> None:
-    loop = asyncio.new_event_loop()
-    try:
-        futs = [loop.create_future() for _ in range(n)]
-        parts = {"futures": futs, "deltas": list(range(n)), "stamps": [7] * n,
-                 "sizes": [pack_sizes(1, 1)] * n}
-        parts[shrink] = Shrinking(parts[shrink])
-        held = list(futs)
-        try:
-            k.resolve_futures(parts["futures"], 0, n, RecordMetadata, "t", 0, 100, parts["deltas"], -1,
-                              parts["stamps"], parts["sizes"], asyncio.InvalidStateError)
-        except IndexError:
-            pass
-        for j, fut in enumerate(held):  # each done at most once, with its own offset
-            assert not fut.done() or fut.result() == RecordMetadata("t", 0, 100 + j, 7, 1, 1)
-        deltas: list[Any] = []
-        deltas.extend([Index(deltas, 1)] * n)
-        fresh = [loop.create_future() for _ in range(n)]
-        assert kind(outcome(k.resolve_futures, fresh, 0, n, RecordMetadata, "t", 0, 5, deltas, -1,
-                            [1] * n, [0] * n, asyncio.InvalidStateError)) == ("raised", TypeError)
-    finally:
-        loop.close()
-
-
-def test_a_set_result_that_empties_the_futures_is_survived(k: ModuleType) -> None:
-    class Clearing:
-        def __init__(self, futures: list) -> None:
-            self.futures, self.results = futures, []
-
-        def set_result(self, result: Any) -> None:
-            self.results.append(result)
-            self.futures.clear()
-
-    futures: list[Any] = []
-    futures.extend(Clearing(futures) for _ in range(3))
-    held = list(futures)
-    with pytest.raises(IndexError):
-        k.resolve_futures(futures, 0, 3, RecordMetadata, "t", 0, 0, None, -1, [1] * 3, [0] * 3,
-                          asyncio.InvalidStateError)
-    assert [len(h.results) for h in held] == [1, 0, 0]
 
 
 # -- the bulk column passes --------------------------------------------------
@@ -391,22 +209,4 @@ def test_reservations_past_int64_fail_like_the_pure_twin(k: ModuleType) -> None:
         pure = outcome(reservations_pure, fixed, vlen, None, limit)
         compiled = outcome(k.reservations, out, fixed, vlen, None, limit)
         assert compiled == (pure if pure[0] == "raised" else ("ok", pure[1][1]))
-
-
-# -- future_factory ----------------------------------------------------------
-
-
-@pytest.mark.parametrize("args", [(), (1,), ("x", "y")], ids=repr)
-def test_future_factory_equals_partial_future(k: ModuleType, args: tuple) -> None:
-    loop = asyncio.new_event_loop()
-    try:
-        made = [outcome(maker, *args) for maker in (k.future_factory(loop),
-                                                   functools.partial(asyncio.Future, loop=loop))]
-        if made[0][0] == "ok":
-            assert [(type(f), f.get_loop(), f.done()) for _, f in made] == [(asyncio.Future, loop, False)] * 2
-        else:
-            assert kind(made[0]) == kind(made[1]) and made[0][1] is TypeError
-        assert outcome(k.future_factory(loop)) != outcome(k.future_factory(loop))  # a new one per call
-    finally:
-        loop.close()
 

@@ -5,22 +5,16 @@ Random keys, values, nulls, timestamps and varint boundaries (lengths 63/64 and
 deltas); murmur2 on random bytes, empty included. (The record batch builder's
 twins are compared in test_builder_differential.py.) The extension is imported directly, so these tests also run (and
 compare) when ``AIOPRODUCER_NO_EXTENSIONS=1`` selects the pure path for the rest
-of the package. The completion of a batch's futures and the unkeyed shortcut's
-append (a record with its future, and the sticky count) are compared the same way.
+of the package. The lanes' appends to a batch (a record, its memory and, unkeyed,
+the sticky count) are compared the same way.
 They skip only where the extension is not built and CI is not
 ``"true"``; in CI an unbuilt extension fails them.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import gc
 import os
-import sys
-import time
 from types import ModuleType
-from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -28,9 +22,7 @@ from hypothesis import strategies as st
 
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine import partitioner as partitioner
-from aioproducer.engine.batch import ProducerBatch, RecordMetadata, pack_sizes
-from aioproducer.engine.resolve import resolve_pure
-from aioproducer.loop_binding import record_future_factory
+from aioproducer.engine.batch import ProducerBatch
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilderPy
@@ -83,71 +75,11 @@ def test_the_switch_names_the_active_path(k: ModuleType) -> None:
     assert records.COMPILED == (K is not None and not forced_pure)
     assert records.RecordBatchBuilder is (k.RecordBatchBuilder if records.COMPILED else RecordBatchBuilderPy)
     assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
-    assert (batch_module._resolve_futures is None) == (not records.COMPILED)
     assert (ProducerBatch.append_unkeyed is ProducerBatch._append_unkeyed_pure) == (
         not records.COMPILED
     )
     for gone in ("encode_record", "encode_run", "headers_bytes"):  # the builder's own now
         assert not hasattr(k, gone)
-
-
-def _batch_with_futures(loop: asyncio.AbstractEventLoop, rows: list, cancelled: set[int]) -> ProducerBatch:
-    batch = ProducerBatch("topic", 3, codec=Codec.NONE, batch_size=16_384, now=0.0,
-                          delivery_timeout=120.0)
-    for i, (key_size, value_size, ts) in enumerate(rows):
-        fut = loop.create_future()
-        if i in cancelled:
-            fut.cancel()
-        batch.futures.append(fut)
-        batch.sizes.append(pack_sizes(key_size, value_size))
-        batch.timestamps.append(ts)
-    return batch
-
-
-def _outcomes(batch_futures: list) -> list:
-    return [f.cancelled() or (type(f.result()), f.result()) if f.done() else None
-            for f in batch_futures]
-
-
-@settings(max_examples=100)
-@given(
-    rows=st.lists(st.tuples(st.integers(-1, 1 << 20), st.integers(-1, (1 << 31) - 2),
-                            st.integers(0, 1 << 42)), min_size=1, max_size=40),
-    cancelled=st.sets(st.integers(0, 39), max_size=5),
-    bounds=st.tuples(st.integers(0, 40), st.integers(0, 40)),
-    base_offset=st.sampled_from([-1, 0, 7, 1 << 40]),
-    log_append_time_ms=st.sampled_from([-1, 0, 1_700_000_000_000]),
-    with_deltas=st.booleans(),
-)
-def test_resolve_futures_equals_the_pure_loop(
-    k: ModuleType, rows: list, cancelled: set[int], bounds: tuple[int, int], base_offset: int,
-    log_append_time_ms: int, with_deltas: bool,
-) -> None:
-    start, stop = sorted(min(b, len(rows)) for b in bounds)
-    deltas = [2 * j + 1 for j in range(len(rows))] if with_deltas else None
-    loop = asyncio.new_event_loop()
-    try:
-        pure = _batch_with_futures(loop, rows, cancelled)
-        compiled = _batch_with_futures(loop, rows, cancelled)
-        resolve_pure(pure.futures, start, stop, RecordMetadata, pure.topic, pure.partition,
-                     base_offset, deltas, log_append_time_ms, pure.timestamps, pure.sizes,
-                     asyncio.InvalidStateError)
-        k.resolve_futures(compiled.futures, start, stop, RecordMetadata, compiled.topic,
-                          compiled.partition, base_offset, deltas, log_append_time_ms,
-                          compiled.timestamps, compiled.sizes, asyncio.InvalidStateError)
-        assert _outcomes(compiled.futures) == _outcomes(pure.futures)
-    finally:
-        loop.close()
-
-
-def test_resolve_futures_passes_on_other_errors(k: ModuleType) -> None:
-    class Refusing:
-        def set_result(self, result: object) -> None:
-            raise KeyError("refused")
-
-    with pytest.raises(KeyError):
-        k.resolve_futures([Refusing()], 0, 1, RecordMetadata, "t", 0, 0, None, -1, [5],
-                          [pack_sizes(1, 2)], asyncio.InvalidStateError)
 
 
 # -- the unkeyed shortcut's append ------------------------------------------------
@@ -196,8 +128,8 @@ def _built(batch: ProducerBatch) -> object:
 
 
 def _batch_state(batch: ProducerBatch) -> tuple:
-    return (_state(batch.builder), batch.builder.is_sealed, batch.state, list(batch.futures),
-            list(batch.sizes), list(batch.timestamps), batch.reserved, batch.max_record_size)
+    return (_state(batch.builder), batch.builder.is_sealed, batch.state, batch.reserved,
+            batch.max_record_size)
 
 
 def _outcome(call: object, *args: object) -> object:
@@ -229,11 +161,10 @@ def test_append_unkeyed_equals_the_pure_version(
     for i, step in enumerate(steps):
         if step[0] == "append":
             _, delta, value, reserve, bound = step
-            future = object()  # the same one in both: the lists compare by identity
             ts = max(0, base + delta)
-            expected = _outcome(pure._append_unkeyed_pure, ts, value, future, reserve, bound,
+            expected = _outcome(pure._append_unkeyed_pure, ts, value, reserve, bound,
                                 produced[0], "t", limit)
-            got = _outcome(kernel, compiled, ts, value, future, reserve, bound, produced[1],
+            got = _outcome(kernel, compiled, ts, value, reserve, bound, produced[1],
                            "t", limit)
             assert got == expected, (i, step)
         elif step[0] == "seal":
@@ -276,10 +207,9 @@ def test_append_keyed_equals_the_pure_version(
     for i, step in enumerate(steps):
         if step[0] == "append":
             _, delta, key, value, reserve, bound = step
-            future = object()
             ts = max(0, base + delta)
-            expected = _outcome(pure._append_keyed_pure, ts, key, value, future, reserve, bound)
-            got = _outcome(kernel, compiled, ts, key, value, future, reserve, bound)
+            expected = _outcome(pure._append_keyed_pure, ts, key, value, reserve, bound)
+            got = _outcome(kernel, compiled, ts, key, value, reserve, bound)
             assert got == expected, (i, step)
         elif step[0] == "seal":
             pure.seal()
@@ -290,14 +220,14 @@ def test_append_keyed_equals_the_pure_version(
     assert _built(compiled) == _built(pure)
 
 
-def test_append_keyed_stamps_now_when_no_timestamp_is_given(k: ModuleType) -> None:
-    kernel = _keyed_kernel_method(k)
+def test_the_compiled_appends_take_only_an_int_timestamp(k: ModuleType) -> None:
+    # The lanes stamp records themselves (the handle needs the timestamp first).
     batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1000, now=0.0, delivery_timeout=60)
-    before = time.time_ns() // 1_000_000
-    assert kernel(batch, None, b"key", b"value", 1, 10, 40) == batch_module.APPENDED  # type: ignore[operator]
-    after = time.time_ns() // 1_000_000
-    assert before <= batch.timestamps[0] <= after
-    assert batch.sizes == [pack_sizes(3, 5)]
+    with pytest.raises(TypeError, match="timestamp_ms must be an int"):
+        _keyed_kernel_method(k)(batch, None, b"key", b"value", 10, 40)  # type: ignore[operator]
+    with pytest.raises(TypeError, match="timestamp_ms must be an int"):
+        _kernel_method(k)(batch, None, b"v", 1, 1, {}, "t", 200)  # type: ignore[operator]
+    assert batch.record_count == 0
 
 
 def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
@@ -310,9 +240,9 @@ def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
             allocations = set()
             for i in range(batch_size):
                 if append == "unkeyed":
-                    taken = unkeyed(batch, 5, b"x" * 100, i, 10, 130, {}, "t", 1 << 30)
+                    taken = unkeyed(batch, 5, b"x" * 100, 10, 130, {}, "t", 1 << 30)
                 else:
-                    taken = keyed(batch, 5, b"k", b"x" * 100, i, 10, 133)
+                    taken = keyed(batch, 5, b"k", b"x" * 100, 10, 133)
                 if not taken:
                     break
                 held = held_bytes(batch.builder)
@@ -329,7 +259,7 @@ def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) 
         states = []
         for append, batch in zip((ProducerBatch._append_unkeyed_pure, kernel), _twins(k, batch_size)):
             produced: dict[str, int] = {}
-            answers = [append(batch, 5 + i, value, i, 10, 30, produced, "t", 700)  # type: ignore[operator]
+            answers = [append(batch, 5 + i, value, 10, 30, produced, "t", 700)  # type: ignore[operator]
                        for i, value in enumerate(values)]
             states.append((answers, produced, _batch_state(batch), _built(batch)))
         assert states[1] == states[0], batch_size
@@ -340,48 +270,25 @@ def test_append_unkeyed_answers_and_refusals(k: ModuleType) -> None:
     for append in (ProducerBatch._append_unkeyed_pure, kernel):
         batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0, delivery_timeout=60)
         produced: dict[str, int] = {}
-        answers = [append(batch, 1000 + i, b"v" * 50, i, 100, 80, produced, "t", 200)  # type: ignore[operator]
+        answers = [append(batch, 1000 + i, b"v" * 50, 100, 80, produced, "t", 200)  # type: ignore[operator]
                    for i in range(6)]
         # 80, 160: under the limit; 240, 320: over it with no room for another
         # such record; the fifth does not fit (4 x 58 bytes + 61 + 58 > 300).
         assert answers == [batch_module.APPENDED, batch_module.APPENDED, batch_module.SWITCH,
                            batch_module.SWITCH, batch_module.REFUSED, batch_module.REFUSED]
-        assert produced == {"t": 320} and batch.futures == [0, 1, 2, 3]
+        assert produced == {"t": 320} and batch.record_count == 4
         assert (batch.reserved, batch.max_record_size) == (400, 80)
         batch.seal()
-        assert append(batch, 2000, b"", None, 1, 1, produced, "t", 200) == batch_module.REFUSED  # type: ignore[operator]
+        assert append(batch, 2000, b"", 1, 1, produced, "t", 200) == batch_module.REFUSED  # type: ignore[operator]
         # Bad input raises and changes nothing.
         open_batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0,
                                    delivery_timeout=60)
         before = _batch_state(open_batch)
         with pytest.raises(TypeError):
-            append(open_batch, 1, 12, None, 1, 1, {}, "t", 200)  # type: ignore[operator]
+            append(open_batch, 1, 12, 1, 1, {}, "t", 200)  # type: ignore[operator]
         assert _batch_state(open_batch) == before
     with pytest.raises(TypeError):
-        kernel(object(), 1, b"v", None, 1, 1, {}, "t", 200)  # type: ignore[operator]
-
-
-def test_append_unkeyed_stamps_now_without_a_timestamp(k: ModuleType) -> None:
-    for append in (ProducerBatch._append_unkeyed_pure, _kernel_method(k)):
-        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0, delivery_timeout=60)
-        before = time.time_ns() // 1_000_000
-        append(batch, None, b"v", None, 1, 1, {}, "t", 200)  # type: ignore[operator]
-        after = time.time_ns() // 1_000_000
-        assert before <= batch.timestamps[0] <= after
-        assert batch.builder.base_timestamp == batch.builder.max_timestamp == batch.timestamps[0]
-
-
-def test_the_compiled_metadata_is_not_tracked_by_the_cyclic_collector(k: ModuleType) -> None:
-    # A str and ints make no reference cycle: nothing for full collections to walk.
-    loop = asyncio.new_event_loop()
-    try:
-        batch = _batch_with_futures(loop, [(-1, 3, 1000)], set())
-        k.resolve_futures(batch.futures, 0, 1, RecordMetadata, batch.topic, batch.partition, 5,
-                          None, -1, batch.timestamps, batch.sizes, asyncio.InvalidStateError)
-        meta = batch.futures[0].result()
-        assert meta == RecordMetadata("topic", 3, 5, 1000, -1, 3) and not gc.is_tracked(meta)
-    finally:
-        loop.close()
+        kernel(object(), 1, b"v", 1, 1, {}, "t", 200)  # type: ignore[operator]
 
 
 def _ALLOWED(batch_size: int) -> int:
@@ -405,38 +312,6 @@ def test_a_batch_buffer_grows_by_doubling_up_to_the_batch_size(k: ModuleType) ->
         assert pure.record_count == builder.record_count
         assert bytes(pure.build()) == builder.build()
         assert len(allocations) <= 12, sorted(allocations)
-
-
-@pytest.mark.asyncio
-async def test_future_factory_makes_what_the_partial_makes(k: ModuleType) -> None:
-    loop = asyncio.get_running_loop()
-    make = k.future_factory(loop)
-    reference = functools.partial(asyncio.Future, loop=loop)
-    first, second, expected = make(), make(), reference()
-    for fut in (first, second):
-        assert type(fut) is type(expected) and fut.get_loop() is loop and not fut.done()
-    first.set_result(1)
-    assert not second.done()  # a new future per call
-    with pytest.raises(TypeError, match="no arguments"):
-        make(1)
-    with pytest.raises(TypeError, match="no arguments"):
-        make(loop=loop)
-    chosen = record_future_factory(loop)
-    assert type(chosen()) is asyncio.Future
-    # The compiled factory where the package runs compiled, the partial where it runs pure.
-    assert (type(chosen) is type(make)) == records.COMPILED
-    assert isinstance(chosen, functools.partial) == (not records.COMPILED)
-
-
-@pytest.mark.asyncio
-async def test_loops_with_their_own_futures_keep_making_them() -> None:
-    class OwnFuture(asyncio.Future):  # type: ignore[type-arg]
-        pass
-
-    loop = asyncio.get_running_loop()
-    with mock.patch.object(loop, "create_future", lambda: OwnFuture(loop=loop)):
-        make = record_future_factory(loop)
-        assert type(make()) is OwnFuture
 
 
 def test_short_runs_grow_a_batch_by_doubling_within_its_size(k: ModuleType) -> None:

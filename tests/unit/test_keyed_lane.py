@@ -47,16 +47,33 @@ def compiled_append() -> Any:
     )
 
 
+class _ScriptedOutcome:
+    """An outcome whose handles are tokens (the timestamp, "now", is not compared)."""
+
+    def __init__(self, name: str, calls: list[tuple[Any, ...]], tokens: itertools.count[int]) -> None:
+        self.name = name
+        self.calls = calls
+        self.tokens = tokens
+
+    def handle(self, delta: int, timestamp_ms: int, sizes: int) -> tuple[Any, ...]:
+        self.calls.append((self.name, "handle", delta, type(timestamp_ms), sizes))
+        return ("handle", next(self.tokens))
+
+
 class _ScriptedBatch:
     """A batch whose append_keyed answers what the test says, and remembers its calls."""
 
-    def __init__(self, name: str, calls: list[tuple[Any, ...]]) -> None:
+    def __init__(self, name: str, calls: list[tuple[Any, ...]], tokens: itertools.count[int]) -> None:
         self.name = name
         self.calls = calls
-        self.answer = True
+        self.answer: Any = True
+        self.record_count = 0
+        self.outcome = _ScriptedOutcome(name, calls, tokens)
 
-    def append_keyed(self, *args: Any) -> Any:
-        self.calls.append((self.name, *args))
+    def append_keyed(self, timestamp_ms: Any, *args: Any) -> Any:
+        self.calls.append((self.name, type(timestamp_ms), *args))
+        if self.answer:
+            self.record_count += 1
         return self.answer
 
 
@@ -77,16 +94,16 @@ class _World:
         self.queues: dict[tuple[str, int], deque[Any]] = {}
         self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(4)}))
-        tokens = itertools.count()
+        self.tokens = itertools.count()
         self.calls: list[tuple[Any, ...]] = []
         self.lane = KeyedLane(
-            self.queues, self.pool, self.client, lambda: ("future", next(tokens)), max_size,  # type: ignore[arg-type]
+            self.queues, self.pool, self.client, max_size,  # type: ignore[arg-type]
             lambda: self.calls.append(("wake", self.pool.available)),
         )
         self.batches: dict[int, _ScriptedBatch] = {}
 
     def fill(self, partition: int) -> None:
-        batch = self.batches[partition] = _ScriptedBatch(f"p{partition}", self.calls)
+        batch = self.batches[partition] = _ScriptedBatch(f"p{partition}", self.calls, self.tokens)
         self.queues.setdefault(("t", partition), deque()).append(batch)
 
     def observed(self) -> tuple[Any, ...]:
@@ -165,7 +182,7 @@ def test_the_partition_is_javas_for_the_key(compiled_append: Any) -> None:
         keys = [b"", b"a", b"key-1", bytes(range(256)), b"\xff" * 13]
         for key in keys:
             assert append(world.lane, "t", key, b"v") is not None
-        assert [c[0] for c in world.calls] == [
+        assert [c[0] for c in world.calls if c[1] != "handle"] == [
             f"p{(_murmur2_pure(k) & 0x7FFFFFFF) % 7}" for k in keys
         ]
 
@@ -184,14 +201,14 @@ def test_real_batches_end_alike(compiled_append: Any) -> None:
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(3)}))
             wakes: list[int] = []
             lane = KeyedLane(
-                queues, pool, client, loop.create_future, 1 << 20,  # type: ignore[arg-type]
+                queues, pool, client, 1 << 20,  # type: ignore[arg-type]
                 functools.partial(wakes.append, 0),
             )
             answers = [append(lane, "t", b"k%d" % i, b"x" * (i % 50)) is not None for i in range(60)]
             batches = [dq[-1] for dq in queues.values()]
             results.append((
                 answers, pool.available, wakes,
-                [(b.record_count, list(b.sizes), b.reserved, b.max_record_size) for b in batches],
+                [(b.record_count, b.reserved, b.max_record_size) for b in batches],
                 [[(r.offset, r.key, r.value, r.headers) for r in parsed.records]
                  for b in batches for parsed in parse_record_batches(b.builder.build())],
             ))
@@ -222,11 +239,11 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) 
         for append in (KeyedLane._append_pure, compiled_append):
             batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
                                   delivery_timeout=60)
-            assert batch.try_append(base, key, b"first", None, object(), pack_sizes(3, 5))
+            assert batch.try_append(base, key, b"first", None, pack_sizes(3, 5))
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(1)}))
             wakes: list[int] = []
             lane = KeyedLane(
-                {("t", 0): deque([batch])}, BufferPool(1 << 20), client, loop.create_future,  # type: ignore[arg-type]
+                {("t", 0): deque([batch])}, BufferPool(1 << 20), client,  # type: ignore[arg-type]
                 1 << 20, _record_count_on_wake(batch, wakes),
             )
             assert all(append(lane, "t", key, value) is not None for value in values)

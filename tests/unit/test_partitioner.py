@@ -67,7 +67,7 @@ def _topic(partitions: int, leaders: tuple[int, ...] = ()) -> TopicInfo:
 def _batch_of(size: int) -> ProducerBatch:
     """An open batch of batch_size 100 holding ``size`` bytes."""
     batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=100, now=0.0, delivery_timeout=1)
-    assert batch.try_append(1, None, b"x" * (size - RECORD_BATCH_OVERHEAD - 7), None, None, 0)
+    assert batch.try_append(1, None, b"x" * (size - RECORD_BATCH_OVERHEAD - 7), None, 0) is not None
     assert batch.builder.size_in_bytes == size
     return batch
 

@@ -324,15 +324,30 @@ async def test_a_cycle_through_a_callback_is_collected(Outcome: Any) -> None:
     assert gone() is None
 
 
-def test_a_handle_nobody_waits_on_is_not_walked_by_the_collector(Outcome: Any) -> None:
-    if Outcome is BatchOutcomePy:
-        pytest.skip("only the compiled handle leaves the collector's lists")
+def test_a_failed_batch_whose_error_holds_the_frame_of_its_handles_is_collected(Outcome: Any) -> None:
+    """Awaiting one handle of a failed batch raises the batch's error into the
+    awaiting coroutine: the error's traceback holds that frame, whose locals
+    hold the other handles of the batch, which hold the outcome, which holds
+    the error. Every handle is tracked, so the collector frees the cycle."""
     loop = asyncio.new_event_loop()
     try:
-        h = _outcome(Outcome, loop).handle(0, 0, 1)
-        assert not gc.is_tracked(h)
-        h.add_done_callback(print)
-        assert gc.is_tracked(h)
+        outcome = _outcome(Outcome, loop)
+        quiet, awaited = outcome.handle(0, 0, 1), outcome.handle(1, 0, 1)
+        outcome.fail(ValueError("refused"))
+
+        async def wait() -> None:
+            held = quiet  # a local of the frame the error's traceback keeps
+            try:
+                await awaited
+            except ValueError:
+                pass
+            assert held.done()
+
+        loop.run_until_complete(wait())
+        gone = [weakref.ref(quiet), weakref.ref(awaited)]
+        del quiet, awaited, outcome, wait
+        gc.collect()
+        assert [r() for r in gone] == [None, None]
     finally:
         loop.close()
 

@@ -1,12 +1,12 @@
 """The compiled unkeyed shortcut (UnkeyedLane.append) decides and does what its pure reference does.
 
 Two identical worlds (the partitioner's filling and produced dicts, a buffer
-pool, a client whose metadata snapshot changes, a future factory) go through
+pool, a client whose metadata snapshot changes) go through
 the same random steps: appends of random sizes that the batch takes, refuses,
 ends the sticky turn with or fills; the batch dying; the topic's metadata replaced;
 the pool running low or being marked exhausted; the topic forgotten and a new
 batch filling. After each step both must have answered alike (a future or
-None), called the batch with the same arguments, charged the pool alike,
+None), made the same handles, called the batch with the same arguments, charged the pool alike,
 woken the sender alike and moved the partitioner alike. A last test runs a real batch through both.
 """
 
@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine.batch import ProducerBatch, pack_sizes
 from aioproducer.engine.buffer_pool import BufferPool
+from aioproducer.engine.record_handle import RecordHandle
 from aioproducer.engine.sticky import StickyPartitioner
 from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
 from aioproducer.protocol.compression import Codec
@@ -56,17 +57,33 @@ class _PlainPool:
         self.exhausted = False
 
 
+class _ScriptedOutcome:
+    """An outcome whose handles are tokens (the timestamp, "now", is not compared)."""
+
+    def __init__(self, calls: list[tuple[Any, ...]], tokens: itertools.count[int]) -> None:
+        self.calls = calls
+        self.tokens = tokens
+
+    def handle(self, delta: int, timestamp_ms: int, sizes: int) -> tuple[Any, ...]:
+        self.calls.append(("handle", delta, type(timestamp_ms), sizes))
+        return ("handle", next(self.tokens))
+
+
 class _ScriptedBatch:
     """A batch whose append_unkeyed answers what the test says, and remembers its calls."""
 
-    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+    def __init__(self, calls: list[tuple[Any, ...]], tokens: itertools.count[int]) -> None:
         self.calls = calls
-        self.answer = batch_module.APPENDED
+        self.answer: Any = batch_module.APPENDED
+        self.record_count = 0
+        self.outcome = _ScriptedOutcome(calls, tokens)
 
     def append_unkeyed(self, *args: Any) -> int:
-        timestamp, value, future, reserve, bound, produced, topic, limit = args
-        self.calls.append((timestamp, value, future, reserve, bound, dict(produced), topic, limit))
-        return self.answer
+        timestamp, value, reserve, bound, produced, topic, limit = args
+        self.calls.append((type(timestamp), value, reserve, bound, dict(produced), topic, limit))
+        if self.answer:
+            self.record_count += 1
+        return self.answer  # type: ignore[no-any-return]
 
 
 class _World:
@@ -76,9 +93,9 @@ class _World:
         # Wakes and moves in one list: their order is compared too.
         self.moves: list[tuple[str, Any]] = []
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={}))
-        tokens = itertools.count()
+        self.tokens = itertools.count()
         self.lane = UnkeyedLane(
-            self.sticky, self.pool, self.client, lambda: ("future", next(tokens)), max_size,  # type: ignore[arg-type]
+            self.sticky, self.pool, self.client, max_size,  # type: ignore[arg-type]
             lambda: self.moves.append(("wake", self.pool.available)),
         )
         self.lane.move_on = lambda topic, info: self.moves.append((topic, info))
@@ -86,7 +103,7 @@ class _World:
         self.batch: _ScriptedBatch | None = None
 
     def fill(self, info: object) -> None:
-        self.batch = _ScriptedBatch(self.calls)
+        self.batch = _ScriptedBatch(self.calls, self.tokens)
         self.sticky.filling["t"] = (weakref.ref(self.batch), info)  # type: ignore[arg-type]
 
     def observed(self) -> tuple[Any, ...]:
@@ -170,18 +187,20 @@ def test_a_real_batch_through_both_lanes(compiled_append: Any) -> None:
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
             moves: list[str] = []
             lane = UnkeyedLane(
-                sticky, pool, client, loop.create_future, 1 << 20,  # type: ignore[arg-type]
+                sticky, pool, client, 1 << 20,  # type: ignore[arg-type]
                 functools.partial(moves.append, "wake"),
             )
             lane.move_on = lambda topic, _info, moves=moves: moves.append(topic)
-            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=3000, now=0.0, delivery_timeout=60)
+            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=3000, now=0.0, delivery_timeout=60,
+                                  loop=loop)
             sticky.filling["t"] = (weakref.ref(batch), info)  # type: ignore[arg-type]
             answers = [append(lane, "t", bytes([i]) * (i * 7 % 150)) for i in range(60)]
             taken = [a for a in answers if a is not None]
-            assert all(isinstance(f, asyncio.Future) for f in taken)
-            assert batch.futures == taken
+            assert all(type(h) is RecordHandle and not h.done() for h in taken)
+            batch.complete(100)
+            placed = [(h.result().offset, h.result().serialized_value_size) for h in taken]
             results.append((len(taken), answers.index(None), moves, pool.available, dict(sticky.produced),
-                            batch.reserved, batch.record_count, list(batch.sizes)))
+                            batch.reserved, batch.record_count, placed))
         assert results[1] == results[0]
     finally:
         loop.close()
@@ -211,10 +230,10 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) 
                                   delivery_timeout=60)
             wakes: list[int] = []
             lane = UnkeyedLane(
-                sticky, BufferPool(1 << 20), client, loop.create_future, 1 << 20,  # type: ignore[arg-type]
+                sticky, BufferPool(1 << 20), client, 1 << 20,  # type: ignore[arg-type]
                 _record_count_on_wake(batch, wakes),
             )
-            assert batch.try_append(base, None, b"first", None, object(), pack_sizes(-1, 5))
+            assert batch.try_append(base, None, b"first", None, pack_sizes(-1, 5))
             sticky.filling["t"] = (weakref.ref(batch), info)
             assert all(append(lane, "t", value) is not None for value in values)
             assert batch.is_full() and wakes == [5], (append, wakes)

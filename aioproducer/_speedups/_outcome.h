@@ -1,8 +1,8 @@
 /* BatchOutcome and RecordHandle (_outcome.c, _handle.c): their layouts, shared by
  * the two files only, and what the batch kernels call. The reference is
  * aioproducer/engine/record_handle.py. */
-#ifndef AIOPRODUCER_HANDLE_H
-#define AIOPRODUCER_HANDLE_H
+#ifndef AIOPRODUCER_OUTCOME_H
+#define AIOPRODUCER_OUTCOME_H
 
 #include <Python.h>
 
@@ -40,22 +40,17 @@ static inline kernels_state *state_of(PyObject *obj) {
     return (kernels_state *)PyType_GetModuleState(Py_TYPE(obj));
 }
 
-/* Track ``obj`` in the cyclic collector if it is not yet (see _handle.c). */
-static inline void track(PyObject *obj) {
-    if (!PyObject_GC_IsTracked(obj)) PyObject_GC_Track(obj);
-}
-
 /* _outcome.c: the outcome a handle's record belongs to now (following splits; borrowed). */
 Outcome *handle_current(Handle *h);
 /* _outcome.c: schedule a handle's done callbacks on its loop, once. */
 void handle_schedule_callbacks(Handle *h);
 /* _outcome.c: register a handle with callbacks, or schedule them if ``o`` is decided. */
 int outcome_wait_on(Outcome *o, Handle *h);
-/* _handle.c: a new handle of ``outcome`` (exactly a BatchOutcome of this module) for the
+/* _outcome.c: a new handle of ``outcome`` (exactly a BatchOutcome of this module) for the
  * record at offset ``delta``, with its timestamp and packed sizes (batch.pack_sizes). */
 PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,
                              unsigned long long sizes);
-/* _handle.c: parse (delta, timestamp_ms, sizes) as make_record_handle takes them. */
+/* _outcome.c: parse (delta, timestamp_ms, sizes) as make_record_handle takes them. */
 int parse_handle_args(PyObject *const *args, long long *delta, long long *ts, unsigned long long *sizes);
 /* Add BatchOutcome and register_record_metadata / RecordHandle to the module. */
 int add_outcome_type(PyObject *module);
