@@ -114,67 +114,70 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
         PyErr_SetString(PyExc_TypeError, "produced must be a dict");
         return -1;
     }
-    PyObject *outcome = NULL;
-    if (handle) {
-        outcome = get_slot(self, B_OUTCOME);
-        if (!outcome) return -1;
-        if (!layout.outcome_type || !Py_IS_TYPE(outcome, layout.outcome_type)) {
-            PyErr_SetString(PyExc_TypeError, "the batch's outcome is not a BatchOutcome");
+    /* The topic's hash may run code (a str subclass), and so may a collection
+     * started by any allocation below (the handle's): what is read of the batch
+     * and the dict before such a call is held, or read after it. */
+    PyObject *seen = NULL;
+    Py_ssize_t before = 0;
+    if (produced) {
+        seen = Py_XNewRef(PyDict_GetItemWithError(produced, topic));
+        if (seen && PyLong_CheckExact(seen)) before = PyLong_AsSsize_t(seen);
+        else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
+        if ((!seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
+            Py_XDECREF(seen);
             return -1;
         }
+    }
+    PyObject *outcome = NULL, *record_handle = NULL;
+    PyObject *reserved_obj = NULL, *after_obj = NULL, *largest_obj = NULL;
+    int result = -1;
+    if (handle) {
+        outcome = get_slot(self, B_OUTCOME);
+        if (!outcome) goto done;
+        if (!layout.outcome_type || !Py_IS_TYPE(outcome, layout.outcome_type)) {
+            PyErr_SetString(PyExc_TypeError, "the batch's outcome is not a BatchOutcome");
+            outcome = NULL;
+            goto done;
+        }
+        Py_INCREF(outcome);
     }
     /* The builder's batch_size bounds the buffer; the batch's says when it is full. */
     Py_ssize_t full_at, reserved, max_record_size;
     if (get_ssize(self, B_BATCH_SIZE, &full_at) < 0 ||
         get_ssize(self, B_RESERVED, &reserved) < 0 ||
-        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return -1;
-    PyObject *seen = NULL;
-    Py_ssize_t before = 0;
-    if (produced) {
-        seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
-        if (seen && PyLong_CheckExact(seen)) before = PyLong_AsSsize_t(seen);
-        else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
-    }
-    if ((produced && !seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
-        return -1;
-    }
+        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) goto done;
     /* The builder checks its seal and the timestamp, sizes the record and
      * reserves its room: past this, only the commit below can refuse. */
     record_plan plan;
     int planned = builder_plan(builder, ts_arg, ts, overflow, kspan->len, vspan->len, &plan);
-    if (planned <= 0) return planned; /* -1: an error; 0: no room (CODE_REFUSED) */
+    if (planned <= 0) {
+        result = planned; /* -1: an error; 0: no room (CODE_REFUSED) */
+        goto done;
+    }
     Py_ssize_t old = plan.offset, total = plan.total;
     Py_ssize_t after = before + bound;
     int switch_due = produced && after >= limit &&
                      (after >= 2 * limit || old + total + bound > limit);
-    /* Every new object first. The handle is made from C integers (its delta is
-     * the record count before the append) and runs no Python code. */
-    PyObject *record_handle = NULL;
+    /* Every new object first: the handle (its delta is the record count before
+     * the append), whose allocation may start a collection (caught by the commit). */
     if (handle) {
         /* pack_sizes(key size or -1, value size or -1): a span of None has len -1 */
         unsigned long long sizes = ((unsigned long long)(kspan->len + 1) << 32) |
                                    (unsigned long long)(vspan->len + 1);
         record_handle = make_record_handle(outcome, plan.count, plan.ts, sizes);
-        if (!record_handle) return -1;
+        if (!record_handle) goto done;
     }
-    PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
-    PyObject *after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
+    reserved_obj = PyLong_FromSsize_t(reserved + reserve);
+    after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
     /* The batch's largest record bound, when this one is larger. */
-    PyObject *largest_obj = NULL;
     int largest_failed = 0;
     if (bound > max_record_size) {
         largest_obj = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
         largest_failed = !largest_obj;
     }
-    int result = -1;
     if (!reserved_obj || !after_obj || largest_failed) goto done;
-    /* The dict drops its reference to ``seen`` when it takes the new count:
-     * hold one, to put it back if the commit below refuses. */
-    Py_XINCREF(seen);
-    if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) {
-        Py_XDECREF(seen);
-        goto done;
-    }
+    /* ``seen`` is held: put back if the commit below refuses. */
+    if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) goto done;
     /* Refused only if code run meanwhile (a topic's __hash__, a finalizer
      * started by an allocation) changed the builder. */
     if (builder_commit(builder, &plan, kspan, vspan) < 0) {
@@ -184,11 +187,9 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
             if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
             else PyDict_DelItem(produced, topic);
         }
-        Py_XDECREF(seen);
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto done;
     }
-    Py_XDECREF(seen);
     set_slot(self, B_RESERVED, reserved_obj);
     reserved_obj = NULL;
     if (largest_obj) {
@@ -202,6 +203,8 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
         record_handle = NULL;
     }
 done:
+    Py_XDECREF(seen);
+    Py_XDECREF(outcome);
     Py_XDECREF(record_handle);
     Py_XDECREF(reserved_obj);
     Py_XDECREF(after_obj);

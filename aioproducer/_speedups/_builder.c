@@ -28,8 +28,6 @@
 
 #define INITIAL_CAPACITY 256
 #define TRANSACTIONAL_BIT 0x10
-/* Past any length a buffer can have: keeps every size sum below Py_ssize_t's range. */
-#define MAX_PART (PY_SSIZE_T_MAX / 8)
 
 /* ---- the C-level surface (_builder.h) ------------------------------------ */
 

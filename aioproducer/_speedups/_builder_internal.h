@@ -11,6 +11,8 @@
 #include "_builder.h"
 
 #define BATCH_HEADER_SIZE 61 /* records.RECORD_BATCH_OVERHEAD */
+/* Past any length a buffer can have: keeps every size sum below Py_ssize_t's range. */
+#define MAX_PART (PY_SSIZE_T_MAX / 8)
 
 /* The builder owns its bytes: a buffer nothing else can reach, so no code but
  * its own resizes or reads it, whatever a caller's objects do meanwhile. */
@@ -25,6 +27,7 @@ typedef struct {
     long long max_ts;         /* max_timestamp (likewise) */
     uint64_t gen;             /* counts changes: every record appended, and the seal */
     int sealed;
+    int running;              /* an append_run is under way (its records past len) */
     int transactional;
     int codec_id;
     PyObject *codec;          /* a Codec member */

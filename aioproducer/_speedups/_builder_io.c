@@ -39,6 +39,10 @@ int scratch_reserve(scratch *s, Py_ssize_t more) {
 }
 
 static inline int scratch_put(scratch *s, const char *data, Py_ssize_t n) {
+    if (n > MAX_PART) { /* no batch holds it; and n + 10 stays within Py_ssize_t */
+        PyErr_NoMemory();
+        return -1;
+    }
     if (scratch_reserve(s, n + 10) < 0) return -1;
     char *p = put_uvarint(s->p + s->len, zigzag64(n));
     if (n) memcpy(p, data, n);

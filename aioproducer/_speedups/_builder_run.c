@@ -7,7 +7,10 @@
  * even append to this builder) before its bytes are written past the builder's
  * length, in room the builder reserved; the length moves once, at the end, if
  * the builder did not change meanwhile. So a run is all or nothing: on an error,
- * or when the caller's code changed the builder, it appends no record. */
+ * or when the caller's code changed the builder, it appends no record. A run
+ * started by the caller's code while another one runs writes its records aside
+ * and copies them in when it ends: failing, it leaves the other run's records,
+ * written past the length, as they were. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -65,11 +68,14 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
     PyObject *values = a[1], *keys = a[4] == Py_None ? NULL : a[4];
     PyObject *headers = a[5] == Py_None ? NULL : a[5], *order = a[6] == Py_None ? NULL : a[6];
     PyObject *snap = NULL, *result = NULL;
-    scratch hdr;
+    int entered = 0, nested = 0;
+    scratch hdr, aside;
     scratch_init(&hdr);
+    scratch_init(&aside);
     if (headers && builder_encode_headers(headers, &hdr) < 0) goto done;
     Py_ssize_t hlen = headers ? hdr.len : 1;
-    Py_ssize_t n = stop > start ? stop - start : 0;
+    Py_ssize_t n = 0; /* len(range(start, stop)), which past Py_ssize_t no run reaches */
+    if (stop > start && __builtin_sub_overflow(stop, start, &n)) n = PY_SSIZE_T_MAX;
     if (order) {
         /* ``order[start:stop]`` as Python evaluates it (a slice object, whatever
          * the type), then a tuple only this run holds: nothing the caller's code
@@ -107,6 +113,9 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
     }
     const uint64_t gen = self->gen;
     const Py_ssize_t base_len = self->len;
+    /* Inside another run of this builder (its records are past the length): aside. */
+    nested = self->running;
+    self->running = entered = 1;
     Py_ssize_t used = base_len, room = self->batch_size - base_len;
     const Py_ssize_t end = room > 0 ? base_len + room : base_len; /* the batch's end */
     int stale = 0;
@@ -125,6 +134,10 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
                       builder_span_at(key, &kspan, "keys", i, index_obj) < 0) ||
                      (!span_quick(value, &vspan) &&
                       builder_span_at(value, &vspan, "values", i, index_obj) < 0);
+        if (!failed && (kspan.len > MAX_PART || vspan.len > MAX_PART)) {
+            PyErr_NoMemory(); /* no batch holds it; the sizes below stay far from overflowing */
+            failed = 1;
+        }
         int full = 0;
         if (!failed) {
             if (self->gen != gen) stale = 1; /* written past a length that moved: refused below */
@@ -136,11 +149,18 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
                  * longer: offset deltas grow), within the room: reserved at once. */
                 Py_ssize_t left = n - j, hint = room;
                 if (left <= room / (size + 1)) hint = (size + 1) * left;
-                if (builder_reserve(self, used + size, used + hint, end) < 0) {
-                    failed = 1;
-                } else {
-                    write_record(self->buf + used, body, ts_zz, zigzag64(count), kspan.buf, kspan.len,
+                char *at = NULL;
+                if (nested) {
+                    if (scratch_reserve(&aside, size) == 0) at = aside.p + aside.len;
+                } else if (builder_reserve(self, used + size, used + hint, end) == 0) {
+                    at = self->buf + used;
+                }
+                if (at) {
+                    write_record(at, body, ts_zz, zigzag64(count), kspan.buf, kspan.len,
                                  vspan.buf, vspan.len, headers ? hdr.p : NULL, hdr.len);
+                    aside.len += nested ? size : 0;
+                } else {
+                    failed = 1;
                 }
             }
             if (!full && !failed) {
@@ -164,6 +184,10 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
         goto done;
     }
     if (count > first) {
+        if (nested) {
+            if (builder_reserve(self, used, 0, end) < 0) goto done;
+            memcpy(self->buf + base_len, aside.p, aside.len);
+        }
         self->len = used;
         if (!first) self->base_ts = self->max_ts = ts;
         else if (ts > self->max_ts) self->max_ts = ts;
@@ -172,7 +196,9 @@ PyObject *builder_append_run(PyObject *op, PyObject *const *args, Py_ssize_t nar
     }
     result = PyLong_FromSsize_t(count - first);
 done:
+    if (entered) self->running = nested;
     Py_XDECREF(snap);
+    scratch_free(&aside);
     scratch_free(&hdr);
     return result;
 }
