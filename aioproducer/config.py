@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigurationError
+from .foreign_names import LIBRDKAFKA_PROPERTIES, PEER_SETTINGS
 from .net.bootstrap import parse_bootstrap
 from .net.security import Security, build_security
 from .net.security_properties import (
@@ -484,6 +485,8 @@ def unknown_setting_message(name: str) -> str:
             f"unknown producer setting {name!r}: Java property names{hint} "
             f"go to Producer.from_config"
         )
+    if name in PEER_SETTINGS:
+        return f"unknown producer setting {name!r}: {PEER_SETTINGS[name]}"
     settings = [f.name for f in dataclasses.fields(ProducerConfig)]
     close = difflib.get_close_matches(name, settings, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -499,6 +502,8 @@ def check_setting_names(names: Iterable[str]) -> None:
 
 def _unknown_message(key: str, known: Iterable[str]) -> str:
     # The value is left out: it may be a secret in a mistyped property name.
+    if key in LIBRDKAFKA_PROPERTIES:
+        return f"unknown producer property {key!r}: {LIBRDKAFKA_PROPERTIES[key]}"
     close = difflib.get_close_matches(key, list(known), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown producer property {key!r}{hint}"

@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from threading import get_ident
 from time import time_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .bulk.appender import BulkAppender
@@ -52,6 +52,7 @@ from .engine.validation import (
     check_topic,
     to_bytes,
 )
+from .foreign_names import PEER_METHODS
 from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
 from .loop_binding import UNBOUND, LoopBindingMixin
@@ -92,6 +93,15 @@ class Producer(
     property names. A producer belongs to the event loop that starts it (see
     :mod:`.loop_binding`).
     """
+
+    if not TYPE_CHECKING:  # type checkers keep flagging unknown names
+
+        def __getattr__(self, name: str) -> Any:
+            # Only for names not found: a method of aiokafka's or confluent-kafka's
+            # producer gets what to call here (foreign_names.PEER_METHODS).
+            hint = PEER_METHODS.get(name)
+            message = f"{type(self).__name__!r} object has no attribute {name!r}"
+            raise AttributeError(f"{message}: {hint}" if hint else message, name=name, obj=self)
 
     def _init(self, config: ProducerConfig) -> None:
         # Topics already validated and known to the metadata: skips checks per record.

@@ -2,8 +2,11 @@
 
 Example::
 
-    $ aioproducer mock-broker --brokers 3 --port 9092 --partitions 4
-    127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
+    $ aioproducer mock-broker --brokers 3 --partitions 4
+    127.0.0.1:40417,127.0.0.1:36229,127.0.0.1:45121
+
+By default every broker takes a free port (a local Kafka on 9092 is no
+clash); ``--port 9092`` puts them on 9092, 9093 and so on.
 
 The first line on stdout is the bootstrap servers string, so a script can read
 it and point clients at the cluster; Ctrl-C or SIGTERM stops it cleanly.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import sys
 from typing import Any
 
@@ -33,8 +37,9 @@ def add_parser(commands: Any) -> None:
     mock.add_argument(
         "--port",
         type=int,
-        default=9092,
-        help="port of the first broker, the others on the following ports; 0 = free ports",
+        default=0,
+        help="port of the first broker, the others on the following ports "
+        "(default 0: each broker takes a free port)",
     )
     mock.add_argument(
         "--partitions", type=int, default=4, help="partitions of auto-created topics (default 4)"
@@ -85,5 +90,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_serve(args))
     except OSError as exc:  # e.g. the port is taken
-        fail(f"cannot start the mock cluster: {exc}")
+        hint = ""
+        if args.port and exc.errno == errno.EADDRINUSE:
+            last = args.port + args.brokers - 1
+            ports = f"{args.port}" if last == args.port else f"{args.port}-{last}"
+            hint = (
+                f"; a port of {ports} is taken (a local Kafka?): leave out --port for free "
+                "ports, or choose another"
+            )
+        fail(f"cannot start the mock cluster: {exc}{hint}")
         return EXIT_UNAVAILABLE

@@ -130,6 +130,7 @@ def classify(
     idempotent: bool = False,
     first_pending: bool = True,
     splittable: bool = False,
+    batch_bytes: int | None = None,
 ) -> Outcome:
     """Decide what to do with a batch after an attempt ended with ``error``.
 
@@ -138,6 +139,9 @@ def classify(
     earlier attempt may have been written. A retriable error is retried
     while retries remain; otherwise the batch fails with the error itself.
 
+    ``batch_bytes``: the size of the refused batch on the wire, which an
+    error for a batch too large to split then names.
+
     A retry due after the batch's delivery deadline is scheduled all the same:
     the sender fails the batch at its deadline, as Java does, naming this error
     as the cause, rather than a backoff early (when the cluster may still
@@ -145,8 +149,11 @@ def classify(
     """
     if error is None:
         return Outcome(Action.COMPLETE)
-    if splittable and getattr(error, "code", None) in _TOO_LARGE_CODES:
-        return Outcome(Action.SPLIT, error)
+    if getattr(error, "code", None) in _TOO_LARGE_CODES:
+        if splittable:
+            return Outcome(Action.SPLIT, error)
+        if batch_bytes is not None:
+            error = _too_large(error, batch_bytes)
     refresh = bool(getattr(error, "invalid_metadata", False))
     bump = False
     if idempotent:
@@ -182,3 +189,15 @@ _TOO_LARGE_CODES = frozenset(
     {errors.RecordTooLargeError.code, errors.RecordListTooLargeError.code}
 )
 
+
+def _too_large(error: BaseException, batch_bytes: int) -> BaseException:
+    """``error`` (the broker refused a batch as too large) saying how large it was and what limits it."""
+    said = str(error.args[0]) if error.args else ""
+    explained = type(error)(
+        f"{said + ': ' if said else ''}the batch was {batch_bytes} bytes; the broker takes at most "
+        "the topic's max.message.bytes (by default the broker's message.max.bytes, 1048588) per "
+        "batch: raise that limit or send smaller records (a batch the broker refuses is split "
+        "until each part holds one record)"
+    )
+    explained.__cause__ = error
+    return explained

@@ -483,6 +483,7 @@ class Sender(ProducerIdMixin):
             first_pending=seq is None or seq.is_first_pending(batch),
             # A batch holding bulk records (spans, no per-record futures) fails whole.
             splittable=batch.record_count > 1 and not batch.maybe_written and not batch.spans,
+            batch_bytes=None if batch.payload is None else len(batch.payload),
         )
         if outcome.action is Action.SPLIT:
             self._split(batch, now)

@@ -53,6 +53,40 @@ _TRANSIENT_TOPIC_ERRORS = {
 RECOVERY_STRATEGIES = ("rebootstrap", "none")
 
 
+def _not_in_metadata(
+    topic: str, timeout: float, info: TopicInfo | None, *, answered: bool
+) -> errors.KafkaTimeoutError:
+    """The error of a wait for ``topic``'s metadata that ran out, saying what the cluster said.
+
+    Java waits the same way (``waitOnMetadata``): a topic the cluster calls
+    unknown may be on its way (auto-creation, or an admin creating it), so
+    it is not final before ``max_block_ms``; but when every answer said so,
+    the error says that, not only that nothing came.
+    """
+    waited = f"topic {topic!r} not present in metadata after {timeout * 1000:.0f} ms"
+    code = info.error_code if info is not None and answered else 0
+    if code == errors.UnknownTopicOrPartitionError.code:
+        cause: errors.KafkaError = errors.UnknownTopicOrPartitionError(f"topic {topic!r}")
+        why = (
+            "the cluster answered that it does not know the topic: it does not exist and "
+            "the brokers do not create topics on demand (auto.create.topics.enable=false), "
+            "or it is still being created"
+        )
+    elif code == errors.LeaderNotAvailableError.code:
+        cause = errors.LeaderNotAvailableError(f"topic {topic!r}")
+        why = "the cluster answered that the topic has no leader yet (being created, or its brokers are down)"
+    elif not answered:
+        return errors.KafkaTimeoutError(
+            f"{waited}: no metadata answer came from the cluster meanwhile "
+            "(is a broker reachable at bootstrap_servers?)"
+        )
+    else:
+        return errors.KafkaTimeoutError(waited)
+    error = errors.KafkaTimeoutError(f"{waited}: {why}")
+    error.__cause__ = cause
+    return error
+
+
 class KafkaClient(BrokerConnections):
     def __init__(
         self,
@@ -378,9 +412,7 @@ class KafkaClient(BrokerConnections):
                     return len(info.partitions)
                 if info is not None and info.error_code not in (0, *_TRANSIENT_TOPIC_ERRORS):
                     errors.raise_for_code(info.error_code, f"topic {topic!r}")
-                raise errors.KafkaTimeoutError(
-                    f"topic {topic!r} not present in metadata after {timeout * 1000:.0f} ms"
-                )
+                raise _not_in_metadata(topic, timeout, info, answered=self.snapshot is not stale)
             if on_wait is not None:
                 left = min(left, on_wait(info, time.monotonic() - began))
             await self.wait_for_update(left)

@@ -41,6 +41,16 @@ WARN_AFTER = 1.0
 LOG_INTERVAL = 10.0
 # Topics remembered by the rate limits before they start afresh.
 _MAX_TOPICS = 1000
+# What the cluster's last answer said of a topic it has no partitions of.
+_TOPIC_ERRORS = {
+    errors.UnknownTopicOrPartitionError.code: (
+        "; the cluster says the topic is unknown (UNKNOWN_TOPIC_OR_PARTITION): it does not "
+        "exist and auto-creation is off, or it is being created"
+    ),
+    errors.LeaderNotAvailableError.code: (
+        "; the cluster says the topic has no leader yet (LEADER_NOT_AVAILABLE)"
+    ),
+}
 
 
 class MetadataWait:
@@ -107,12 +117,13 @@ class MetadataWait:
         left_out = limiter.allow((topic, level), time.monotonic())
         if left_out is not None and self._log.isEnabledFor(level):
             wanted = "" if partition is None else f" partition {partition}"
+            said = _TOPIC_ERRORS.get(info.error_code, "") if info is not None else ""
             self._log.log(
                 level,
                 "%s for the metadata of topic %r%s (partitions known: %s), up to "
-                "max_block_ms=%.0f%s",
+                "max_block_ms=%.0f%s%s",
                 head, topic, wanted, "none" if known is None else known,
-                self._max_block * 1000,
+                self._max_block * 1000, said,
                 f" ({left_out} similar lines left out)" if left_out else "",
                 extra={"topic": topic, "partition": partition, "partitions_known": known},
             )

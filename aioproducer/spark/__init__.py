@@ -9,12 +9,19 @@ imports it, and this package only does when its contents are used.
 from __future__ import annotations
 
 import importlib
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["AioproducerDataSource", "KafkaCommitMessage", "local_session", "register"]
+__all__ = [
+    "AioproducerDataSource",
+    "KafkaCommitMessage",
+    "check_python_workers",
+    "local_session",
+    "register",
+]
 
 _INSTALL_HINT = "pip install 'aioproducer[spark]'"
 
@@ -36,12 +43,93 @@ def _require_pyspark() -> None:
         ) from exc
 
 
-def register(spark: SparkSession) -> None:
-    """Register the ``aioproducer`` data source with ``spark``."""
+def register(spark: SparkSession, *, check_workers: bool = True) -> None:
+    """Register the ``aioproducer`` data source with ``spark``.
+
+    ``check_workers``: first run one tiny task to see that Spark's Python
+    workers import the same aioproducer as this driver (ImportError naming
+    ``PYSPARK_PYTHON`` if not), so that a wrong worker interpreter fails here
+    in seconds rather than in the first write's tasks. Skipped where the
+    session has no SparkContext (Spark Connect).
+    """
     _require_pyspark()
     from .datasource import AioproducerDataSource
 
+    if check_workers:
+        check_python_workers(spark)
     spark.dataSource.register(AioproducerDataSource)
+
+
+def _worker_probe() -> Any:
+    # A nested function: cloudpickle ships it by value, so a worker that lacks
+    # aioproducer can still run it and say so (a module-level function would
+    # be pickled as a reference to this module, whose import would fail).
+    def probe(_: object) -> tuple[str, str | None, str | None]:
+        import sys
+
+        try:
+            import aioproducer
+        except Exception as exc:  # noqa: BLE001 - reported to the driver as it is
+            return sys.executable, None, f"{type(exc).__name__}: {exc}"
+        return sys.executable, aioproducer.__version__, None
+
+    return probe
+
+
+def _python_error(text: str) -> str:
+    """The last Python exception line in a Spark error's text (its JVM trace around it), or ''."""
+    lines = [
+        line.strip() for line in text.splitlines()
+        if re.match(r"\s*[A-Za-z_.]*(Error|Exception): ", line)
+    ]
+    return lines[-1] if lines else (text.strip().splitlines() or [""])[0]
+
+
+def check_python_workers(spark: SparkSession) -> None:
+    """Raise ImportError unless Spark's Python workers import this driver's aioproducer version.
+
+    PySpark starts its workers with ``PYSPARK_PYTHON`` (or the
+    ``spark.pyspark.python`` setting), else ``python3`` from PATH: not the
+    driver's interpreter, so a virtualenv that was not activated gives
+    workers without aioproducer.
+    """
+    import os
+    import sys
+
+    from .. import __version__
+
+    try:
+        context = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: nothing to probe
+        return
+    configured = (
+        getattr(context, "pythonExec", None)
+        or context.getConf().get("spark.pyspark.python")
+        or os.environ.get("PYSPARK_PYTHON")
+    )
+    where = (
+        f"PYSPARK_PYTHON / spark.pyspark.python is {configured!r}"
+        if configured
+        else "PYSPARK_PYTHON is not set, so they run python3 from PATH"
+    )
+    fix = f"set PYSPARK_PYTHON={sys.executable} (this driver's interpreter) before the session starts"
+    try:
+        [(executable, version, error)] = context.parallelize([0], 1).map(_worker_probe()).collect()
+    except Exception as exc:  # the worker could not even start
+        raise ImportError(
+            f"Spark's Python workers could not run a probe task ({where}): "
+            f"{_python_error(str(exc)) or type(exc).__name__}; {fix}"
+        ) from exc
+    if error is not None:
+        raise ImportError(
+            f"Spark's Python workers ({executable}) cannot import aioproducer ({error}): "
+            f"{where}; {fix}"
+        )
+    if version != __version__:
+        raise ImportError(
+            f"Spark's Python workers ({executable}) have aioproducer {version}, this driver "
+            f"{__version__}: the writer pickled here may not load there; {where}; {fix}"
+        )
 
 
 def local_session(app_name: str, master: str = "local[2]", **conf: str) -> SparkSession:

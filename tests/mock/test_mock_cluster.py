@@ -490,3 +490,23 @@ async def test_consecutive_ports_and_cli_arguments() -> None:
     else:
         pytest.fail("no two consecutive free ports found")
     assert main(["mock-broker", "--brokers", "0"]) == 2
+
+
+def test_cli_mock_broker_takes_free_ports_and_names_a_taken_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from aioproducer.cli import main
+    from aioproducer.cli.mock_broker import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    assert parser.parse_args(["mock-broker"]).port == 0  # free ports unless asked
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["mock-broker", "--brokers", "1", "--port", str(port)]) == 3
+    err = capsys.readouterr().err
+    assert f"a port of {port} is taken (a local Kafka?): leave out --port for free ports" in err

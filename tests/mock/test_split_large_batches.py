@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -43,9 +44,14 @@ async def test_single_record_too_large_fails_with_record_too_large() -> None:
         cluster.create_topic("big", partitions=1)
         cluster.max_message_bytes = 500
         async with Producer(cluster.bootstrap_servers, linger_ms=0) as p:
-            with pytest.raises(errors.RecordTooLargeError):
+            with pytest.raises(errors.RecordTooLargeError) as refused:
                 await asyncio.wait_for(p.send("big", b"x" * 1000), 5)
             small = await asyncio.wait_for(p.send("big", b"small"), 5)
+        # It says how large the batch was and which limit refused it.
+        size = int(re.search(r"the batch was (\d+) bytes", str(refused.value)).group(1))  # type: ignore[union-attr]
+        assert 1000 < size < 1200
+        assert "the topic's max.message.bytes" in str(refused.value)
+        assert isinstance(refused.value.__cause__, errors.RecordTooLargeError)
         assert [r.value for r in cluster.records("big")] == [b"small"]
         assert small.offset == 0
 

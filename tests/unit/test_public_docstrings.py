@@ -23,6 +23,7 @@ MODULES = [
     "aioproducer.testing",
     "aioproducer.testing.pytest_plugin",
     "aioproducer.integrations.aiohttp",
+    "aioproducer.integrations.fastapi",
     "aioproducer.integrations.prometheus",
     "aioproducer.integrations.opentelemetry",
     "aioproducer.spark",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -30,7 +31,7 @@ async def test_the_lifespan_runs_the_producer_for_the_app(kafka_cluster: MockClu
             where = resp.json()
             bad = await client.post("/events/no%20spaces", json={"id": 1})
             assert bad.status_code == 400
-            assert "illegal characters" in bad.json()["detail"]
+            assert "illegal characters" in bad.json()["detail"]["error"]
         producer = app.state.producer
     [record] = kafka_cluster.records("orders")
     assert (record.partition, record.offset) == (where["partition"], where["offset"])
@@ -61,7 +62,8 @@ async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster)
             resp = await client.post("/events/t", json={"id": 2})
             assert resp.status_code == 503
             assert resp.headers["Retry-After"] == "1"
-            assert "memory" in resp.json()["detail"]
+            assert "memory" in resp.json()["detail"]["error"]
+            assert resp.json()["detail"]["safe_to_retry"] is True  # never buffered
             kafka_cluster.resume_broker(kafka_cluster.broker_ids[0])
             await producer.flush(timeout=30)
             assert (await client.post("/events/t", json={"id": 3})).status_code == 200
@@ -70,7 +72,7 @@ async def test_a_full_buffer_is_503_with_retry_after(kafka_cluster: MockCluster)
 def fastapi_snippet(document: str) -> str:
     text = (Path(__file__).resolve().parents[2] / document).read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
-    [snippet] = [b for b in blocks if "FastAPI(lifespan=lifespan)" in b]
+    [snippet] = [b for b in blocks if "FastAPI(lifespan=producer_lifespan(" in b]
     return snippet
 
 
@@ -90,3 +92,28 @@ async def test_the_documented_example_works_as_written(
     [record] = kafka_cluster.records("readme")
     assert resp.json() == {"partition": record.partition, "offset": record.offset}
     assert json.loads(record.value) == {"n": 1}
+
+
+def _testing_guide_module() -> dict[str, Any]:
+    text = (Path(__file__).resolve().parents[2] / "docs/guides/testing.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    [snippet] = [b for b in blocks if "from examples.fastapi_service import create_app" in b]
+    namespace: dict[str, Any] = {"__name__": "documented_fastapi_tests"}
+    exec(compile(snippet, "docs/guides/testing.md", "exec"), namespace)  # noqa: S102 - our own docs
+    return namespace
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "test_an_event_is_published_keyed_by_its_id",
+        "test_a_broker_that_stops_answering_is_a_503_within_the_bound",
+    ],
+)
+async def test_the_testing_guides_fastapi_tests_pass_as_written(
+    kafka_cluster: MockCluster, name: str
+) -> None:
+    module = _testing_guide_module()
+    marks = {m.name: m for m in module["pytestmark"]}
+    assert marks["kafka_cluster"].kwargs == {"brokers": 1, "default_partitions": 1}  # as this module's
+    await asyncio.wait_for(module[name](kafka_cluster), 60)
