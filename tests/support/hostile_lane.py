@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 import weakref
 from collections.abc import Callable
 from types import SimpleNamespace

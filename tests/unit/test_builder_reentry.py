@@ -80,13 +80,13 @@ def test_the_batch_kernel_holds_what_a_topics_code_may_free() -> None:
     env = dict(os.environ, PYTHONMALLOC="debug", PYTHONPATH=str(ROOT))
     env.pop("AIOPRODUCER_NO_EXTENSIONS", None)
     done = subprocess.run([sys.executable, "-m", "tests.support.hostile_lane"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
     lines = done.stdout.splitlines()
     assert len(lines) == 12
     before, meanwhile = hostile_lane.BEFORE, hostile_lane.MEANWHILE
     for line in lines:
-        case, _at, answer, produced, records = line.split()
+        _case, _at, answer, produced, records = line.split()
         # Appended (counted on whichever count the dict held then), or refused
         # with the count put back and only the finalizer's record in the batch.
         assert answer in ("appended", "RuntimeError"), line
