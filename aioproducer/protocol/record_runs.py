@@ -14,12 +14,12 @@ three lists at C speed and joining them once, with no Python loop per record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .varint import encode_uvarint
 
-__all__ = ["encode_uniform_run", "plain_run"]
+__all__ = ["encode_uniform_run", "encode_unkeyed_loop", "plain_run"]
 
 _NULL_KEY = b"\x01"  # zigzag(-1): a null key
 # Offset-delta widths: deltas below 64 take one varint byte, below 8192 two.
@@ -130,3 +130,52 @@ def encode_uniform_run(
         if k < wanted:
             break
     return i - start
+
+
+def encode_unkeyed_loop(
+    parts: list[Any],
+    values: Sequence[Any],
+    indices: Iterable[Any],
+    fixed: bytes,
+    hdr: bytes,
+    count: int,
+    room: int,
+    table: Sequence[bytes],
+    plain_at: Callable[[Any, str, Any], Any],
+) -> int:
+    """Unkeyed records of any lengths, one by one, while they fit in ``room``: the new count.
+
+    Everything but the offset delta and the value is constant; a value's
+    length prefix is recomputed only when the length changes. ``plain_at``
+    reads a value that is not exactly bytes (and names it in its error);
+    ``table`` holds the varints below its length.
+    """
+    limit = len(table)
+    base_size = len(fixed) + len(hdr)  # ``fixed``: the attributes and timestamp delta
+    extend = parts.extend
+    tail, vsize, last_len = _NULL_KEY, 0, -2
+    for i in indices:
+        value = values[i]
+        if value is None:
+            vlen = -1
+        else:
+            if type(value) is not bytes:
+                value = plain_at(value, "values", i)
+            vlen = len(value)
+        if vlen != last_len:
+            last_len = vlen
+            if vlen < 0:
+                tail, vsize = _NULL_KEY + _NULL_KEY, 2
+            else:
+                vpre = table[vlen << 1] if vlen << 1 < limit else encode_uvarint(vlen << 1)
+                tail, vsize = _NULL_KEY + vpre, 1 + len(vpre) + vlen
+        off = table[count << 1] if count << 1 < limit else encode_uvarint(count << 1)
+        size = base_size + len(off) + vsize
+        lpre = table[size << 1] if size << 1 < limit else encode_uvarint(size << 1)
+        size += len(lpre)
+        if size > room and count:
+            break
+        room -= size
+        extend((lpre, fixed, off, tail, value or b"", hdr))
+        count += 1
+    return count

@@ -38,7 +38,7 @@ from crc32c import crc32c
 
 from .._speedups import COMPILED, kernels
 from .compression import Codec, compress
-from .record_runs import encode_uniform_run, plain_run
+from .record_runs import encode_uniform_run, encode_unkeyed_loop, plain_run
 from .varint import _SMALL_UVARINT, encode_uvarint, size_of_varint
 
 __all__ = [
@@ -426,6 +426,8 @@ class RecordBatchBuilderPy:
                 uniform = run[0]
         if uniform >= 0:
             count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)  # type: ignore[arg-type]
+        elif keys is None:
+            count = encode_unkeyed_loop(parts, values, indices, fixed, hdr, count, room, table, _plain_at)
         else:
             for i in indices:
                 value = values[i]
