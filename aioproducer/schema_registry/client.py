@@ -213,12 +213,13 @@ class SchemaRegistryClient:
             info in a URL (``https://user:pass@host``) is used as basic auth.
         basic_auth: ``(user, password)`` for HTTP basic authentication.
         bearer_token: a static OAuth bearer token (not together with basic_auth).
-        bearer_logical_cluster / bearer_identity_pool: Confluent Cloud's
-            ``target-sr-cluster`` and ``Confluent-Identity-Pool-Id`` headers.
+        bearer_logical_cluster: Confluent Cloud's ``target-sr-cluster`` header.
+        bearer_identity_pool: Confluent Cloud's ``Confluent-Identity-Pool-Id`` header.
         ssl: an SSL context for https (a CA, and a client certificate for mTLS).
         timeout_s: bound on each attempt (connect and answer).
         max_retries: retries after the first attempt on 5xx and connection errors.
-        retry_backoff_s / retry_backoff_max_s: the first wait, doubled per retry, capped.
+        retry_backoff_s: the first wait before a retry, doubled per retry.
+        retry_backoff_max_s: the cap on that wait.
         latest_ttl_s: how long the latest version of a subject is cached.
         cache_capacity: entries kept per cache.
         max_in_flight: requests sent at once; more wait their turn (so that
