@@ -5,6 +5,10 @@ with ``schemaless_writer``, as Confluent's AvroSerializer does, so the bytes
 are the same. A value that does not fit the schema raises SchemaValidationError
 naming the field and the problem (fastavro's validator is run only then, to
 keep the common case at one pass).
+
+A schema that is just ``bytes`` is the exception Confluent makes: the payload
+is the value's bytes as they are, without Avro's length prefix (see
+:func:`is_raw_bytes`). A top-level ``string`` is Avro-encoded as usual.
 """
 
 from __future__ import annotations
@@ -19,9 +23,33 @@ from ..errors import ConfigurationError
 from .errors import SchemaValidationError
 from .serializer import SchemaSerializer
 
-__all__ = ["AvroSerializer"]
+__all__ = ["AvroSerializer", "is_raw_bytes"]
 
 log = logging.getLogger(__name__)
+
+
+def is_raw_bytes(parsed: Any) -> bool:
+    """Whether Confluent frames values of this (parsed) schema as raw bytes.
+
+    Java's ``AbstractKafkaAvroSerializer`` writes a ``byte[]`` value straight
+    after the 5-byte header, and ``AbstractKafkaAvroDeserializer`` reads the
+    rest of the message as the value when the writer schema's type is BYTES
+    (logical types on bytes included). confluent-kafka-python does the same in
+    ``AvroSerializer.__call__`` / ``AvroDeserializer.__call__``
+    (``confluent_kafka/schema_registry/_sync/avro.py``, its ``is_bytes`` branch:
+    ``"bytes"`` or a dict whose ``type`` is ``"bytes"``).
+    Every other top-level type, ``string`` included, is Avro binary (a string
+    keeps its length prefix in both clients).
+    """
+    return parsed == "bytes" or (isinstance(parsed, dict) and parsed.get("type") == "bytes")
+
+
+def _without_length(encoded: bytes) -> bytes:
+    """Avro ``bytes`` without its zig-zag varint length prefix."""
+    i = 0
+    while encoded[i] & 0x80:
+        i += 1
+    return encoded[i + 1:]
 
 
 def _fastavro() -> Any:
@@ -62,6 +90,8 @@ class AvroSerializer(SchemaSerializer):
         return parsed.get("name") if isinstance(parsed, dict) else None
 
     def _encoder(self, parsed: Any) -> Callable[[Any], bytes]:
+        if is_raw_bytes(parsed):
+            return self._raw_encoder(parsed)
         fastavro = _fastavro()
         write = fastavro.schemaless_writer
         to_dict = self._to_dict
@@ -78,9 +108,34 @@ class AvroSerializer(SchemaSerializer):
 
         return encode
 
+    def _raw_encoder(self, parsed: Any) -> Callable[[Any], bytes]:
+        """A top-level ``bytes`` schema: the value's bytes, as Confluent frames them."""
+        fastavro = _fastavro()
+        write = fastavro.schemaless_writer
+        to_dict = self._to_dict
+
+        def encode(obj: Any) -> bytes:
+            if to_dict is not None:
+                obj = to_dict(obj)
+            if isinstance(obj, (bytes, bytearray, memoryview)):
+                return bytes(obj)
+            # Anything else must be what a logical type on bytes takes (a
+            # Decimal): fastavro checks and encodes it, the prefix is dropped,
+            # which is what Confluent's deserializers read.
+            buf = io.BytesIO()
+            try:
+                write(buf, parsed, obj)
+            except Exception as exc:
+                raise SchemaValidationError(_explain(fastavro, parsed, obj, exc)) from exc
+            return _without_length(buf.getvalue())
+
+        return encode
+
     def _many_encoder(
         self, parsed: Any
     ) -> Callable[[bytes, Sequence[Any]], list[bytes | None]] | None:
+        if is_raw_bytes(parsed):
+            return None  # one by one: there is nothing to batch in copying bytes
         # fastavro's compiled write_data appends to one bytearray: the per-call
         # set-up of schemaless_writer (a writer, a file object, the schema's
         # named types) is paid once per call instead of once per record.

@@ -213,12 +213,13 @@ class SchemaRegistryClient:
             info in a URL (``https://user:pass@host``) is used as basic auth.
         basic_auth: ``(user, password)`` for HTTP basic authentication.
         bearer_token: a static OAuth bearer token (not together with basic_auth).
-        bearer_logical_cluster / bearer_identity_pool: Confluent Cloud's
-            ``target-sr-cluster`` and ``Confluent-Identity-Pool-Id`` headers.
+        bearer_logical_cluster: Confluent Cloud's ``target-sr-cluster`` header.
+        bearer_identity_pool: Confluent Cloud's ``Confluent-Identity-Pool-Id`` header.
         ssl: an SSL context for https (a CA, and a client certificate for mTLS).
         timeout_s: bound on each attempt (connect and answer).
         max_retries: retries after the first attempt on 5xx and connection errors.
-        retry_backoff_s / retry_backoff_max_s: the first wait, doubled per retry, capped.
+        retry_backoff_s: the first wait before a retry, doubled per retry.
+        retry_backoff_max_s: the cap on that wait.
         latest_ttl_s: how long the latest version of a subject is cached.
         cache_capacity: entries kept per cache.
         max_in_flight: requests sent at once; more wait their turn (so that
@@ -334,10 +335,20 @@ class SchemaRegistryClient:
     # -- the HTTP exchange -----------------------------------------------------
 
     async def _request(
-        self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None
+        self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None,
+        *, subject: str | None = None,
     ) -> Any:
-        """One REST call with bounded retries; the decoded JSON answer or a typed error."""
+        """One REST call with bounded retries; the decoded JSON answer or a typed error.
+
+        ``path`` may hold ``{subject}``: it is sent percent-encoded, while messages
+        show the template and name the subject as the caller wrote it (a path such
+        as ``/subjects/Shop%20Order%20Event%20v2`` is not what the user typed).
+        """
         aiohttp = self._aiohttp
+        label = f"{method} {path}"
+        if subject is not None:
+            label = f"{label} for subject {subject!r}"
+            path = path.replace("{subject}", quote(subject, safe=""))
         session = self._get_session()
         slots = self._slots
         assert slots is not None
@@ -358,35 +369,33 @@ class SchemaRegistryClient:
                 what, fatal = _describe(exc, url, self._timeout_s)
                 if fatal:  # a refused certificate stays refused: retrying cannot help
                     raise errors.SchemaRegistryTLSError(
-                        f"Schema Registry {method} {path} at {url}: {what}"
+                        f"Schema Registry {label} at {url}: {what}"
                     ) from exc
                 last = f"{what}, from {url}"
             else:
                 if status < 300:
                     return json.loads(text) if text else None
                 if status not in RETRIABLE:
-                    raise self._error(method, path, url, status, text)
+                    raise self._error(label, url, status, text)
                 last = f"HTTP {status} from {url}"
             if attempt >= self._max_retries:
                 raise errors.SchemaRegistryUnavailableError(
-                    f"Schema Registry {method} {path} failed after {attempt + 1} attempt(s): {last}"
+                    f"Schema Registry {label} failed after {attempt + 1} attempt(s): {last}"
                 )
             delay = min(self._backoff * (2 ** attempt), self._backoff_max)
-            log.debug("Schema Registry %s %s: %s; retrying in %.3fs", method, path, last, delay)
+            log.debug("Schema Registry %s: %s; retrying in %.3fs", label, last, delay)
             attempt += 1
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
 
     @staticmethod
-    def _error(
-        method: str, path: str, url: str, status: int, text: str
-    ) -> errors.SchemaRegistryError:
+    def _error(label: str, url: str, status: int, text: str) -> errors.SchemaRegistryError:
         try:
             body = json.loads(text)
             code = int(body.get("error_code", status))
             message = str(body.get("message", ""))[:500]
         except (ValueError, TypeError, AttributeError):
             code, message = status, text[:200]
-        what = f"Schema Registry {method} {path} at {url}: HTTP {status}, error {code}: {message}"
+        what = f"Schema Registry {label} at {url}: HTTP {status}, error {code}: {message}"
         cls: type[errors.SchemaRegistryError] = errors.SchemaRegistryError
         if status in (401, 403):
             cls = errors.SchemaRegistryAuthError
@@ -413,8 +422,8 @@ class SchemaRegistryClient:
         if cached is not None:
             return int(cached)
         answer = await self._request(
-            "POST", f"/subjects/{quote(subject, safe='')}/versions", schema.body(),
-            {"normalize": "true" if normalize else "false"},
+            "POST", "/subjects/{subject}/versions", schema.body(),
+            {"normalize": "true" if normalize else "false"}, subject=subject,
         )
         schema_id = int(answer["id"])
         self._ids.put(key, schema_id)
@@ -426,8 +435,8 @@ class SchemaRegistryClient:
     ) -> RegisteredSchema:
         """The version of ``subject`` holding ``schema`` (SchemaNotFoundError if none)."""
         answer = await self._request(
-            "POST", f"/subjects/{quote(subject, safe='')}", schema.body(),
-            {"normalize": "true" if normalize else "false"},
+            "POST", "/subjects/{subject}", schema.body(),
+            {"normalize": "true" if normalize else "false"}, subject=subject,
         )
         found = self._registered(answer, subject)
         self._ids.put((subject, schema, normalize), found.schema_id)
@@ -451,7 +460,7 @@ class SchemaRegistryClient:
         if cached is not None:
             return cached  # type: ignore[no-any-return]
         answer = await self._request(
-            "GET", f"/subjects/{quote(subject, safe='')}/versions/{int(version)}"
+            "GET", f"/subjects/{{subject}}/versions/{int(version)}", subject=subject
         )
         found = self._registered(answer, subject)
         self._versions.put((subject, found.version), found)
@@ -463,9 +472,7 @@ class SchemaRegistryClient:
         now = time.monotonic()
         if cached is not None and cached[0] > now:
             return cached[1]  # type: ignore[no-any-return]
-        answer = await self._request(
-            "GET", f"/subjects/{quote(subject, safe='')}/versions/latest"
-        )
+        answer = await self._request("GET", "/subjects/{subject}/versions/latest", subject=subject)
         found = self._registered(answer, subject)
         self._latest.put(subject, (now + self._latest_ttl, found))
         self._versions.put((subject, found.version), found)
@@ -476,8 +483,8 @@ class SchemaRegistryClient:
     ) -> bool:
         """Whether ``schema`` may be registered under ``subject`` (its compatibility level)."""
         answer = await self._request(
-            "POST", f"/compatibility/subjects/{quote(subject, safe='')}/versions/{version}",
-            schema.body(),
+            "POST", f"/compatibility/subjects/{{subject}}/versions/{version}", schema.body(),
+            subject=subject,
         )
         return bool(answer.get("is_compatible"))
 
@@ -487,7 +494,7 @@ class SchemaRegistryClient:
             answer = await self._request("GET", "/config")
         else:
             answer = await self._request(
-                "GET", f"/config/{quote(subject, safe='')}", params={"defaultToGlobal": "true"}
+                "GET", "/config/{subject}", params={"defaultToGlobal": "true"}, subject=subject
             )
         return str(answer.get("compatibilityLevel") or answer.get("compatibility"))
 
@@ -498,8 +505,8 @@ class SchemaRegistryClient:
             raise ConfigurationError(
                 f"compatibility level {level!r} is not one of {sorted(COMPATIBILITY_LEVELS)}"
             )
-        path = "/config" if subject is None else f"/config/{quote(subject, safe='')}"
-        answer = await self._request("PUT", path, {"compatibility": level})
+        path = "/config" if subject is None else "/config/{subject}"
+        answer = await self._request("PUT", path, {"compatibility": level}, subject=subject)
         return str(answer.get("compatibility") or answer.get("compatibilityLevel"))
 
     def _registered(self, answer: Mapping[str, Any], subject: str) -> RegisteredSchema:

@@ -6,7 +6,10 @@ lookup, schema by id, subject versions (``latest`` too), compatibility checks
 and global / per-subject compatibility configuration. Avro compatibility
 (BACKWARD, FORWARD, FULL and their TRANSITIVE forms) is decided with Avro's
 schema resolution rules by :mod:`.avro_compat`; JSON and other schema types are
-always compatible here. ``fail_next(n)`` makes the next requests fail with a
+always compatible here. Schemas are the same when the registry would take them
+as one (:mod:`.registry_canonical`: Avro ``"string"`` is ``{"type": "string"}``,
+JSON whitespace does not matter), for registering and for lookups alike.
+``fail_next(n)`` makes the next requests fail with a
 5xx, ``require_basic_auth``/``require_bearer`` make it refuse others with 401,
 and ``requests`` records every request's method, path and headers. Given an
 ``ssl`` context it serves https (a server context that demands a client
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from .avro_compat import avro_compatible
+from .registry_canonical import canonical
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -73,6 +77,8 @@ class MockSchemaRegistry:
         self.subject_compatibility: dict[str, str] = {}
         # id -> (schemaType, schema, references); ids start at 1 as the registry's do
         self.schemas: dict[int, tuple[str, str, list[Any]]] = {}
+        # id -> the schema's canonical key, as registered (normalized if it was)
+        self._keys: dict[int, str] = {}
         self.subjects: dict[str, list[int]] = {}  # subject -> schema id of each version
         self.requests: list[RecordedRequest] = []
         self._failures: list[int] = []
@@ -174,11 +180,23 @@ class MockSchemaRegistry:
                 raise _Error(422, 42201, f"Invalid schema {schema}: {exc}") from None
         return kind, schema, list(body.get("references") or [])
 
-    def _find(self, kind: str, schema: str, refs: list[Any]) -> int | None:
-        for sid, stored in self.schemas.items():
-            if stored == (kind, schema, refs) or (
-                stored[0] == kind == "AVRO" and stored[2] == refs and _same(stored[1], schema)
-            ):
+    @staticmethod
+    def _key(request: web.Request, kind: str, schema: str) -> str:
+        """The schema's canonical key, ``normalize=true`` as the request asks."""
+        try:
+            return canonical(kind, schema, normalize=request.query.get("normalize") == "true")
+        except (ValueError, TypeError) as exc:
+            raise _Error(422, 42201, f"Invalid schema {schema}: {exc}") from None
+
+    def _find(self, kind: str, key: str, refs: list[Any]) -> int | None:
+        """The id of the schema registered as the same schema (same type, form and references)."""
+        for sid, (stored_kind, stored, stored_refs) in self.schemas.items():
+            if stored_kind != kind or stored_refs != refs:
+                continue
+            stored_key = self._keys.get(sid)
+            if stored_key is None:  # put into ``schemas`` directly (by a test): as written
+                stored_key = self._keys[sid] = canonical(kind, stored)
+            if stored_key == key:
                 return sid
         return None
 
@@ -238,7 +256,8 @@ class MockSchemaRegistry:
     async def _register(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
         kind, schema, refs = await self._body(request)
-        sid = self._find(kind, schema, refs)
+        key = self._key(request, kind, schema)
+        sid = self._find(kind, key, refs)
         versions = self.subjects.setdefault(subject, [])
         if sid is not None and sid in versions:
             return self._json({"id": sid})
@@ -250,6 +269,7 @@ class MockSchemaRegistry:
         if sid is None:
             sid = max(self.schemas, default=0) + 1
             self.schemas[sid] = (kind, schema, refs)
+            self._keys[sid] = key
         versions.append(sid)
         return self._json({"id": sid})
 
@@ -257,7 +277,7 @@ class MockSchemaRegistry:
         subject = request.match_info["subject"]
         kind, schema, refs = await self._body(request)
         versions = self._versions(subject)
-        sid = self._find(kind, schema, refs)
+        sid = self._find(kind, self._key(request, kind, schema), refs)
         if sid is None or sid not in versions:
             raise _Error(404, 40403, "Schema not found")
         return self._json(self._version_body(subject, versions.index(sid) + 1))
@@ -346,11 +366,3 @@ class MockSchemaRegistry:
         level = await self._level_from(request)
         self.subject_compatibility[request.match_info["subject"]] = level
         return self._json({"compatibility": level})
-
-
-def _same(a: str, b: str) -> bool:
-    """Avro schemas equal up to whitespace (the registry compares parsed schemas)."""
-    try:
-        return bool(json.loads(a) == json.loads(b))
-    except ValueError:
-        return False

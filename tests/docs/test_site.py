@@ -82,6 +82,20 @@ def test_the_site_builds_strictly(site: Path) -> None:
     assert (site / "latency" / "index.html").is_file()
 
 
+def test_the_api_page_shows_no_sphinx_role_and_parses_args_blocks(site: Path) -> None:
+    html = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    assert not re.findall(r":(?:py:)?[a-z]+:(?:<code>|`)", html)
+    assert "Args:" not in html  # Google-style sections become parameter tables
+    # SchemaRegistryClient's Args: block became its parameter table.
+    assert re.search(r"<code>bearer_identity_pool</code>", html)
+
+
+def test_the_roles_hook_keeps_the_target_and_sphinx_tilde_form() -> None:
+    hook = _load_hook("sphinx_roles")
+    html = ":func:<code>time_to_switch</code> and :class:<code>~aioproducer.engine.admission.Admission</code>"
+    assert hook.strip_roles(html) == "<code>time_to_switch</code> and <code>Admission</code>"
+
+
 def test_every_error_class_is_on_the_troubleshooting_page(site: Path) -> None:
     page = _text(site / "troubleshooting" / "index.html")
     missing = [c.__name__ for c in _all_error_classes() if not re.search(rf"\b{c.__name__}\b", page)]
