@@ -34,10 +34,15 @@ setup(
         Extension(
             "aioproducer._speedups._kernels",
             sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
+                     "aioproducer/_speedups/_layout.c",
+                     "aioproducer/_speedups/_builder.c", "aioproducer/_speedups/_builder_io.c",
+                     "aioproducer/_speedups/_builder_run.c",
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
                      "aioproducer/_speedups/_handle.c", "aioproducer/_speedups/_outcome.c"],
             depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h",
-                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h"],
+                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h",
+                     "aioproducer/_speedups/_builder.h", "aioproducer/_speedups/_builder_internal.h",
+                     "aioproducer/_speedups/_crc32c.h"],
             optional=True,
         )
     ],

@@ -1,7 +1,7 @@
 /* The unkeyed shortcut's append, compiled: ProducerBatch.append_unkeyed.
  *
  * The reference is ProducerBatch._append_unkeyed_pure (aioproducer/engine/batch.py):
- * one record without key or headers appended to an open batch with its future
+ * one record without key or headers appended to an open batch
  * (RecordBatchBuilder.append's encoding and room check, ProducerBatch.try_append's
  * bookkeeping), then counted for the sticky partitioner (engine/sticky.py's
  * time_to_switch rule); the answer says whether it left the batch full
@@ -9,41 +9,41 @@
  * tests/unit/test_kernels_equal.py checks that both leave the same bytes,
  * lists, counters and answers on random input.
  *
- * The batch and its builder stay Python classes with __slots__ (weak references,
- * subclassing and the pure path keep working). bind_batch_layout(), called once
- * when aioproducer.engine.batch is imported, reads where each slot this kernel
- * uses sits in an instance (a slot is a PyObject * at a fixed offset, the same in
+ * The batch stays a Python class with __slots__ (weak references, subclassing
+ * and the pure path keep working). bind_batch_layout(), called once when
+ * aioproducer.engine.batch is imported, reads where each slot this kernel uses
+ * sits in an instance (a slot is a PyObject * at a fixed offset, the same in
  * every subclass: CPython's member descriptors), so that the kernel reaches the
  * fields as a C struct's, without an attribute lookup each. It returns the
  * kernel as a method descriptor of the batch class, as a builtin type's methods
  * are: a call costs no bound method and checks the instance's type.
+ *
+ * The batch's builder is reached through its C-level surface (_builder.h) when
+ * it is exactly the compiled RecordBatchBuilder; any other builder (the pure
+ * RecordBatchBuilderPy) gets the batch's pure method, which calls its append.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <string.h>
-#include <time.h>
 
+#include "_builder.h"
 #include "_outcome.h"
 #include "_varint.h"
 
-/* The slots read or written, in the order of slot_names. */
-enum {
-    B_STATE, B_BUILDER, B_OUTCOME, B_RESERVED, B_MAX_RECORD_SIZE, B_BATCH_SIZE,
-    R_SEALED, R_RECORD_COUNT, R_BASE_TIMESTAMP, R_MAX_TIMESTAMP, R_BUF, R_BATCH_SIZE,
-    N_SLOTS
-};
-#define FIRST_BUILDER_SLOT R_SEALED
+/* The batch's slots read or written, in the order of slot_names. */
+enum { B_STATE, B_BUILDER, B_OUTCOME, B_RESERVED, B_MAX_RECORD_SIZE, B_BATCH_SIZE, N_SLOTS };
 
 static const char *slot_names[N_SLOTS] = {
     "state", "builder", "outcome", "reserved", "max_record_size", "batch_size",
-    "_sealed", "record_count", "base_timestamp", "max_timestamp", "_buf", "batch_size",
 };
 
 static struct {
     PyTypeObject *batch_type;   /* ProducerBatch (a strong reference once bound) */
-    PyTypeObject *builder_type; /* RecordBatchBuilder */
+    PyTypeObject *builder_type; /* the compiled RecordBatchBuilder */
     PyObject *open_state;       /* BatchState.OPEN */
+    PyObject *unkeyed_pure;     /* ProducerBatch._append_unkeyed_pure */
+    PyObject *keyed_pure;       /* ProducerBatch._append_keyed_pure */
     PyTypeObject *outcome_type; /* BatchOutcome: the batch's outcome makes the handles */
     Py_ssize_t offset[N_SLOTS];
 } layout;
@@ -74,53 +74,10 @@ static inline int get_ssize(PyObject *obj, int which, Py_ssize_t *out) {
     return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-static inline int get_int64(PyObject *obj, int which, long long *out) {
-    PyObject *value = get_slot(obj, which);
-    if (!value) return -1;
-    /* Not PyLong_AsLongLong: for an int of more than one digit (a timestamp
-     * in ms has two) it goes through _PyLong_AsByteArray. */
-    int overflow;
-    *out = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "slot '%s' does not fit in 64 bits", slot_names[which]);
-        return -1;
-    }
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
-/* Milliseconds since the epoch now: time.time_ns() // 1_000_000 without the
- * Python int of nanoseconds and its division (CPython reads the same clock). */
-int now_ms(long long *out) {
-#if defined(CLOCK_REALTIME)
-    struct timespec now;
-    if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
-        *out = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-        return 0;
-    }
-#endif
-    PyObject *time = PyImport_ImportModule("time");
-    if (!time) return -1;
-    PyObject *ns = PyObject_CallMethod(time, "time_ns", NULL);
-    Py_DECREF(time);
-    if (!ns) return -1;
-    long long value = PyLong_AsLongLong(ns);
-    Py_DECREF(ns);
-    if (value == -1 && PyErr_Occurred()) return -1;
-    *out = value / 1000000; /* after the epoch: truncation is the floor */
-    return 0;
-}
-
 /* What the appends answer: engine/batch.py's REFUSED, APPENDED and SWITCH, to which
  * FULL is added when the record left its batch full (is_full(): the sender may send
  * it now, Java's batchIsFull). */
 enum { CODE_REFUSED = 0, CODE_APPENDED = 1, CODE_SWITCH = 2, CODE_FULL = 4 };
-
-/* The int of the last "now" stamped: the records of one millisecond (hundreds
- * in a tight loop) share it instead of allocating one each. */
-static struct {
-    long long ms;
-    PyObject *obj;
-} last_now;
 
 /* batch.append_unkeyed(timestamp_ms, value, reserve, bound, produced, topic, limit) -> int
  *
@@ -140,172 +97,98 @@ static struct {
  * appends a keyed record (``key`` bytes-like; NULL or None is a null key) and,
  * with ``produced`` NULL, counts nothing for the sticky partitioner (a keyed
  * record: ProducerBatch.append_keyed, whose reference is _append_keyed_pure). */
-static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, Py_buffer *vview,
+static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, long long ts,
+                           int overflow, builder_span *kspan, builder_span *vspan,
                            Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
                            PyObject *produced, PyObject *topic, Py_ssize_t limit,
                            PyObject **handle) {
     PyObject *state = get_slot(self, B_STATE);
     if (!state) return -1;
     if (state != layout.open_state) return CODE_REFUSED;
-    PyObject *builder = get_slot(self, B_BUILDER);
-    if (!builder) return -1;
-    if (!PyObject_TypeCheck(builder, layout.builder_type)) {
-        PyErr_SetString(PyExc_TypeError, "the batch's builder is not a RecordBatchBuilder");
+    if (get_slot(self, B_BUILDER) != builder) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the batch's builder changed while a record was appended");
         return -1;
-    }
-    PyObject *sealed = get_slot(builder, R_SEALED);
-    if (!sealed) return -1;
-    int is_sealed = PyObject_IsTrue(sealed);
-    if (is_sealed < 0) return -1;
-    if (is_sealed) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot append to a record batch after build()");
-        return -1;
-    }
-    Py_ssize_t count, batch_size, full_at, reserved, max_record_size;
-    long long base_ts = 0, max_ts = 0;
-    if (get_ssize(builder, R_RECORD_COUNT, &count) < 0) return -1;
-    if (count && (get_int64(builder, R_BASE_TIMESTAMP, &base_ts) < 0 ||
-                  get_int64(builder, R_MAX_TIMESTAMP, &max_ts) < 0)) return -1;
-    long long ts;
-    if (ts_arg == Py_None) {
-        if (now_ms(&ts) < 0) return -1;
-    } else {
-        ts = PyLong_AsLongLong(ts_arg);
-        if (ts == -1 && PyErr_Occurred()) return -1;
     }
     if (produced && !PyDict_Check(produced)) {
         PyErr_SetString(PyExc_TypeError, "produced must be a dict");
         return -1;
     }
-    PyObject *buf = get_slot(builder, R_BUF);
-    if (!buf) return -1;
-    if (!PyByteArray_Check(buf)) {
-        PyErr_SetString(PyExc_TypeError, "the builder's buffer is not a bytearray");
-        return -1;
-    }
-    PyObject *outcome = NULL;
-    if (handle) {
-        outcome = get_slot(self, B_OUTCOME);
-        if (!outcome) return -1;
-        if (!layout.outcome_type || !Py_IS_TYPE(outcome, layout.outcome_type)) {
-            PyErr_SetString(PyExc_TypeError, "the batch's outcome is not a BatchOutcome");
-            return -1;
-        }
-    }
-    /* The builder's batch_size bounds the buffer; the batch's says when it is full. */
-    if (get_ssize(builder, R_BATCH_SIZE, &batch_size) < 0 ||
-        get_ssize(self, B_BATCH_SIZE, &full_at) < 0 ||
-        get_ssize(self, B_RESERVED, &reserved) < 0 ||
-        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) return -1;
-    int has_value = vview != NULL, has_key = kview != NULL;
-    Py_ssize_t vlen = has_value ? vview->len : 0;
-    Py_ssize_t klen = has_key ? kview->len : 0;
+    /* The topic's hash may run code (a str subclass), and so may a collection
+     * started by any allocation below (the handle's): what is read of the batch
+     * and the dict before such a call is held, or read after it. */
     PyObject *seen = NULL;
     Py_ssize_t before = 0;
     if (produced) {
-        seen = PyDict_GetItemWithError(produced, topic); /* borrowed */
+        seen = Py_XNewRef(PyDict_GetItemWithError(produced, topic));
         if (seen && PyLong_CheckExact(seen)) before = PyLong_AsSsize_t(seen);
         else if (seen) before = -1, PyErr_SetString(PyExc_TypeError, "produced counts must be ints");
+        if ((!seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
+            Py_XDECREF(seen);
+            return -1;
+        }
     }
-    if ((produced && !seen && PyErr_Occurred()) || (before == -1 && PyErr_Occurred())) {
-        return -1;
+    PyObject *outcome = NULL, *record_handle = NULL;
+    PyObject *reserved_obj = NULL, *after_obj = NULL, *largest_obj = NULL;
+    int result = -1;
+    if (handle) {
+        outcome = get_slot(self, B_OUTCOME);
+        if (!outcome) goto done;
+        if (!layout.outcome_type || !Py_IS_TYPE(outcome, layout.outcome_type)) {
+            PyErr_SetString(PyExc_TypeError, "the batch's outcome is not a BatchOutcome");
+            outcome = NULL;
+            goto done;
+        }
+        Py_INCREF(outcome);
     }
-    /* attributes, timestamp delta, offset delta, key, value, no headers */
-    uint64_t ts_zz = count ? zigzag64((int64_t)((uint64_t)ts - (uint64_t)base_ts)) : 0;
-    uint64_t off = zigzag64(count);
-    Py_ssize_t size = 1 + uvarint_size(ts_zz) + uvarint_size(off) +
-                      (has_key ? uvarint_size(zigzag64(klen)) + klen : 1) +
-                      (has_value ? uvarint_size(zigzag64(vlen)) + vlen : 1) + 1;
-    Py_ssize_t total = uvarint_size(zigzag64(size)) + size;
-    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
-    if (count && old + total > batch_size) {
-        return CODE_REFUSED;
+    /* The builder's batch_size bounds the buffer; the batch's says when it is full. */
+    Py_ssize_t full_at, reserved, max_record_size;
+    if (get_ssize(self, B_BATCH_SIZE, &full_at) < 0 ||
+        get_ssize(self, B_RESERVED, &reserved) < 0 ||
+        get_ssize(self, B_MAX_RECORD_SIZE, &max_record_size) < 0) goto done;
+    /* The builder checks its seal and the timestamp, sizes the record and
+     * reserves its room: past this, only the commit below can refuse. */
+    record_plan plan;
+    int planned = builder_plan(builder, ts_arg, ts, overflow, kspan->len, vspan->len, &plan);
+    if (planned <= 0) {
+        result = planned; /* -1: an error; 0: no room (CODE_REFUSED) */
+        goto done;
     }
+    Py_ssize_t old = plan.offset, total = plan.total;
     Py_ssize_t after = before + bound;
     int switch_due = produced && after >= limit &&
                      (after >= 2 * limit || old + total + bound > limit);
-    /* Every new object first: past the buffer's resize nothing can fail. The
-     * handle is made from C integers and runs no Python code. */
-    PyObject *record_handle = NULL;
+    /* Every new object first: the handle (its delta is the record count before
+     * the append), whose allocation may start a collection (caught by the commit). */
     if (handle) {
-        /* pack_sizes(key size or -1, value size or -1) */
-        unsigned long long sizes = ((unsigned long long)(has_key ? klen + 1 : 0) << 32) |
-                                   (unsigned long long)(has_value ? vlen + 1 : 0);
-        record_handle = make_record_handle(outcome, count, ts, sizes);
-        if (!record_handle) return -1;
+        /* pack_sizes(key size or -1, value size or -1): a span of None has len -1 */
+        unsigned long long sizes = ((unsigned long long)(kspan->len + 1) << 32) |
+                                   (unsigned long long)(vspan->len + 1);
+        record_handle = make_record_handle(outcome, plan.count, plan.ts, sizes);
+        if (!record_handle) goto done;
     }
-    PyObject *count_obj = PyLong_FromSsize_t(count + 1);
-    PyObject *reserved_obj = PyLong_FromSsize_t(reserved + reserve);
-    PyObject *after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
+    reserved_obj = PyLong_FromSsize_t(reserved + reserve);
+    after_obj = produced ? PyLong_FromSsize_t(after) : Py_NewRef(Py_None);
     /* The batch's largest record bound, when this one is larger. */
-    PyObject *largest_obj = NULL;
     int largest_failed = 0;
     if (bound > max_record_size) {
         largest_obj = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
         largest_failed = !largest_obj;
     }
-    PyObject *ts_obj;
-    if (ts_arg != Py_None) {
-        ts_obj = Py_NewRef(ts_arg);
-    } else if (last_now.obj && last_now.ms == ts) {
-        ts_obj = Py_NewRef(last_now.obj); /* records of one millisecond share one int */
-    } else {
-        ts_obj = PyLong_FromLongLong(ts);
-        if (ts_obj) {
-            Py_XSETREF(last_now.obj, Py_NewRef(ts_obj));
-            last_now.ms = ts;
-        }
-    }
-    int result = -1;
-    if (!count_obj || !reserved_obj || !after_obj || !ts_obj || largest_failed) goto done;
-    /* The dict drops its reference to ``seen`` when it takes the new count:
-     * hold one, to put it back if the resize below fails. */
-    Py_XINCREF(seen);
-    if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) {
-        Py_XDECREF(seen);
-        goto done;
-    }
-    if (resize_growing(buf, old + total, batch_size) < 0) {
+    if (!reserved_obj || !after_obj || largest_failed) goto done;
+    /* ``seen`` is held: put back if the commit below refuses. */
+    if (produced && PyDict_SetItem(produced, topic, after_obj) < 0) goto done;
+    /* Refused only if code run meanwhile (a topic's __hash__, a finalizer
+     * started by an allocation) changed the builder. */
+    if (builder_commit(builder, &plan, kspan, vspan) < 0) {
         PyObject *exc_type, *exc_value, *exc_tb;
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
         if (produced) {
             if (seen) PyDict_SetItem(produced, topic, seen); /* an existing key: cannot fail */
             else PyDict_DelItem(produced, topic);
         }
-        Py_XDECREF(seen);
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto done;
-    }
-    Py_XDECREF(seen);
-    char *p = PyByteArray_AS_STRING(buf) + old;
-    p = put_uvarint(p, zigzag64(size));
-    *p++ = 0; /* attributes: always 0 in a producer's record */
-    p = put_uvarint(p, ts_zz);
-    p = put_uvarint(p, off);
-    if (has_key) {
-        p = put_uvarint(p, zigzag64(klen));
-        memcpy(p, kview->buf, klen);
-        p += klen;
-    } else {
-        *p++ = 1; /* null key */
-    }
-    if (has_value) {
-        p = put_uvarint(p, zigzag64(vlen));
-        memcpy(p, vview->buf, vlen);
-        p += vlen;
-    } else {
-        *p++ = 1;
-    }
-    *p = 0; /* no headers */
-    set_slot(builder, R_RECORD_COUNT, count_obj);
-    count_obj = NULL;
-    if (!count) {
-        Py_INCREF(ts_obj);
-        set_slot(builder, R_BASE_TIMESTAMP, ts_obj);
-    }
-    if (!count || ts > max_ts) {
-        Py_INCREF(ts_obj);
-        set_slot(builder, R_MAX_TIMESTAMP, ts_obj);
     }
     set_slot(self, B_RESERVED, reserved_obj);
     reserved_obj = NULL;
@@ -320,18 +203,52 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         record_handle = NULL;
     }
 done:
+    Py_XDECREF(seen);
+    Py_XDECREF(outcome);
     Py_XDECREF(record_handle);
-    Py_XDECREF(count_obj);
     Py_XDECREF(reserved_obj);
     Py_XDECREF(after_obj);
     Py_XDECREF(largest_obj);
-    Py_XDECREF(ts_obj);
     return result;
 }
 
-/* The record's key and value buffers are exported before anything of the batch
- * is read: exporting may run Python code (a __buffer__ of Python 3.12+), which
- * must not run while borrowed slots and counters read from the batch are in use. */
+/* A batch whose builder is not the compiled type (the pure one, in tests): the
+ * batch's pure method does it all, as it would without the kernels. Only the
+ * Python-level methods come here (no handle: the lanes call the kernel directly
+ * only on a batch with a compiled builder, see direct()). */
+static int append_by_pure(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
+                          Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
+                          PyObject *produced, PyObject *topic, Py_ssize_t limit) {
+    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
+    PyObject *bound_ref = bound_obj ? Py_NewRef(bound_obj) : PyLong_FromSsize_t(bound);
+    PyObject *limit_obj = produced ? PyLong_FromSsize_t(limit) : NULL;
+    PyObject *answer = NULL;
+    if (reserve_obj && bound_ref && (!produced || limit_obj)) {
+        if (produced) {
+            PyObject *call[8] = {self, ts_arg, value, reserve_obj, bound_ref, produced, topic,
+                                 limit_obj};
+            answer = PyObject_Vectorcall(layout.unkeyed_pure, call, 8, NULL);
+        } else {
+            PyObject *call[6] = {self, ts_arg, key ? key : Py_None, value, reserve_obj, bound_ref};
+            answer = PyObject_Vectorcall(layout.keyed_pure, call, 6, NULL);
+        }
+    }
+    Py_XDECREF(reserve_obj);
+    Py_XDECREF(bound_ref);
+    Py_XDECREF(limit_obj);
+    if (!answer) return -1;
+    long code = PyLong_AsLong(answer);
+    Py_DECREF(answer);
+    if (code == -1 && PyErr_Occurred()) return -1;
+    return (int)code;
+}
+
+/* The batch's state is read first (a batch no longer open refuses, whatever the
+ * record), then the builder reads the record: as the pure twin, whose builder's
+ * append does. The record's key and value buffers are exported before the
+ * batch's other slots are read: exporting may run Python code (a __buffer__ of
+ * Python 3.12+), which must not run while borrowed slots and counters read from
+ * the batch are in use. */
 static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObject *value,
                          Py_ssize_t reserve, Py_ssize_t bound, PyObject *bound_obj,
                          PyObject *produced, PyObject *topic, Py_ssize_t limit,
@@ -340,18 +257,40 @@ static int append_record(PyObject *self, PyObject *ts_arg, PyObject *key, PyObje
         PyErr_SetString(PyExc_TypeError, "append_unkeyed is a method of the batch class bound last");
         return -1;
     }
-    Py_buffer vview, kview;
-    int has_value = value != Py_None;
-    int has_key = key != NULL && key != Py_None;
-    if (has_value && PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE) < 0) return -1;
-    if (has_key && PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) {
-        if (has_value) PyBuffer_Release(&vview);
-        return -1;
+    PyObject *state = get_slot(self, B_STATE);
+    if (!state) return -1;
+    if (state != layout.open_state) return CODE_REFUSED;
+    PyObject *builder = get_slot(self, B_BUILDER);
+    if (!builder) return -1;
+    if (!Py_IS_TYPE(builder, layout.builder_type)) {
+        if (handle) {
+            PyErr_SetString(PyExc_RuntimeError, "the batch's builder changed while a record was appended");
+            return -1;
+        }
+        return append_by_pure(self, ts_arg, key, value, reserve, bound, bound_obj, produced, topic,
+                              limit);
     }
-    int rc = append_exported(self, ts_arg, has_key ? &kview : NULL, has_value ? &vview : NULL,
-                             reserve, bound, bound_obj, produced, topic, limit, handle);
-    if (has_key) PyBuffer_Release(&kview);
-    if (has_value) PyBuffer_Release(&vview);
+    Py_INCREF(builder); /* held: the code run below may replace the batch's */
+    long long ts = 0;
+    int overflow = 0, rc = -1;
+    builder_span kspan, vspan;
+    if (builder_check_open(builder) < 0) goto done;
+    if (ts_arg == Py_None) {
+        if (now_ms(&ts) < 0) goto done;
+    } else if (builder_timestamp(ts_arg, &ts, &overflow) < 0) {
+        goto done;
+    }
+    if (builder_span_get(key ? key : Py_None, &kspan, "key") < 0) goto done;
+    if (builder_span_get(value, &vspan, "value") < 0) {
+        builder_span_release(&kspan);
+        goto done;
+    }
+    rc = append_exported(self, builder, ts_arg, ts, overflow, &kspan, &vspan, reserve, bound,
+                         bound_obj, produced, topic, limit, handle);
+    builder_span_release(&vspan);
+    builder_span_release(&kspan);
+done:
+    Py_DECREF(builder);
     return rc;
 }
 
@@ -411,12 +350,14 @@ static PyObject *handle_by_method(PyObject *batch, PyObject *ts_obj, unsigned lo
 }
 
 /* Whether the lanes may call the kernel directly on ``batch``: exactly the bound
- * class, whose outcome is exactly the compiled BatchOutcome (a batch of the pure
- * path, where the kernels were bound all the same, makes pure handles). */
+ * class, whose outcome is exactly the compiled BatchOutcome and whose builder is
+ * exactly the compiled RecordBatchBuilder (a batch of the pure path, where the
+ * kernels were bound all the same, makes pure handles and has a pure builder). */
 static int direct(PyObject *batch) {
     if (!layout.batch_type || !Py_IS_TYPE(batch, layout.batch_type)) return 0;
-    PyObject *outcome = *slot(batch, B_OUTCOME);
-    return outcome && layout.outcome_type && Py_IS_TYPE(outcome, layout.outcome_type);
+    PyObject *outcome = *slot(batch, B_OUTCOME), *builder = *slot(batch, B_BUILDER);
+    return outcome && layout.outcome_type && Py_IS_TYPE(outcome, layout.outcome_type) && builder &&
+           Py_IS_TYPE(builder, layout.builder_type);
 }
 
 /* "now" as an int, for a method call (0 or -1 with an error). */
@@ -563,81 +504,48 @@ static PyMethodDef append_def = {
     "when the batch is full now",
 };
 
-/* The offset of slot ``name`` of ``type`` (a PyObject * at a fixed place in every
- * instance, subclasses too: CPython's member descriptors), or -1 with an error.
- * With ``writable``, a read-only member does not count. Shared by the kernels
- * that bind a class's layout (_lane.c). */
-Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable) {
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    if (!descr) return -1;
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type == T_OBJECT_EX && !(writable && (member->flags & READONLY)))
-            offset = member->offset;
-    }
-    Py_DECREF(descr);
-    if (offset < 0)
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a%s slot", type->tp_name, name,
-                     writable ? " writable" : "");
-    return offset;
-}
-
-/* The offsets of ``n`` slots of ``type`` into ``out``: 0, or -1 with an error. */
-int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *out) {
-    for (int i = 0; i < n; i++) {
-        out[i] = slot_offset(type, names[i], 0);
-        if (out[i] < 0) return -1;
-    }
-    return 0;
-}
-
-/* Adds the module-level function ``def`` (a binder) to ``module``: 0, or -1. */
-int add_module_function(PyObject *module, PyMethodDef *def) {
-    PyObject *name = PyModule_GetNameObject(module);
-    if (!name) return -1;
-    PyObject *function = PyCFunction_NewEx(def, module, name);
-    Py_DECREF(name);
-    if (!function) return -1;
-    int rc = PyModule_AddObjectRef(module, def->ml_name, function);
-    Py_DECREF(function);
-    return rc;
-}
-
-/* bind_batch_layout(batch_type, builder_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
+/* bind_batch_layout(batch_type, open_state) -> the (append_unkeyed, append_keyed) methods. */
 static PyObject *k_bind_batch_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "bind_batch_layout(batch_type, builder_type, open_state)");
+    if (nargs != 2 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "bind_batch_layout(batch_type, open_state)");
         return NULL;
     }
-    PyTypeObject *batch_type = (PyTypeObject *)args[0], *builder_type = (PyTypeObject *)args[1];
+    PyTypeObject *batch_type = (PyTypeObject *)args[0];
     Py_ssize_t offset[N_SLOTS];
     for (int i = 0; i < N_SLOTS; i++) {
-        offset[i] = slot_offset(i < FIRST_BUILDER_SLOT ? batch_type : builder_type, slot_names[i], 1);
+        offset[i] = slot_offset(batch_type, slot_names[i], 1);
         if (offset[i] < 0) return NULL;
     }
-    PyObject *unkeyed = PyDescr_NewMethod(batch_type, &append_def);
+    PyObject *unkeyed_pure = PyObject_GetAttrString(args[0], "_append_unkeyed_pure");
+    PyObject *keyed_pure = unkeyed_pure ? PyObject_GetAttrString(args[0], "_append_keyed_pure") : NULL;
+    PyObject *unkeyed = keyed_pure ? PyDescr_NewMethod(batch_type, &append_def) : NULL;
     PyObject *keyed = unkeyed ? PyDescr_NewMethod(batch_type, &append_keyed_def) : NULL;
     PyObject *method = keyed ? PyTuple_Pack(2, unkeyed, keyed) : NULL;
     Py_XDECREF(unkeyed);
     Py_XDECREF(keyed);
-    if (!method) return NULL;
+    if (!method) {
+        Py_XDECREF(unkeyed_pure);
+        Py_XDECREF(keyed_pure);
+        return NULL;
+    }
     memcpy(layout.offset, offset, sizeof offset);
     Py_XSETREF(layout.outcome_type,
                (PyTypeObject *)Py_NewRef(get_kernels_state(module)->batch_outcome_type));
     Py_INCREF(batch_type);
-    Py_INCREF(builder_type);
-    Py_INCREF(args[2]);
+    Py_INCREF(args[1]);
     Py_XSETREF(layout.batch_type, batch_type);
-    Py_XSETREF(layout.builder_type, builder_type);
-    Py_XSETREF(layout.open_state, args[2]);
+    Py_XSETREF(layout.builder_type,
+               (PyTypeObject *)Py_NewRef(get_kernels_state(module)->builder_type));
+    Py_XSETREF(layout.open_state, args[1]);
+    Py_XSETREF(layout.unkeyed_pure, unkeyed_pure);
+    Py_XSETREF(layout.keyed_pure, keyed_pure);
     return method;
 }
 
 static PyMethodDef bind_def = {
     "bind_batch_layout", (PyCFunction)(void (*)(void))k_bind_batch_layout, METH_FASTCALL,
-    "bind_batch_layout(batch_type, builder_type, open_state) -> the batch's (append_unkeyed, "
-    "append_keyed) methods",
+    "bind_batch_layout(batch_type, open_state) -> the batch's (append_unkeyed, append_keyed) "
+    "methods",
 };
 
 int add_append_kernel(PyObject *module) { return add_module_function(module, &bind_def); }

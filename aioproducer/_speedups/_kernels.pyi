@@ -1,33 +1,63 @@
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
-def headers_bytes(headers: Sequence[tuple[str | bytes, bytes | None]], /) -> bytes: ...
-def encode_record(
-    buf: bytearray,
-    batch_size: int,
-    count: int,
-    timestamp_delta: int,
-    key: bytes | bytearray | memoryview | None,
-    value: bytes | bytearray | memoryview | None,
-    headers: Sequence[tuple[str, bytes | None]] | None,
-    /,
-) -> int: ...
-def encode_run(
-    buf: bytearray,
-    room: int,
-    count: int,
-    fixed: bytes,
-    hdr: bytes,
-    values: Sequence[bytes | bytearray | memoryview | None],
-    keys: Sequence[bytes | bytearray | memoryview | None] | None,
-    order: Sequence[int] | None,
-    start: int,
-    stop: int,
-    /,
-) -> int: ...
+class RecordBatchBuilder:
+    """The compiled twin of aioproducer.protocol.records.RecordBatchBuilderPy (see _builder.c)."""
+
+    def __init__(
+        self,
+        *,
+        codec: Any = ...,
+        batch_size: int = 16384,
+        is_transactional: bool = False,
+        compression_level: int | None = None,
+    ) -> None: ...
+    @property
+    def size_in_bytes(self) -> int: ...
+    @property
+    def is_sealed(self) -> bool: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def base_timestamp(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def codec(self) -> Any: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def is_transactional(self) -> bool: ...
+    @property
+    def compression_level(self) -> int | None: ...
+    def append(
+        self, timestamp_ms: int, key: Any, value: Any, headers: Iterable[Any] | None = None
+    ) -> int | None: ...
+    def append_run(
+        self,
+        timestamp_ms: int,
+        values: Sequence[Any],
+        start: int,
+        stop: int,
+        keys: Sequence[Any] | None = None,
+        headers: Iterable[Any] | None = None,
+        order: Sequence[Any] | None = None,
+        lengths: Sequence[int] | None = None,
+    ) -> int: ...
+    def has_room_for(
+        self,
+        key_len: int | None,
+        value_len: int | None,
+        headers: Iterable[Any] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> bool: ...
+    def build(
+        self, *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1
+    ) -> bytes: ...
+
 def bind_batch_layout(
-    batch_type: type[Any], builder_type: type[Any], open_state: object, /
+    batch_type: type[Any], open_state: object, /
 ) -> tuple[Callable[..., int], Callable[..., bool]]:
     ...  # the compiled ProducerBatch.append_unkeyed and append_keyed, methods of batch_type
 def byte_lengths(column: list[Any], out: Any, /) -> bool: ...

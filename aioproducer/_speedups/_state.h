@@ -25,6 +25,11 @@ typedef struct {
     PyTypeObject *batch_outcome_type;
     PyTypeObject *record_handle_type;
     PyTypeObject *handle_iter_type;
+    /* _builder.c */
+    PyTypeObject *builder_type;        /* RecordBatchBuilder */
+    PyObject *codec_type;              /* compression.Codec, looked up on first use */
+    PyObject *codec_none;              /* Codec.NONE */
+    PyObject *compress;                /* compression.compress */
 } kernels_state;
 
 static inline kernels_state *get_kernels_state(PyObject *module) {

@@ -514,7 +514,8 @@ class ProducerBatch:
 
 if kernels is not None:
     # The compiled append_unkeyed and append_keyed, methods of this class reaching
-    # its slots and its builder's directly (see aioproducer/_speedups/_append.c).
+    # its slots directly, and its compiled builder through its C-level surface
+    # (see aioproducer/_speedups/_append.c).
     ProducerBatch.append_unkeyed, ProducerBatch.append_keyed = (  # type: ignore[method-assign]
-        kernels.bind_batch_layout(ProducerBatch, RecordBatchBuilder, OPEN)
+        kernels.bind_batch_layout(ProducerBatch, OPEN)
     )

@@ -14,16 +14,18 @@ three lists at C speed and joining them once, with no Python loop per record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .varint import encode_uvarint
 
-__all__ = ["encode_uniform_run"]
+__all__ = ["encode_uniform_run", "encode_unkeyed_loop", "plain_run"]
 
 _NULL_KEY = b"\x01"  # zigzag(-1): a null key
 # Offset-delta widths: deltas below 64 take one varint byte, below 8192 two.
 _ONE_BYTE, _TWO_BYTES = 64, 8192
 _CACHE_LIMIT = 16  # distinct (record head, value length) pairs kept
+_PLAIN = {bytes, bytearray, memoryview}
 # Tuples, not lists: a tuple of bytes is untracked by the cyclic garbage
 # collector after its first pass, so full collections skip the cached entries
 # (up to 16 x 8,192) instead of walking each of them every time.
@@ -53,6 +55,30 @@ def _prefixes(lead: bytes, tail: bytes, first: int, stop: int) -> Sequence[bytes
         cached = have + tuple(lead + deltas[d] + tail for d in range(len(have), end))
         _PREFIXES[key] = cached
     return cached[first:stop]
+
+
+def plain_run(values: Sequence[Any], start: int, stop: int, length: int) -> bool:
+    """Whether ``values[start:stop]`` are all plain bytes of ``length`` bytes.
+
+    Plain: what ``len()`` and ``bytes.join`` read alike, and whose reading runs
+    none of the caller's code (bytes, bytearray, or a contiguous memoryview of
+    single bytes), in a list (sliced without running code). Only then is a run
+    encoded by :func:`encode_uniform_run`; the ``lengths`` a caller passes are
+    a hint, checked here, never trusted.
+    """
+    if type(values) is not list:
+        return False
+    chunk = values[start:stop]
+    if len(chunk) != stop - start:
+        return False
+    kinds = set(map(type, chunk))
+    if not kinds <= _PLAIN:
+        return False
+    if memoryview in kinds and not all(
+        v.ndim == 1 and v.itemsize == 1 and v.c_contiguous for v in chunk if type(v) is memoryview
+    ):
+        return False
+    return set(map(len, chunk)) == {length}
 
 
 def encode_uniform_run(
@@ -104,3 +130,52 @@ def encode_uniform_run(
         if k < wanted:
             break
     return i - start
+
+
+def encode_unkeyed_loop(
+    parts: list[Any],
+    values: Sequence[Any],
+    indices: Iterable[Any],
+    fixed: bytes,
+    hdr: bytes,
+    count: int,
+    room: int,
+    table: Sequence[bytes],
+    plain_at: Callable[[Any, str, Any], Any],
+) -> int:
+    """Unkeyed records of any lengths, one by one, while they fit in ``room``: the new count.
+
+    Everything but the offset delta and the value is constant; a value's
+    length prefix is recomputed only when the length changes. ``plain_at``
+    reads a value that is not exactly bytes (and names it in its error);
+    ``table`` holds the varints below its length.
+    """
+    limit = len(table)
+    base_size = len(fixed) + len(hdr)  # ``fixed``: the attributes and timestamp delta
+    extend = parts.extend
+    tail, vsize, last_len = _NULL_KEY, 0, -2
+    for i in indices:
+        value = values[i]
+        if value is None:
+            vlen = -1
+        else:
+            if type(value) is not bytes:
+                value = plain_at(value, "values", i)
+            vlen = len(value)
+        if vlen != last_len:
+            last_len = vlen
+            if vlen < 0:
+                tail, vsize = _NULL_KEY + _NULL_KEY, 2
+            else:
+                vpre = table[vlen << 1] if vlen << 1 < limit else encode_uvarint(vlen << 1)
+                tail, vsize = _NULL_KEY + vpre, 1 + len(vpre) + vlen
+        off = table[count << 1] if count << 1 < limit else encode_uvarint(count << 1)
+        size = base_size + len(off) + vsize
+        lpre = table[size << 1] if size << 1 < limit else encode_uvarint(size << 1)
+        size += len(lpre)
+        if size > room and count:
+            break
+        room -= size
+        extend((lpre, fixed, off, tail, value or b"", hdr))
+        count += 1
+    return count

@@ -28,14 +28,17 @@ values and header values have length -1. All varints are zigzag encoded.
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
 from .._speedups import COMPILED, kernels
 from .compression import Codec, compress
-from .record_runs import encode_uniform_run
+from .record_runs import encode_uniform_run, encode_unkeyed_loop, plain_run
 from .varint import _SMALL_UVARINT, encode_uvarint, size_of_varint
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
     "CorruptBatchError",
     "RecordBatchBuilder",
+    "RecordBatchBuilderPy",
     "estimate_record_size",
     "headers_size",
     "restamp_producer_state",
@@ -73,12 +77,8 @@ _FULL = struct.Struct(">qiibIhiqqqhii")
 _PRODUCER_STATE = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
 assert _FULL.size == RECORD_BATCH_OVERHEAD
 
-# Every unsigned varint of one or two bytes (values below 2**14), looked up
-# rather than computed on the append path: record lengths, key/value lengths
-# and offset/timestamp deltas are nearly always in this range. ~700 KB, built
-# in a few milliseconds at import. A tuple, not a list: a tuple of bytes is
-# untracked by the cyclic garbage collector after its first pass, so full
-# collections do not walk its 16,384 entries again and again.
+# Every unsigned varint below 2**14 (nearly all lengths and deltas), looked up on
+# the append path. A tuple: untracked by the cyclic collector after its first pass.
 _TABLE_LIMIT = 1 << 14
 _UVARINT: tuple[bytes, ...] = _SMALL_UVARINT + tuple(
     bytes(((value & 0x7F) | 0x80, value >> 7)) for value in range(128, _TABLE_LIMIT)
@@ -86,6 +86,10 @@ _UVARINT: tuple[bytes, ...] = _SMALL_UVARINT + tuple(
 _UNIFORM_MIN_RUN = 32  # records from which encode_uniform_run beats the loop
 _NULL = _UVARINT[1]  # zigzag(-1)
 _ZERO = _UVARINT[0]
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_SSIZE_MAX = (1 << 63) - 1  # what an index of a sequence may be (64-bit CPython)
+_SEALED = "cannot append to a record batch after build()"
+_CHANGED = "the record batch changed while a run was appended to it"
 
 
 def _uvarint(value: int) -> bytes:
@@ -93,34 +97,111 @@ def _uvarint(value: int) -> bytes:
     return _UVARINT[value] if value < _TABLE_LIMIT else encode_uvarint(value)
 
 
-def _headers_bytes_pure(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
-    """Encode a record's header count and headers."""
+def _varint_bytes(value: int) -> bytes:
+    """Zigzag varint of a value in the int64 range."""
+    zz = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    return _UVARINT[zz] if zz < _TABLE_LIMIT else _uvarint(zz)
+
+
+# -- reading what callers pass (the compiled twin: aioproducer/_speedups/_builder_io.c) --
+
+
+def _type_error(data: object, what: str, expect: str) -> TypeError:
+    return TypeError(f"{what} {expect}, got {type(data).__name__}")
+
+
+def _plain(data: Any, what: str) -> bytes | memoryview:
+    """The bytes a bytes-like object holds, in C order, whatever its format or strides.
+
+    Its buffer is asked for once (a ``__buffer__`` of 3.12+ runs once), and
+    held while the returned view lives. The result is something ``len()`` and
+    ``bytes.join`` read alike: a view of single bytes, or a copy.
+    """
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise _type_error(data, what, "must be bytes-like or None") from None
+    if view.c_contiguous and view.ndim == 1 and view.itemsize == 1:
+        return view
+    return view.tobytes()
+
+
+def _int_arg(value: Any, what: str) -> int:
+    """``value`` as an exact int: TypeError unless it is an int (a subclass's methods never run)."""
+    if not issubclass(type(value), int):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
+    return operator.index(value)
+
+
+def _ranged(value: Any, what: str, bits: int) -> int:
+    """An int of ``bits`` bits (signed), else TypeError or ValueError."""
+    value = _int_arg(value, what)
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise ValueError(f"{what} {value} is outside the int{bits} range")
+    return value
+
+
+def _index(value: Any) -> int:
+    """A run's start or stop, as ``operator.index`` reads it, within an index's range."""
+    value = operator.index(value)
+    if not -_SSIZE_MAX - 1 <= value <= _SSIZE_MAX:
+        raise OverflowError("cannot fit 'int' into an index-sized integer")
+    return value
+
+
+def _check_timestamp(ts: int) -> None:
+    if not _INT64_MIN <= ts <= _INT64_MAX:
+        raise ValueError(f"timestamp_ms {ts} is outside the int64 range")
+
+
+def _delta_bytes(ts: int, base: int) -> bytes:
+    """The timestamp delta's varint, past the lookup's fast path: both checked."""
+    _check_timestamp(ts)
+    delta = ts - base
+    if not _INT64_MIN <= delta <= _INT64_MAX:
+        raise ValueError(
+            f"timestamp_ms {ts} is too far from the batch's base timestamp {base}: "
+            "their difference does not fit in 64 bits"
+        )
+    return _varint_bytes(delta)
+
+
+def _headers_bytes_pure(headers: Iterable[Any]) -> bytes:
+    """Encode a record's header count and headers, read from a snapshot of them.
+
+    ``headers`` is any iterable of (name, value) pairs; a name is a str (as
+    UTF-8) or bytes-like, a value bytes-like or None.
+    """
+    pairs = headers if type(headers) is tuple else tuple(headers)
     table = _UVARINT
-    n = len(headers)
+    n = len(pairs)
     out = bytearray(table[n << 1] if n < 8192 else _varint_bytes(n))
-    for hkey, hvalue in headers:
-        kb = hkey.encode() if isinstance(hkey, str) else bytes(hkey)
+    for i, item in enumerate(pairs):
+        pair = item if type(item) is tuple else tuple(item)
+        if len(pair) != 2:
+            raise ValueError(f"headers[{i}] must be a (name, value) pair, got {len(pair)} items")
+        name, hvalue = pair
+        if issubclass(type(name), str):
+            kb: bytes | memoryview = str.encode(name)  # a subclass's own encode() never runs
+        else:
+            try:
+                kb = _plain(name, "")
+            except TypeError:
+                raise _type_error(name, f"headers[{i}]", "name must be a str or bytes-like") from None
         klen = len(kb)
         out += table[klen << 1] if klen < 8192 else _varint_bytes(klen)
         out += kb
         if hvalue is None:
             out += _NULL
         else:
-            vlen = len(hvalue)
+            try:
+                vb = hvalue if type(hvalue) is bytes else _plain(hvalue, "")
+            except TypeError:
+                raise _type_error(hvalue, f"headers[{i}]", "value must be bytes-like or None") from None
+            vlen = len(vb)
             out += table[vlen << 1] if vlen < 8192 else _varint_bytes(vlen)
-            out += hvalue
+            out += vb
     return bytes(out)
-
-
-def _varint_bytes(value: int) -> bytes:
-    zz = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    return _UVARINT[zz] if zz < _TABLE_LIMIT else _uvarint(zz)
-
-
-# The compiled twins when built (see aioproducer._speedups), else the references:
-# _headers_bytes_pure above, and for _encode_run the loops of append_run.
-_headers_bytes = kernels.headers_bytes if kernels is not None else _headers_bytes_pure
-_encode_run = kernels.encode_run if kernels is not None else None
 
 
 def headers_size(headers: Sequence[tuple[str, bytes | None]] | None) -> int:
@@ -155,17 +236,23 @@ def estimate_record_size(
     return size
 
 
-class RecordBatchBuilder:
-    """Accumulates records into one v2 batch.
+class RecordBatchBuilderPy:
+    """Accumulates records into one v2 batch: the readable reference.
 
-    Records are encoded as they are appended into a single ``bytearray`` that
-    starts with room for the batch header; :meth:`build` writes the header
-    there, when the producer state is known, so an uncompressed batch is never
-    copied to be sent: what ``build`` returns for it is that buffer, and a
-    later ``build`` (another producer state) rewrites its header. Copy it to
-    keep one build's bytes. After ``build`` starts, the builder is sealed: ``build`` may then
-    run in a worker thread (compression releases the GIL) and be repeated with
-    different producer state for retries.
+    :data:`RecordBatchBuilder` is the compiled twin (aioproducer/_speedups/_builder.c)
+    when the kernels are built, this class otherwise; both write the same bytes
+    and answer, and raise, alike. Records are encoded as they are appended into a
+    single ``bytearray`` that starts with room for the batch header; :meth:`build`
+    writes the header there, when the producer state is known. An uncompressed
+    batch's bytes may be that buffer (here) or a copy (the compiled twin): callers
+    must not rely on either. After ``build`` starts, the builder is sealed:
+    ``build`` may then run in a worker thread (compression releases the GIL) and
+    be repeated with different producer state for retries.
+
+    Inputs are read before the builder's state is: a key's or value's buffer, a
+    header, a run's sequences may run the caller's code (even appending to this
+    builder); a run whose records' code changed the builder appends nothing
+    and raises RuntimeError.
     """
 
     __slots__ = (
@@ -191,16 +278,16 @@ class RecordBatchBuilder:
     ) -> None:
         # An enum call costs a microsecond, once per batch: only a plain int pays it.
         self.codec = codec if type(codec) is Codec else Codec(codec)
-        self.batch_size = batch_size
-        self.is_transactional = is_transactional
-        self.compression_level = compression_level
+        self.batch_size = operator.index(batch_size)
+        self.is_transactional = bool(is_transactional)
+        self.compression_level = None if compression_level is None else operator.index(compression_level)
         self.record_count = 0
         self.base_timestamp = -1
         self.max_timestamp = -1
         # The header's 61 bytes first: build() fills them in place.
         self._buf = bytearray(RECORD_BATCH_OVERHEAD)
         self._sealed = False
-        self._payload: bytes | bytearray | None = None
+        self._payload: bytes | None = None
 
     @property
     def size_in_bytes(self) -> int:
@@ -215,43 +302,58 @@ class RecordBatchBuilder:
     def append(
         self,
         timestamp_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        key: Any,
+        value: Any,
+        headers: Iterable[tuple[str, Any]] | None = None,
     ) -> int | None:
         """Encode one record; return its offset delta.
 
         Returns ``None`` (and changes nothing) when the record would push the
         uncompressed batch past ``batch_size``, as Java's ``hasRoomFor``
-        does. The first record is always accepted, however large.
+        does. The first record is always accepted, however large. ``key`` and
+        ``value`` are None or bytes-like (their bytes in C order); timestamps
+        are int64, as are their deltas from the first record's.
         """
         # Hot path: everything is inlined; small varints come from a table.
         if self._sealed:
-            raise RuntimeError("cannot append to a record batch after build()")
-        count = self.record_count
-        if count:
-            delta = timestamp_ms - self.base_timestamp
-            # zigzag(delta) is 2 * delta for the usual small non-negative delta.
-            ts = _UVARINT[delta << 1] if 0 <= delta < 8192 else _varint_bytes(delta)
-            off = _UVARINT[count << 1] if count < 8192 else _uvarint(count << 1)
-        else:
-            ts = off = _ZERO
+            raise RuntimeError(_SEALED)
+        if type(timestamp_ms) is not int:
+            timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
         if key is None:
             kpre = _NULL
             key = b""
         else:
+            if type(key) is not bytes:
+                key = _plain(key, "key")
             klen = len(key)
             kpre = _UVARINT[klen << 1] if klen < 8192 else _uvarint(klen << 1)
         if value is None:
             vpre = _NULL
             value = b""
         else:
+            if type(value) is not bytes:
+                value = _plain(value, "value")
             vlen = len(value)
             vpre = _UVARINT[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
+        hdr = _ZERO if headers is None else _headers_bytes_pure(headers)
+        # The state from here on: the code above may have built the batch.
+        if self._sealed:
+            raise RuntimeError(_SEALED)
+        count = self.record_count
+        if count:
+            delta = timestamp_ms - self.base_timestamp
+            # zigzag(delta) is 2 * delta for the usual small non-negative delta.
+            if 0 <= delta < 8192 and timestamp_ms <= _INT64_MAX:
+                ts = _UVARINT[delta << 1]
+            else:
+                ts = _delta_bytes(timestamp_ms, self.base_timestamp)
+            off = _UVARINT[count << 1] if count < 8192 else _uvarint(count << 1)
+        else:
+            _check_timestamp(timestamp_ms)
+            ts = off = _ZERO
         # Everything after the length prefix (attributes, always 0 for producer
         # records, deltas, key, value, headers), joined first: its length is
         # then the record's size, with no sum of the parts' sizes.
-        hdr = _headers_bytes_pure(headers) if headers else _ZERO
         body = b"".join((_ZERO, ts, off, kpre, key, vpre, value, hdr))
         size = len(body)
         lpre = _UVARINT[size << 1] if size < 8192 else _uvarint(size << 1)
@@ -268,126 +370,83 @@ class RecordBatchBuilder:
         self.record_count = count + 1
         return count
 
-    _append_pure = append  # the reference; tests compare the compiled twin with it
-
-    def _append_compiled(
-        self,
-        timestamp_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
-    ) -> int | None:
-        """:meth:`append` with the record encoded by the C kernel (same bytes)."""
-        if self._sealed:
-            raise RuntimeError("cannot append to a record batch after build()")
-        count = self.record_count
-        delta = timestamp_ms - self.base_timestamp if count else 0
-        if kernels.encode_record(  # type: ignore[union-attr]
-            self._buf, self.batch_size, count, delta, key, value, headers
-        ) < 0:
-            return None
-        if count:
-            if timestamp_ms > self.max_timestamp:
-                self.max_timestamp = timestamp_ms
-        else:
-            self.base_timestamp = self.max_timestamp = timestamp_ms
-        self.record_count = count + 1
-        return count
-
-    if COMPILED:
-        append = _append_compiled
-
     def append_run(
         self,
         timestamp_ms: int,
-        values: Sequence[bytes | bytearray | memoryview | None],
+        values: Sequence[Any],
         start: int,
         stop: int,
-        keys: Sequence[bytes | bytearray | memoryview | None] | None = None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
-        order: Sequence[int] | None = None,
+        keys: Sequence[Any] | None = None,
+        headers: Iterable[tuple[str, Any]] | None = None,
+        order: Sequence[Any] | None = None,
         lengths: Sequence[int] | None = None,
     ) -> int:
         """Encode ``values[start:stop]`` (with ``keys`` if given) as far as they fit.
 
-        With ``order``, the records are ``values[order[start]]``,
-        ``values[order[start + 1]]`` ... instead. Every record gets
-        ``timestamp_ms`` and ``headers``. Returns how many records were
-        appended; the batch is full when that is short of ``stop - start``.
-        One loop and one buffer extend for the whole run: the bulk path's
-        encoder. ``lengths`` (each value's length, -1 for None) lets unkeyed
-        runs of one value length skip the loop (see :mod:`.record_runs`).
+        With ``order``, the records are ``values[i]`` for each ``i`` of
+        ``order[start:stop]`` instead. Every record gets ``timestamp_ms`` and
+        ``headers``. Returns how many records were appended; the batch is full
+        when that is short of ``stop - start``. All or nothing: on an error no
+        record is appended. ``lengths`` (each value's length, -1 for None) is a
+        hint: unkeyed runs of one value length skip the loop (see :mod:`.record_runs`).
         """
         if self._sealed:
-            raise RuntimeError("cannot append to a record batch after build()")
-        count = self.record_count
-        if not count:
-            self.base_timestamp = self.max_timestamp = timestamp_ms
-        ts = _varint_bytes(timestamp_ms - self.base_timestamp)
-        hdr = _headers_bytes(headers) if headers else _ZERO
+            raise RuntimeError(_SEALED)
+        if type(timestamp_ms) is not int:
+            timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
+        start, stop = _index(start), _index(stop)
+        hdr = _ZERO if headers is None else _headers_bytes_pure(headers)
+        indices: Sequence[Any] = range(start, stop) if order is None else tuple(order[start:stop])
+        if self._sealed:  # the code above (headers, order) may have built the batch
+            raise RuntimeError(_SEALED)
+        count = first = self.record_count
+        if count:
+            ts = _delta_bytes(timestamp_ms, self.base_timestamp)
+        else:
+            _check_timestamp(timestamp_ms)
+            ts = _ZERO
         fixed = _ZERO + ts  # attributes byte and timestamp delta
         base_size = 1 + len(ts) + len(hdr)
         table = _UVARINT
-        room = self.batch_size - len(self._buf)
+        buf_len = len(self._buf)
+        room = self.batch_size - buf_len
         parts: list[bytes | bytearray | memoryview] = []
         extend = parts.extend
-        first = count
-        indices = range(start, stop) if order is None else order[start:stop]
         uniform = -1
-        # The compiled run encoder beats the uniform-run trick (which saves the
-        # pure path its loop) at every size: with it, the trick is skipped.
-        if _encode_run is None and keys is None and order is None and lengths is not None and stop > start:
+        if (keys is None and order is None and type(lengths) in _LENGTH_TYPES
+                and stop - start >= _UNIFORM_MIN_RUN and 0 <= start and stop <= len(lengths)):  # type: ignore[arg-type]
             # Only the records that could fit are looked at: a record takes at
             # least 7 bytes besides its value (one per varint and attributes).
             # Past them the batch is full whatever the lengths are.
-            window = min(stop, start + max(0, room) // (lengths[start] + 7) + 1)
-            run = lengths[start:window]
-            # Short runs (a loop of small calls) are cheaper through the loop.
-            if len(run) >= _UNIFORM_MIN_RUN and run[0] >= 0 and min(run) == max(run):
+            window = min(stop, start + max(0, room) // (max(0, lengths[start]) + 7) + 1)  # type: ignore[index]
+            run = lengths[start:window]  # type: ignore[index]
+            # Taken only if the values really are plain bytes of that length.
+            if (len(run) >= _UNIFORM_MIN_RUN and run[0] >= 0 and min(run) == max(run)
+                    and plain_run(values, start, window, run[0])):
                 uniform = run[0]
         if uniform >= 0:
             count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)  # type: ignore[arg-type]
-        elif _encode_run is not None:
-            # The C twin of the two loops below, writing straight into the buffer.
-            ordered = None if order is None else order[start:stop]
-            count = _encode_run(self._buf, room, count, fixed, hdr, values, keys, ordered, start, stop)
         elif keys is None:
-            # Unkeyed: everything but the offset delta and the value is constant;
-            # the value's length prefix is recomputed only when the length changes.
-            head = fixed  # attributes, timestamp delta
-            tail = _NULL  # null key, then the value's length
-            last_len = -2
-            vsize = 0
-            vpre = _NULL
-            for i in indices:
-                value = values[i]
-                vlen = -1 if value is None else len(value)
-                if vlen != last_len:
-                    last_len = vlen
-                    if vlen < 0:
-                        vpre, vsize = _NULL, 1
-                    else:
-                        vpre = table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
-                        vsize = len(vpre) + vlen
-                    tail = _NULL + vpre
-                off = table[count << 1] if count < 8192 else _uvarint(count << 1)
-                size = base_size + len(off) + 1 + vsize
-                lpre = table[size << 1] if size < 8192 else _uvarint(size << 1)
-                size += len(lpre)
-                if size > room and count:
-                    break
-                room -= size
-                extend((lpre, head, off, tail, value or b"", hdr))
-                count += 1
+            count = encode_unkeyed_loop(parts, values, indices, fixed, hdr, count, room, table, _plain_at)
         else:
             for i in indices:
                 value = values[i]
-                key = keys[i]
-                klen = 0 if key is None else len(key)
-                kpre = _NULL if key is None else table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
+                key = None if keys is None else keys[i]
+                if key is None:
+                    kpre, klen = _NULL, 0
+                else:
+                    if type(key) is not bytes:
+                        key = _plain_at(key, "keys", i)
+                    klen = len(key)
+                    kpre = table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
+                if value is None:
+                    vpre, vlen = _NULL, 0
+                else:
+                    if type(value) is not bytes:
+                        value = _plain_at(value, "values", i)
+                    vlen = len(value)
+                    vpre = table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
                 off = table[count << 1] if count < 8192 else _uvarint(count << 1)
-                vlen = 0 if value is None else len(value)
-                vpre = _NULL if value is None else table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
                 size = base_size + len(off) + len(kpre) + klen + len(vpre) + vlen
                 lpre = table[size << 1] if size < 8192 else _uvarint(size << 1)
                 size += len(lpre)
@@ -396,38 +455,48 @@ class RecordBatchBuilder:
                 room -= size
                 extend((lpre, fixed, off, kpre, key or b"", vpre, value or b"", hdr))
                 count += 1
-        self._buf += b"".join(parts)
-        self.record_count = count
-        if count > first and timestamp_ms > self.max_timestamp:
-            self.max_timestamp = timestamp_ms  # only when a record of this run went in
+        # The records' code (a __getitem__, an __index__, a buffer) ran meanwhile.
+        if self._sealed or self.record_count != first or len(self._buf) != buf_len:
+            raise RuntimeError(_CHANGED)
+        if count > first:
+            self._buf += b"".join(parts)
+            self.record_count = count
+            if not first:
+                self.base_timestamp = self.max_timestamp = timestamp_ms
+            elif timestamp_ms > self.max_timestamp:
+                self.max_timestamp = timestamp_ms
         return count - first
 
     def has_room_for(
         self,
         key_len: int | None,
         value_len: int | None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        headers: Iterable[tuple[str, Any]] | None = None,
         timestamp_ms: int | None = None,
     ) -> bool:
         """Whether :meth:`append` would accept such a record.
 
-        Without ``timestamp_ms`` the timestamp delta is taken at its widest,
-        so the answer errs on the side of starting a new batch.
+        A length of None or below 0 is a null key or value. Without
+        ``timestamp_ms`` the timestamp delta is taken at its widest, so the
+        answer errs on the side of starting a new batch.
         """
+        lengths = (_length_arg(key_len, "key_len"), _length_arg(value_len, "value_len"))
+        hlen = 1 if headers is None else len(_headers_bytes_pure(headers))
+        if timestamp_ms is not None:
+            timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
         if self._sealed:
             return False
+        if timestamp_ms is not None:
+            _check_timestamp(timestamp_ms)
         if not self.record_count:
             return True
         if timestamp_ms is None:
             ts_size = 10
         else:
-            ts_size = size_of_varint(timestamp_ms - self.base_timestamp)
-        size = 1 + ts_size + size_of_varint(self.record_count) + headers_size(headers)
-        for length in (key_len, value_len):
-            if length is None or length < 0:
-                size += 1
-            else:
-                size += size_of_varint(length) + length
+            ts_size = len(_delta_bytes(timestamp_ms, self.base_timestamp))
+        size = 1 + ts_size + size_of_varint(self.record_count) + hlen
+        for length in lengths:
+            size += 1 if length < 0 else size_of_varint(length) + length
         size += size_of_varint(size)
         return len(self._buf) + size <= self.batch_size
 
@@ -441,6 +510,9 @@ class RecordBatchBuilder:
         state) rewrites that header. A compressed batch's records section is
         computed once and reused, so calling ``build`` again is cheap.
         """
+        producer_id = _ranged(producer_id, "producer_id", 64)
+        producer_epoch = _ranged(producer_epoch, "producer_epoch", 16)
+        base_sequence = _ranged(base_sequence, "base_sequence", 32)
         count = self.record_count
         if not count:
             raise ValueError("cannot build an empty record batch")
@@ -477,11 +549,35 @@ class RecordBatchBuilder:
         return b"".join((head, _CRC.pack(crc), tail, payload))
 
 
+_LENGTH_TYPES = (list, array)  # hints read without running the caller's code
+
+
+def _length_arg(value: Any, what: str) -> int:
+    """A length of has_room_for: None is -1 (null); TypeError unless an int."""
+    if value is None:
+        return -1
+    if not issubclass(type(value), int):
+        raise TypeError(f"{what} must be an int or None, got {type(value).__name__}")
+    return operator.index(value)
+
+
+def _plain_at(data: Any, what: str, index: Any) -> bytes | memoryview:
+    """:func:`_plain` of a run's element: the error names it as ``values[i]``."""
+    try:
+        return _plain(data, "")
+    except TypeError:
+        raise _type_error(data, f"{what}[{index!s}]", "must be bytes-like or None") from None
+
+
+# The one switch between the twins (see aioproducer._speedups): chosen here, once.
+if TYPE_CHECKING:
+    RecordBatchBuilder = RecordBatchBuilderPy
+else:
+    RecordBatchBuilder = RecordBatchBuilderPy if kernels is None else kernels.RecordBatchBuilder
+
+
 def restamp_producer_state(
-    batch: bytes | bytearray | memoryview,
-    *,
-    producer_id: int,
-    producer_epoch: int,
+    batch: bytes | bytearray | memoryview, *, producer_id: int, producer_epoch: int,
     base_sequence: int,
 ) -> bytes:
     """Rewrite a built batch's producer id, epoch and base sequence.

@@ -14,7 +14,6 @@ import weakref
 from collections import deque
 from types import ModuleType, SimpleNamespace
 from typing import Any
-from unittest import mock
 
 import pytest
 
@@ -25,7 +24,7 @@ from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
 from aioproducer.engine.sticky import StickyPartitioner
 from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
 from aioproducer.protocol.compression import Codec
-from aioproducer.protocol.records import RecordBatchBuilder
+from aioproducer.protocol.records import RecordBatchBuilderPy
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
@@ -55,30 +54,32 @@ def lane_appends(k: ModuleType) -> tuple[Any, Any]:
 def test_full_is_answered_exactly_when_the_batch_is_full(k: ModuleType, kind: str, own_size: str) -> None:
     """Every batch size over a span (some land exactly on a record's end): the same
     answers from both, with FULL exactly when is_full() (by the batch's own batch_size)."""
-    unkeyed, keyed = k.bind_batch_layout(ProducerBatch, RecordBatchBuilder, batch_module.OPEN)
+    unkeyed, keyed = k.bind_batch_layout(ProducerBatch, batch_module.OPEN)
     kernel = unkeyed if kind == "unkeyed" else keyed
     pure = ProducerBatch._append_unkeyed_pure if kind == "unkeyed" else ProducerBatch._append_keyed_pure
     values = [None if i % 7 == 3 else bytes([i]) * (i * 13 % 90) for i in range(40)]
     fills = 0
-    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
-        for batch_size in range(62, 1500, 3):
-            answers: list[list[Any]] = [[], []]
-            for append, got in zip((pure, kernel), answers):
-                batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                                      delivery_timeout=60)
-                if own_size == "smaller":
-                    batch.batch_size = batch_size - 40  # full before its builder refuses
-                produced: dict[str, int] = {}
-                for i, value in enumerate(values):
-                    if kind == "unkeyed":
-                        answer = append(batch, 5 + i, value, 10, 30, produced, "t", 700)
-                    else:
-                        answer = append(batch, 5 + i, b"k", value, 10, 30)
-                    got.append(answer)
-                    if answer:
-                        assert bool(answer & FULL) == batch.is_full(), (batch_size, i)
-                        fills += batch.is_full()
-            assert answers[1] == answers[0], batch_size
+    for batch_size in range(62, 1500, 3):
+        answers: list[list[Any]] = [[], []]
+        # The reference all through (the pure builder too), and the kernel with the compiled one.
+        twins = (RecordBatchBuilderPy, k.RecordBatchBuilder)
+        for append, got, builder_cls in zip((pure, kernel), answers, twins):
+            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
+                                  delivery_timeout=60)
+            batch.builder = builder_cls(codec=Codec.NONE, batch_size=batch_size)
+            if own_size == "smaller":
+                batch.batch_size = batch_size - 40  # full before its builder refuses
+            produced: dict[str, int] = {}
+            for i, value in enumerate(values):
+                if kind == "unkeyed":
+                    answer = append(batch, 5 + i, value, 10, 30, produced, "t", 700)
+                else:
+                    answer = append(batch, 5 + i, b"k", value, 10, 30)
+                got.append(answer)
+                if answer:
+                    assert bool(answer & FULL) == batch.is_full(), (batch_size, i)
+                    fills += batch.is_full()
+        assert answers[1] == answers[0], batch_size
     assert fills > 40  # batches were filled exactly (or past a smaller own size), in both
 
 

@@ -1,9 +1,9 @@
 """The C kernels (aioproducer._speedups._kernels) produce exactly what their pure-Python twins do.
 
-Random keys, values, nulls, headers (None values, non-ASCII names), timestamps and
-varint boundaries (lengths 63/64 and 8191/8192, where a zigzag varint grows a
-byte; negative and large timestamp deltas); murmur2 on random bytes, empty
-included. The extension is imported directly, so these tests also run (and
+Random keys, values, nulls, timestamps and varint boundaries (lengths 63/64 and
+8191/8192, where a zigzag varint grows a byte; negative and large timestamp
+deltas); murmur2 on random bytes, empty included. (The record batch builder's
+twins are compared in test_builder_differential.py.) The extension is imported directly, so these tests also run (and
 compare) when ``AIOPRODUCER_NO_EXTENSIONS=1`` selects the pure path for the rest
 of the package. The lanes' appends to a batch (a record, its memory and, unkeyed,
 the sticky count) are compared the same way.
@@ -14,9 +14,7 @@ They skip only where the extension is not built and CI is not
 from __future__ import annotations
 
 import os
-import sys
 from types import ModuleType
-from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +25,8 @@ from aioproducer.engine import partitioner as partitioner
 from aioproducer.engine.batch import ProducerBatch
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
-from aioproducer.protocol.records import RecordBatchBuilder
+from aioproducer.protocol.records import RecordBatchBuilderPy
+from tests.support.builders import held_bytes
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
@@ -43,8 +42,6 @@ _EDGE_LENGTHS = st.sampled_from([0, 1, 62, 63, 64, 65, 127, 128, 8190, 8191, 819
 _LENGTHS = st.one_of(_EDGE_LENGTHS, st.integers(0, 300))
 _BLOBS = _LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n))
 _MAYBE = st.one_of(st.none(), _BLOBS)
-_NAMES = st.one_of(st.text(max_size=20), st.sampled_from(["ключ", "名前", "é" * 70, "x" * 64]))
-_HEADERS = st.lists(st.tuples(_NAMES, _MAYBE), max_size=4)
 # Timestamp deltas around the zigzag edges, negative ones included.
 _DELTAS = st.one_of(
     st.sampled_from([0, 1, -1, 63, 64, -64, -65, 4095, 4096, -4096, -4097, 8191, 8192,
@@ -68,145 +65,21 @@ def test_murmur2_known_values(k: ModuleType) -> None:
         assert k.murmur2(data) == partitioner._murmur2_pure(data)
 
 
-@given(headers=_HEADERS)
-def test_headers_bytes_equals_the_pure_version(k: ModuleType, headers: list) -> None:
-    assert k.headers_bytes(headers) == records._headers_bytes_pure(headers)
+def _state(builder: object) -> tuple:
+    return (builder.size_in_bytes, builder.record_count, builder.base_timestamp,  # type: ignore[attr-defined]
+            builder.max_timestamp)  # type: ignore[attr-defined]
 
 
-def test_headers_bytes_takes_bytes_names_and_rejects_bad_pairs(k: ModuleType) -> None:
-    headers = [(b"raw", b"v"), ("t", None)]
-    assert k.headers_bytes(headers) == records._headers_bytes_pure(headers)  # type: ignore[arg-type]
-    for bad in ([("n", 5)], [("a", b"1", b"2")], [("\udc80", b"v")]):
-        with pytest.raises((TypeError, ValueError)) as pure_error:
-            records._headers_bytes_pure(bad)  # type: ignore[arg-type]
-        with pytest.raises(pure_error.type):
-            k.headers_bytes(bad)
-
-
-def _state(builder: RecordBatchBuilder) -> tuple:
-    return (bytes(builder._buf), builder.record_count, builder.base_timestamp,
-            builder.max_timestamp)
-
-
-@settings(max_examples=150)
-@given(
-    batch_size=_BATCH_SIZES,
-    base=st.integers(0, 1 << 42),
-    rows=st.lists(st.tuples(_DELTAS, _MAYBE, _MAYBE, st.one_of(st.none(), _HEADERS)),
-                  min_size=1, max_size=30),
-)
-def test_append_equals_the_pure_version(k: ModuleType, batch_size: int, base: int, rows: list) -> None:
-    pure = RecordBatchBuilder(batch_size=batch_size)
-    compiled = RecordBatchBuilder(batch_size=batch_size)
-    with mock.patch.object(records, "kernels", k):
-        for delta, key, value, headers in rows:
-            ts = max(0, base + delta)
-            expected = pure._append_pure(ts, key, value, headers)
-            assert compiled._append_compiled(ts, key, value, headers) == expected
-            assert _state(compiled) == _state(pure)
-    assert compiled.build(producer_id=7, producer_epoch=1, base_sequence=3) == pure.build(
-        producer_id=7, producer_epoch=1, base_sequence=3
-    )
-
-
-def test_append_refuses_what_the_pure_version_refuses(k: ModuleType) -> None:
-    with mock.patch.object(records, "kernels", k):
-        for key, value in ((b"k", 12), ("text", b"v"), (None, object())):
-            pure = RecordBatchBuilder()
-            compiled = RecordBatchBuilder()
-            with pytest.raises(TypeError):
-                pure._append_pure(1, key, value)  # type: ignore[arg-type]
-            with pytest.raises(TypeError):
-                compiled._append_compiled(1, key, value)  # type: ignore[arg-type]
-            assert _state(compiled) == _state(pure)
-        sealed = RecordBatchBuilder()
-        sealed.append(1, None, b"v")
-        sealed.build()
-        with pytest.raises(RuntimeError):
-            sealed._append_compiled(2, None, b"v")
-
-
-_COLUMN = st.lists(st.tuples(_MAYBE, _MAYBE), min_size=1, max_size=60)
-
-
-@settings(max_examples=150)
-@given(
-    batch_size=_BATCH_SIZES,
-    first=st.lists(st.tuples(_MAYBE, _MAYBE), max_size=3),
-    delta=_DELTAS,
-    column=_COLUMN,
-    keyed=st.booleans(),
-    headers=st.one_of(st.none(), _HEADERS),
-    bounds=st.tuples(st.integers(0, 60), st.integers(0, 60)),
-    shuffle=st.one_of(st.none(), st.randoms(use_true_random=False)),
-    as_views=st.booleans(),
-)
-def test_append_run_equals_the_pure_loops(
-    k: ModuleType, batch_size: int, first: list, delta: int, column: list, keyed: bool,
-    headers: list | None, bounds: tuple[int, int], shuffle, as_views: bool,
-) -> None:
-    values = [v for _, v in column]
-    keys = [key for key, _ in column] if keyed else None
-    if as_views:
-        values = [None if v is None else memoryview(v) for v in values]
-    start, stop = sorted(min(b, len(column)) for b in bounds)
-    order = None
-    if shuffle is not None:
-        order = list(range(len(column)))
-        shuffle.shuffle(order)
-    base = 1_700_000_000_000
-    built = []
-    for kernel in (None, k.encode_run):
-        builder = RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
-        for key, value in first:  # records already in the batch: offsets and room
-            builder._append_pure(base, key, value)
-        with mock.patch.object(records, "_encode_run", kernel):
-            taken = builder.append_run(base + delta if first else base, values, start, stop,
-                                       keys, headers, order)
-        built.append((taken, _state(builder)))
-    assert built[1] == built[0]
-
-
-def test_a_failed_run_leaves_the_buffer_as_it_was(k: ModuleType) -> None:
-    builder = RecordBatchBuilder()
-    builder.append(1, None, b"kept")
-    before = _state(builder)
-    with mock.patch.object(records, "_encode_run", k.encode_run), pytest.raises(TypeError):
-        builder.append_run(1, [b"a", b"b", 3], 0, 3)  # type: ignore[list-item]
-    assert _state(builder) == before
-
-
-def test_the_switch_names_the_active_path() -> None:
+def test_the_switch_names_the_active_path(k: ModuleType) -> None:
     forced_pure = bool(os.environ.get("AIOPRODUCER_NO_EXTENSIONS"))
     assert records.COMPILED == (K is not None and not forced_pure)
-    active = records.RecordBatchBuilder.append
-    assert active is (RecordBatchBuilder._append_compiled if records.COMPILED
-                      else RecordBatchBuilder._append_pure)
+    assert records.RecordBatchBuilder is (k.RecordBatchBuilder if records.COMPILED else RecordBatchBuilderPy)
     assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
-    assert (records._encode_run is None) == (not records.COMPILED)
     assert (ProducerBatch.append_unkeyed is ProducerBatch._append_unkeyed_pure) == (
         not records.COMPILED
     )
-
-
-def test_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) -> None:
-    # Every batch size over a span: some land exactly on a record's end, where
-    # ``size > room`` (fits) and ``size >= room`` (would not) differ.
-    values = [bytes([i]) * (i * 7 % 90) for i in range(40)]
-    keys = [None if i % 3 else b"key-%d" % i for i in range(40)]
-    for batch_size in range(62, 1500, 3):
-        runs, singles = [], []
-        for kernel in (None, k.encode_run):
-            builder = RecordBatchBuilder(batch_size=batch_size)
-            with mock.patch.object(records, "_encode_run", kernel):
-                runs.append((builder.append_run(5, values, 0, 40, keys), _state(builder)))
-        with mock.patch.object(records, "kernels", k):
-            for append in (RecordBatchBuilder._append_pure, RecordBatchBuilder._append_compiled):
-                builder = RecordBatchBuilder(batch_size=batch_size)
-                taken = [append(builder, 5 + i, keys[i], values[i], None) for i in range(40)]
-                singles.append((taken, _state(builder)))
-        assert runs[1] == runs[0], batch_size
-        assert singles[1] == singles[0], batch_size
+    for gone in ("encode_record", "encode_run", "headers_bytes"):  # the builder's own now
+        assert not hasattr(k, gone)
 
 
 # -- the unkeyed shortcut's append ------------------------------------------------
@@ -228,12 +101,30 @@ _STEP = st.one_of(
 
 def _kernel_method(k: ModuleType) -> object:
     """The compiled append_unkeyed, bound to ProducerBatch as the batch module binds it."""
-    return k.bind_batch_layout(ProducerBatch, RecordBatchBuilder, batch_module.OPEN)[0]
+    return k.bind_batch_layout(ProducerBatch, batch_module.OPEN)[0]
 
 
 def _keyed_kernel_method(k: ModuleType) -> object:
     """The compiled append_keyed, bound likewise."""
-    return k.bind_batch_layout(ProducerBatch, RecordBatchBuilder, batch_module.OPEN)[1]
+    return k.bind_batch_layout(ProducerBatch, batch_module.OPEN)[1]
+
+
+def _batch(builder_cls: type, batch_size: int) -> ProducerBatch:
+    """A batch whose builder is of ``builder_cls`` (whichever the package chose otherwise)."""
+    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60)
+    batch.builder = builder_cls(codec=Codec.NONE, batch_size=batch_size)
+    return batch
+
+
+def _twins(k: ModuleType, batch_size: int, compiled_builder: bool = True) -> tuple[ProducerBatch, ProducerBatch]:
+    """The reference batch (the pure builder, its pure methods), and one for the kernel:
+    its builder compiled (the C-level calls) or pure (the kernel then calls the pure method)."""
+    return (_batch(RecordBatchBuilderPy, batch_size),
+            _batch(k.RecordBatchBuilder if compiled_builder else RecordBatchBuilderPy, batch_size))
+
+
+def _built(batch: ProducerBatch) -> object:
+    return _outcome(lambda: bytes(batch.builder.build(producer_id=3))) if batch.record_count else None
 
 
 def _batch_state(batch: ProducerBatch) -> tuple:
@@ -255,34 +146,35 @@ def _outcome(call: object, *args: object) -> object:
     produced_before=st.one_of(st.none(), st.integers(0, 40_000)),
     base=st.integers(0, 1 << 42),
     steps=st.lists(_STEP, min_size=1, max_size=40),
+    compiled_builder=st.booleans(),
 )
 def test_append_unkeyed_equals_the_pure_version(
     k: ModuleType, batch_size: int, limit: int, produced_before: int | None, base: int, steps: list,
+    compiled_builder: bool,
 ) -> None:
     kernel = _kernel_method(k)
-    batches = [ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                             delivery_timeout=60) for _ in range(2)]
     produced: list[dict[str, int]] = [{}, {}]
     if produced_before is not None:
         produced = [{"t": produced_before}, {"t": produced_before}]
-    pure, compiled = batches
     # The reference all through: the pure record encoder too.
-    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
-        for i, step in enumerate(steps):
-            if step[0] == "append":
-                _, delta, value, reserve, bound = step
-                ts = max(0, base + delta)
-                expected = _outcome(pure._append_unkeyed_pure, ts, value, reserve, bound,
-                                    produced[0], "t", limit)
-                got = _outcome(kernel, compiled, ts, value, reserve, bound, produced[1], "t", limit)
-                assert got == expected, (i, step)
-            elif step[0] == "seal":
-                pure.seal()
-                compiled.seal()
-            elif pure.record_count:
-                assert compiled.builder.build(producer_id=3) == pure.builder.build(producer_id=3)
-            assert _batch_state(compiled) == _batch_state(pure), (i, step)
-            assert produced[1] == produced[0]
+    pure, compiled = _twins(k, batch_size, compiled_builder)
+    for i, step in enumerate(steps):
+        if step[0] == "append":
+            _, delta, value, reserve, bound = step
+            ts = max(0, base + delta)
+            expected = _outcome(pure._append_unkeyed_pure, ts, value, reserve, bound,
+                                produced[0], "t", limit)
+            got = _outcome(kernel, compiled, ts, value, reserve, bound, produced[1],
+                           "t", limit)
+            assert got == expected, (i, step)
+        elif step[0] == "seal":
+            pure.seal()
+            compiled.seal()
+        elif pure.record_count:
+            assert _built(compiled) == _built(pure)
+        assert _batch_state(compiled) == _batch_state(pure), (i, step)
+        assert produced[1] == produced[0]
+    assert _built(compiled) == _built(pure)
 
 
 _KEYS = st.one_of(
@@ -302,30 +194,30 @@ _KEYED_STEP = st.one_of(
     batch_size=st.one_of(_BATCH_SIZES, st.integers(62, 400)),
     base=st.integers(0, 1 << 42),
     steps=st.lists(_KEYED_STEP, min_size=1, max_size=40),
+    compiled_builder=st.booleans(),
 )
 def test_append_keyed_equals_the_pure_version(
-    k: ModuleType, batch_size: int, base: int, steps: list,
+    k: ModuleType, batch_size: int, base: int, steps: list, compiled_builder: bool,
 ) -> None:
     """Keys and values across the varint steps, nulls, timestamps before and
     after the first, batches filling up, sealed and built: the same answers,
     lists, counters and bytes."""
     kernel = _keyed_kernel_method(k)
-    pure, compiled = [ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                                    delivery_timeout=60) for _ in range(2)]
-    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
-        for i, step in enumerate(steps):
-            if step[0] == "append":
-                _, delta, key, value, reserve, bound = step
-                ts = max(0, base + delta)
-                expected = _outcome(pure._append_keyed_pure, ts, key, value, reserve, bound)
-                got = _outcome(kernel, compiled, ts, key, value, reserve, bound)
-                assert got == expected, (i, step)
-            elif step[0] == "seal":
-                pure.seal()
-                compiled.seal()
-            elif pure.record_count:
-                assert compiled.builder.build(producer_id=3) == pure.builder.build(producer_id=3)
-            assert _batch_state(compiled) == _batch_state(pure), (i, step)
+    pure, compiled = _twins(k, batch_size, compiled_builder)
+    for i, step in enumerate(steps):
+        if step[0] == "append":
+            _, delta, key, value, reserve, bound = step
+            ts = max(0, base + delta)
+            expected = _outcome(pure._append_keyed_pure, ts, key, value, reserve, bound)
+            got = _outcome(kernel, compiled, ts, key, value, reserve, bound)
+            assert got == expected, (i, step)
+        elif step[0] == "seal":
+            pure.seal()
+            compiled.seal()
+        elif pure.record_count:
+            assert _built(compiled) == _built(pure)
+        assert _batch_state(compiled) == _batch_state(pure), (i, step)
+    assert _built(compiled) == _built(pure)
 
 
 def test_the_compiled_appends_take_only_an_int_timestamp(k: ModuleType) -> None:
@@ -339,14 +231,12 @@ def test_the_compiled_appends_take_only_an_int_timestamp(k: ModuleType) -> None:
 
 
 def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
-    # append_unkeyed and append_keyed (the lanes' appends) grow the buffer as
-    # encode_record does: by doubling, never past the batch size.
+    # append_unkeyed and append_keyed (the lanes' appends) grow the builder's
+    # buffer as its append does: by doubling, never past the batch size.
     unkeyed, keyed = _kernel_method(k), _keyed_kernel_method(k)
-    empty = sys.getsizeof(bytearray())
     for batch_size in (1_000, 16_384):
         for append in ("unkeyed", "keyed"):
-            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                                  delivery_timeout=60)
+            batch = _batch(k.RecordBatchBuilder, batch_size)
             allocations = set()
             for i in range(batch_size):
                 if append == "unkeyed":
@@ -355,7 +245,7 @@ def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
                     taken = keyed(batch, 5, b"k", b"x" * 100, 10, 133)
                 if not taken:
                     break
-                held = sys.getsizeof(batch.builder._buf) - empty
+                held = held_bytes(batch.builder)
                 allocations.add(held)
                 assert held <= _ALLOWED(batch_size)
             assert i > 5 and len(allocations) <= 12, (append, sorted(allocations))
@@ -365,17 +255,14 @@ def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) 
     # Every batch size over a span: some land exactly on a record's end.
     kernel = _kernel_method(k)
     values = [None if i % 7 == 3 else bytes([i]) * (i * 13 % 90) for i in range(40)]
-    with mock.patch.object(RecordBatchBuilder, "append", RecordBatchBuilder._append_pure):
-        for batch_size in range(62, 1500, 3):
-            states = []
-            for append in (ProducerBatch._append_unkeyed_pure, kernel):
-                batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                                      delivery_timeout=60)
-                produced: dict[str, int] = {}
-                answers = [append(batch, 5 + i, value, 10, 30, produced, "t", 700)  # type: ignore[operator]
-                           for i, value in enumerate(values)]
-                states.append((answers, produced, _batch_state(batch)))
-            assert states[1] == states[0], batch_size
+    for batch_size in range(62, 1500, 3):
+        states = []
+        for append, batch in zip((ProducerBatch._append_unkeyed_pure, kernel), _twins(k, batch_size)):
+            produced: dict[str, int] = {}
+            answers = [append(batch, 5 + i, value, 10, 30, produced, "t", 700)  # type: ignore[operator]
+                       for i, value in enumerate(values)]
+            states.append((answers, produced, _batch_state(batch), _built(batch)))
+        assert states[1] == states[0], batch_size
 
 
 def test_append_unkeyed_answers_and_refusals(k: ModuleType) -> None:
@@ -410,23 +297,20 @@ def _ALLOWED(batch_size: int) -> int:
 
 
 def test_a_batch_buffer_grows_by_doubling_up_to_the_batch_size(k: ModuleType) -> None:
-    # The compiled appends reserve twice the buffer's length when it is full
+    # The compiled builder reserves twice its buffer's length when it is full
     # (a bytearray alone grows by an eighth): few copies on the way to a full
     # batch, and never more memory than the batch size allows.
     for batch_size in (1_000, 16_384, 65_536, *range(1_000, 20_000, 389)):
-        buf = bytearray(61)
-        empty = sys.getsizeof(bytearray())
-        allocations = {sys.getsizeof(buf)}
-        count = 0
-        while k.encode_record(buf, batch_size, count, 0, None, b"x" * 100, None) != -1:
-            count += 1
-            allocations.add(sys.getsizeof(buf))
-            # CPython itself adds up to an eighth when a resize is a small step.
-            assert sys.getsizeof(buf) - empty <= _ALLOWED(batch_size)
-        pure = RecordBatchBuilder(batch_size=batch_size)
-        while pure._append_pure(0, None, b"x" * 100) is not None:
+        builder = k.RecordBatchBuilder(batch_size=batch_size)
+        allocations = {held_bytes(builder)}
+        while builder.append(0, None, b"x" * 100) is not None:
+            allocations.add(held_bytes(builder))
+            assert held_bytes(builder) <= _ALLOWED(batch_size)
+        pure = RecordBatchBuilderPy(batch_size=batch_size)
+        while pure.append(0, None, b"x" * 100) is not None:
             pass
-        assert pure.record_count == count and buf == pure._buf
+        assert pure.record_count == builder.record_count
+        assert bytes(pure.build()) == builder.build()
         assert len(allocations) <= 12, sorted(allocations)
 
 
@@ -434,38 +318,33 @@ def test_short_runs_grow_a_batch_by_doubling_within_its_size(k: ModuleType) -> N
     # Many short runs (one per bulk call or per partition) grow the buffer by
     # doubling too, and never past the batch size; a record that fills the
     # batch exactly does not double it either.
-    empty = sys.getsizeof(bytearray())
     for run in (1, 4, 16):
         for batch_size in (16_384, *range(1_000, 5_000, 331)):
-            builder = RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
+            builder = k.RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
             allocations = set()
-            with mock.patch.object(records, "_encode_run", k.encode_run):
-                while builder.append_run(1, [b"x" * 100] * run, 0, run, None, None) == run:
-                    held = sys.getsizeof(builder._buf) - empty
-                    allocations.add(held)
-                    assert held <= _ALLOWED(batch_size), (run, batch_size)
+            while builder.append_run(1, [b"x" * 100] * run, 0, run, None, None) == run:
+                held = held_bytes(builder)
+                allocations.add(held)
+                assert held <= _ALLOWED(batch_size), (run, batch_size)
             assert len(allocations) <= 12, (run, batch_size, sorted(allocations))
-    builder = RecordBatchBuilder(batch_size=1_000, codec=Codec.NONE)
-    with mock.patch.object(records, "_encode_run", k.encode_run):
-        builder.append_run(1, [b"x" * 700], 0, 1, None, None)
-        room = builder.batch_size - len(builder._buf)
-        builder.append_run(1, [b"y" * (room - 9)], 0, 1, None, None)  # fills it to the byte
-    assert len(builder._buf) == 1_000
-    assert sys.getsizeof(builder._buf) - empty <= _ALLOWED(1_000)
+    builder = k.RecordBatchBuilder(batch_size=1_000, codec=Codec.NONE)
+    builder.append_run(1, [b"x" * 700], 0, 1, None, None)
+    room = builder.batch_size - builder.size_in_bytes
+    builder.append_run(1, [b"y" * (room - 9)], 0, 1, None, None)  # fills it to the byte
+    assert builder.size_in_bytes == 1_000
+    assert held_bytes(builder) <= _ALLOWED(1_000)
 
 
 def test_a_run_reserves_what_its_records_need_within_the_room(k: ModuleType) -> None:
     # A run of like records reserves their room in one step, no more than they
     # take; unlike records never make it reserve more than the batch's room.
-    empty = sys.getsizeof(bytearray())
     for values in ([b"x" * 100] * 100, [b"x" * 10] + [b"y" * 900] * 20, [b"z" * 5000, b"a", b"b"]):
         for batch_size in (2_000, 1 << 20):
-            builder = RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
-            with mock.patch.object(records, "_encode_run", k.encode_run):
-                taken = builder.append_run(1, values, 0, len(values), None, None)
+            builder = k.RecordBatchBuilder(batch_size=batch_size, codec=Codec.NONE)
+            taken = builder.append_run(1, values, 0, len(values), None, None)
             assert taken
-            held = sys.getsizeof(builder._buf) - empty
-            assert held <= max(batch_size, len(builder._buf)) + 1
+            held = held_bytes(builder)
+            assert held <= max(batch_size, builder.size_in_bytes) + 1
             if len(set(values)) == 1 and taken == len(values):
                 # like records: about their bytes (not twice, as doubling would)
-                assert held <= len(builder._buf) * 1.15 + 8
+                assert held <= builder.size_in_bytes * 1.15 + 8

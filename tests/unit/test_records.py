@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from typing import Any
 
 import pytest
 from crc32c import crc32c
@@ -16,9 +17,11 @@ from aioproducer.protocol.records import (
     RECORD_BATCH_OVERHEAD,
     CorruptBatchError,
     RecordBatchBuilder,
+    RecordBatchBuilderPy,
     estimate_record_size,
     restamp_producer_state,
 )
+from tests.support.builders import builder_cls  # noqa: F401 - a fixture: each builder twin
 from tests.golden.frames import (
     GOLDEN_DIR,
     REQUEST,
@@ -134,12 +137,12 @@ def test_librdkafka_compressed_records_section_matches_ours(codec: str) -> None:
 # -- builder behaviour -------------------------------------------------------
 
 
-def test_first_record_always_fits_then_batch_size_is_enforced() -> None:
-    builder = RecordBatchBuilder(batch_size=100)
+def test_first_record_always_fits_then_batch_size_is_enforced(builder_cls: Any) -> None:
+    builder = builder_cls(batch_size=100)
     assert builder.append(1, b"k", b"x" * 500) == 0
     assert builder.append(2, b"k", b"v") is None
     assert builder.record_count == 1
-    builder = RecordBatchBuilder(batch_size=200)
+    builder = builder_cls(batch_size=200)
     deltas = []
     while (delta := builder.append(1000, None, b"v" * 20)) is not None:
         deltas.append(delta)
@@ -148,8 +151,8 @@ def test_first_record_always_fits_then_batch_size_is_enforced() -> None:
     assert len(builder.build()) == builder.size_in_bytes
 
 
-def test_size_in_bytes_is_exact_when_uncompressed() -> None:
-    builder = RecordBatchBuilder()
+def test_size_in_bytes_is_exact_when_uncompressed(builder_cls: Any) -> None:
+    builder = builder_cls()
     assert builder.size_in_bytes == RECORD_BATCH_OVERHEAD
     builder.append(5, b"key", b"value", [("h", b"v")])
     builder.append(3, None, None)
@@ -161,8 +164,10 @@ def test_size_in_bytes_is_exact_when_uncompressed() -> None:
     st.lists(st.tuples(st.integers(0, 300), st.integers(-1, 300)), min_size=1, max_size=30),
     st.integers(100, 2000),
 )
-def test_has_room_for_agrees_with_append(sizes: list[tuple[int, int]], batch_size: int) -> None:
-    builder = RecordBatchBuilder(batch_size=batch_size)
+def test_has_room_for_agrees_with_append(
+    builder_cls: Any, sizes: list[tuple[int, int]], batch_size: int,
+) -> None:
+    builder = builder_cls(batch_size=batch_size)
     for i, (klen, vlen) in enumerate(sizes):
         value = None if vlen < 0 else b"v" * vlen
         room = builder.has_room_for(klen, vlen, None, timestamp_ms=1000 + i)
@@ -172,8 +177,8 @@ def test_has_room_for_agrees_with_append(sizes: list[tuple[int, int]], batch_siz
         assert not conservative or accepted
 
 
-def test_build_is_repeatable_and_seals() -> None:
-    builder = RecordBatchBuilder(codec=Codec.ZSTD)
+def test_build_is_repeatable_and_seals(builder_cls: Any) -> None:
+    builder = builder_cls(codec=Codec.ZSTD)
     builder.append(10, b"k", b"v" * 100)
     first = builder.build(producer_id=7, producer_epoch=1, base_sequence=3)
     assert builder.build(producer_id=7, producer_epoch=1, base_sequence=3) == first
@@ -184,12 +189,12 @@ def test_build_is_repeatable_and_seals() -> None:
         builder.append(11, None, b"late")
     assert not builder.has_room_for(0, 0, None)
     with pytest.raises(ValueError):
-        RecordBatchBuilder().build()
+        builder_cls().build()
 
 
 @pytest.mark.parametrize("codec", list(Codec))
-def test_a_rebuild_with_new_producer_state_is_a_valid_batch(codec: Codec) -> None:
-    builder = RecordBatchBuilder(codec=codec, batch_size=1 << 20)
+def test_a_rebuild_with_new_producer_state_is_a_valid_batch(builder_cls: Any, codec: Codec) -> None:
+    builder = builder_cls(codec=codec, batch_size=1 << 20)
     values = [bytes([i]) * (50 + i) for i in range(40)]
     for i, value in enumerate(values):
         builder.append(1_000 + i, None if i % 3 else b"key", value, [("h", b"v")] if i % 5 == 0 else None)
@@ -202,17 +207,27 @@ def test_a_rebuild_with_new_producer_state_is_a_valid_batch(codec: Codec) -> Non
             assert len(raw) == builder.size_in_bytes
 
 
-def test_an_uncompressed_batch_is_sent_from_the_builders_buffer() -> None:
-    """No copy: the batch is the buffer the records were encoded into."""
-    builder = RecordBatchBuilder()
+def test_an_uncompressed_batch_is_built_once_per_producer_state(builder_cls: Any) -> None:
+    """The same state again: the same object (the pure twin's own buffer, the
+    compiled twin's one copy of its buffer, which it then frees)."""
+    builder = builder_cls()
     builder.append(10, b"k", b"v" * 100)
     first = builder.build(producer_id=7, producer_epoch=1, base_sequence=3)
     assert first is builder.build(producer_id=7, producer_epoch=1, base_sequence=3)
     assert len(first) == builder.size_in_bytes
+    kept = bytes(first)
+    other = bytes(builder.build(producer_id=8, producer_epoch=1, base_sequence=3))
+    assert other[RECORD_BATCH_OVERHEAD:] == kept[RECORD_BATCH_OVERHEAD:] and other != kept
 
 
-def test_transactional_attribute_and_producer_state() -> None:
-    builder = RecordBatchBuilder(is_transactional=True, codec=Codec.GZIP)
+def test_the_package_builder_is_the_compiled_one_when_built() -> None:
+    from aioproducer.protocol import records
+
+    assert (RecordBatchBuilder is RecordBatchBuilderPy) == (not records.COMPILED)
+
+
+def test_transactional_attribute_and_producer_state(builder_cls: Any) -> None:
+    builder = builder_cls(is_transactional=True, codec=Codec.GZIP)
     builder.append(1, None, b"v")
     raw = builder.build(producer_id=42, producer_epoch=5, base_sequence=2**31 - 1)
     (batch,) = parse_record_batches(raw)
@@ -270,8 +285,8 @@ _state = st.tuples(
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(_records, _codecs, _state, st.booleans())
-def test_build_parse_round_trip(records, codec: Codec, state, transactional: bool) -> None:
-    builder = RecordBatchBuilder(codec=codec, batch_size=1 << 30, is_transactional=transactional)
+def test_build_parse_round_trip(builder_cls: Any, records, codec: Codec, state, transactional: bool) -> None:
+    builder = builder_cls(codec=codec, batch_size=1 << 30, is_transactional=transactional)
     for ts, key, value, headers in records:
         builder.append(ts, key, value, headers)
     pid, epoch, seq = state
@@ -329,10 +344,12 @@ def test_estimate_record_size_is_an_upper_bound(record, preceding: int, ts_sprea
     builder = RecordBatchBuilder()
     builder.append(ts, key, value, headers)
     assert builder.size_in_bytes <= estimate
-    # After many records (wide offset delta) with a far-off timestamp (wide timestamp delta):
-    builder = RecordBatchBuilder(batch_size=1 << 30)
+    # After many records (wide offset delta) with a far-off timestamp (wide timestamp
+    # delta). The pure twin's count is a plain attribute: set, it pretends that many
+    # records came before (only sizes matter).
+    builder = RecordBatchBuilderPy(batch_size=1 << 30)
     builder.append(ts, None, None)
-    builder.record_count = preceding + 1  # pretend many records came before: only sizes matter
+    builder.record_count = preceding + 1
     before = builder.size_in_bytes
     builder.append(ts + ts_spread, key, value, headers)
     assert builder.size_in_bytes - before + RECORD_BATCH_OVERHEAD <= estimate
