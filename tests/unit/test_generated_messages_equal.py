@@ -3,7 +3,8 @@
 For every API and version the hand schemas (``protocol/messages.py``,
 ``txn_messages.py``, ``sasl_messages.py``) implement, random field values
 encoded by the schema interpreter and by the generated class give the same
-bytes, and each side decodes the other's bytes to the same values. Values
+bytes, and each side decodes the other's bytes to the same values; any cut
+of the bytes fails to decode with the generated classes' typed error. Values
 cross between the two as dicts (the schema's form) and dataclasses.
 """
 
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from aioproducer.protocol import generated as gen
 from aioproducer.protocol import schema
 from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.generated._wire import ZERO_UUID
+from aioproducer.protocol.generated._wire import ZERO_UUID, MessageError
 from aioproducer.protocol.messages import Api
 from aioproducer.protocol.schema import Array, Field, Struct
 
@@ -197,3 +198,9 @@ def test_generated_equals_hand_schema(api: Api, version: int, side: str, data: s
     assert end == len(generated)
     by_generated = cls.decode(bytes(hand), version)
     assert _to_dict(struct, by_generated, version) == _plain(by_hand)
+
+    # A cut frame is a typed error, never an IndexError or a short message.
+    if generated:
+        cut = data.draw(st.integers(0, len(generated) - 1), label="cut")
+        with pytest.raises(MessageError):
+            cls.decode(generated[:cut], version)

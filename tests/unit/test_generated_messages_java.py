@@ -24,7 +24,7 @@ from aioproducer.protocol.generated import (
 from aioproducer.protocol.generated import api_versions as av
 from aioproducer.protocol.generated import metadata as md
 from aioproducer.protocol.generated import produce as pr
-from aioproducer.protocol.generated._wire import UnsupportedVersionError
+from aioproducer.protocol.generated._wire import MessageError, UnsupportedVersionError
 from tests.support.javac import JavaToolsUnavailable, skip_or_fail
 
 TOPIC_ID = uuid.UUID(int=(0x0123456789ABCDEF << 64) | 0x1122334455667788)
@@ -190,3 +190,27 @@ def test_a_non_ignorable_field_the_version_lacks_refuses_like_java() -> None:
         transactional_id="txn-1", acks=-1, timeout_ms=30000,
         topic_data=[pr.TopicProduceData(partition_data=_produce_request(False).topic_data[0].partition_data)],
     ).encode(13)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        ProduceRequest(acks=1 << 15),  # int16 overflow
+        ProduceRequest(topic_data=[pr.TopicProduceData(name=None)]),  # type: ignore[arg-type]
+        InitProducerIdRequest(transactional_id="x" * 40000),  # longer than an int16 length
+        MetadataResponse(brokers=[md.MetadataResponseBroker(host=b"h")]),  # type: ignore[arg-type]
+    ],
+    ids=["int16-overflow", "null-name", "long-string", "bytes-for-str"],
+)
+def test_a_value_that_does_not_fit_is_a_typed_error_and_writes_nothing(message: Any) -> None:
+    out = bytearray(b"head")
+    with pytest.raises(MessageError):
+        message.encode_into(out, 9 if isinstance(message, (ProduceRequest, MetadataResponse)) else 4)
+    assert out == b"head"
+
+
+def test_an_unknown_version_is_a_typed_error() -> None:
+    with pytest.raises(UnsupportedVersionError):
+        ProduceRequest().encode(2)
+    with pytest.raises(UnsupportedVersionError):
+        ProduceResponse.decode(b"", 14)
