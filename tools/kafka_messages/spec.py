@@ -13,6 +13,7 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["FieldSpec", "MessageSpec", "StructSpec", "Versions", "load_message", "read_spec"]
 
@@ -124,24 +125,32 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def read_spec(jar: Path, name: str) -> dict[str, object]:
+Json = dict[str, Any]
+
+
+def _opt(raw: Json, key: str) -> str | None:
+    value = raw.get(key)
+    return None if value is None else str(value)
+
+
+def read_spec(jar: Path, name: str) -> Json:
     """The parsed JSON of ``common/message/<name>.json`` in ``jar``."""
     with zipfile.ZipFile(jar) as zf:
         text = zf.read(f"common/message/{name}.json").decode("utf-8")
-    data: dict[str, object] = json.loads(strip_comments(text))
+    data: Json = json.loads(strip_comments(text))
     return data
 
 
-def _field(raw: dict[str, object], common: dict[str, StructSpec], out: list[StructSpec]) -> FieldSpec:
+def _field(raw: Json, common: dict[str, StructSpec]) -> FieldSpec:
     versions = Versions.parse(str(raw["versions"]))
     tag = raw.get("tag")
     spec = FieldSpec(
         name=str(raw["name"]),
         type=str(raw["type"]),
         versions=versions,
-        nullable=Versions.parse(raw.get("nullableVersions")),  # type: ignore[arg-type]
-        tagged=Versions.parse(raw.get("taggedVersions")),  # type: ignore[arg-type]
-        tag=None if tag is None else int(tag),  # type: ignore[call-overload]
+        nullable=Versions.parse(_opt(raw, "nullableVersions")),
+        tagged=Versions.parse(_opt(raw, "taggedVersions")),
+        tag=None if tag is None else int(tag),
         ignorable=bool(raw.get("ignorable", False)),
         default=raw.get("default"),
         about=re.sub(r"\s+", " ", str(raw.get("about", ""))).strip(),
@@ -153,9 +162,8 @@ def _field(raw: dict[str, object], common: dict[str, StructSpec], out: list[Stru
     if element not in PRIMITIVES:
         if "fields" in raw:
             struct = StructSpec(element)
-            for child in raw["fields"]:  # type: ignore[attr-defined]
-                struct.fields.append(_field(child, common, out))
-            out.append(struct)
+            for child in raw["fields"]:
+                struct.fields.append(_field(child, common))
             spec.struct = struct
         elif element in common:
             spec.struct = common[element]
@@ -185,24 +193,22 @@ def _children_first(root: StructSpec) -> list[StructSpec]:
 def load_message(jar: Path, name: str) -> MessageSpec:
     """Read one spec (e.g. ``ProduceRequest``) from the jar."""
     raw = read_spec(jar, name)
-    structs: list[StructSpec] = []
     common: dict[str, StructSpec] = {}
-    for raw_common in raw.get("commonStructs", []):  # type: ignore[attr-defined]
+    for raw_common in raw.get("commonStructs", []):
         struct = StructSpec(str(raw_common["name"]))
         common[struct.name] = struct
-    for raw_common in raw.get("commonStructs", []):  # type: ignore[attr-defined]
+    for raw_common in raw.get("commonStructs", []):
         struct = common[str(raw_common["name"])]
         for child in raw_common["fields"]:
-            struct.fields.append(_field(child, common, structs))
-        structs.append(struct)
+            struct.fields.append(_field(child, common))
     root = StructSpec(str(raw["name"]))
-    for child in raw["fields"]:  # type: ignore[attr-defined]
-        root.fields.append(_field(child, common, structs))
+    for child in raw["fields"]:
+        root.fields.append(_field(child, common))
     api_key = raw.get("apiKey")
     return MessageSpec(
         name=str(raw["name"]),
         kind=str(raw["type"]),
-        api_key=None if api_key is None else int(api_key),  # type: ignore[call-overload]
+        api_key=None if api_key is None else int(api_key),
         valid=Versions.parse(str(raw["validVersions"])),
         flexible=Versions.parse(str(raw["flexibleVersions"])),
         root=root,
