@@ -308,6 +308,30 @@ def _dec_scalar(
                 f"{ind}    {var}, {pos} = {fn}(buf, {pos} + 1)",
             ]
         return [f"{ind}{var}, {pos} = {fn}(buf, {pos})"]
+    if elem == "string" and flex:
+        # Null and short strings (length byte below 0x80) are read without a call.
+        n = f"l_{name}"
+        if nullable:
+            null = [f"{ind}    {var} = None", f"{ind}    {pos} += 1"]
+            slow = [f"{ind}    {var}, {pos} = _w.r_cstr(buf, {pos})"]
+        else:
+            null = [f"{ind}    raise MessageError('non-nullable field {name} was null')"]
+            slow = [
+                f"{ind}    s_{name}, {pos} = _w.r_cstr(buf, {pos})",
+                f"{ind}    if s_{name} is None:",
+                f"{ind}        raise MessageError('non-nullable field {name} was null')",
+                f"{ind}    {var} = s_{name}",
+            ]
+        return [
+            f"{ind}{n} = buf[{pos}]",
+            f"{ind}if {n} == 0:",
+            *null,
+            f"{ind}elif {n} < 0x80 and {pos} + {n} <= len(buf):",
+            f"{ind}    {var} = str(buf[{pos} + 1 : {pos} + {n}], 'utf-8')",
+            f"{ind}    {pos} += {n}",
+            f"{ind}else:",
+            *slow,
+        ]
     if elem in ("string", "bytes", "records"):
         if elem == "string":
             reader = "r_cstr" if flex else "r_str"

@@ -178,14 +178,30 @@ def _e_add_offsets_to_txn_request_v3(m: AddOffsetsToTxnRequest, out: bytearray) 
 
 
 def _d_add_offsets_to_txn_request_v3(buf: Buffer, pos: int) -> tuple[AddOffsetsToTxnRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_transactional_id is None:
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
         raise MessageError('non-nullable field transactional_id was null')
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        s_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_transactional_id is None:
+            raise MessageError('non-nullable field transactional_id was null')
+        f_transactional_id = s_transactional_id
     f_producer_id, f_producer_epoch = _P_qh.unpack_from(buf, pos)
     pos += 10
-    f_group_id, pos = _w.r_cstr(buf, pos)
-    if f_group_id is None:
+    l_group_id = buf[pos]
+    if l_group_id == 0:
         raise MessageError('non-nullable field group_id was null')
+    elif l_group_id < 0x80 and pos + l_group_id <= len(buf):
+        f_group_id = str(buf[pos + 1 : pos + l_group_id], 'utf-8')
+        pos += l_group_id
+    else:
+        s_group_id, pos = _w.r_cstr(buf, pos)
+        if s_group_id is None:
+            raise MessageError('non-nullable field group_id was null')
+        f_group_id = s_group_id
     if buf[pos] == 0:
         pos += 1
     else:

@@ -242,9 +242,17 @@ def _e_add_partitions_to_txn_topic_v3(m: AddPartitionsToTxnTopic, out: bytearray
 
 
 def _d_add_partitions_to_txn_topic_v3(buf: Buffer, pos: int) -> tuple[AddPartitionsToTxnTopic, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partitions = buf[pos] - 1
     if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
         pos += 1
@@ -274,9 +282,17 @@ def _e_add_partitions_to_txn_transaction_v4(m: AddPartitionsToTxnTransaction, ou
 
 
 def _d_add_partitions_to_txn_transaction_v4(buf: Buffer, pos: int) -> tuple[AddPartitionsToTxnTransaction, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_transactional_id is None:
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
         raise MessageError('non-nullable field transactional_id was null')
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        s_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_transactional_id is None:
+            raise MessageError('non-nullable field transactional_id was null')
+        f_transactional_id = s_transactional_id
     f_producer_id, f_producer_epoch, f_verify_only = _P_qho.unpack_from(buf, pos)
     pos += 11
     n_topics = buf[pos] - 1
@@ -383,9 +399,17 @@ def _e_add_partitions_to_txn_request_v3(m: AddPartitionsToTxnRequest, out: bytea
 
 
 def _d_add_partitions_to_txn_request_v3(buf: Buffer, pos: int) -> tuple[AddPartitionsToTxnRequest, int]:
-    f_v3_and_below_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_v3_and_below_transactional_id is None:
+    l_v3_and_below_transactional_id = buf[pos]
+    if l_v3_and_below_transactional_id == 0:
         raise MessageError('non-nullable field v3_and_below_transactional_id was null')
+    elif l_v3_and_below_transactional_id < 0x80 and pos + l_v3_and_below_transactional_id <= len(buf):
+        f_v3_and_below_transactional_id = str(buf[pos + 1 : pos + l_v3_and_below_transactional_id], 'utf-8')
+        pos += l_v3_and_below_transactional_id
+    else:
+        s_v3_and_below_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_v3_and_below_transactional_id is None:
+            raise MessageError('non-nullable field v3_and_below_transactional_id was null')
+        f_v3_and_below_transactional_id = s_v3_and_below_transactional_id
     f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _P_qh.unpack_from(buf, pos)
     pos += 10
     n_v3_and_below_topics = buf[pos] - 1
@@ -542,9 +566,17 @@ def _e_add_partitions_to_txn_topic_result_v3(m: AddPartitionsToTxnTopicResult, o
 
 
 def _d_add_partitions_to_txn_topic_result_v3(buf: Buffer, pos: int) -> tuple[AddPartitionsToTxnTopicResult, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_results_by_partition = buf[pos] - 1
     if n_results_by_partition < 127 and n_results_by_partition <= len(buf) - pos - 1:
         pos += 1
@@ -575,9 +607,17 @@ def _e_add_partitions_to_txn_result_v4(m: AddPartitionsToTxnResult, out: bytearr
 
 
 def _d_add_partitions_to_txn_result_v4(buf: Buffer, pos: int) -> tuple[AddPartitionsToTxnResult, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_transactional_id is None:
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
         raise MessageError('non-nullable field transactional_id was null')
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        s_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_transactional_id is None:
+            raise MessageError('non-nullable field transactional_id was null')
+        f_transactional_id = s_transactional_id
     n_topic_results = buf[pos] - 1
     if n_topic_results < 127 and n_topic_results <= len(buf) - pos - 1:
         pos += 1

@@ -240,9 +240,17 @@ def _e_reassignable_topic_v0(m: ReassignableTopic, out: bytearray) -> None:
 
 
 def _d_reassignable_topic_v0(buf: Buffer, pos: int) -> tuple[ReassignableTopic, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partitions = buf[pos] - 1
     if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
         pos += 1
@@ -344,7 +352,15 @@ def _e_reassignable_partition_response_v0(m: ReassignablePartitionResponse, out:
 def _d_reassignable_partition_response_v0(buf: Buffer, pos: int) -> tuple[ReassignablePartitionResponse, int]:
     f_partition_index, f_error_code = _P_ih.unpack_from(buf, pos)
     pos += 6
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -362,9 +378,17 @@ def _e_reassignable_topic_response_v0(m: ReassignableTopicResponse, out: bytearr
 
 
 def _d_reassignable_topic_response_v0(buf: Buffer, pos: int) -> tuple[ReassignableTopicResponse, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partitions = buf[pos] - 1
     if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
         pos += 1
@@ -398,7 +422,15 @@ def _e_alter_partition_reassignments_response_v0(m: AlterPartitionReassignmentsR
 def _d_alter_partition_reassignments_response_v0(buf: Buffer, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
     f_throttle_time_ms, f_error_code = _P_ih.unpack_from(buf, pos)
     pos += 6
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     n_responses = buf[pos] - 1
     if n_responses < 127 and n_responses <= len(buf) - pos - 1:
         pos += 1
@@ -438,7 +470,15 @@ def _e_alter_partition_reassignments_response_v1(m: AlterPartitionReassignmentsR
 def _d_alter_partition_reassignments_response_v1(buf: Buffer, pos: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
     f_throttle_time_ms, f_allow_replication_factor_change, f_error_code = _P_ioh.unpack_from(buf, pos)
     pos += 7
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     n_responses = buf[pos] - 1
     if n_responses < 127 and n_responses <= len(buf) - pos - 1:
         pos += 1

@@ -217,12 +217,28 @@ def _e_api_versions_request_v3(m: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _d_api_versions_request_v3(buf: Buffer, pos: int) -> tuple[ApiVersionsRequest, int]:
-    f_client_software_name, pos = _w.r_cstr(buf, pos)
-    if f_client_software_name is None:
+    l_client_software_name = buf[pos]
+    if l_client_software_name == 0:
         raise MessageError('non-nullable field client_software_name was null')
-    f_client_software_version, pos = _w.r_cstr(buf, pos)
-    if f_client_software_version is None:
+    elif l_client_software_name < 0x80 and pos + l_client_software_name <= len(buf):
+        f_client_software_name = str(buf[pos + 1 : pos + l_client_software_name], 'utf-8')
+        pos += l_client_software_name
+    else:
+        s_client_software_name, pos = _w.r_cstr(buf, pos)
+        if s_client_software_name is None:
+            raise MessageError('non-nullable field client_software_name was null')
+        f_client_software_name = s_client_software_name
+    l_client_software_version = buf[pos]
+    if l_client_software_version == 0:
         raise MessageError('non-nullable field client_software_version was null')
+    elif l_client_software_version < 0x80 and pos + l_client_software_version <= len(buf):
+        f_client_software_version = str(buf[pos + 1 : pos + l_client_software_version], 'utf-8')
+        pos += l_client_software_version
+    else:
+        s_client_software_version, pos = _w.r_cstr(buf, pos)
+        if s_client_software_version is None:
+            raise MessageError('non-nullable field client_software_version was null')
+        f_client_software_version = s_client_software_version
     if buf[pos] == 0:
         pos += 1
     else:
@@ -239,13 +255,37 @@ def _e_api_versions_request_v5(m: ApiVersionsRequest, out: bytearray) -> None:
 
 
 def _d_api_versions_request_v5(buf: Buffer, pos: int) -> tuple[ApiVersionsRequest, int]:
-    f_client_software_name, pos = _w.r_cstr(buf, pos)
-    if f_client_software_name is None:
+    l_client_software_name = buf[pos]
+    if l_client_software_name == 0:
         raise MessageError('non-nullable field client_software_name was null')
-    f_client_software_version, pos = _w.r_cstr(buf, pos)
-    if f_client_software_version is None:
+    elif l_client_software_name < 0x80 and pos + l_client_software_name <= len(buf):
+        f_client_software_name = str(buf[pos + 1 : pos + l_client_software_name], 'utf-8')
+        pos += l_client_software_name
+    else:
+        s_client_software_name, pos = _w.r_cstr(buf, pos)
+        if s_client_software_name is None:
+            raise MessageError('non-nullable field client_software_name was null')
+        f_client_software_name = s_client_software_name
+    l_client_software_version = buf[pos]
+    if l_client_software_version == 0:
         raise MessageError('non-nullable field client_software_version was null')
-    f_cluster_id, pos = _w.r_cstr(buf, pos)
+    elif l_client_software_version < 0x80 and pos + l_client_software_version <= len(buf):
+        f_client_software_version = str(buf[pos + 1 : pos + l_client_software_version], 'utf-8')
+        pos += l_client_software_version
+    else:
+        s_client_software_version, pos = _w.r_cstr(buf, pos)
+        if s_client_software_version is None:
+            raise MessageError('non-nullable field client_software_version was null')
+        f_client_software_version = s_client_software_version
+    l_cluster_id = buf[pos]
+    if l_cluster_id == 0:
+        f_cluster_id = None
+        pos += 1
+    elif l_cluster_id < 0x80 and pos + l_cluster_id <= len(buf):
+        f_cluster_id = str(buf[pos + 1 : pos + l_cluster_id], 'utf-8')
+        pos += l_cluster_id
+    else:
+        f_cluster_id, pos = _w.r_cstr(buf, pos)
     f_node_id, = _P_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -292,9 +332,17 @@ def _e_supported_feature_key_v3(m: SupportedFeatureKey, out: bytearray) -> None:
 
 
 def _d_supported_feature_key_v3(buf: Buffer, pos: int) -> tuple[SupportedFeatureKey, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     f_min_version, f_max_version = _P_hh.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -311,9 +359,17 @@ def _e_finalized_feature_key_v3(m: FinalizedFeatureKey, out: bytearray) -> None:
 
 
 def _d_finalized_feature_key_v3(buf: Buffer, pos: int) -> tuple[FinalizedFeatureKey, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     f_max_version_level, f_min_version_level = _P_hh.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

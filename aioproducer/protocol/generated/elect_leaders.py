@@ -212,9 +212,17 @@ def _e_topic_partitions_v2(m: TopicPartitions, out: bytearray) -> None:
 
 
 def _d_topic_partitions_v2(buf: Buffer, pos: int) -> tuple[TopicPartitions, int]:
-    f_topic, pos = _w.r_cstr(buf, pos)
-    if f_topic is None:
+    l_topic = buf[pos]
+    if l_topic == 0:
         raise MessageError('non-nullable field topic was null')
+    elif l_topic < 0x80 and pos + l_topic <= len(buf):
+        f_topic = str(buf[pos + 1 : pos + l_topic], 'utf-8')
+        pos += l_topic
+    else:
+        s_topic, pos = _w.r_cstr(buf, pos)
+        if s_topic is None:
+            raise MessageError('non-nullable field topic was null')
+        f_topic = s_topic
     n_partitions = buf[pos] - 1
     if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
         pos += 1
@@ -351,7 +359,15 @@ def _e_partition_result_v2(m: PartitionResult, out: bytearray) -> None:
 def _d_partition_result_v2(buf: Buffer, pos: int) -> tuple[PartitionResult, int]:
     f_partition_id, f_error_code = _P_ih.unpack_from(buf, pos)
     pos += 6
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -393,9 +409,17 @@ def _e_replica_election_result_v2(m: ReplicaElectionResult, out: bytearray) -> N
 
 
 def _d_replica_election_result_v2(buf: Buffer, pos: int) -> tuple[ReplicaElectionResult, int]:
-    f_topic, pos = _w.r_cstr(buf, pos)
-    if f_topic is None:
+    l_topic = buf[pos]
+    if l_topic == 0:
         raise MessageError('non-nullable field topic was null')
+    elif l_topic < 0x80 and pos + l_topic <= len(buf):
+        f_topic = str(buf[pos + 1 : pos + l_topic], 'utf-8')
+        pos += l_topic
+    else:
+        s_topic, pos = _w.r_cstr(buf, pos)
+        if s_topic is None:
+            raise MessageError('non-nullable field topic was null')
+        f_topic = s_topic
     n_partition_result = buf[pos] - 1
     if n_partition_result < 127 and n_partition_result <= len(buf) - pos - 1:
         pos += 1

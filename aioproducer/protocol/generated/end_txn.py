@@ -173,9 +173,17 @@ def _e_end_txn_request_v3(m: EndTxnRequest, out: bytearray) -> None:
 
 
 def _d_end_txn_request_v3(buf: Buffer, pos: int) -> tuple[EndTxnRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_transactional_id is None:
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
         raise MessageError('non-nullable field transactional_id was null')
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        s_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_transactional_id is None:
+            raise MessageError('non-nullable field transactional_id was null')
+        f_transactional_id = s_transactional_id
     f_producer_id, f_producer_epoch, f_committed = _P_qho.unpack_from(buf, pos)
     pos += 11
     if buf[pos] == 0:

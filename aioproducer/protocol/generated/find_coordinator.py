@@ -232,9 +232,17 @@ def _e_find_coordinator_request_v3(m: FindCoordinatorRequest, out: bytearray) ->
 
 
 def _d_find_coordinator_request_v3(buf: Buffer, pos: int) -> tuple[FindCoordinatorRequest, int]:
-    f_key, pos = _w.r_cstr(buf, pos)
-    if f_key is None:
+    l_key = buf[pos]
+    if l_key == 0:
         raise MessageError('non-nullable field key was null')
+    elif l_key < 0x80 and pos + l_key <= len(buf):
+        f_key = str(buf[pos + 1 : pos + l_key], 'utf-8')
+        pos += l_key
+    else:
+        s_key, pos = _w.r_cstr(buf, pos)
+        if s_key is None:
+            raise MessageError('non-nullable field key was null')
+        f_key = s_key
     f_key_type, = _P_b.unpack_from(buf, pos)
     pos += 1
     if buf[pos] == 0:
@@ -271,9 +279,17 @@ def _d_find_coordinator_request_v4(buf: Buffer, pos: int) -> tuple[FindCoordinat
     else:
         f_coordinator_keys = []
         for _ in range(n_coordinator_keys):
-            e_coordinator_keys, pos = _w.r_cstr(buf, pos)
-            if e_coordinator_keys is None:
+            l_coordinator_keys = buf[pos]
+            if l_coordinator_keys == 0:
                 raise MessageError('non-nullable field coordinator_keys was null')
+            elif l_coordinator_keys < 0x80 and pos + l_coordinator_keys <= len(buf):
+                e_coordinator_keys = str(buf[pos + 1 : pos + l_coordinator_keys], 'utf-8')
+                pos += l_coordinator_keys
+            else:
+                s_coordinator_keys, pos = _w.r_cstr(buf, pos)
+                if s_coordinator_keys is None:
+                    raise MessageError('non-nullable field coordinator_keys was null')
+                e_coordinator_keys = s_coordinator_keys
             f_coordinator_keys.append(e_coordinator_keys)
     if buf[pos] == 0:
         pos += 1
@@ -318,17 +334,41 @@ def _e_coordinator_v4(m: Coordinator, out: bytearray) -> None:
 
 
 def _d_coordinator_v4(buf: Buffer, pos: int) -> tuple[Coordinator, int]:
-    f_key, pos = _w.r_cstr(buf, pos)
-    if f_key is None:
+    l_key = buf[pos]
+    if l_key == 0:
         raise MessageError('non-nullable field key was null')
+    elif l_key < 0x80 and pos + l_key <= len(buf):
+        f_key = str(buf[pos + 1 : pos + l_key], 'utf-8')
+        pos += l_key
+    else:
+        s_key, pos = _w.r_cstr(buf, pos)
+        if s_key is None:
+            raise MessageError('non-nullable field key was null')
+        f_key = s_key
     f_node_id, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_host, pos = _w.r_cstr(buf, pos)
-    if f_host is None:
+    l_host = buf[pos]
+    if l_host == 0:
         raise MessageError('non-nullable field host was null')
+    elif l_host < 0x80 and pos + l_host <= len(buf):
+        f_host = str(buf[pos + 1 : pos + l_host], 'utf-8')
+        pos += l_host
+    else:
+        s_host, pos = _w.r_cstr(buf, pos)
+        if s_host is None:
+            raise MessageError('non-nullable field host was null')
+        f_host = s_host
     f_port, f_error_code = _P_ih.unpack_from(buf, pos)
     pos += 6
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -419,12 +459,28 @@ def _e_find_coordinator_response_v3(m: FindCoordinatorResponse, out: bytearray) 
 def _d_find_coordinator_response_v3(buf: Buffer, pos: int) -> tuple[FindCoordinatorResponse, int]:
     f_throttle_time_ms, f_error_code = _P_ih.unpack_from(buf, pos)
     pos += 6
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     f_node_id, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_host, pos = _w.r_cstr(buf, pos)
-    if f_host is None:
+    l_host = buf[pos]
+    if l_host == 0:
         raise MessageError('non-nullable field host was null')
+    elif l_host < 0x80 and pos + l_host <= len(buf):
+        f_host = str(buf[pos + 1 : pos + l_host], 'utf-8')
+        pos += l_host
+    else:
+        s_host, pos = _w.r_cstr(buf, pos)
+        if s_host is None:
+            raise MessageError('non-nullable field host was null')
+        f_host = s_host
     f_port, = _P_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

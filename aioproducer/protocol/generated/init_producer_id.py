@@ -247,7 +247,15 @@ def _e_init_producer_id_request_v2(m: InitProducerIdRequest, out: bytearray) -> 
 
 
 def _d_init_producer_id_request_v2(buf: Buffer, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
+        f_transactional_id = None
+        pos += 1
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        f_transactional_id, pos = _w.r_cstr(buf, pos)
     f_transaction_timeout_ms, = _P_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -279,7 +287,15 @@ def _e_init_producer_id_request_v3(m: InitProducerIdRequest, out: bytearray) -> 
 
 
 def _d_init_producer_id_request_v3(buf: Buffer, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
+        f_transactional_id = None
+        pos += 1
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        f_transactional_id, pos = _w.r_cstr(buf, pos)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _P_iqh.unpack_from(buf, pos)
     pos += 14
     if buf[pos] == 0:
@@ -331,7 +347,15 @@ def _e_init_producer_id_request_v6(m: InitProducerIdRequest, out: bytearray) -> 
 
 
 def _d_init_producer_id_request_v6(buf: Buffer, pos: int) -> tuple[InitProducerIdRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
+        f_transactional_id = None
+        pos += 1
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        f_transactional_id, pos = _w.r_cstr(buf, pos)
     f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn = _P_iqhoo.unpack_from(buf, pos)
     pos += 16
     if buf[pos] == 0:

@@ -245,9 +245,17 @@ def _e_metadata_request_topic_v9(m: MetadataRequestTopic, out: bytearray) -> Non
 
 
 def _d_metadata_request_topic_v9(buf: Buffer, pos: int) -> tuple[MetadataRequestTopic, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     if buf[pos] == 0:
         pos += 1
     else:
@@ -263,7 +271,15 @@ def _e_metadata_request_topic_v10(m: MetadataRequestTopic, out: bytearray) -> No
 
 def _d_metadata_request_topic_v10(buf: Buffer, pos: int) -> tuple[MetadataRequestTopic, int]:
     f_topic_id, pos = _w.r_uuid(buf, pos)
-    f_name, pos = _w.r_cstr(buf, pos)
+    l_name = buf[pos]
+    if l_name == 0:
+        f_name = None
+        pos += 1
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        f_name, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -712,12 +728,28 @@ def _e_metadata_response_broker_v9(m: MetadataResponseBroker, out: bytearray) ->
 def _d_metadata_response_broker_v9(buf: Buffer, pos: int) -> tuple[MetadataResponseBroker, int]:
     f_node_id, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_host, pos = _w.r_cstr(buf, pos)
-    if f_host is None:
+    l_host = buf[pos]
+    if l_host == 0:
         raise MessageError('non-nullable field host was null')
+    elif l_host < 0x80 and pos + l_host <= len(buf):
+        f_host = str(buf[pos + 1 : pos + l_host], 'utf-8')
+        pos += l_host
+    else:
+        s_host, pos = _w.r_cstr(buf, pos)
+        if s_host is None:
+            raise MessageError('non-nullable field host was null')
+        f_host = s_host
     f_port, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_rack, pos = _w.r_cstr(buf, pos)
+    l_rack = buf[pos]
+    if l_rack == 0:
+        f_rack = None
+        pos += 1
+    elif l_rack < 0x80 and pos + l_rack <= len(buf):
+        f_rack = str(buf[pos + 1 : pos + l_rack], 'utf-8')
+        pos += l_rack
+    else:
+        f_rack, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -1196,9 +1228,17 @@ def _e_metadata_response_topic_v9(m: MetadataResponseTopic, out: bytearray) -> N
 def _d_metadata_response_topic_v9(buf: Buffer, pos: int) -> tuple[MetadataResponseTopic, int]:
     f_error_code, = _P_h.unpack_from(buf, pos)
     pos += 2
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     f_is_internal, = _P_o.unpack_from(buf, pos)
     pos += 1
     n_partitions = buf[pos] - 1
@@ -1246,9 +1286,17 @@ def _e_metadata_response_topic_v10(m: MetadataResponseTopic, out: bytearray) -> 
 def _d_metadata_response_topic_v10(buf: Buffer, pos: int) -> tuple[MetadataResponseTopic, int]:
     f_error_code, = _P_h.unpack_from(buf, pos)
     pos += 2
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     f_topic_id, pos = _w.r_uuid(buf, pos)
     f_is_internal, = _P_o.unpack_from(buf, pos)
     pos += 1
@@ -1297,7 +1345,15 @@ def _e_metadata_response_topic_v12(m: MetadataResponseTopic, out: bytearray) -> 
 def _d_metadata_response_topic_v12(buf: Buffer, pos: int) -> tuple[MetadataResponseTopic, int]:
     f_error_code, = _P_h.unpack_from(buf, pos)
     pos += 2
-    f_name, pos = _w.r_cstr(buf, pos)
+    l_name = buf[pos]
+    if l_name == 0:
+        f_name = None
+        pos += 1
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        f_name, pos = _w.r_cstr(buf, pos)
     f_topic_id, pos = _w.r_uuid(buf, pos)
     f_is_internal, = _P_o.unpack_from(buf, pos)
     pos += 1
@@ -1736,7 +1792,15 @@ def _d_metadata_response_v9(buf: Buffer, pos: int) -> tuple[MetadataResponse, in
         for _ in range(n_brokers):
             e_brokers, pos = _d_metadata_response_broker_v9(buf, pos)
             f_brokers.append(e_brokers)
-    f_cluster_id, pos = _w.r_cstr(buf, pos)
+    l_cluster_id = buf[pos]
+    if l_cluster_id == 0:
+        f_cluster_id = None
+        pos += 1
+    elif l_cluster_id < 0x80 and pos + l_cluster_id <= len(buf):
+        f_cluster_id = str(buf[pos + 1 : pos + l_cluster_id], 'utf-8')
+        pos += l_cluster_id
+    else:
+        f_cluster_id, pos = _w.r_cstr(buf, pos)
     f_controller_id, = _P_i.unpack_from(buf, pos)
     pos += 4
     n_topics = buf[pos] - 1
@@ -1801,7 +1865,15 @@ def _d_metadata_response_v10(buf: Buffer, pos: int) -> tuple[MetadataResponse, i
         for _ in range(n_brokers):
             e_brokers, pos = _d_metadata_response_broker_v9(buf, pos)
             f_brokers.append(e_brokers)
-    f_cluster_id, pos = _w.r_cstr(buf, pos)
+    l_cluster_id = buf[pos]
+    if l_cluster_id == 0:
+        f_cluster_id = None
+        pos += 1
+    elif l_cluster_id < 0x80 and pos + l_cluster_id <= len(buf):
+        f_cluster_id = str(buf[pos + 1 : pos + l_cluster_id], 'utf-8')
+        pos += l_cluster_id
+    else:
+        f_cluster_id, pos = _w.r_cstr(buf, pos)
     f_controller_id, = _P_i.unpack_from(buf, pos)
     pos += 4
     n_topics = buf[pos] - 1
@@ -1869,7 +1941,15 @@ def _d_metadata_response_v11(buf: Buffer, pos: int) -> tuple[MetadataResponse, i
         for _ in range(n_brokers):
             e_brokers, pos = _d_metadata_response_broker_v9(buf, pos)
             f_brokers.append(e_brokers)
-    f_cluster_id, pos = _w.r_cstr(buf, pos)
+    l_cluster_id = buf[pos]
+    if l_cluster_id == 0:
+        f_cluster_id = None
+        pos += 1
+    elif l_cluster_id < 0x80 and pos + l_cluster_id <= len(buf):
+        f_cluster_id = str(buf[pos + 1 : pos + l_cluster_id], 'utf-8')
+        pos += l_cluster_id
+    else:
+        f_cluster_id, pos = _w.r_cstr(buf, pos)
     f_controller_id, = _P_i.unpack_from(buf, pos)
     pos += 4
     n_topics = buf[pos] - 1
@@ -1935,7 +2015,15 @@ def _d_metadata_response_v12(buf: Buffer, pos: int) -> tuple[MetadataResponse, i
         for _ in range(n_brokers):
             e_brokers, pos = _d_metadata_response_broker_v9(buf, pos)
             f_brokers.append(e_brokers)
-    f_cluster_id, pos = _w.r_cstr(buf, pos)
+    l_cluster_id = buf[pos]
+    if l_cluster_id == 0:
+        f_cluster_id = None
+        pos += 1
+    elif l_cluster_id < 0x80 and pos + l_cluster_id <= len(buf):
+        f_cluster_id = str(buf[pos + 1 : pos + l_cluster_id], 'utf-8')
+        pos += l_cluster_id
+    else:
+        f_cluster_id, pos = _w.r_cstr(buf, pos)
     f_controller_id, = _P_i.unpack_from(buf, pos)
     pos += 4
     n_topics = buf[pos] - 1
@@ -2002,7 +2090,15 @@ def _d_metadata_response_v13(buf: Buffer, pos: int) -> tuple[MetadataResponse, i
         for _ in range(n_brokers):
             e_brokers, pos = _d_metadata_response_broker_v9(buf, pos)
             f_brokers.append(e_brokers)
-    f_cluster_id, pos = _w.r_cstr(buf, pos)
+    l_cluster_id = buf[pos]
+    if l_cluster_id == 0:
+        f_cluster_id = None
+        pos += 1
+    elif l_cluster_id < 0x80 and pos + l_cluster_id <= len(buf):
+        f_cluster_id = str(buf[pos + 1 : pos + l_cluster_id], 'utf-8')
+        pos += l_cluster_id
+    else:
+        f_cluster_id, pos = _w.r_cstr(buf, pos)
     f_controller_id, = _P_i.unpack_from(buf, pos)
     pos += 4
     n_topics = buf[pos] - 1

@@ -312,9 +312,17 @@ def _e_topic_produce_data_v9(m: TopicProduceData, out: bytearray) -> None:
 
 
 def _d_topic_produce_data_v9(buf: Buffer, pos: int) -> tuple[TopicProduceData, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partition_data = buf[pos] - 1
     if n_partition_data < 127 and n_partition_data <= len(buf) - pos - 1:
         pos += 1
@@ -402,7 +410,15 @@ def _e_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
 
 
 def _d_produce_request_v9(buf: Buffer, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
+        f_transactional_id = None
+        pos += 1
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        f_transactional_id, pos = _w.r_cstr(buf, pos)
     f_acks, f_timeout_ms = _P_hi.unpack_from(buf, pos)
     pos += 6
     n_topic_data = buf[pos] - 1
@@ -436,7 +452,15 @@ def _e_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
 
 
 def _d_produce_request_v13(buf: Buffer, pos: int) -> tuple[ProduceRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
+        f_transactional_id = None
+        pos += 1
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        f_transactional_id, pos = _w.r_cstr(buf, pos)
     f_acks, f_timeout_ms = _P_hi.unpack_from(buf, pos)
     pos += 6
     n_topic_data = buf[pos] - 1
@@ -480,7 +504,15 @@ def _e_batch_index_and_error_message_v9(m: BatchIndexAndErrorMessage, out: bytea
 def _d_batch_index_and_error_message_v9(buf: Buffer, pos: int) -> tuple[BatchIndexAndErrorMessage, int]:
     f_batch_index, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_batch_index_error_message, pos = _w.r_cstr(buf, pos)
+    l_batch_index_error_message = buf[pos]
+    if l_batch_index_error_message == 0:
+        f_batch_index_error_message = None
+        pos += 1
+    elif l_batch_index_error_message < 0x80 and pos + l_batch_index_error_message <= len(buf):
+        f_batch_index_error_message = str(buf[pos + 1 : pos + l_batch_index_error_message], 'utf-8')
+        pos += l_batch_index_error_message
+    else:
+        f_batch_index_error_message, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -641,7 +673,15 @@ def _d_partition_produce_response_v9(buf: Buffer, pos: int) -> tuple[PartitionPr
         for _ in range(n_record_errors):
             e_record_errors, pos = _d_batch_index_and_error_message_v9(buf, pos)
             f_record_errors.append(e_record_errors)
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -691,7 +731,15 @@ def _d_partition_produce_response_v10(buf: Buffer, pos: int) -> tuple[PartitionP
         for _ in range(n_record_errors):
             e_record_errors, pos = _d_batch_index_and_error_message_v9(buf, pos)
             f_record_errors.append(e_record_errors)
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
     if buf[pos] == 0:
         pos += 1
@@ -826,9 +874,17 @@ def _e_topic_produce_response_v9(m: TopicProduceResponse, out: bytearray) -> Non
 
 
 def _d_topic_produce_response_v9(buf: Buffer, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partition_responses = buf[pos] - 1
     if n_partition_responses < 127 and n_partition_responses <= len(buf) - pos - 1:
         pos += 1
@@ -859,9 +915,17 @@ def _e_topic_produce_response_v10(m: TopicProduceResponse, out: bytearray) -> No
 
 
 def _d_topic_produce_response_v10(buf: Buffer, pos: int) -> tuple[TopicProduceResponse, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partition_responses = buf[pos] - 1
     if n_partition_responses < 127 and n_partition_responses <= len(buf) - pos - 1:
         pos += 1
@@ -924,12 +988,28 @@ def _e_node_endpoint_v10(m: NodeEndpoint, out: bytearray) -> None:
 def _d_node_endpoint_v10(buf: Buffer, pos: int) -> tuple[NodeEndpoint, int]:
     f_node_id, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_host, pos = _w.r_cstr(buf, pos)
-    if f_host is None:
+    l_host = buf[pos]
+    if l_host == 0:
         raise MessageError('non-nullable field host was null')
+    elif l_host < 0x80 and pos + l_host <= len(buf):
+        f_host = str(buf[pos + 1 : pos + l_host], 'utf-8')
+        pos += l_host
+    else:
+        s_host, pos = _w.r_cstr(buf, pos)
+        if s_host is None:
+            raise MessageError('non-nullable field host was null')
+        f_host = s_host
     f_port, = _P_i.unpack_from(buf, pos)
     pos += 4
-    f_rack, pos = _w.r_cstr(buf, pos)
+    l_rack = buf[pos]
+    if l_rack == 0:
+        f_rack = None
+        pos += 1
+    elif l_rack < 0x80 and pos + l_rack <= len(buf):
+        f_rack = str(buf[pos + 1 : pos + l_rack], 'utf-8')
+        pos += l_rack
+    else:
+        f_rack, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:

@@ -223,7 +223,15 @@ def _e_sasl_authenticate_response_v2(m: SaslAuthenticateResponse, out: bytearray
 def _d_sasl_authenticate_response_v2(buf: Buffer, pos: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_code, = _P_h.unpack_from(buf, pos)
     pos += 2
-    f_error_message, pos = _w.r_cstr(buf, pos)
+    l_error_message = buf[pos]
+    if l_error_message == 0:
+        f_error_message = None
+        pos += 1
+    elif l_error_message < 0x80 and pos + l_error_message <= len(buf):
+        f_error_message = str(buf[pos + 1 : pos + l_error_message], 'utf-8')
+        pos += l_error_message
+    else:
+        f_error_message, pos = _w.r_cstr(buf, pos)
     f_auth_bytes, pos = _w.r_cbytes(buf, pos)
     if f_auth_bytes is None:
         raise MessageError('non-nullable field auth_bytes was null')

@@ -252,7 +252,15 @@ def _e_txn_offset_commit_request_partition_v3(m: TxnOffsetCommitRequestPartition
 def _d_txn_offset_commit_request_partition_v3(buf: Buffer, pos: int) -> tuple[TxnOffsetCommitRequestPartition, int]:
     f_partition_index, f_committed_offset, f_committed_leader_epoch = _P_iqi.unpack_from(buf, pos)
     pos += 16
-    f_committed_metadata, pos = _w.r_cstr(buf, pos)
+    l_committed_metadata = buf[pos]
+    if l_committed_metadata == 0:
+        f_committed_metadata = None
+        pos += 1
+    elif l_committed_metadata < 0x80 and pos + l_committed_metadata <= len(buf):
+        f_committed_metadata = str(buf[pos + 1 : pos + l_committed_metadata], 'utf-8')
+        pos += l_committed_metadata
+    else:
+        f_committed_metadata, pos = _w.r_cstr(buf, pos)
     if buf[pos] == 0:
         pos += 1
     else:
@@ -323,9 +331,17 @@ def _e_txn_offset_commit_request_topic_v3(m: TxnOffsetCommitRequestTopic, out: b
 
 
 def _d_txn_offset_commit_request_topic_v3(buf: Buffer, pos: int) -> tuple[TxnOffsetCommitRequestTopic, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partitions = buf[pos] - 1
     if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
         pos += 1
@@ -517,18 +533,50 @@ def _e_txn_offset_commit_request_v3(m: TxnOffsetCommitRequest, out: bytearray) -
 
 
 def _d_txn_offset_commit_request_v3(buf: Buffer, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_transactional_id is None:
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
         raise MessageError('non-nullable field transactional_id was null')
-    f_group_id, pos = _w.r_cstr(buf, pos)
-    if f_group_id is None:
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        s_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_transactional_id is None:
+            raise MessageError('non-nullable field transactional_id was null')
+        f_transactional_id = s_transactional_id
+    l_group_id = buf[pos]
+    if l_group_id == 0:
         raise MessageError('non-nullable field group_id was null')
+    elif l_group_id < 0x80 and pos + l_group_id <= len(buf):
+        f_group_id = str(buf[pos + 1 : pos + l_group_id], 'utf-8')
+        pos += l_group_id
+    else:
+        s_group_id, pos = _w.r_cstr(buf, pos)
+        if s_group_id is None:
+            raise MessageError('non-nullable field group_id was null')
+        f_group_id = s_group_id
     f_producer_id, f_producer_epoch, f_generation_id_or_member_epoch = _P_qhi.unpack_from(buf, pos)
     pos += 14
-    f_member_id, pos = _w.r_cstr(buf, pos)
-    if f_member_id is None:
+    l_member_id = buf[pos]
+    if l_member_id == 0:
         raise MessageError('non-nullable field member_id was null')
-    f_group_instance_id, pos = _w.r_cstr(buf, pos)
+    elif l_member_id < 0x80 and pos + l_member_id <= len(buf):
+        f_member_id = str(buf[pos + 1 : pos + l_member_id], 'utf-8')
+        pos += l_member_id
+    else:
+        s_member_id, pos = _w.r_cstr(buf, pos)
+        if s_member_id is None:
+            raise MessageError('non-nullable field member_id was null')
+        f_member_id = s_member_id
+    l_group_instance_id = buf[pos]
+    if l_group_instance_id == 0:
+        f_group_instance_id = None
+        pos += 1
+    elif l_group_instance_id < 0x80 and pos + l_group_instance_id <= len(buf):
+        f_group_instance_id = str(buf[pos + 1 : pos + l_group_instance_id], 'utf-8')
+        pos += l_group_instance_id
+    else:
+        f_group_instance_id, pos = _w.r_cstr(buf, pos)
     n_topics = buf[pos] - 1
     if n_topics < 127 and n_topics <= len(buf) - pos - 1:
         pos += 1
@@ -572,18 +620,50 @@ def _e_txn_offset_commit_request_v6(m: TxnOffsetCommitRequest, out: bytearray) -
 
 
 def _d_txn_offset_commit_request_v6(buf: Buffer, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
-    f_transactional_id, pos = _w.r_cstr(buf, pos)
-    if f_transactional_id is None:
+    l_transactional_id = buf[pos]
+    if l_transactional_id == 0:
         raise MessageError('non-nullable field transactional_id was null')
-    f_group_id, pos = _w.r_cstr(buf, pos)
-    if f_group_id is None:
+    elif l_transactional_id < 0x80 and pos + l_transactional_id <= len(buf):
+        f_transactional_id = str(buf[pos + 1 : pos + l_transactional_id], 'utf-8')
+        pos += l_transactional_id
+    else:
+        s_transactional_id, pos = _w.r_cstr(buf, pos)
+        if s_transactional_id is None:
+            raise MessageError('non-nullable field transactional_id was null')
+        f_transactional_id = s_transactional_id
+    l_group_id = buf[pos]
+    if l_group_id == 0:
         raise MessageError('non-nullable field group_id was null')
+    elif l_group_id < 0x80 and pos + l_group_id <= len(buf):
+        f_group_id = str(buf[pos + 1 : pos + l_group_id], 'utf-8')
+        pos += l_group_id
+    else:
+        s_group_id, pos = _w.r_cstr(buf, pos)
+        if s_group_id is None:
+            raise MessageError('non-nullable field group_id was null')
+        f_group_id = s_group_id
     f_producer_id, f_producer_epoch, f_generation_id_or_member_epoch = _P_qhi.unpack_from(buf, pos)
     pos += 14
-    f_member_id, pos = _w.r_cstr(buf, pos)
-    if f_member_id is None:
+    l_member_id = buf[pos]
+    if l_member_id == 0:
         raise MessageError('non-nullable field member_id was null')
-    f_group_instance_id, pos = _w.r_cstr(buf, pos)
+    elif l_member_id < 0x80 and pos + l_member_id <= len(buf):
+        f_member_id = str(buf[pos + 1 : pos + l_member_id], 'utf-8')
+        pos += l_member_id
+    else:
+        s_member_id, pos = _w.r_cstr(buf, pos)
+        if s_member_id is None:
+            raise MessageError('non-nullable field member_id was null')
+        f_member_id = s_member_id
+    l_group_instance_id = buf[pos]
+    if l_group_instance_id == 0:
+        f_group_instance_id = None
+        pos += 1
+    elif l_group_instance_id < 0x80 and pos + l_group_instance_id <= len(buf):
+        f_group_instance_id = str(buf[pos + 1 : pos + l_group_instance_id], 'utf-8')
+        pos += l_group_instance_id
+    else:
+        f_group_instance_id, pos = _w.r_cstr(buf, pos)
     n_topics = buf[pos] - 1
     if n_topics < 127 and n_topics <= len(buf) - pos - 1:
         pos += 1
@@ -672,9 +752,17 @@ def _e_txn_offset_commit_response_topic_v3(m: TxnOffsetCommitResponseTopic, out:
 
 
 def _d_txn_offset_commit_response_topic_v3(buf: Buffer, pos: int) -> tuple[TxnOffsetCommitResponseTopic, int]:
-    f_name, pos = _w.r_cstr(buf, pos)
-    if f_name is None:
+    l_name = buf[pos]
+    if l_name == 0:
         raise MessageError('non-nullable field name was null')
+    elif l_name < 0x80 and pos + l_name <= len(buf):
+        f_name = str(buf[pos + 1 : pos + l_name], 'utf-8')
+        pos += l_name
+    else:
+        s_name, pos = _w.r_cstr(buf, pos)
+        if s_name is None:
+            raise MessageError('non-nullable field name was null')
+        f_name = s_name
     n_partitions = buf[pos] - 1
     if n_partitions < 127 and n_partitions <= len(buf) - pos - 1:
         pos += 1
