@@ -1,0 +1,1 @@
+"""Generate aioproducer's protocol message classes from Kafka's JSON message specs."""

@@ -1,0 +1,593 @@
+"""Python source for one API's request and response, from their specs.
+
+Each struct becomes a slotted dataclass; each (struct, version) pair an
+encoder and a decoder written out straight (identical ones shared between
+versions). Semantics follow Kafka's ``MessageDataGenerator``: a field a version
+lacks must hold its default when written unless the spec marks it
+``ignorable`` (then it is dropped); a tagged field (KIP-482) is written only
+when it differs from its default; unknown tags are skipped when read.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import textwrap
+
+from .spec import FieldSpec, MessageSpec, StructSpec, Versions
+
+__all__ = ["emit_module", "snake"]
+
+_FIXED = {
+    "bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i",
+    "uint32": "I", "int64": "q", "float64": "d",
+}
+_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
+_PY = {
+    "bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int",
+    "uint32": "int", "int64": "int", "float64": "float", "string": "str", "bytes": "bytes",
+    "records": "Buffer", "uuid": "uuid.UUID",
+}
+
+
+def snake(name: str) -> str:
+    """``TransactionalId`` -> ``transactional_id``; ``V3AndBelowTopics`` -> ``v3_and_below_topics``."""
+    out = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    return out + "_" if keyword.iskeyword(out) else out
+
+
+class _Module:
+    """Accumulates one module's structs, codecs and struct formats."""
+
+    def __init__(self) -> None:
+        self.formats: set[str] = set()
+        self.classes: list[str] = []
+        self.functions: list[str] = []
+        self.class_names: dict[int, str] = {}  # id(StructSpec) -> class name
+        # (class name, version) -> the function that encodes/decodes it
+        self.enc: dict[tuple[str, int], str] = {}
+        self.dec: dict[tuple[str, int], str] = {}
+        self._bodies: dict[str, str] = {}
+
+    def fmt(self, codes: str) -> str:
+        self.formats.add(codes)
+        return f"_P_{codes.replace('?', 'o')}"
+
+    def add_function(self, name: str, body: str) -> str:
+        """Register a function, or reuse an identical one; return its name."""
+        key = body
+        known = self._bodies.get(key)
+        if known is not None:
+            return known
+        self._bodies[key] = name
+        self.functions.append(body.replace("__NAME__", name))
+        return name
+
+
+def _flexible(spec: FieldSpec, msg: MessageSpec, version: int) -> bool:
+    versions = spec.flexible if spec.flexible is not None else msg.flexible
+    return version in versions
+
+
+def _nullable_ever(f: FieldSpec) -> bool:
+    return not f.nullable.empty or f.default == "null"
+
+
+def _type(f: FieldSpec, mod: _Module) -> str:
+    if f.struct is not None:
+        inner = mod.class_names[id(f.struct)]
+    else:
+        inner = _PY[f.element]
+    text = f"list[{inner}]" if f.is_array else inner
+    if f.element == "records" and not f.is_array:
+        return "Buffer | None"
+    return f"{text} | None" if _nullable_ever(f) else text
+
+
+def _default(f: FieldSpec, mod: _Module) -> str:
+    """The default as an expression (a fresh object each time it is evaluated)."""
+    raw = f.default
+    if raw == "null":
+        return "None"
+    if f.is_array:
+        return "[]"
+    if f.struct is not None:
+        return f"{mod.class_names[id(f.struct)]}()"
+    t = f.type
+    if t == "bool":
+        return "True" if raw is True or str(raw).lower() == "true" else "False"
+    if t in ("int8", "int16", "uint16", "int32", "uint32", "int64"):
+        return str(int(str(raw), 0)) if raw not in (None, "") else "0"
+    if t == "float64":
+        return repr(float(str(raw))) if raw not in (None, "") else "0.0"
+    if t == "string":
+        return repr(str(raw)) if raw is not None else "''"
+    if t == "bytes":
+        return "b''"
+    if t == "records":
+        return "None"
+    if t == "uuid":
+        return "ZERO_UUID"
+    raise ValueError(f"no default for {f.name}: {t}")
+
+
+def _non_default(f: FieldSpec, value: str, mod: _Module) -> str:
+    default = _default(f, mod)
+    if default == "None":
+        return f"{value} is not None"
+    return f"{value} != {default}"
+
+
+# -- encoders ---------------------------------------------------------------
+
+
+def _enc_value(
+    f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: _Module, ind: str
+) -> list[str]:
+    """Lines writing ``value`` (a field of type ``f``) to ``out``."""
+    nullable = version in f.nullable
+    if f.is_array:
+        arr = f"a_{snake(f.name)}"
+        lines = [f"{ind}{arr} = {value}"]
+        null = "out.append(0)" if flex else "out += b'\\xff\\xff\\xff\\xff'"
+        null = null.replace("out", out)
+        body_ind = ind
+        if not nullable and _nullable_ever(f):
+            lines += [
+                f"{ind}if {arr} is None:",
+                f"{ind}    raise MessageError('{snake(f.name)} is not nullable in version {version}')",
+            ]
+        if nullable:
+            lines += [f"{ind}if {arr} is None:", f"{ind}    {null}", f"{ind}else:"]
+            body_ind = ind + "    "
+        prefix = f"_w.uvarint(len({arr}) + 1)" if flex else f"_w.I32.pack(len({arr}))"
+        lines.append(f"{body_ind}{out} += {prefix}")
+        elem = f.element
+        e = f"e_{snake(f.name)}"
+        if elem in _FIXED:
+            lines.append(f"{body_ind}{out} += struct.pack(f'>{{len({arr})}}{_FIXED[elem]}', *{arr})")
+        else:
+            lines.append(f"{body_ind}for {e} in {arr}:")
+            lines += _enc_scalar(f, e, out, version, flex, mod, body_ind + "    ", False)
+        return lines
+    return _enc_scalar(f, value, out, version, flex, mod, ind, nullable)
+
+
+def _enc_scalar(
+    f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: _Module, ind: str,
+    nullable: bool,
+) -> list[str]:
+    elem = f.element
+    flag = "True" if nullable else "False"
+    if f.struct is not None:
+        fn = mod.enc[(mod.class_names[id(f.struct)], version)]
+        if nullable:
+            return [
+                f"{ind}if {value} is None:",
+                f"{ind}    {out} += b'\\xff'",
+                f"{ind}else:",
+                f"{ind}    {out} += b'\\x01'",
+                f"{ind}    {fn}({value}, {out})",
+            ]
+        return [f"{ind}{fn}({value}, {out})"]
+    if elem == "string":
+        return [f"{ind}_w.{'w_cstr' if flex else 'w_str'}({out}, {value}, {flag})"]
+    if elem in ("bytes", "records"):
+        return [f"{ind}_w.{'w_cbytes' if flex else 'w_bytes'}({out}, {value}, {flag})"]
+    if elem == "uuid":
+        return [f"{ind}{out} += {value}.bytes"]
+    if elem in _FIXED:
+        return [f"{ind}{out} += {mod.fmt(_FIXED[elem])}.pack({value})"]
+    raise ValueError(f"cannot encode {f.type}")
+
+
+def _encoder(struct: StructSpec, msg: MessageSpec, version: int, mod: _Module) -> str:
+    cls = mod.class_names[id(struct)]
+    flex = version in msg.flexible
+    lines: list[str] = []
+    group: list[FieldSpec] = []
+
+    def flush() -> None:
+        if group:
+            codes = "".join(_FIXED[g.type] for g in group)
+            args = ", ".join(f"m.{snake(g.name)}" for g in group)
+            lines.append(f"    out += {mod.fmt(codes)}.pack({args})")
+            group.clear()
+
+    tagged: list[FieldSpec] = []
+    for f in struct.fields:
+        attr = f"m.{snake(f.name)}"
+        if version not in f.versions:
+            if not f.ignorable:
+                flush()
+                lines += [
+                    f"    if {_non_default(f, attr, mod)}:",
+                    "        raise UnsupportedVersionError(",
+                    f"            'cannot write a non-default {snake(f.name)} at version {version}'",
+                    "        )",
+                ]
+            continue
+        if version in f.tagged:
+            tagged.append(f)
+            continue
+        if f.type in _FIXED:
+            group.append(f)
+            continue
+        flush()
+        lines += _enc_value(f, attr, "out", version, _flexible(f, msg, version), mod, "    ")
+    flush()
+    if flex:
+        if not tagged:
+            lines.append("    out.append(0)  # no tagged fields")
+        else:
+            tagged.sort(key=lambda t: t.tag or 0)
+            checks = []
+            for f in tagged:
+                t = f"t_{snake(f.name)}"
+                lines.append(f"    {t} = {_non_default(f, f'm.{snake(f.name)}', mod)}")
+                checks.append(t)
+            lines.append(f"    out += _w.uvarint({' + '.join(checks)})")
+            for f in tagged:
+                lines += [
+                    f"    if t_{snake(f.name)}:",
+                    "        tag = bytearray()",
+                    *_enc_value(f, f"m.{snake(f.name)}", "tag", version, True, mod, "        "),
+                    f"        out += _w.uvarint({f.tag})",
+                    "        out += _w.uvarint(len(tag))",
+                    "        out += tag",
+                ]
+    if not lines:
+        lines.append("    pass")
+    head = f"def __NAME__(m: {cls}, out: bytearray) -> None:"
+    return "\n".join([head, *lines])
+
+
+# -- decoders ---------------------------------------------------------------
+
+
+def _dec_value(
+    f: FieldSpec, var: str, pos: str, version: int, flex: bool, mod: _Module, ind: str,
+    declare: bool,
+) -> list[str]:
+    """Lines reading a value of field ``f`` into ``var``, advancing ``pos``."""
+    nullable = version in f.nullable
+    if not f.is_array:
+        return _dec_scalar(f, var, pos, version, flex, mod, ind, nullable, declare)
+    n = f"n_{snake(f.name)}"
+    typ = _type(f, mod)
+    if flex:
+        # A count below 127 is one byte: read it without a call.
+        lines = [
+            f"{ind}{n} = buf[{pos}] - 1",
+            f"{ind}if {n} < 127 and {n} <= len(buf) - {pos} - 1:",
+            f"{ind}    {pos} += 1",
+            f"{ind}else:",
+            f"{ind}    {n}, {pos} = _w.r_array_len(buf, {pos}, True)",
+        ]
+    else:
+        lines = [f"{ind}{n}, {pos} = _w.r_array_len(buf, {pos}, False)"]
+    if declare:
+        lines.append(f"{ind}{var}: {typ}")
+    lines.append(f"{ind}if {n} < 0:")
+    if nullable:
+        lines.append(f"{ind}    {var} = None")
+    else:
+        lines.append(f"{ind}    raise MessageError('non-nullable field {snake(f.name)} was null')")
+    lines.append(f"{ind}else:")
+    elem = f.element
+    if elem in _FIXED:
+        code = _FIXED[elem]
+        lines += [
+            f"{ind}    {var} = list(struct.unpack_from(f'>{{{n}}}{code}', buf, {pos}))",
+            f"{ind}    {pos} += {_SIZES[code]} * {n}",
+        ]
+        return lines
+    e = f"e_{snake(f.name)}"
+    inner = _type(f, mod)[5:].split("]")[0]
+    lines += [f"{ind}    {var} = []", f"{ind}    for _ in range({n}):"]
+    lines += _dec_scalar(f, e, pos, version, flex, mod, ind + "        ", False, False, inner)
+    lines.append(f"{ind}        {var}.append({e})")
+    return lines
+
+
+def _dec_scalar(
+    f: FieldSpec, var: str, pos: str, version: int, flex: bool, mod: _Module, ind: str,
+    nullable: bool, declare: bool, typ: str | None = None,
+) -> list[str]:
+    elem = f.element
+    name = snake(f.name)
+    if f.struct is not None:
+        fn = mod.dec[(mod.class_names[id(f.struct)], version)]
+        if nullable:
+            lines = [f"{ind}{var}: {_type(f, mod)}"] if declare else []
+            return lines + [
+                f"{ind}if _w.I8.unpack_from(buf, {pos})[0] < 0:",
+                f"{ind}    {var} = None",
+                f"{ind}    {pos} += 1",
+                f"{ind}else:",
+                f"{ind}    {var}, {pos} = {fn}(buf, {pos} + 1)",
+            ]
+        return [f"{ind}{var}, {pos} = {fn}(buf, {pos})"]
+    if elem == "string" and flex:
+        # Null and short strings (length byte below 0x80) are read without a call.
+        n = f"l_{name}"
+        if nullable:
+            null = [f"{ind}    {var} = None", f"{ind}    {pos} += 1"]
+            slow = [f"{ind}    {var}, {pos} = _w.r_cstr(buf, {pos})"]
+        else:
+            null = [f"{ind}    raise MessageError('non-nullable field {name} was null')"]
+            slow = [
+                f"{ind}    s_{name}, {pos} = _w.r_cstr(buf, {pos})",
+                f"{ind}    if s_{name} is None:",
+                f"{ind}        raise MessageError('non-nullable field {name} was null')",
+                f"{ind}    {var} = s_{name}",
+            ]
+        return [
+            f"{ind}{n} = buf[{pos}]",
+            f"{ind}if {n} == 0:",
+            *null,
+            f"{ind}elif {n} < 0x80 and {pos} + {n} <= len(buf):",
+            f"{ind}    {var} = str(buf[{pos} + 1 : {pos} + {n}], 'utf-8')",
+            f"{ind}    {pos} += {n}",
+            f"{ind}else:",
+            *slow,
+        ]
+    if elem in ("string", "bytes", "records"):
+        if elem == "string":
+            reader = "r_cstr" if flex else "r_str"
+        else:
+            reader = "r_cbytes" if flex else "r_bytes"
+        lines = [f"{ind}{var}, {pos} = _w.{reader}(buf, {pos})"]
+        if not nullable:
+            lines += [
+                f"{ind}if {var} is None:",
+                f"{ind}    raise MessageError('non-nullable field {name} was null')",
+            ]
+        return lines
+    if elem == "uuid":
+        return [f"{ind}{var}, {pos} = _w.r_uuid(buf, {pos})"]
+    if elem in _FIXED:
+        code = _FIXED[elem]
+        return [
+            f"{ind}{var} = {mod.fmt(code)}.unpack_from(buf, {pos})[0]",
+            f"{ind}{pos} += {_SIZES[code]}",
+        ]
+    raise ValueError(f"cannot decode {f.type}")
+
+
+def _decoder(struct: StructSpec, msg: MessageSpec, version: int, mod: _Module) -> str:
+    cls = mod.class_names[id(struct)]
+    flex = version in msg.flexible
+    lines: list[str] = []
+    args: list[str] = []
+    group: list[FieldSpec] = []
+
+    def flush() -> None:
+        if group:
+            codes = "".join(_FIXED[g.type] for g in group)
+            names = ", ".join(f"f_{snake(g.name)}" for g in group)
+            trailing = "," if len(group) == 1 else ""
+            lines.append(f"    {names}{trailing} = {mod.fmt(codes)}.unpack_from(buf, pos)")
+            lines.append(f"    pos += {sum(_SIZES[c] for c in codes)}")
+            group.clear()
+
+    tagged: list[FieldSpec] = []
+    for f in struct.fields:
+        var = f"f_{snake(f.name)}"
+        if version not in f.versions:
+            args.append(_default(f, mod))
+            continue
+        args.append(var)
+        if version in f.tagged:
+            tagged.append(f)
+            continue
+        if f.type in _FIXED:
+            group.append(f)
+            continue
+        flush()
+        lines += _dec_value(f, var, "pos", version, _flexible(f, msg, version), mod, "    ", True)
+    flush()
+    if flex:
+        # Most sections are empty (one zero byte): read that without a call.
+        lines += ["    if buf[pos] == 0:", "        pos += 1", "    else:"]
+        if not tagged:
+            lines.append("        pos = _w.skip_tags(buf, pos)")
+        else:
+            for f in tagged:
+                lines.insert(
+                    len(lines) - 3, f"    f_{snake(f.name)}: {_type(f, mod)} = {_default(f, mod)}"
+                )
+            lines += [
+                "        n_tags, pos = _w.r_uvarint(buf, pos)",
+                "        for _ in range(n_tags):",
+                "            tag, pos = _w.r_uvarint(buf, pos)",
+                "            size, pos = _w.r_uvarint(buf, pos)",
+                "            end = pos + size",
+                "            if end > len(buf):",
+                "                raise MessageError('buffer ends inside a tagged field')",
+            ]
+            for i, f in enumerate(sorted(tagged, key=lambda t: t.tag or 0)):
+                kw = "if" if i == 0 else "elif"
+                lines.append(f"            {kw} tag == {f.tag}:")
+                lines += _dec_value(
+                    f, f"f_{snake(f.name)}", "pos", version, True, mod, " " * 16, False
+                )
+                lines += [
+                    "                if pos != end:",
+                    (
+                        f"                    raise MessageError('tagged field {snake(f.name)} "
+                        "is not the size its header says')"
+                    ),
+                ]
+            lines.append("            pos = end")
+    call = f"{cls}({', '.join(args)})"
+    if len(call) > 80:
+        call = f"{cls}(\n" + "".join(f"        {a},\n" for a in args) + "    )"
+    lines.append(f"    return {call}, pos")
+    head = f"def __NAME__(buf: Buffer, pos: int) -> tuple[{cls}, int]:"
+    return "\n".join([head, *lines])
+
+
+# -- classes ----------------------------------------------------------------
+
+
+def _wrap_comment(text: str, ind: str) -> list[str]:
+    return [f"{ind}#: {line}" for line in textwrap.wrap(text, 96 - len(ind))] or []
+
+
+def _class(struct: StructSpec, msg: MessageSpec, mod: _Module, root: bool) -> str:
+    cls = mod.class_names[id(struct)]
+    what = f"{msg.name} (Kafka's ``{msg.name}Data``)" if root else f"A ``{struct.name}`` of {msg.name}"
+    lines = ["@dataclass(slots=True)", f"class {cls}:", f'    """{what}."""', ""]
+    if root:
+        flex_from = msg.flexible.low if not msg.flexible.empty else 32767
+        lines += [
+            f"    API_KEY: ClassVar[int] = {msg.api_key}",
+            f"    MIN_VERSION: ClassVar[int] = {msg.valid.low}",
+            f"    MAX_VERSION: ClassVar[int] = {msg.valid.high}",
+            f"    FLEXIBLE_FROM: ClassVar[int] = {flex_from}",
+            "",
+        ]
+    for f in struct.fields:
+        lines += _wrap_comment(f"{f.about} (v{_vrange(f.versions)})", "    ")
+        default = _default(f, mod)
+        if default == "[]":
+            value = "field(default_factory=list)"
+        elif default.endswith("()"):
+            value = f"field(default_factory={default[:-2]})"
+        else:
+            value = default
+        lines.append(f"    {snake(f.name)}: {_type(f, mod)} = {value}")
+    if root:
+        lines += _root_methods(cls)
+    return "\n".join(lines)
+
+
+def _vrange(v: Versions) -> str:
+    return f"{v.low}+" if v.high >= 1 << 15 else f"{v.low}-{v.high}"
+
+
+def _root_methods(cls: str) -> list[str]:
+    table = f"_{snake(cls).upper()}"
+    return f'''
+    def encode(self, version: int) -> bytes:
+        """The body of this message at ``version``."""
+        out = bytearray()
+        self.encode_into(out, version)
+        return bytes(out)
+
+    def encode_into(self, out: bytearray, version: int) -> None:
+        """Append the body at ``version`` to ``out`` (unchanged when this raises).
+
+        Raises:
+            UnsupportedVersionError: no such version, or a field it lacks is set.
+            MessageError: a value does not fit its field.
+        """
+        encoder = {table}_ENCODERS.get(version)
+        if encoder is None:
+            raise UnsupportedVersionError(f"{cls} has no version {{version}}")
+        start = len(out)
+        try:
+            encoder(self, out)
+        except MessageError:
+            del out[start:]
+            raise
+        except (struct.error, TypeError, AttributeError, UnicodeError, OverflowError) as exc:
+            del out[start:]
+            raise MessageError(f"{cls} v{{version}}: {{exc}}") from None
+
+    @classmethod
+    def decode(cls, buf: Buffer, version: int) -> {cls}:
+        """The message at ``version`` that is all of ``buf``."""
+        message, pos = cls.decode_from(buf, 0, version)
+        if pos != len(buf):
+            raise MessageError(f"{cls} v{{version}}: {{len(buf) - pos}} trailing bytes")
+        return message
+
+    @classmethod
+    def decode_from(cls, buf: Buffer, pos: int, version: int) -> tuple[{cls}, int]:
+        """The message at ``version`` starting at ``buf[pos]``, and where it ends."""
+        decoder = {table}_DECODERS.get(version)
+        if decoder is None:
+            raise UnsupportedVersionError(f"{cls} has no version {{version}}")
+        try:
+            return decoder(buf, pos)
+        except (struct.error, IndexError, UnicodeDecodeError) as exc:
+            raise MessageError(f"{cls} v{{version}}: {{exc}}") from None'''.split("\n")
+
+
+def _reachable(msg: MessageSpec) -> dict[int, set[int]]:
+    """id(struct) -> the versions in which it can occur."""
+    seen: dict[int, set[int]] = {}
+
+    def walk(struct: StructSpec, versions: set[int]) -> None:
+        seen.setdefault(id(struct), set()).update(versions)
+        for f in struct.fields:
+            if f.struct is not None:
+                walk(f.struct, {v for v in versions if v in f.versions})
+
+    walk(msg.root, set(range(msg.valid.low, msg.valid.high + 1)))
+    return seen
+
+
+def _add_message(msg: MessageSpec, mod: _Module, taken: set[str]) -> None:
+    for struct in msg.structs:
+        name = struct.name
+        if name in taken:
+            raise ValueError(f"struct name {name} is used twice in one module")
+        taken.add(name)
+        mod.class_names[id(struct)] = name
+    reach = _reachable(msg)
+    for struct in msg.structs:
+        mod.classes.append(_class(struct, msg, mod, struct is msg.root))
+        cls = mod.class_names[id(struct)]
+        for version in sorted(reach.get(id(struct), ())):
+            base = f"_{'{}'}_{snake(cls)}_v{version}"
+            mod.enc[(cls, version)] = mod.add_function(
+                base.format("e"), _encoder(struct, msg, version, mod)
+            )
+            mod.dec[(cls, version)] = mod.add_function(
+                base.format("d"), _decoder(struct, msg, version, mod)
+            )
+
+
+def emit_module(request: MessageSpec, response: MessageSpec, header: str) -> str:
+    """The whole module for one API."""
+    mod = _Module()
+    taken: set[str] = set()
+    _add_message(request, mod, taken)
+    _add_message(response, mod, taken)
+    parts = [header.rstrip("\n")]
+    body = "\n".join(mod.classes + mod.functions)
+    std = ["import struct"] + (["import uuid"] if "uuid." in body else [])
+    names = ["ZERO_UUID"] if "ZERO_UUID" in body else []
+    names += ["Buffer", "MessageError", "UnsupportedVersionError"]
+    parts.append(
+        "from __future__ import annotations\n\n"
+        + "\n".join(std)
+        + "\nfrom collections.abc import Callable\n"
+        f"from dataclasses import {'dataclass, field' if 'field(default_factory' in body else 'dataclass'}\n"
+        "from typing import ClassVar\n\n"
+        "from . import _wire as _w\n"
+        f"from ._wire import {', '.join(names)}\n\n"
+        f"__all__ = [{', '.join(repr(m.name) for m in (request, response))}]"
+    )
+    parts.append(
+        "\n".join(
+            f"{'_P_' + c.replace('?', 'o')} = struct.Struct('>{c}')" for c in sorted(mod.formats)
+        )
+    )
+    parts += mod.classes
+    parts += mod.functions
+    for msg in (request, response):
+        cls = msg.root.name
+        table = f"_{snake(cls).upper()}"
+        versions = range(msg.valid.low, msg.valid.high + 1)
+        enc = "".join(f"    {v}: {mod.enc[(cls, v)]},\n" for v in versions)
+        dec = "".join(f"    {v}: {mod.dec[(cls, v)]},\n" for v in versions)
+        parts.append(
+            f"{table}_ENCODERS: dict[int, Callable[[{cls}, bytearray], None]] = {{\n{enc}}}\n"
+            f"{table}_DECODERS: dict[int, Callable[[Buffer, int], tuple[{cls}, int]]] = "
+            f"{{\n{dec}}}"
+        )
+    return "\n\n\n".join(parts) + "\n"
