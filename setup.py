@@ -36,7 +36,7 @@ setup(
             sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
                      "aioproducer/_speedups/_handle.c", "aioproducer/_speedups/_outcome.c"],
-            depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h",
+            depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_partitioning.h",
                      "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h"],
             optional=True,
         )

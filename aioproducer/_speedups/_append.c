@@ -3,7 +3,7 @@
  * The reference is ProducerBatch._append_unkeyed_pure (aioproducer/engine/batch.py):
  * one record without key or headers appended to an open batch with its future
  * (RecordBatchBuilder.append's encoding and room check, ProducerBatch.try_append's
- * bookkeeping), then counted for the sticky partitioner (engine/sticky.py's
+ * bookkeeping), then counted for the sticky partitioner (engine/partitioner.py's
  * time_to_switch rule); the answer says whether it left the batch full
  * (ProducerBatch.is_full), for the lane to wake the sender.
  * tests/unit/test_kernels_equal.py checks that both leave the same bytes,
@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "_outcome.h"
+#include "_partitioning.h"
 #include "_varint.h"
 
 /* The slots read or written, in the order of slot_names. */
@@ -222,8 +223,7 @@ static int append_exported(PyObject *self, PyObject *ts_arg, Py_buffer *kview, P
         return CODE_REFUSED;
     }
     Py_ssize_t after = before + bound;
-    int switch_due = produced && after >= limit &&
-                     (after >= 2 * limit || old + total + bound > limit);
+    int switch_due = produced && time_to_switch(after, limit, old + total, bound);
     /* Every new object first: past the buffer's resize nothing can fail. The
      * handle is made from C integers and runs no Python code. */
     PyObject *record_handle = NULL;
