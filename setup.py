@@ -39,7 +39,7 @@ setup(
                      "aioproducer/_speedups/_builder_run.c",
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lane.c",
                      "aioproducer/_speedups/_handle.c", "aioproducer/_speedups/_outcome.c"],
-            depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_murmur2.h",
+            depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_partitioning.h",
                      "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h",
                      "aioproducer/_speedups/_builder.h", "aioproducer/_speedups/_builder_internal.h",
                      "aioproducer/_speedups/_crc32c.h"],

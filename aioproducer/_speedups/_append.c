@@ -3,7 +3,7 @@
  * The reference is ProducerBatch._append_unkeyed_pure (aioproducer/engine/batch.py):
  * one record without key or headers appended to an open batch
  * (RecordBatchBuilder.append's encoding and room check, ProducerBatch.try_append's
- * bookkeeping), then counted for the sticky partitioner (engine/sticky.py's
+ * bookkeeping), then counted for the sticky partitioner (engine/partitioner.py's
  * time_to_switch rule); the answer says whether it left the batch full
  * (ProducerBatch.is_full), for the lane to wake the sender.
  * tests/unit/test_kernels_equal.py checks that both leave the same bytes,
@@ -29,6 +29,7 @@
 
 #include "_builder.h"
 #include "_outcome.h"
+#include "_partitioning.h"
 #include "_varint.h"
 
 /* The batch's slots read or written, in the order of slot_names. */
@@ -156,8 +157,7 @@ static int append_exported(PyObject *self, PyObject *builder, PyObject *ts_arg, 
     }
     Py_ssize_t old = plan.offset, total = plan.total;
     Py_ssize_t after = before + bound;
-    int switch_due = produced && after >= limit &&
-                     (after >= 2 * limit || old + total + bound > limit);
+    int switch_due = produced && time_to_switch(after, limit, old + total, bound);
     /* Every new object first: the handle (its delta is the record count before
      * the append), whose allocation may start a collection (caught by the commit). */
     if (handle) {

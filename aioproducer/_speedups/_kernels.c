@@ -5,6 +5,8 @@
  *
  *   murmur2            aioproducer.engine.partitioner._murmur2_pure
  *   RecordBatchBuilder aioproducer.protocol.records.RecordBatchBuilderPy (in _builder.c)
+ *   _partition_for_key, _time_to_switch   partitioner.partition_for_key, .time_to_switch
+ *                      (test hooks of _partitioning.h, the partitioner's compiled twin)
  *   append_unkeyed     ProducerBatch._append_unkeyed_pure (in _append.c)
  *   UnkeyedLane.append UnkeyedLane._append_pure (in _lane.c; KeyedLane.append likewise)
  *   EnqueueShortcut.take  EnqueueShortcut._take_pure (in _lane.c)
@@ -24,7 +26,7 @@
 
 #include "_builder.h"
 #include "_outcome.h"
-#include "_murmur2.h"
+#include "_partitioning.h"
 #include "_state.h"
 #include "_varint.h"
 
@@ -51,8 +53,49 @@ static PyObject *k_murmur2(PyObject *self, PyObject *arg) {
     return PyLong_FromLong((long)h);
 }
 
+/* ---- the partitioning twin's hooks (tests compare them with partitioner.py) ---- */
+
+/* _partition_for_key(key, num_partitions): _partitioning.h's partition_for_key_buffer,
+ * as the keyed lane runs it; num_partitions in [1, 2**31 - 1] (Java's int). */
+static PyObject *k_partition_for_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_partition_for_key(key, num_partitions) takes 2 arguments");
+        return NULL;
+    }
+    long long n = PyLong_AsLongLong(args[1]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1 || n > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "num_partitions must be in [1, %d], got %lld", INT32_MAX, n);
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    int32_t p = partition_for_key_buffer((const unsigned char *)view.buf, view.len, (int32_t)n);
+    PyBuffer_Release(&view);
+    return PyLong_FromLong((long)p);
+}
+
+/* _time_to_switch(produced, limit, filled, size): _partitioning.h's rule over int64s. */
+static PyObject *k_time_to_switch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_time_to_switch(produced, limit, filled, size) takes 4 arguments");
+        return NULL;
+    }
+    int64_t v[4];
+    for (int i = 0; i < 4; i++) {
+        long long x = PyLong_AsLongLong(args[i]);
+        if (x == -1 && PyErr_Occurred()) return NULL;
+        v[i] = (int64_t)x;
+    }
+    return PyBool_FromLong(time_to_switch(v[0], v[1], v[2], v[3]));
+}
+
 static PyMethodDef methods[] = {
     {"murmur2", k_murmur2, METH_O, "Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int."},
+    {"_partition_for_key", (PyCFunction)(void (*)(void))k_partition_for_key, METH_FASTCALL,
+     "_partition_for_key(key, num_partitions) -> Java's toPositive(murmur2(key)) % num_partitions"},
+    {"_time_to_switch", (PyCFunction)(void (*)(void))k_time_to_switch, METH_FASTCALL,
+     "_time_to_switch(produced, limit, filled, size) -> the sticky partitioner's switch rule"},
     {NULL, NULL, 0, NULL},
 };
 

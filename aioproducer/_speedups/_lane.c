@@ -21,7 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "_murmur2.h"
+#include "_partitioning.h"
 #include "_varint.h"
 
 enum {
@@ -317,17 +317,17 @@ static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_
     if (!partitions) goto done;
     Py_ssize_t count = PyObject_Size(partitions);
     if (count < 0) goto done;
-    if (count == 0) goto refuse;
+    if (count == 0 || count > INT32_MAX) goto refuse; /* Java's int partition count */
     if (PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE) < 0) goto done;
     has_kview = 1;
     Py_ssize_t klen = kview.len;
-    /* Java's toPositive(murmur2(key)) % numPartitions (partitioner.partition_for_key) */
-    uint32_t hash = (uint32_t)murmur2_buffer((const unsigned char *)kview.buf, klen) & 0x7FFFFFFFu;
+    /* Java's BuiltInPartitioner.partitionForKey (partitioner.partition_for_key) */
+    int32_t partition = partition_for_key_buffer((const unsigned char *)kview.buf, klen, (int32_t)count);
     PyBuffer_Release(&kview);
     has_kview = 0;
     tps = PyObject_GetAttr(info, keyed.str_tps);
     if (!tps) goto done;
-    PyObject *tp = PySequence_GetItem(tps, (Py_ssize_t)(hash % (uint32_t)count));
+    PyObject *tp = PySequence_GetItem(tps, (Py_ssize_t)partition);
     if (!tp) goto done;
     PyObject *deques = held[K_DEQUES];
     PyObject *dq = PyDict_CheckExact(deques) ? Py_XNewRef(PyDict_GetItemWithError(deques, tp))

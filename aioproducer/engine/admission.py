@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .partitioner import PartitionerFn, choose_partition
+from .partitioner import PartitionerFn, choose_partition, goes_sticky
 
 if TYPE_CHECKING:
 
@@ -133,7 +133,7 @@ class Admission:
 
     def sticky(self, key: Any, partition: int | None) -> bool:
         """Whether a record goes to the uniform sticky partitioner (KIP-794)."""
-        return partition is None and (key is None or self._ignore_keys) and self._custom is None
+        return goes_sticky(partition, key, self._ignore_keys, self._custom)
 
     def sticky_partition(self, topic: str, info: TopicInfo, *, move: bool = False) -> int:
         """The topic's sticky partition; ``move``: its batch is full, time to move on."""

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._speedups import kernels
 from ..protocol.compression import Codec
 from ..protocol.records import RecordBatchBuilder, restamp_producer_state
+from .partitioner import time_to_switch
 from .record_handle import BatchOutcome, RecordMetadata
-from .sticky import time_to_switch
 
 if TYPE_CHECKING:
     from .record_handle import RecordHandlePy
@@ -268,7 +268,7 @@ class ProducerBatch:
         What :meth:`try_append` does, but without making the record's handle
         (``reserve`` and ``bound`` as there; the lane makes the handle, as
         ``outcome.handle(record_count - 1, timestamp_ms, sizes)``), then
-        ``produced[topic] += bound`` and :func:`.sticky.time_to_switch` with
+        ``produced[topic] += bound`` and :func:`.partitioner.time_to_switch` with
         ``limit`` (the partitioner's ``batch_size``). Returns :data:`REFUSED`
         (nothing changed), or :data:`APPENDED` or :data:`SWITCH`, plus
         :data:`FULL` when the batch is full now. The reference of the compiled
@@ -285,8 +285,8 @@ class ProducerBatch:
         produced[topic] = count
         filled = self.builder.size_in_bytes
         code = APPENDED
-        if count >= limit and time_to_switch(count, limit, filled, bound):
-            code = SWITCH  # (the first test, repeated, spares most records a call)
+        if time_to_switch(count, limit, filled, bound):
+            code = SWITCH
         return code + FULL if filled >= self.batch_size else code  # is_full(), the batch being open
 
     append_unkeyed = _append_unkeyed_pure  # the C kernel's method once bound (below the class)

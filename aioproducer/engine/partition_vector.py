@@ -7,13 +7,15 @@ hashes key by key instead. The hashes are computed from the array's offsets
 and data buffers: no key becomes a Python object.
 
 The result is exactly :func:`aioproducer.engine.partitioner.partition_for_key` of
-every key (Java's ``Utils.toPositive(Utils.murmur2(key)) % numPartitions``).
-murmur2 is sequential within a key, so the vector runs across keys: step ``j``
-mixes the ``j``-th little-endian 4-byte word of every key that has one into
-that key's hash (keys sorted longest first, so the keys still going are a
-prefix), then the 1-3 tail bytes and the final mix are applied to all keys at
-once. All arithmetic is on uint32 arrays, which wrap modulo 2**32 like Java's
-int. Once fewer than :data:`_VECTOR_MIN_KEYS` keys still have words left (a
+every key (Java's ``Utils.toPositive(Utils.murmur2(key)) % numPartitions``):
+every step of the arithmetic is the partitioner module's own (``murmur2_start``,
+``murmur2_word``, ``murmur2_tail``, ``murmur2_finish``, ``partition_for_hash``),
+applied to uint32 arrays, which wrap modulo 2**32 like Java's int; this module
+only arranges the keys' bytes into those arrays. murmur2 is sequential within a
+key, so the vector runs across keys: step ``j`` mixes the ``j``-th
+little-endian 4-byte word of every key that has one into that key's hash (keys
+sorted longest first, so the keys still going are a prefix), then the 1-3 tail
+bytes and the final mix are applied to all keys at once. Once fewer than :data:`_VECTOR_MIN_KEYS` keys still have words left (a
 few keys much longer than the rest), a numpy step would cost more than it
 saves, and those keys are hashed one by one with the per-key function.
 """
@@ -25,12 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from .partitioner import murmur2
+from .partitioner import (
+    murmur2,
+    murmur2_finish,
+    murmur2_start,
+    murmur2_tail,
+    murmur2_word,
+    partition_for_hash,
+)
 
 __all__ = ["arrow_key_partitions", "murmur2_arrow"]
 
-_SEED = 0x9747B28C
-_M = np.uint32(0x5BD1E995)
 # Fewer keys than this still mixing words: finish them one by one in Python.
 _VECTOR_MIN_KEYS = 8
 
@@ -71,7 +78,7 @@ def _murmur2_buffers(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
     n = len(starts)
-    h = lengths.astype(np.uint32) ^ np.uint32(_SEED)
+    h = murmur2_start(lengths.astype(np.uint32))
     words = lengths >> 2
     long_keys: list[int] = []
     if n and words.max() > 0:
@@ -83,28 +90,22 @@ def _murmur2_buffers(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
         j = 0
         while j < len(still) and still[j] >= _VECTOR_MIN_KEYS:
             k = still[j]
-            word = _word_at(data, sorted_starts[:k] + 4 * j)
-            word *= _M
-            word ^= word >> 24
-            word *= _M
-            head = hs[:k]  # a view: updated in place
-            head *= _M
-            head ^= word
+            hs[:k] = murmur2_word(hs[:k], _word_at(data, sorted_starts[:k] + 4 * j))
             j += 1
         h[order] = hs
         if j < len(still):
             long_keys = order[: still[j]].tolist()
     tail = starts + (lengths & ~3)
     extra = lengths & 3
-    for size, shift in ((3, 16), (2, 8), (1, 0)):
-        sel = np.nonzero(extra >= size)[0]
-        if len(sel):
-            h[sel] ^= data[tail[sel] + (size - 1)].astype(np.uint32) << shift
     sel = np.nonzero(extra)[0]
-    h[sel] *= _M
-    h ^= h >> 13
-    h *= _M
-    h ^= h >> 15
+    if len(sel):
+        # The 1-3 bytes after the last word, little-endian (0 past the key's end).
+        t = np.zeros(len(sel), np.uint32)
+        for size, shift in ((3, 16), (2, 8), (1, 0)):
+            has = extra[sel] >= size
+            t[has] |= data[tail[sel][has] + (size - 1)].astype(np.uint32) << np.uint32(shift)
+        h[sel] = murmur2_tail(h[sel], t)
+    h = murmur2_finish(h)
     for i in long_keys:
         # The few keys much longer than the rest: hashed whole, one at a time.
         h[i] = murmur2(data[starts[i] : starts[i] + lengths[i]].tobytes()) & 0xFFFFFFFF
@@ -129,7 +130,7 @@ def murmur2_arrow(arr: Any) -> np.ndarray:
 def arrow_key_partitions(arr: Any, num_partitions: int) -> array[int]:
     """``partition_for_key(key, num_partitions)`` of every key; -1 where the key is null."""
     hashes = murmur2_arrow(arr)
-    parts = ((hashes & np.uint32(0x7FFFFFFF)) % np.uint32(num_partitions)).astype(np.int32)
+    parts = partition_for_hash(hashes, num_partitions).astype(np.int32)
     if arr.null_count:
         parts[np.asarray(arr.is_null(), dtype=bool)] = -1
     out = array("i")

@@ -17,8 +17,13 @@ shortcut and the bulk path) asks :class:`StickyPartitioner` and reports to it
 what it appended; nothing else keeps or changes this state, with one
 exception for speed: the unkeyed shortcut's append
 (``ProducerBatch.append_unkeyed``, one compiled call per record) counts its
-record in :attr:`StickyPartitioner.produced` itself, by :func:`time_to_switch`,
-and the shortcut then calls :meth:`StickyPartitioner.move_on` when it is time.
+record in :attr:`StickyPartitioner.produced` itself, and the shortcut then
+calls :meth:`StickyPartitioner.move_on` when it is time.
+
+This module keeps the state (each topic's current partition, the bytes
+produced to it, the adaptive weights' inputs); the rules it applies (when to
+move on, where to) are :mod:`.partitioner`'s, whose compiled twin the
+shortcut's append runs.
 
 Invariants: a partition returned here is in ``[0, number of partitions)``; a
 topic's state is dropped only together with the accumulator's, and only for a
@@ -27,11 +32,12 @@ topic with no pending record (:func:`forget_idle_topics`).
 
 from __future__ import annotations
 
-import bisect
 import random
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+from .partitioner import next_sticky_partition, switch_when_full, time_to_switch
 
 if TYPE_CHECKING:
     from ..net.cluster import TopicInfo
@@ -39,11 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PartitionLoad",
     "StickyPartitioner",
-    "cumulative_frequencies",
     "forget_idle_topics",
-    "next_sticky_partition",
-    "time_to_switch",
-    "weighted_index",
 ]
 
 
@@ -54,7 +56,7 @@ class _Builder(Protocol):
 
 class FillingBatch(Protocol):
     """What the partitioner reads of the batch a record went to (a ``ProducerBatch``;
-    named by its shape, so that the batch module can use this one's rules)."""
+    named by its shape, so that this module does not import the batch module)."""
 
     @property
     def builder(self) -> _Builder: ...
@@ -66,56 +68,6 @@ class PartitionLoad(Protocol):
     def queue_sizes(self, topic: str, partitions: Iterable[int]) -> list[int]: ...
     def unavailable_nodes(self, timeout: float) -> set[int]: ...
     def forget_topic(self, topic: str) -> bool: ...
-
-
-def time_to_switch(produced: int, limit: int, filled: int, size: int) -> bool:
-    """Java's ``updatePartitionInfo`` rule: move on from the current partition now?
-
-    ``produced`` bytes (record bounds) went to it, ``filled`` is the encoded
-    size of its open batch and ``size`` the bound of the record just appended:
-    yes once ``limit`` (``batch_size``) bytes went there and the batch has no
-    room for another such record, or at twice ``limit`` regardless.
-    """
-    return produced >= limit and (produced >= 2 * limit or filled + size > limit)
-
-
-def cumulative_frequencies(queue_sizes: Sequence[int]) -> list[int] | None:
-    """Java's ``updatePartitionLoadStats``: queue sizes -> cumulative frequency table.
-
-    Each partition's weight is ``max(queue_sizes) + 1 - its size``, so an empty
-    queue weighs most and the longest queue weighs 1. None when every size is
-    equal: a uniform choice does the same, cheaper.
-    """
-    if len(queue_sizes) < 2:
-        return None
-    top = max(queue_sizes)
-    if min(queue_sizes) == top:
-        return None
-    table = []
-    running = 0
-    for size in queue_sizes:
-        running += top + 1 - size
-        table.append(running)
-    return table
-
-
-def weighted_index(table: Sequence[int], rand: int) -> int:
-    """The index of the first entry of ``table`` strictly greater than ``rand % table[-1]``."""
-    return bisect.bisect_right(table, rand % table[-1])
-
-
-def next_sticky_partition(
-    candidates: Sequence[int], queue_sizes: Sequence[int] | None, rand: int
-) -> int:
-    """Java's ``BuiltInPartitioner.nextPartition`` over ``candidates`` (non-empty).
-
-    ``queue_sizes`` (one per candidate, or None when adaptive partitioning is
-    off) weights the choice; ``rand`` is a non-negative random int.
-    """
-    table = cumulative_frequencies(queue_sizes) if queue_sizes is not None else None
-    if table is None:
-        return candidates[rand % len(candidates)]
-    return candidates[weighted_index(table, rand)]
 
 
 class StickyPartitioner:
@@ -172,7 +124,7 @@ class StickyPartitioner:
         produced = self.produced.get(topic, 0) + size
         self.produced[topic] = produced
         limit = self.batch_size
-        if produced >= limit and time_to_switch(produced, limit, batch.builder.size_in_bytes, size):
+        if time_to_switch(produced, limit, batch.builder.size_in_bytes, size):
             self.move_on(topic, info)
 
     def count(self, topic: str, size: int) -> None:
@@ -181,7 +133,7 @@ class StickyPartitioner:
 
     def switch_due(self, topic: str) -> bool:
         """The current partition's batch is full: is it time to move on?"""
-        return self.produced.get(topic, 0) >= self.batch_size
+        return switch_when_full(self.produced.get(topic, 0), self.batch_size)
 
     def filling_batch(self, topic: str, batch: FillingBatch, info: TopicInfo) -> None:
         """Cache ``batch`` as the open batch of the topic's current partition for the shortcut."""

@@ -8,13 +8,14 @@ import random
 import pytest
 
 from aioproducer.engine.batch import ProducerBatch
-from aioproducer.engine.partitioner import murmur2, partition_for_key
-from aioproducer.engine.sticky import (
-    StickyPartitioner,
+from aioproducer.engine.partitioner import (
     cumulative_frequencies,
+    murmur2,
     next_sticky_partition,
+    partition_for_key,
     weighted_index,
 )
+from aioproducer.engine.sticky import StickyPartitioner
 from aioproducer.net.cluster import PartitionInfo, TopicInfo
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RECORD_BATCH_OVERHEAD
