@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+import aioproducer
 from aioproducer.engine.batch import BatchState, ProducerBatch, pack_sizes
 from aioproducer.engine.record_handle import WAKE_SLICE, RecordHandle
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
 
-PACKAGE = Path(__file__).resolve().parents[2] / "aioproducer"
+# The package under test, installed or the checkout's (never a path beside tests/: the tests
+# may run from a copy, against an installed wheel).
+PACKAGE = Path(aioproducer.__file__).resolve().parent
 
 
 def _filled(

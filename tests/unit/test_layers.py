@@ -11,7 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "aioproducer"
+import aioproducer
+
+# The package under test, installed or the checkout's (never a path beside tests/: the tests
+# may run from a copy, against an installed wheel).
+PACKAGE = Path(aioproducer.__file__).resolve().parent
 FACADE = (
     "producer", "producer_bulk", "producer_lifecycle", "producer_settings", "producer_transactions",
     "loop_binding",
