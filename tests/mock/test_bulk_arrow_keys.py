@@ -10,12 +10,14 @@ import asyncio
 import itertools
 import sys
 
-import pyarrow as pa
 import pytest
 
 from aioproducer import Producer
 from aioproducer.engine.partitioner import partition_for_key
 from aioproducer.testing import MockCluster
+from tests.support.extras import require
+
+pa = require("pyarrow", extra="spark")
 
 pytestmark = pytest.mark.asyncio
 

@@ -21,6 +21,7 @@ from aioproducer import BulkSendError, Producer, ProducerLoopError, errors
 from aioproducer.engine.record_handle import WAKE_SLICE
 from aioproducer.testing import MockCluster
 from tests.support.aio import closed_port
+from tests.support.extras import require
 from tests.support.loop_thread import LoopThread
 
 TIMEOUT = 30.0
@@ -258,7 +259,7 @@ def test_a_start_that_failed_leaves_the_producer_free_for_another_loop(owner: Lo
 
 
 def test_uvloop_producer_checks_the_loop_too(cluster: MockCluster, owner: LoopThread) -> None:
-    uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")
+    uvloop = require("uvloop", extra="test")
     with LoopThread(uvloop.new_event_loop) as uv:
         producer = Producer(cluster.bootstrap_servers, linger_ms=0)
         assert isinstance(uv.loop, uvloop.Loop)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import aiokafka
 import confluent_kafka
 import pytest
 
 from aioproducer import Producer
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import MockRecord
+from tests.support.extras import require
 
 T0 = 1_700_000_000_000
 TIMEOUT = 20.0
@@ -138,6 +138,7 @@ async def test_librdkafka_transactions_commit_visible_abort_hidden() -> None:
 
 @pytest.mark.asyncio
 async def test_aiokafka_records_match() -> None:
+    aiokafka = require("aiokafka", extra="bench")
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("aio", partitions=2)
         expected = _expected(12, 2)
@@ -168,6 +169,7 @@ async def test_aiokafka_records_match() -> None:
 
 @pytest.mark.asyncio
 async def test_aiokafka_transaction() -> None:
+    aiokafka = require("aiokafka", extra="bench")
     async with MockCluster(brokers=1) as cluster:
         producer = aiokafka.AIOKafkaProducer(
             bootstrap_servers=cluster.bootstrap_servers, transactional_id="aio-txn"

@@ -13,8 +13,9 @@ import pytest
 from aioproducer import Producer
 from aioproducer.engine.partitioner import partition_for_key
 from aioproducer.testing import MockCluster
+from tests.support.extras import require
 
-uvloop = pytest.importorskip("uvloop", reason="the 'uvloop' extra is not installed")
+uvloop = require("uvloop", extra="test")
 
 TIMEOUT = 30.0
 

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-pa = pytest.importorskip("pyarrow")
-pytest.importorskip("numpy")
+from tests.support.extras import require
+
+pa = require("pyarrow", extra="spark")
+require("numpy", extra="spark")
 
 from aioproducer.engine import partition_vector as partition_vector
 from aioproducer.engine.partition_vector import arrow_key_partitions, murmur2_arrow

@@ -16,6 +16,7 @@ those through a real producer.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -186,6 +187,24 @@ class _Odd:
     __hash__ = None  # type: ignore[assignment]
 
 
+# Python's own text for an unset slot after the type's name, which Python 3.13 spells with its
+# module ("'aioproducer.engine.shortcut.EnqueueShortcut' object ...") and earlier versions without.
+_NO_SLOT = "object has no attribute '{}'"
+_TYPE_THEN_NO_SLOT = re.compile(r"^'[\w.]+' (object has no attribute '\w+')$")
+
+
+def _contract(outcome: Any) -> Any:
+    """``outcome`` with an AttributeError's message cut to what both steps promise on every Python.
+
+    The type and the slot named; not how the version spells the shortcut's type.
+    """
+    if isinstance(outcome, tuple) and outcome[0] == "raised" and outcome[1][0] is AttributeError:
+        match = _TYPE_THEN_NO_SLOT.match(outcome[1][1])
+        if match:
+            return ("raised", (AttributeError, match.group(1)))
+    return outcome
+
+
 def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(compiled_take: Any) -> None:
     def world(take: Any) -> tuple[EnqueueShortcut, list[tuple[Any, ...]]]:
         calls: list[tuple[Any, ...]] = []
@@ -222,6 +241,7 @@ def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(compiled_take:
         shortcut.loop_mark = OddMark()
         seen.append(_run(take, shortcut, ("t", b"v", None, None, None, None)))
         outcomes.append(seen)
-    assert outcomes[1] == outcomes[0]
-    assert outcomes[0][0] == ("answer", FUTURE) and outcomes[0][1][0] == "raised"
+    assert [_contract(o) for o in outcomes[1]] == [_contract(o) for o in outcomes[0]]
+    assert _contract(outcomes[0][1]) == ("raised", (AttributeError, _NO_SLOT.format("topics_seen")))
+    assert outcomes[0][0] == ("answer", FUTURE)
     assert outcomes[0][3] == 99 and outcomes[0][4] == ("answer", FUTURE)

@@ -10,6 +10,7 @@ import pytest
 import aioproducer
 from aioproducer import errors
 from aioproducer.engine.validation import check_headers, check_topic, to_bytes
+from tests.support.extras import require
 
 
 @pytest.mark.parametrize("name", ["orders", "a.b-c_D9", "x" * 249])
@@ -71,7 +72,7 @@ def test_headers() -> None:
 def test_type_hints_accept_a_null_header_value(tmp_path: Path) -> None:
     # Kafka headers may have a null value (KIP-82; Java's Header.value() may be
     # null) and check_headers accepts None: the public type hints must say so.
-    api = pytest.importorskip("mypy.api")
+    api = require("mypy.api", extra="test")
     probe = tmp_path / "probe.py"
     probe.write_text(
         "from aioproducer import Producer\n"
