@@ -100,8 +100,12 @@ class Producer(
             # Only for names not found: a method of aiokafka's or confluent-kafka's
             # producer gets what to call here (foreign_names.PEER_METHODS).
             hint = PEER_METHODS.get(name)
-            message = f"{type(self).__name__!r} object has no attribute {name!r}"
-            raise AttributeError(f"{message}: {hint}" if hint else message, name=name, obj=self)
+            if hint is None:
+                # Anything else fails as it would without this method (a
+                # property's own AttributeError included, raised again).
+                return object.__getattribute__(self, name)
+            message = f"{type(self).__name__!r} object has no attribute {name!r}: {hint}"
+            raise AttributeError(message, name=name, obj=self)
 
     def _init(self, config: ProducerConfig) -> None:
         # Topics already validated and known to the metadata: skips checks per record.

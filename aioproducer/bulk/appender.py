@@ -480,6 +480,10 @@ class BulkAppender:
         partition's open batch is full, start another.
         """
         admission = self._admission
+        if new or move:
+            # The batch this partition filled can go now (Java's batchIsFull):
+            # the sender need not wait for its linger while the call goes on.
+            self._wakeup()
         if p is None:
             p = admission.sticky_partition(topic, info, move=move)  # KIP-794
         tp = info.tps[p]

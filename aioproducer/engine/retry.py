@@ -193,11 +193,16 @@ _TOO_LARGE_CODES = frozenset(
 def _too_large(error: BaseException, batch_bytes: int) -> BaseException:
     """``error`` (the broker refused a batch as too large) saying how large it was and what limits it."""
     said = str(error.args[0]) if error.args else ""
+    if getattr(error, "code", None) == errors.RecordListTooLargeError.code:
+        limit = "the topic's segment.bytes (by default the broker's log.segment.bytes)"
+    else:
+        limit = (
+            "the topic's max.message.bytes (by default the broker's message.max.bytes, "
+            "1048588) per batch"
+        )
     explained = type(error)(
         f"{said + ': ' if said else ''}the batch was {batch_bytes} bytes; the broker takes at most "
-        "the topic's max.message.bytes (by default the broker's message.max.bytes, 1048588) per "
-        "batch: raise that limit or send smaller records (a batch the broker refuses is split "
-        "until each part holds one record)"
+        f"{limit}: raise that limit or send smaller records"
     )
     explained.__cause__ = error
     return explained

@@ -66,9 +66,8 @@ async def run_producer(
     source: ProducerSource,
     *,
     close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
-    name: str = "producer",
 ) -> AsyncIterator[Producer]:
-    """Start a producer, keep it in ``app.state.<name>`` while the block runs, then close it.
+    """Start a producer, keep it in ``app.state.producer`` while the block runs, then close it.
 
     For an application that has a lifespan of its own: ``async with
     run_producer(app, ...)`` inside it. ``source`` is a new (not yet started)
@@ -80,7 +79,7 @@ async def run_producer(
     if not isinstance(producer, Producer):
         raise TypeError(f"expected a Producer, got {type(producer).__name__}")
     await producer.start()
-    setattr(app.state, name, producer)
+    app.state.producer = producer
     try:
         yield producer
     finally:
@@ -91,7 +90,6 @@ def producer_lifespan(
     source: ProducerSource,
     *,
     close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
-    name: str = "producer",
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """A ``lifespan`` for ``FastAPI(lifespan=...)`` that runs a producer (see :func:`run_producer`)."""
     if close_timeout < 0:
@@ -99,7 +97,7 @@ def producer_lifespan(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with run_producer(app, source, close_timeout=close_timeout, name=name):
+        async with run_producer(app, source, close_timeout=close_timeout):
             yield
 
     return lifespan
@@ -139,6 +137,10 @@ def status_for(exc: BaseException) -> int:
     if getattr(exc, "retriable", False):
         return 503
     return 502
+
+
+# Errors of the program, not of the cluster: a 5xx answer with safe_to_retry would hide them.
+_PROGRAMMING_ERRORS = (errors.SerializationError, errors.IllegalStateError, errors.ConfigurationError)
 
 
 def _refusal(status: int, message: str, safe_to_retry: bool, retry_after: int) -> HTTPException:
@@ -187,7 +189,7 @@ async def send_within(
     except asyncio.TimeoutError:
         raise _refusal(503, f"the record was not buffered within {timeout} s", True, retry_after) from None
     except errors.KafkaError as exc:
-        if isinstance(exc, errors.SerializationError):
+        if isinstance(exc, _PROGRAMMING_ERRORS):
             raise
         raise _refusal(status_for(exc), str(exc), True, retry_after) from None
     # asyncio.wait, not wait_for: neither the deadline nor a cancelled

@@ -60,21 +60,25 @@ def _not_in_metadata(
 
     Java waits the same way (``waitOnMetadata``): a topic the cluster calls
     unknown may be on its way (auto-creation, or an admin creating it), so
-    it is not final before ``max_block_ms``; but when every answer said so,
-    the error says that, not only that nothing came.
+    it is not final before ``max_block_ms``; but when the last answer (to a
+    request sent during the wait) said so, the error says that, not only
+    that nothing came. ``answered``: such an answer came.
     """
     waited = f"topic {topic!r} not present in metadata after {timeout * 1000:.0f} ms"
     code = info.error_code if info is not None and answered else 0
     if code == errors.UnknownTopicOrPartitionError.code:
         cause: errors.KafkaError = errors.UnknownTopicOrPartitionError(f"topic {topic!r}")
         why = (
-            "the cluster answered that it does not know the topic: it does not exist and "
+            "the cluster's last answer says it does not know the topic: it does not exist and "
             "the brokers do not create topics on demand (auto.create.topics.enable=false), "
             "or it is still being created"
         )
     elif code == errors.LeaderNotAvailableError.code:
         cause = errors.LeaderNotAvailableError(f"topic {topic!r}")
-        why = "the cluster answered that the topic has no leader yet (being created, or its brokers are down)"
+        why = (
+            "the cluster's last answer says the topic has no leader yet (being created, "
+            "or its brokers are down)"
+        )
     elif not answered:
         return errors.KafkaTimeoutError(
             f"{waited}: no metadata answer came from the cluster meanwhile "
@@ -412,7 +416,9 @@ class KafkaClient(BrokerConnections):
                     return len(info.partitions)
                 if info is not None and info.error_code not in (0, *_TRANSIENT_TOPIC_ERRORS):
                     errors.raise_for_code(info.error_code, f"topic {topic!r}")
-                raise _not_in_metadata(topic, timeout, info, answered=self.snapshot is not stale)
+                raise _not_in_metadata(
+                    topic, timeout, info, answered=self._answer_asked_at >= began
+                )
             if on_wait is not None:
                 left = min(left, on_wait(info, time.monotonic() - began))
             await self.wait_for_update(left)

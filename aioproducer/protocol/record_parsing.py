@@ -170,7 +170,9 @@ def _parse_records(body: memoryview, count: int, base_offset: int, base_ts: int)
             if hkey is None:
                 raise ValueError(f"record {index} has a null header key")
             hvalue, pos = _read_bytes(body, pos, record_end)
-            headers.append((hkey.decode("utf-8"), hvalue))
+            # As Java reads a header key (Utils.utf8: malformed bytes become U+FFFD),
+            # never as a corrupt record: the broker does not check keys either.
+            headers.append((hkey.decode("utf-8", "replace"), hvalue))
         if pos != record_end:
             raise ValueError(
                 f"record {index} declares {length} bytes but its fields take {length + pos - record_end}"

@@ -24,6 +24,8 @@ __all__ = [
 ]
 
 _INSTALL_HINT = "pip install 'aioproducer[spark]'"
+#: Seconds register() waits for its probe task on Spark's Python workers.
+PROBE_TIMEOUT = 120.0
 
 
 def _require_pyspark() -> None:
@@ -85,16 +87,19 @@ def _python_error(text: str) -> str:
     return lines[-1] if lines else (text.strip().splitlines() or [""])[0]
 
 
-def check_python_workers(spark: SparkSession) -> None:
+def check_python_workers(spark: SparkSession, timeout: float = PROBE_TIMEOUT) -> None:
     """Raise ImportError unless Spark's Python workers import this driver's aioproducer version.
 
     PySpark starts its workers with ``PYSPARK_PYTHON`` (or the
     ``spark.pyspark.python`` setting), else ``python3`` from PATH: not the
     driver's interpreter, so a virtualenv that was not activated gives
-    workers without aioproducer.
+    workers without aioproducer. The probe task is cancelled after
+    ``timeout`` seconds (a cluster that grants no executor): TimeoutError.
     """
     import os
     import sys
+    import threading
+    import uuid
 
     from .. import __version__
 
@@ -102,24 +107,42 @@ def check_python_workers(spark: SparkSession) -> None:
         context = spark.sparkContext
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: nothing to probe
         return
-    configured = (
-        getattr(context, "pythonExec", None)
-        or context.getConf().get("spark.pyspark.python")
-        or os.environ.get("PYSPARK_PYTHON")
-    )
+    configured = os.environ.get("PYSPARK_PYTHON") or context.getConf().get("spark.pyspark.python")
     where = (
         f"PYSPARK_PYTHON / spark.pyspark.python is {configured!r}"
         if configured
         else "PYSPARK_PYTHON is not set, so they run python3 from PATH"
     )
     fix = f"set PYSPARK_PYTHON={sys.executable} (this driver's interpreter) before the session starts"
+    group = f"aioproducer-worker-probe-{uuid.uuid4().hex}"
+    timed_out = threading.Event()
+
+    def cancel() -> None:
+        timed_out.set()
+        context.cancelJobGroup(group)
+
+    context.setJobGroup(group, "aioproducer: can the Python workers import it?", True)
+    timer = threading.Timer(timeout, cancel)
+    timer.daemon = True
+    timer.start()
     try:
         [(executable, version, error)] = context.parallelize([0], 1).map(_worker_probe()).collect()
-    except Exception as exc:  # the worker could not even start
+    except Exception as exc:  # the worker could not even start, or the probe was cancelled
+        if timed_out.is_set():
+            raise TimeoutError(
+                f"no Spark Python worker ran the aioproducer probe task within {timeout} s "
+                "(does the cluster grant executors?); register(spark, check_workers=False) "
+                "skips the check"
+            ) from exc
         raise ImportError(
             f"Spark's Python workers could not run a probe task ({where}): "
             f"{_python_error(str(exc)) or type(exc).__name__}; {fix}"
         ) from exc
+    finally:
+        timer.cancel()
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # clears it
+        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
+        context.setLocalProperty("spark.job.interruptOnCancel", None)  # type: ignore[arg-type]
     if error is not None:
         raise ImportError(
             f"Spark's Python workers ({executable}) cannot import aioproducer ({error}): "

@@ -138,6 +138,7 @@ async def test_isr_below_min_insync_fails_at_delivery_timeout_naming_the_cause(
     )
     values = [r.value for r in records]
     assert values[0] == b"before" and values[-1] == b"after", values
+    assert len(set(values)) == len(values), values  # each record once
     assert all(v in maybe for v in values[1:-1]), (values, maybe)
     assert values[1:-1] == sorted(values[1:-1], key=maybe.index)
     assert records[-1].offset == after.offset

@@ -27,9 +27,12 @@ from aioproducer.testing import MockCluster
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.kafka_cluster(brokers=1, default_partitions=1)]
 
-# What a handler gives the producer to answer, and what the tests give the
-# answers: far apart, so a slow machine cannot blur them.
+# What a handler gives the producer to answer while the broker is stalled (the
+# answer must come after it), what it gives a healthy send (the answer must
+# come before it), and what the tests give any answer: far apart, so that a
+# slow machine cannot blur them.
 TIMEOUT = 1.0
+HEALTHY = 60.0
 ANSWER_BOUND = 30.0
 
 
@@ -38,8 +41,10 @@ def make_app(bootstrap: str, **config: Any) -> FastAPI:
     app = FastAPI(lifespan=producer_lifespan(lambda: Producer(bootstrap, **config)))
 
     @app.post("/events/{topic}")
-    async def publish(topic: str, request: Request, producer: ProducerDep) -> dict[str, int]:
-        md = await send_within(producer, topic, await request.body(), timeout=TIMEOUT)
+    async def publish(
+        topic: str, request: Request, producer: ProducerDep, timeout: float = HEALTHY
+    ) -> dict[str, int]:
+        md = await send_within(producer, topic, await request.body(), timeout=timeout)
         return {"partition": md.partition, "offset": md.offset}
 
     return app
@@ -77,7 +82,9 @@ async def test_a_broker_that_stops_answering_is_503_within_the_handlers_bound(
         assert (await client.post("/events/t", content=b"before")).status_code == 200
         broker = kafka_cluster.broker_ids[0]
         kafka_cluster.stall_broker(broker)
-        resp = await asyncio.wait_for(client.post("/events/t", content=b"stalled"), ANSWER_BOUND)
+        resp = await asyncio.wait_for(
+            client.post("/events/t", content=b"stalled", params={"timeout": TIMEOUT}), ANSWER_BOUND
+        )
         assert resp.status_code == 503
         assert resp.headers["Retry-After"] == "1"
         assert resp.json()["detail"] == {
@@ -111,6 +118,16 @@ async def test_refusals_get_their_status_and_say_whether_a_resend_is_safe(
     assert kafka_cluster.records("t") == []
 
 
+async def test_a_programming_error_is_raised_not_answered(kafka_cluster: MockCluster) -> None:
+    """A transactional producer outside a transaction is the program's mistake:
+    no 5xx that invites a retry."""
+    async with run_producer(
+        FastAPI(), Producer(kafka_cluster.bootstrap_servers, transactional_id="fastapi-txn")
+    ) as producer:
+        with pytest.raises(errors.IllegalStateError):
+            await send_within(producer, "t", b"x", timeout=HEALTHY)
+
+
 async def test_many_requests_with_a_broker_lost_midway_all_answer_and_acks_are_true(
     kafka_cluster: MockCluster,
 ) -> None:
@@ -124,7 +141,12 @@ async def test_many_requests_with_a_broker_lost_midway_all_answer_and_acks_are_t
         )
         kafka_cluster.stall_broker(broker)
         second = await asyncio.wait_for(
-            asyncio.gather(*(client.post("/events/load", content=b"b%d" % i) for i in range(100))),
+            asyncio.gather(
+                *(
+                    client.post("/events/load", content=b"b%d" % i, params={"timeout": TIMEOUT})
+                    for i in range(100)
+                )
+            ),
             ANSWER_BOUND,
         )
         kafka_cluster.resume_broker(broker)
