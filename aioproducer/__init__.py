@@ -1,5 +1,7 @@
 """aioproducer: an asyncio-native Apache Kafka producer with the Java producer's semantics."""
 
+from importlib import metadata as _metadata
+
 from . import errors
 from .bulk.progress import BulkProgress
 from .bulk.result import BulkResult, BulkSendError
@@ -14,4 +16,8 @@ __all__ = [
     "ProducerLoopError",
     "RecordHandle", "RecordMetadata", "__version__", "errors",
 ]
-__version__ = "0.1.0"
+# pyproject.toml's version is the one source: read from the installed distribution's metadata.
+try:
+    __version__: str = _metadata.version("aioproducer")
+except _metadata.PackageNotFoundError:  # a bare source tree on sys.path, never installed
+    __version__ = "0+unknown"

@@ -21,7 +21,7 @@ from tests.support.repo import repo_root_or_skip
 SPEEDUPS = "aioproducer/_speedups"
 # Besides the package's modules and the C kernels' sources: what pip and a reader need.
 REQUIRED = {
-    "PKG-INFO", "pyproject.toml", "setup.py", "README.md", "CHANGELOG.md",
+    "PKG-INFO", "pyproject.toml", "setup.py", "README.md", "CHANGELOG.md", "LICENSE",
     "aioproducer/__init__.py", "aioproducer/py.typed", f"{SPEEDUPS}/_kernels.pyi",
 }
 # Build products and local state: never in an sdist.
