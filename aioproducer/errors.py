@@ -451,7 +451,8 @@ def delivery_error(exc: BaseException, may_have_been_written: bool) -> BaseExcep
         twin.__cause__ = exc.__cause__  # not part of what copy carries over
         exc = twin
     try:
-        exc.may_have_been_written = may_have_been_written  # type: ignore[attr-defined]
+        # setattr: BaseException declares no such attribute, yet any instance takes one.
+        setattr(exc, "may_have_been_written", may_have_been_written)  # noqa: B010
     except AttributeError:  # an exception type with __slots__: wrapped instead
         wrapped = KafkaError(str(exc))
         wrapped.may_have_been_written = may_have_been_written

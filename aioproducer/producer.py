@@ -177,7 +177,7 @@ class Producer(
             self._interceptors = InterceptorChain(config.interceptors, self._log)
             # Only a producer with hooks pays for them: its enqueue runs them
             # around the plain one (an instance attribute shadows the method).
-            self.enqueue = functools.partial(  # type: ignore[method-assign]
+            self.enqueue = functools.partial(  # type: ignore[method-assign]  # on purpose
                 intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
             )
 
@@ -296,7 +296,7 @@ class Producer(
         # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
         admission = self._admission
         assert admission is not None  # started: _check_can_send said so
-        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]  # started: set
         if (info is None or not info.partitions
                 or (type(partition) is int and partition >= len(info.partitions))
                 or not self._pool.try_reserve(reserve)):

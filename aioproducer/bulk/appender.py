@@ -327,7 +327,8 @@ class BulkAppender:
         """No null key among records ``start..stop`` (a null key goes to the sticky partition)."""
         if job.key_partitions is not None:
             return -1 not in job.key_partitions[start:stop]
-        return None not in job.cols.keys[start:stop]  # type: ignore[index]
+        keys = job.cols.keys  # never None here: the caller took the unkeyed path for that
+        return keys is not None and None not in keys[start:stop]
 
     def _append_runs(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records that all go to one partition until its batch is full: sticky or

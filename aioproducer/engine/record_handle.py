@@ -114,9 +114,16 @@ class BatchOutcomePy:
         "topic",
     )
 
-    def __init__(self, loop: Any, topic: str, partition: int, metadata_type: Any) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        topic: str,
+        partition: int,
+        metadata_type: type[RecordMetadata],
+    ) -> None:
         #: Where the handles' callbacks run (None for a batch no one awaits).
-        self.loop = loop
+        # Typed as a loop for its readers: only handles read it, and only an awaited batch has any.
+        self.loop: asyncio.AbstractEventLoop = loop  # type: ignore[assignment]  # None: no reader
         self.topic = topic
         self.partition = partition
         #: The class of a record's metadata: called as ``metadata_type(topic,
@@ -255,7 +262,7 @@ class RecordHandlePy:
         self._cancelled = False
         self._cancel_message: Any = None
         self._callbacks: list[tuple[Callable[[Any], object], contextvars.Context | None]] | None = None
-        self._metadata: Any = None
+        self._metadata: RecordMetadata | None = None
         # asyncio's mark of a future-like object (asyncio.isfuture): True while
         # a task waits on it, as Future.__await__ sets it.
         self._asyncio_future_blocking = False
@@ -338,7 +345,7 @@ class RecordHandlePy:
                 )
             return metadata
         if state == _FAILED:
-            raise outcome._error  # type: ignore[misc]
+            raise outcome._error  # type: ignore[misc]  # set with the failed state, never None
         raise asyncio.InvalidStateError("Result is not set.")
 
     def exception(self) -> BaseException | None:

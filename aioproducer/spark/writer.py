@@ -52,7 +52,7 @@ from .options import SinkOptions, refuse_speculation
 try:  # Spark 4.1+: Arrow batches for streaming writes too.
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
 except ImportError:  # pragma: no cover - Spark 4.0
-    DataSourceStreamArrowWriter = None  # type: ignore[assignment,misc]
+    DataSourceStreamArrowWriter = None  # type: ignore[assignment,misc]  # None: not in Spark 4.0
 
 __all__ = [
     "KafkaBatchWriter",
