@@ -11,6 +11,7 @@ from .types import BulkProgress, BulkResult, BulkSendError, PreparedTransaction,
 __all__ = [
     "BulkProgress", "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
     "ProducerLoopError",
-    "RecordHandle", "RecordMetadata", "__version__", "check_topic", "errors", "types",
+    "RecordHandle", "RecordMetadata", "__version__", "check_topic", "errors",
+    "types",
 ]
 __version__ = "0.1.0"

@@ -45,7 +45,8 @@ __all__ = [
 
 #: A key or value serializer: the object given to ``enqueue`` -> its bytes (None: a null).
 Serializer = Callable[[Any], "bytes | None"]
-#: A custom partitioner: (topic, serialized key, partition count, available partitions) -> partition.
+#: A custom partitioner:
+#: (topic, serialized key, partition count, available partitions) -> partition.
 PartitionerFn = Callable[[str, "bytes | None", int, Sequence[int]], int]
 
 

@@ -57,8 +57,9 @@ class SinkOptions:
     def __repr__(self) -> str:
         # Security properties (kafka.sasl.jaas.config, kafka.ssl.key.password...)
         # pass through to the producer; their values stay out of logs.
+        shown = ProducerConfig.redact_properties(self.producer_properties)
         return (
-            f"SinkOptions(producer_properties={ProducerConfig.redact_properties(self.producer_properties)!r}, "
+            f"SinkOptions(producer_properties={shown!r}, "
             f"topic={self.topic!r}, transactional={self.transactional!r}, "
             f"transactional_id_prefix={self.transactional_id_prefix!r}, ignored={self.ignored!r}, "
             f"avro={self.avro!r})"

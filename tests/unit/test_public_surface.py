@@ -128,7 +128,9 @@ def test_the_rule_sees_an_internal_import(tmp_path: Path) -> None:
         "aioproducer imports aioproducer.engine.batch.Batch (not in aioproducer.__all__)",
         "aioproducer.cli.perf imports aioproducer.Sender (internal)",
         "aioproducer.cli.perf imports aioproducer.engine.sender (internal)",
-        "aioproducer.spark.writer imports aioproducer.engine.transactions.PreparedTransaction "
-        "(internal)",
+        (
+            "aioproducer.spark.writer imports "
+            "aioproducer.engine.transactions.PreparedTransaction (internal)"
+        ),
         "aioproducer.spark.writer imports aioproducer.schema_registry.config.PREFIX (internal)",
     ]
