@@ -2,19 +2,19 @@
 
 from importlib import metadata as _metadata
 
-from . import errors
-from .bulk.progress import BulkProgress
-from .bulk.result import BulkResult, BulkSendError
+from . import errors, types
 from .config import ProducerConfig
-from .engine.record_handle import RecordHandle, RecordMetadata
-from .engine.transactions import PreparedTransaction
+from .engine.record_handle import RecordHandle
+from .engine.validation import check_topic
 from .errors import ProducerLoopError
 from .producer import Producer
+from .types import BulkProgress, BulkResult, BulkSendError, PreparedTransaction, RecordMetadata
 
 __all__ = [
     "BulkProgress", "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
     "ProducerLoopError",
-    "RecordHandle", "RecordMetadata", "__version__", "errors",
+    "RecordHandle", "RecordMetadata", "__version__", "check_topic", "errors",
+    "types",
 ]
 # pyproject.toml's version is the one source: read from the installed distribution's metadata.
 try:

@@ -48,6 +48,7 @@ __all__ = [
     "TransactionNotCompletedError",
     "error_for_code",
     "is_authentication_failure",
+    "missing_extra",
     "raise_for_code",
 ]  # the generated broker error classes are appended below
 
@@ -459,3 +460,14 @@ def delivery_error(exc: BaseException, may_have_been_written: bool) -> BaseExcep
         wrapped.__cause__ = exc
         exc = wrapped
     return exc
+
+
+def missing_extra(module: str, package: str, extra: str) -> ImportError:
+    """The error a module behind an optional extra raises when its dependency is absent.
+
+    The exporters (``aioproducer.telemetry``) and the web integrations
+    (``aioproducer.integrations``) raise it at import, naming what to install.
+    """
+    return ImportError(
+        f"{module} needs the {package!r} package: pip install 'aioproducer[{extra}]'"
+    )

@@ -30,13 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from .config import (
     ProducerConfig,
-    Serializer,
     config_from_properties,
     unknown_setting_message,
 )
-from .engine.partitioner import PartitionerFn
 from .errors import ConfigurationError
-from .sasl.oauthbearer import TokenProvider
+from .types import PartitionerFn, Serializer, TokenProvider
 
 if TYPE_CHECKING:
     from typing_extensions import Self

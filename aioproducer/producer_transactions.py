@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import errors
 from .engine.transactions import TransactionManager
-from .engine.two_phase import PreparedTransaction, end_prepared
+from .engine.two_phase import end_prepared
 from .engine.txn_coordinator import CoordinatorLink
+from .types import PreparedTransaction
 
 if TYPE_CHECKING:
     from .config import ProducerConfig

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import errors
 from ..engine.partitioner import partition_for_key
+from ..types import BulkProgress, BulkResult
 from .bounds import BULK_RECORD_OVERHEAD, fill_counting, record_reservations
 from .input import BulkColumns, read_columns
-from .progress import BulkProgress
-from .result import BulkCall, BulkResult, BulkSpan
+from .result import BulkCall, BulkSpan
 
 if TYPE_CHECKING:
     from ..config import ProducerConfig

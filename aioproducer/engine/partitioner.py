@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from .._speedups import kernels
-from ..config import PartitionerFn
+from ..types import PartitionerFn
 
 if TYPE_CHECKING:
     from ..net.cluster import TopicInfo

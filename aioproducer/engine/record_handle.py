@@ -38,9 +38,10 @@ import contextvars
 import itertools
 from collections.abc import Callable, Generator, Sequence
 from types import GenericAlias
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
+from ..types import RecordMetadata
 
 __all__ = [
     "BatchOutcome",
@@ -51,17 +52,6 @@ __all__ = [
     "register_record_metadata",
     "register_record_metadata_py",
 ]
-
-class RecordMetadata(NamedTuple):
-    """Where a record landed. ``offset`` is -1 when acks=0 (the broker never says)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp_ms: int
-    serialized_key_size: int
-    serialized_value_size: int
-
 
 _PENDING, _DONE, _FAILED, _MOVED = 0, 1, 2, 3
 # Handles woken per turn of the event loop: a batch of many awaited records

@@ -40,10 +40,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from .. import errors
-from ..bulk.result import BulkSendError
-from ..engine.transactions import PreparedTransaction
-from ..producer import Producer
+from .. import BulkSendError, PreparedTransaction, Producer, errors
 from .avro_columns import avro_encoder
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
 from .job_transactions import abort_job, commit_job
