@@ -410,7 +410,7 @@ int call_append_unkeyed(PyObject *batch, PyObject *value, Py_ssize_t reserve, Py
     if (truth <= 0) {
         Py_DECREF(got);
         Py_DECREF(made);
-        return truth;
+        return truth < 0 ? -2 : 0; /* -2: the answer unreadable, the record maybe taken */
     }
     *answer = got;
     *handle = made;
@@ -483,7 +483,9 @@ int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, Py_ssize_
         PyObject *appended = PyLong_FromLong(CODE_APPENDED);
         int other = appended ? PyObject_RichCompareBool(answer, appended, Py_NE) : -1;
         Py_XDECREF(appended);
-        code = other < 0 ? -1 : other ? CODE_APPENDED + CODE_FULL : CODE_APPENDED;
+        code = other < 0 ? -2 : other ? CODE_APPENDED + CODE_FULL : CODE_APPENDED;
+    } else if (code < 0) {
+        code = -2; /* the answer unreadable: the record maybe taken */
     }
     Py_DECREF(answer);
     if (code > 0) *handle = made;

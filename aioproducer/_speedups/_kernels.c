@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "_builder.h"
+#include "_counter.h"
 #include "_outcome.h"
 #include "_partitioning.h"
 #include "_state.h"
@@ -116,6 +117,7 @@ static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->codec_type);
     Py_VISIT(st->codec_none);
     Py_VISIT(st->compress);
+    Py_VISIT(st->counter_type);
     return 0;
 }
 
@@ -134,13 +136,14 @@ static int kernels_clear(PyObject *module) {
     Py_CLEAR(st->codec_type);
     Py_CLEAR(st->codec_none);
     Py_CLEAR(st->compress);
+    Py_CLEAR(st->counter_type);
     return 0;
 }
 
 static void kernels_free(void *module) { kernels_clear((PyObject *)module); }
 
 static int kernels_exec(PyObject *module) {
-    if (add_handle_types(module) < 0 || add_builder_type(module) < 0 || add_append_kernel(module) < 0 ||
+    if (add_handle_types(module) < 0 || add_counter_type(module) < 0 || add_builder_type(module) < 0 || add_append_kernel(module) < 0 ||
         add_column_kernels(module) < 0 || add_lane_kernel(module) < 0)
         return -1;
     return 0;

@@ -21,7 +21,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_counter.h"
 #include "_partitioning.h"
+#include "_state.h"
 #include "_varint.h"
 
 enum {
@@ -36,22 +38,16 @@ static const char *const lane_slot_names[N_LANE] = {
  * REFUSED 0, APPENDED 1, SWITCH 2, and FULL 4 added to either of the last two. */
 enum { CODE_APPENDED = 1, CODE_SWITCH = 2, CODE_FULL = 4 };
 
-/* The buffer pool's slots the lane reads and charges. */
-enum { P_AVAILABLE, P_EXHAUSTED, N_POOL };
-
-static const char *const pool_slot_names[N_POOL] = {"available", "exhausted"};
-
 static struct {
     PyTypeObject *lane_type;
-    PyTypeObject *pool_type;    /* BufferPool: its slots are read in place */
+    PyTypeObject *counter_type; /* BufferCounter: reserved from without a method call */
     Py_ssize_t offset[N_LANE];
-    Py_ssize_t pool_offset[N_POOL];
     Py_ssize_t record_bound;    /* UNKEYED_RECORD_BOUND */
     Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
     /* For a batch subclass's answer, read as the pure lane reads it: SWITCH (given by
      * the binder), and APPENDED and FULL (the values the batch kernel answers) */
     PyObject *switch_code, *appended_code, *full_code;
-    PyObject *str_snapshot, *str_topics, *str_available, *str_exhausted;
+    PyObject *str_snapshot, *str_topics, *str_try_reserve, *str_release;
 } lane;
 
 static inline PyObject *lane_slot(PyObject *obj, int which) {
@@ -83,86 +79,55 @@ static PyObject *current_topic_info(PyObject *client, PyObject *topic) {
     return info;
 }
 
-/* Whether a record of bound ``size`` is no larger than ``max_size_obj`` and the
- * pool has ``reserve`` bytes free and is not exhausted, compared as the pure
- * lanes compare (an int past 64 bits is still an int): 1, 0, or -1 on an error.
- * A BufferPool is read in place; any other pool (a subclass too: it may make
- * them properties) by attribute, as the pure lanes read it. */
-static int fits_and_free(PyObject *max_size_obj, PyObject *pool, Py_ssize_t size,
-                         Py_ssize_t reserve) {
+/* Whether a record of bound ``size`` is no larger than ``max_size_obj``, compared
+ * as the pure lanes compare (an int past 64 bits is still an int): 1, 0, or -1. */
+static int fits(PyObject *max_size_obj, Py_ssize_t size) {
     int overflow;
     long long max_size = PyLong_AsLongLongAndOverflow(max_size_obj, &overflow);
     if (max_size == -1 && PyErr_Occurred()) return -1;
-    if (overflow < 0 || (!overflow && size > max_size)) return 0;
-    int in_place = lane.pool_type && Py_IS_TYPE(pool, lane.pool_type);
-    PyObject *available_obj;
-    if (in_place) {
-        available_obj = *(PyObject **)((char *)pool + lane.pool_offset[P_AVAILABLE]);
-        if (!available_obj) {
-            PyErr_SetString(PyExc_AttributeError, "slot 'available' of the buffer pool is not set");
-            return -1;
-        }
-        Py_INCREF(available_obj);
-    } else {
-        available_obj = PyObject_GetAttr(pool, lane.str_available);
-        if (!available_obj) return -1;
-    }
-    long long available = PyLong_AsLongLongAndOverflow(available_obj, &overflow);
-    Py_DECREF(available_obj);
-    if (available == -1 && PyErr_Occurred()) return -1;
-    if (overflow < 0 || (!overflow && available < reserve)) return 0;
-    PyObject *exhausted_obj;
-    if (in_place) {
-        exhausted_obj = *(PyObject **)((char *)pool + lane.pool_offset[P_EXHAUSTED]);
-        if (!exhausted_obj) {
-            PyErr_SetString(PyExc_AttributeError, "slot 'exhausted' of the buffer pool is not set");
-            return -1;
-        }
-        Py_INCREF(exhausted_obj);
-    } else {
-        exhausted_obj = PyObject_GetAttr(pool, lane.str_exhausted);
-        if (!exhausted_obj) return -1;
-    }
-    int exhausted = PyObject_IsTrue(exhausted_obj);
-    Py_DECREF(exhausted_obj);
-    return exhausted < 0 ? -1 : !exhausted;
+    return !(overflow < 0 || (!overflow && size > max_size));
 }
 
-/* pool.available -= reserve (read again: making the handle and appending may
- * have run Python code): 0, or -1 on an error. */
-static int pool_charge(PyObject *pool, Py_ssize_t reserve) {
-    if (lane.pool_type && Py_IS_TYPE(pool, lane.pool_type)) {
-        PyObject **slot = (PyObject **)((char *)pool + lane.pool_offset[P_AVAILABLE]);
-        if (!*slot) {
-            PyErr_SetString(PyExc_AttributeError, "slot 'available' of the buffer pool is not set");
-            return -1;
-        }
-        int overflow;
-        long long left = PyLong_AsLongLongAndOverflow(*slot, &overflow);
-        if (left == -1 && PyErr_Occurred()) return -1;
-        PyObject *charged;
-        if (overflow || left < LLONG_MIN + (long long)reserve) {
-            PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-            if (!reserve_obj) return -1;
-            charged = PyNumber_Subtract(*slot, reserve_obj);
-            Py_DECREF(reserve_obj);
-        } else {
-            charged = PyLong_FromLongLong(left - (long long)reserve);
-        }
-        if (!charged) return -1;
-        Py_SETREF(*slot, charged);
-        return 0;
+/* pool.try_reserve(reserve): 1 reserved, 0 not, -1 an error. A compiled
+ * BufferCounter (a BufferPool) is reserved from without a method call; any
+ * other pool gets the call, as the pure lanes make it. */
+static int pool_reserve(PyObject *pool, Py_ssize_t reserve) {
+    if (lane.counter_type && PyObject_TypeCheck(pool, lane.counter_type))
+        return counter_try_reserve(pool, (long long)reserve);
+    PyObject *n = PyLong_FromSsize_t(reserve);
+    if (!n) return -1;
+    PyObject *call[2] = {pool, n};
+    PyObject *got = PyObject_VectorcallMethod(lane.str_try_reserve, call,
+                                              2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(n);
+    if (!got) return -1;
+    int truth = PyObject_IsTrue(got);
+    Py_DECREF(got);
+    return truth;
+}
+
+/* pool.release(reserve): the bytes reserved for a record not appended go back
+ * through the pool, which grants them to a waiter they are enough for. With
+ * ``keep_error`` the error being raised stays (unless release raises its own). */
+static int pool_give_back(PyObject *pool, Py_ssize_t reserve, int keep_error) {
+    PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
+    if (keep_error) PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *n = PyLong_FromSsize_t(reserve);
+    PyObject *got = NULL;
+    if (n) {
+        PyObject *call[2] = {pool, n};
+        got = PyObject_VectorcallMethod(lane.str_release, call, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        Py_DECREF(n);
     }
-    PyObject *available_obj = PyObject_GetAttr(pool, lane.str_available);
-    if (!available_obj) return -1;
-    PyObject *reserve_obj = PyLong_FromSsize_t(reserve);
-    PyObject *charged = reserve_obj ? PyNumber_Subtract(available_obj, reserve_obj) : NULL;
-    Py_DECREF(available_obj);
-    Py_XDECREF(reserve_obj);
-    if (!charged) return -1;
-    int rc = PyObject_SetAttr(pool, lane.str_available, charged);
-    Py_DECREF(charged);
-    return rc;
+    if (!got) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        return -1;
+    }
+    Py_DECREF(got);
+    if (keep_error) PyErr_Restore(exc_type, exc_value, exc_tb);
+    return 0;
 }
 
 /* Whether an append's answer holds ``flag`` (SWITCH or FULL): from ``code`` for the
@@ -235,14 +200,20 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     info = current_topic_info(held[L_CLIENT], topic);
     if (!info) goto done;
     if (info != known) goto refuse;
-    int fits = fits_and_free(held[L_MAX_SIZE], held[L_POOL], size, reserve);
-    if (fits < 0) goto done;
-    if (!fits) goto refuse;
+    int small = fits(held[L_MAX_SIZE], size);
+    if (small < 0) goto done;
+    if (!small) goto refuse;
+    int reserved = pool_reserve(held[L_POOL], reserve);
+    if (reserved < 0) goto done;
+    if (!reserved) goto refuse;
     int code = call_append_unkeyed(batch, value, reserve, size, held[L_PRODUCED], topic,
                                    held[L_BATCH_SIZE], &answer, &fut);
-    if (code < 0) goto done;
-    if (code == 0) goto refuse; /* the batch is full or sealed */
-    if (pool_charge(held[L_POOL], reserve) < 0) goto done;
+    if (code <= 0) { /* an error, or the batch is full or sealed: the bytes go back */
+        /* -2: the batch's answer could not be read (its record may be in
+         * the batch, holding the bytes): the pure lanes keep them so. */
+        if (code == -2 || pool_give_back(held[L_POOL], reserve, code < 0) < 0 || code < 0) goto done;
+        goto refuse;
+    }
     /* A batch subclass's answer is read once charged, as the pure lane reads it
      * (RichCompareBool's identity shortcut answers as != would: only 1 is itself). */
     int other = answer ? PyObject_RichCompareBool(answer, lane.appended_code, Py_NE)
@@ -346,14 +317,19 @@ static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_
     if (vlen < 0) goto done;
     Py_ssize_t size = klen + vlen + keyed.record_bound;
     Py_ssize_t reserve = size + keyed.handle_overhead;
-    int fits = fits_and_free(held[K_MAX_SIZE], held[K_POOL], size, reserve);
-    if (fits < 0) goto done;
-    if (!fits) goto refuse;
-    /* FULL read with the answer, before the pool is charged, as the pure lane reads it. */
+    int small = fits(held[K_MAX_SIZE], size);
+    if (small < 0) goto done;
+    if (!small) goto refuse;
+    int reserved = pool_reserve(held[K_POOL], reserve);
+    if (reserved < 0) goto done;
+    if (!reserved) goto refuse;
     int code = call_append_keyed(batch, key, value, reserve, size, &fut);
-    if (code < 0) goto done;
-    if (code == 0) goto refuse; /* the batch is full, sealed or no longer open */
-    if (pool_charge(held[K_POOL], reserve) < 0) goto done;
+    if (code <= 0) { /* an error, or the batch is full, sealed or no longer open */
+        /* -2: the batch's answer could not be read (its record may be in
+         * the batch, holding the bytes): the pure lanes keep them so. */
+        if (code == -2 || pool_give_back(held[K_POOL], reserve, code < 0) < 0 || code < 0) goto done;
+        goto refuse;
+    }
     if ((code & CODE_FULL) && call_dropped(held[K_WAKE], NULL, NULL) < 0) goto done;
     result = Py_NewRef(fut);
     goto done;
@@ -385,24 +361,21 @@ static int intern_lane_names(void) {
     if (lane.str_snapshot) return 0;
     lane.str_snapshot = PyUnicode_InternFromString("snapshot");
     lane.str_topics = PyUnicode_InternFromString("topics");
-    lane.str_available = PyUnicode_InternFromString("available");
-    lane.str_exhausted = PyUnicode_InternFromString("exhausted");
-    return lane.str_snapshot && lane.str_topics && lane.str_available && lane.str_exhausted ? 0 : -1;
+    lane.str_try_reserve = PyUnicode_InternFromString("try_reserve");
+    lane.str_release = PyUnicode_InternFromString("release");
+    return lane.str_snapshot && lane.str_topics && lane.str_try_reserve && lane.str_release ? 0 : -1;
 }
 
-/* bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, pool_type)
- * -> the append method. */
+/* bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code) -> the append method. */
 static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyType_Check(args[0]) || !PyType_Check(args[4])) {
+    if (nargs != 4 || !PyType_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, "
-                        "pool_type)");
+                        "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code)");
         return NULL;
     }
-    PyTypeObject *type = (PyTypeObject *)args[0], *pool_type = (PyTypeObject *)args[4];
-    Py_ssize_t offset[N_LANE], pool_offset[N_POOL];
-    if (slot_offsets(type, lane_slot_names, N_LANE, offset) < 0 ||
-        slot_offsets(pool_type, pool_slot_names, N_POOL, pool_offset) < 0) return NULL;
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    Py_ssize_t offset[N_LANE];
+    if (slot_offsets(type, lane_slot_names, N_LANE, offset) < 0) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
@@ -419,9 +392,7 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     PyObject *method = PyDescr_NewMethod(type, &lane_append_def);
     if (!method) return NULL;
     memcpy(lane.offset, offset, sizeof offset);
-    memcpy(lane.pool_offset, pool_offset, sizeof pool_offset);
-    Py_INCREF(pool_type);
-    Py_XSETREF(lane.pool_type, pool_type);
+    Py_XSETREF(lane.counter_type, (PyTypeObject *)Py_NewRef(get_kernels_state(module)->counter_type));
     lane.record_bound = bound;
     lane.handle_overhead = overhead;
     Py_INCREF(args[3]);
@@ -433,21 +404,19 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
 
 static PyMethodDef bind_lane_def = {
     "bind_lane_layout", (PyCFunction)(void (*)(void))k_bind_lane_layout, METH_FASTCALL,
-    "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code, pool_type) -> the "
-    "lane's append",
+    "bind_lane_layout(lane_type, record_bound, handle_overhead, switch_code) -> the lane's append",
 };
 
-/* bind_keyed_lane_layout(lane_type, record_bound, handle_overhead, pool_type) -> the append method. */
+/* bind_keyed_lane_layout(lane_type, record_bound, handle_overhead) -> the append method. */
 static PyObject *k_bind_keyed_lane_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyType_Check(args[0]) || !PyType_Check(args[3])) {
+    if (nargs != 3 || !PyType_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind_keyed_lane_layout(lane_type, record_bound, handle_overhead, pool_type)");
+                        "bind_keyed_lane_layout(lane_type, record_bound, handle_overhead)");
         return NULL;
     }
-    PyTypeObject *type = (PyTypeObject *)args[0], *pool_type = (PyTypeObject *)args[3];
-    Py_ssize_t offset[N_KEYED], pool_offset[N_POOL];
-    if (slot_offsets(type, keyed_slot_names, N_KEYED, offset) < 0 ||
-        slot_offsets(pool_type, pool_slot_names, N_POOL, pool_offset) < 0) return NULL;
+    PyTypeObject *type = (PyTypeObject *)args[0];
+    Py_ssize_t offset[N_KEYED];
+    if (slot_offsets(type, keyed_slot_names, N_KEYED, offset) < 0) return NULL;
     Py_ssize_t bound = PyLong_AsSsize_t(args[1]);
     if (bound == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t overhead = PyLong_AsSsize_t(args[2]);
@@ -465,17 +434,13 @@ static PyObject *k_bind_keyed_lane_layout(PyObject *module, PyObject *const *arg
     keyed.handle_overhead = overhead;
     Py_INCREF(type);
     Py_XSETREF(keyed.lane_type, type);
-    /* The pool's layout, shared with the unkeyed lane (the same BufferPool). */
-    memcpy(lane.pool_offset, pool_offset, sizeof pool_offset);
-    Py_INCREF(pool_type);
-    Py_XSETREF(lane.pool_type, pool_type);
+    Py_XSETREF(lane.counter_type, (PyTypeObject *)Py_NewRef(get_kernels_state(module)->counter_type));
     return method;
 }
 
 static PyMethodDef bind_keyed_lane_def = {
     "bind_keyed_lane_layout", (PyCFunction)(void (*)(void))k_bind_keyed_lane_layout, METH_FASTCALL,
-    "bind_keyed_lane_layout(lane_type, record_bound, handle_overhead, pool_type) -> the keyed "
-    "lane's append",
+    "bind_keyed_lane_layout(lane_type, record_bound, handle_overhead) -> the keyed lane's append",
 };
 
 /* ---- step 1 of enqueue (engine/shortcut.py) ------------------------------ */

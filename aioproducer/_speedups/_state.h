@@ -30,6 +30,8 @@ typedef struct {
     PyObject *codec_type;              /* compression.Codec, looked up on first use */
     PyObject *codec_none;              /* Codec.NONE */
     PyObject *compress;                /* compression.compress */
+    /* _counter.c */
+    PyTypeObject *counter_type;        /* BufferCounter */
 } kernels_state;
 
 static inline kernels_state *get_kernels_state(PyObject *module) {

@@ -56,7 +56,8 @@ int call_append_unkeyed(PyObject *batch, PyObject *value, Py_ssize_t reserve, Py
                         PyObject *produced, PyObject *topic, PyObject *limit_obj,
                         PyObject **answer, PyObject **handle);
 /* Defined in _append.c: batch.append_keyed(now, key, value, reserve, bound) as 1
- * (appended), 5 (and full), 0 (refused) or -1 (an error); the handle as above. */
+ * (appended), 5 (and full), 0 (refused) or -1 (an error), -2 when the answer could not
+ * be read (the record may be appended); the handle as above. */
 int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, Py_ssize_t reserve,
                       Py_ssize_t bound, PyObject **handle);
 /* Defined in _append.c: milliseconds since the epoch now (time.time_ns() // 1_000_000). */

@@ -84,22 +84,25 @@ class KeyedLane:
         size = len(key) + len(value) + KEYED_RECORD_BOUND
         reserve = size + RECORD_HANDLE_OVERHEAD
         pool = self.pool
-        if size > self.max_size or pool.available < reserve or pool.exhausted:
+        # Reserved before the append; a refused append gives the bytes back
+        # through the pool (a waiter may fit now).
+        if size > self.max_size or not pool.try_reserve(reserve):
             return None
-        # The handle first (its delta is the record count before the append):
-        # once the record is appended, nothing may fail.
-        now = time_ns() // 1_000_000
-        handle = batch.outcome.handle(
-            batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
-        )
-        appended = batch.append_keyed(now, key, value, reserve, size)
+        try:
+            # The handle first (its delta is the record count before the append):
+            # once the record is appended, nothing may fail.
+            now = time_ns() // 1_000_000
+            handle = batch.outcome.handle(
+                batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
+            )
+            appended = batch.append_keyed(now, key, value, reserve, size)
+        except BaseException:
+            pool.release(reserve)
+            raise
         if not appended:
+            pool.release(reserve)
             return None  # the batch is full, sealed or no longer open
-        # APPENDED + FULL (batch.py) when not APPENDED, read with the answer: the
-        # compiled lane reads it so, before the pool is charged.
-        full = appended != APPENDED
-        pool.available -= reserve
-        if full:
+        if appended != APPENDED:  # APPENDED + FULL (batch.py)
             self.wake()
         return handle
 
@@ -108,5 +111,5 @@ class KeyedLane:
 
 if kernels is not None:
     KeyedLane.append = kernels.bind_keyed_lane_layout(  # type: ignore[method-assign]
-        KeyedLane, KEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, BufferPool
+        KeyedLane, KEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD
     )

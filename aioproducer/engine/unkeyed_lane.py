@@ -98,21 +98,26 @@ class UnkeyedLane:
             # drops it from the snapshot in place.
             or self.client.snapshot.topics.get(topic) is not known
             or size > self.max_size
-            or pool.available < reserve
-            or pool.exhausted
+            # Reserved before the append: the pool is the counter's only other
+            # writer, and a refused append gives the bytes back through it.
+            or not pool.try_reserve(reserve)
         ):
             return None
-        # The handle first (its delta is the record count before the append):
-        # once the record is appended, nothing may fail.
-        now = time_ns() // 1_000_000
-        handle = batch.outcome.handle(batch.record_count, now, len(value) + 1)  # pack_sizes(-1, len(value))
-        # One call appends it and counts it for the sticky partitioner.
-        appended = batch.append_unkeyed(
-            now, value, reserve, size, self.produced, topic, self.batch_size
-        )
+        try:
+            # The handle first (its delta is the record count before the append):
+            # once the record is appended, nothing may fail.
+            now = time_ns() // 1_000_000
+            handle = batch.outcome.handle(batch.record_count, now, len(value) + 1)  # pack_sizes(-1, len(value))
+            # One call appends it and counts it for the sticky partitioner.
+            appended = batch.append_unkeyed(
+                now, value, reserve, size, self.produced, topic, self.batch_size
+            )
+        except BaseException:
+            pool.release(reserve)
+            raise
         if not appended:
+            pool.release(reserve)  # through the pool: a waiter may fit now
             return None  # the batch is full or sealed
-        pool.available -= reserve
         if appended != APPENDED:  # SWITCH, FULL or both (batch.py)
             if appended & FULL:
                 self.wake()
@@ -125,5 +130,5 @@ class UnkeyedLane:
 
 if kernels is not None:
     UnkeyedLane.append = kernels.bind_lane_layout(  # type: ignore[method-assign]
-        UnkeyedLane, UNKEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, SWITCH, BufferPool
+        UnkeyedLane, UNKEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, SWITCH
     )

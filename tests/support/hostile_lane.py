@@ -59,7 +59,7 @@ class Finalizer:
 
 def run(loop: asyncio.AbstractEventLoop, case: str, at: int) -> str:
     append = K.bind_lane_layout(UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD,
-                                batch_module.SWITCH, BufferPool)
+                                batch_module.SWITCH)
     sticky = StickyPartitioner(batch_size=1 << 20)
     info = object()
     client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))

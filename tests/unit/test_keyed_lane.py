@@ -43,7 +43,7 @@ def compiled_append() -> Any:
     required(K)
     # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure lane in place.
     return K.bind_keyed_lane_layout(
-        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, BufferPool
+        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD
     )
 
 
@@ -78,9 +78,26 @@ class _ScriptedBatch:
 
 
 class _PlainPool:
+    """A pool that is not a BufferPool: the kernel reserves and gives back by method call."""
+
     def __init__(self, total: int) -> None:
         self.available = total
         self.exhausted = False
+
+    def try_reserve(self, n: int) -> bool:
+        if self.exhausted or self.available < n:
+            return False
+        self.available -= n
+        return True
+
+    def release(self, n: int) -> None:
+        self.available += n
+
+    def set_exhausted(self, flag: bool) -> None:
+        self.exhausted = flag
+
+    def take(self, n: int) -> None:
+        self.available -= n
 
 
 def _info(partitions: int) -> SimpleNamespace:
@@ -165,10 +182,10 @@ def test_the_compiled_keyed_lane_equals_the_pure_lane(
                 world.client.snapshot.topics.pop("t", None)
         elif step[0] == "exhaust":
             for world in (pure, compiled):
-                world.pool.exhausted = step[1]
+                world.pool.set_exhausted(step[1])
         else:
             for world in (pure, compiled):
-                world.pool.available = max(0, world.pool.available - step[1])
+                world.pool.take(min(step[1], world.pool.available))
         assert compiled.observed() == pure.observed(), (i, step)
 
 

@@ -39,11 +39,10 @@ def compiled_take() -> Any:
     kernels = required(K)
     # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure methods in place.
     kernels.bind_lane_layout(
-        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH,
-        BufferPool,
+        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH
     )
     kernels.bind_keyed_lane_layout(
-        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, BufferPool
+        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD
     )
     return kernels.bind_shortcut_layout(EnqueueShortcut, UnkeyedLane, KeyedLane)
 
