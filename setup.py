@@ -33,7 +33,7 @@ setup(
     ext_modules=[
         Extension(
             "aioproducer._speedups._kernels",
-            sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_append.c",
+            sources=["aioproducer/_speedups/_kernels.c", "aioproducer/_speedups/_batch_core.c",
                      "aioproducer/_speedups/_layout.c",
                      "aioproducer/_speedups/_builder.c", "aioproducer/_speedups/_builder_io.c",
                      "aioproducer/_speedups/_builder_run.c",
@@ -43,7 +43,8 @@ setup(
             depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_partitioning.h",
                      "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h",
                      "aioproducer/_speedups/_builder.h", "aioproducer/_speedups/_builder_internal.h",
-                     "aioproducer/_speedups/_crc32c.h", "aioproducer/_speedups/_counter.h"],
+                     "aioproducer/_speedups/_crc32c.h", "aioproducer/_speedups/_counter.h",
+                     "aioproducer/_speedups/_batch_core.h"],
             optional=True,
         )
     ],

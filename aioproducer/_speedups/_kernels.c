@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_batch_core.h"
 #include "_builder.h"
 #include "_counter.h"
 #include "_outcome.h"
@@ -118,6 +119,8 @@ static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->codec_none);
     Py_VISIT(st->compress);
     Py_VISIT(st->counter_type);
+    Py_VISIT(st->batch_core_type);
+    Py_VISIT(st->open_state);
     return 0;
 }
 
@@ -137,13 +140,15 @@ static int kernels_clear(PyObject *module) {
     Py_CLEAR(st->codec_none);
     Py_CLEAR(st->compress);
     Py_CLEAR(st->counter_type);
+    Py_CLEAR(st->batch_core_type);
+    Py_CLEAR(st->open_state);
     return 0;
 }
 
 static void kernels_free(void *module) { kernels_clear((PyObject *)module); }
 
 static int kernels_exec(PyObject *module) {
-    if (add_handle_types(module) < 0 || add_counter_type(module) < 0 || add_builder_type(module) < 0 || add_append_kernel(module) < 0 ||
+    if (add_handle_types(module) < 0 || add_counter_type(module) < 0 || add_builder_type(module) < 0 || add_batch_core_type(module) < 0 ||
         add_column_kernels(module) < 0 || add_lane_kernel(module) < 0)
         return -1;
     return 0;

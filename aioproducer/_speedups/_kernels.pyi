@@ -58,10 +58,24 @@ class RecordBatchBuilder:
         self, *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1
     ) -> bytes: ...
 
-def bind_batch_layout(
-    batch_type: type[Any], open_state: object, /
-) -> tuple[Callable[..., int], Callable[..., bool]]:
-    ...  # the compiled ProducerBatch.append_unkeyed and append_keyed, methods of batch_type
+class BatchCore:
+    """The compiled twin of aioproducer.engine.batch.BatchCorePy (see _batch_core.c)."""
+
+    state: Any
+    builder: Any
+    outcome: Any
+    reserved: int
+    max_record_size: int
+    batch_size: int
+    def append_unkeyed(
+        self, timestamp_ms: int, value: Any, reserve: int, bound: int, produced: dict[str, int],
+        topic: str, limit: int, /
+    ) -> int: ...
+    def append_keyed(
+        self, timestamp_ms: int, key: Any, value: Any, reserve: int, bound: int, /
+    ) -> int: ...
+
+def register_open_state(state: object, /) -> None: ...
 class BufferCounter:
     """The compiled twin of aioproducer.engine.buffer_pool.BufferCounterPy (see _counter.c)."""
 

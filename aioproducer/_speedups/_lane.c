@@ -21,10 +21,41 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <structmember.h>
+
+#include "_batch_core.h"
 #include "_counter.h"
 #include "_partitioning.h"
 #include "_state.h"
 #include "_varint.h"
+
+/* The offset of slot ``name`` of ``type`` (a PyObject * at a fixed place in every
+ * instance, subclasses too: CPython's member descriptors), or -1 with an error.
+ * With ``writable``, a read-only member does not count.  */
+static Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable) {
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (!descr) return -1;
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(writable && (member->flags & READONLY)))
+            offset = member->offset;
+    }
+    Py_DECREF(descr);
+    if (offset < 0)
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a%s slot", type->tp_name, name,
+                     writable ? " writable" : "");
+    return offset;
+}
+
+/* The offsets of ``n`` slots of ``type`` into ``out``: 0, or -1 with an error. */
+static int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *out) {
+    for (int i = 0; i < n; i++) {
+        out[i] = slot_offset(type, names[i], 0);
+        if (out[i] < 0) return -1;
+    }
+    return 0;
+}
 
 enum {
     L_BATCH_SIZE, L_CLIENT, L_FILLING, L_MAX_SIZE, L_MOVE_ON, L_POOL, L_PRODUCED, L_WAKE, N_LANE
@@ -34,13 +65,11 @@ static const char *const lane_slot_names[N_LANE] = {
     "batch_size", "client", "filling", "max_size", "move_on", "pool", "produced", "wake",
 };
 
-/* What the batch's appends answer (engine/batch.py; _append.c answers these values):
- * REFUSED 0, APPENDED 1, SWITCH 2, and FULL 4 added to either of the last two. */
-enum { CODE_APPENDED = 1, CODE_SWITCH = 2, CODE_FULL = 4 };
 
 static struct {
     PyTypeObject *lane_type;
     PyTypeObject *counter_type; /* BufferCounter: reserved from without a method call */
+    PyObject *module;           /* the kernels module bound with */
     Py_ssize_t offset[N_LANE];
     Py_ssize_t record_bound;    /* UNKEYED_RECORD_BOUND */
     Py_ssize_t handle_overhead; /* RECORD_HANDLE_OVERHEAD */
@@ -206,7 +235,7 @@ static PyObject *k_lane_append(PyObject *self, PyObject *const *args, Py_ssize_t
     int reserved = pool_reserve(held[L_POOL], reserve);
     if (reserved < 0) goto done;
     if (!reserved) goto refuse;
-    int code = call_append_unkeyed(batch, value, reserve, size, held[L_PRODUCED], topic,
+    int code = call_append_unkeyed(get_kernels_state(lane.module), batch, value, reserve, size, held[L_PRODUCED], topic,
                                    held[L_BATCH_SIZE], &answer, &fut);
     if (code <= 0) { /* an error, or the batch is full or sealed: the bytes go back */
         /* -2: the batch's answer could not be read (its record may be in
@@ -323,7 +352,7 @@ static PyObject *k_keyed_append(PyObject *self, PyObject *const *args, Py_ssize_
     int reserved = pool_reserve(held[K_POOL], reserve);
     if (reserved < 0) goto done;
     if (!reserved) goto refuse;
-    int code = call_append_keyed(batch, key, value, reserve, size, &fut);
+    int code = call_append_keyed(get_kernels_state(lane.module), batch, key, value, reserve, size, &fut);
     if (code <= 0) { /* an error, or the batch is full, sealed or no longer open */
         /* -2: the batch's answer could not be read (its record may be in
          * the batch, holding the bytes): the pure lanes keep them so. */
@@ -393,6 +422,7 @@ static PyObject *k_bind_lane_layout(PyObject *module, PyObject *const *args, Py_
     if (!method) return NULL;
     memcpy(lane.offset, offset, sizeof offset);
     Py_XSETREF(lane.counter_type, (PyTypeObject *)Py_NewRef(get_kernels_state(module)->counter_type));
+    Py_XSETREF(lane.module, Py_NewRef(module));
     lane.record_bound = bound;
     lane.handle_overhead = overhead;
     Py_INCREF(args[3]);
@@ -435,6 +465,7 @@ static PyObject *k_bind_keyed_lane_layout(PyObject *module, PyObject *const *arg
     Py_INCREF(type);
     Py_XSETREF(keyed.lane_type, type);
     Py_XSETREF(lane.counter_type, (PyTypeObject *)Py_NewRef(get_kernels_state(module)->counter_type));
+    Py_XSETREF(lane.module, Py_NewRef(module));
     return method;
 }
 

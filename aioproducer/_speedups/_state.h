@@ -32,6 +32,9 @@ typedef struct {
     PyObject *compress;                /* compression.compress */
     /* _counter.c */
     PyTypeObject *counter_type;        /* BufferCounter */
+    /* _batch_core.c */
+    PyTypeObject *batch_core_type;     /* BatchCore */
+    PyObject *open_state;              /* BatchState.OPEN, once registered */
 } kernels_state;
 
 static inline kernels_state *get_kernels_state(PyObject *module) {

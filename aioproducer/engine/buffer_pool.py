@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .. import errors
 from .._speedups import kernels
@@ -83,10 +84,13 @@ class BufferCounterPy:
 
 # The twin chosen once: the compiled counter is a C struct the compiled lanes
 # reserve from without a method call.
-BufferCounter: type[BufferCounterPy] = kernels.BufferCounter if kernels is not None else BufferCounterPy
+if TYPE_CHECKING:
+    BufferCounter = BufferCounterPy
+else:
+    BufferCounter = kernels.BufferCounter if kernels is not None else BufferCounterPy
 
 
-class BufferPool(BufferCounter):  # type: ignore[valid-type,misc]
+class BufferPool(BufferCounter):
     """Waiting for buffer memory over the counter it extends; the only writer of that counter
     besides the lanes' :meth:`try_reserve`."""
 

@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 
 from aioproducer.engine import batch as batch_module
-from aioproducer.engine.batch import FULL, ProducerBatch
+from aioproducer.engine.batch import FULL, BatchCorePy
 from aioproducer.engine.buffer_pool import BufferPool
 from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
 from aioproducer.engine.sticky import StickyPartitioner
 from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilderPy
+from tests.support.batch_twins import batch_class
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
@@ -53,18 +54,17 @@ def lane_appends(k: ModuleType) -> tuple[Any, Any]:
 def test_full_is_answered_exactly_when_the_batch_is_full(k: ModuleType, kind: str, own_size: str) -> None:
     """Every batch size over a span (some land exactly on a record's end): the same
     answers from both, with FULL exactly when is_full() (by the batch's own batch_size)."""
-    unkeyed, keyed = k.bind_batch_layout(ProducerBatch, batch_module.OPEN)
-    kernel = unkeyed if kind == "unkeyed" else keyed
-    pure = ProducerBatch._append_unkeyed_pure if kind == "unkeyed" else ProducerBatch._append_keyed_pure
+    cores = (BatchCorePy, k.BatchCore)
     values = [None if i % 7 == 3 else bytes([i]) * (i * 13 % 90) for i in range(40)]
     fills = 0
     for batch_size in range(62, 1500, 3):
         answers: list[list[Any]] = [[], []]
         # The reference all through (the pure builder too), and the kernel with the compiled one.
         twins = (RecordBatchBuilderPy, k.RecordBatchBuilder)
-        for append, got, builder_cls in zip((pure, kernel), answers, twins):
-            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                                  delivery_timeout=60)
+        for core, got, builder_cls in zip(cores, answers, twins):
+            batch = batch_class(core)("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
+                                      delivery_timeout=60)
+            append = batch_class(core).append_unkeyed if kind == "unkeyed" else batch_class(core).append_keyed
             batch.builder = builder_cls(codec=Codec.NONE, batch_size=batch_size)
             if own_size == "smaller":
                 batch.batch_size = batch_size - 40  # full before its builder refuses

@@ -1,0 +1,109 @@
+"""The batch core (BatchCore in C, BatchCorePy) owns the fields its appends use.
+
+Both twins expose the same fields with the same answers and errors, keep
+ProducerBatch's weak references and other slots working, and never append
+a record to a batch that code run mid-append (a topic's ``__hash__``) sealed
+or gave another builder. The appends' answers on random input are compared in
+test_kernels_equal.py and test_full_answers.py.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pytest
+
+from aioproducer.engine import batch as batch_module
+from aioproducer.engine.batch import BatchCorePy, ProducerBatch
+from aioproducer.protocol.compression import Codec
+from aioproducer.protocol.records import RecordBatchBuilderPy
+from tests.support.batch_twins import batch_class
+from tests.support.kernels import kernels_or_skip, required
+
+K = kernels_or_skip()
+
+
+@pytest.fixture(params=["pure", "compiled"])
+def core(request: pytest.FixtureRequest) -> type[Any]:
+    return BatchCorePy if request.param == "pure" else required(K).BatchCore
+
+
+def _batch(core: type[Any], batch_size: int = 1000) -> Any:
+    batch = batch_class(core)("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60)
+    batch.builder = (RecordBatchBuilderPy if core is BatchCorePy else required(K).RecordBatchBuilder)(
+        codec=Codec.NONE, batch_size=batch_size
+    )
+    return batch
+
+
+def test_the_fields_read_and_write_alike(core: type[Any]) -> None:
+    batch = _batch(core)
+    assert (batch.state, batch.reserved, batch.max_record_size, batch.batch_size) == (
+        batch_module.OPEN, 0, 0, 1000)
+    batch.reserved = 5
+    batch.max_record_size = 7
+    assert batch.release_reserved() == 5 and batch.reserved == 0 and batch.max_record_size == 7
+    batch.seal()
+    assert batch.state is batch_module.SEALED and batch.sealed
+    ref = weakref.ref(batch)  # ProducerBatch's own __weakref__ slot
+    assert ref() is batch
+    batch.attempts = 3  # a slot of the subclass
+    assert batch.attempts == 3
+    with pytest.raises(AttributeError):
+        batch.no_such_field = 1
+
+
+def test_an_unset_state_raises_attribute_error_in_both(core: type[Any]) -> None:
+    bare = batch_class(core).__new__(batch_class(core))
+    with pytest.raises(AttributeError):
+        _ = bare.state
+    with pytest.raises(AttributeError):
+        bare.append_keyed(1, b"k", b"v", 1, 1)
+
+
+class _SealingTopic(str):
+    """A topic whose hash runs ``hook`` once, then hashes as its str."""
+
+    hook: Any = None
+
+    def __hash__(self) -> int:
+        hook, _SealingTopic.hook = _SealingTopic.hook, None
+        if hook is not None:
+            hook()
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other)
+
+
+@pytest.mark.parametrize("change", ["seal", "new builder"])
+def test_no_record_goes_into_a_batch_changed_mid_append(core: type[Any], change: str) -> None:
+    """The topic's hash (the sticky count's lookup) seals the batch or replaces its builder:
+    whenever that runs, no record goes in after it (the compiled core checks again last)."""
+    batch = _batch(core)
+    old_builder = batch.builder
+    seen: list[int] = []
+
+    def hook() -> None:
+        seen.append(old_builder.record_count)
+        if change == "seal":
+            batch.seal()
+        else:
+            batch.builder = type(old_builder)(codec=Codec.NONE, batch_size=1000)
+
+    _SealingTopic.hook = hook
+    produced: dict[str, int] = {}
+    answer = batch.append_unkeyed(5, b"value", 10, 30, produced, _SealingTopic("t"), 700)
+    assert seen, "the hook ran"
+    # Whatever was appended was appended before the change; nothing after it.
+    assert old_builder.record_count == seen[0]
+    assert bool(answer) == (seen[0] == 1)
+    assert batch.reserved == (10 if answer else 0)
+    assert produced == ({"t": 30} if answer else {})
+
+
+def test_producer_batch_extends_the_active_core() -> None:
+    active = required(K).BatchCore if batch_module.kernels is not None else BatchCorePy
+    assert ProducerBatch.__base__ is active
+    assert "state" not in ProducerBatch.__slots__ and "__weakref__" in ProducerBatch.__slots__
