@@ -92,15 +92,46 @@ class BufferCounter:
 def byte_lengths(column: list[Any], out: Any, /) -> bool: ...
 def reservations(out: Any, fixed: int, value_lengths: Any, key_lengths: Any, limit: int, /) -> int: ...
 def fill_counting(out: Any, start: int, count: int, first: int, /) -> None: ...
-def bind_lane_layout(
-    lane_type: type[Any], record_bound: int, handle_overhead: int, switch_code: int, /
-) -> Callable[..., Any]:
-    ...  # the compiled UnkeyedLane.append, a method of lane_type
-def bind_keyed_lane_layout(
-    lane_type: type[Any], record_bound: int, handle_overhead: int, /
-) -> Callable[..., Any]:
-    ...  # the compiled KeyedLane.append, a method of lane_type
-def bind_shortcut_layout(
-    shortcut_type: type[Any], unkeyed_lane_type: type[Any], keyed_lane_type: type[Any], /
-) -> Callable[..., Any]:
-    ...  # the compiled EnqueueShortcut.take, a method of shortcut_type
+
+UNKEYED_RECORD_BOUND: int
+KEYED_RECORD_BOUND: int
+RECORD_HANDLE_OVERHEAD: int
+
+class UnkeyedLane:
+    """The compiled twin of aioproducer.engine.unkeyed_lane.UnkeyedLanePy (see _lanes.c)."""
+
+    batch_size: Any
+    client: Any
+    filling: Any
+    max_size: Any
+    move_on: Any
+    pool: Any
+    produced: Any
+    wake: Any
+    def __init__(self, sticky: Any, pool: Any, client: Any, max_size: int, wake: Callable[[], None]) -> None: ...
+    def append(self, topic: str, value: bytes, /) -> Any: ...
+
+class KeyedLane:
+    """The compiled twin of aioproducer.engine.keyed_lane.KeyedLanePy (see _lanes.c)."""
+
+    client: Any
+    deques: Any
+    max_size: Any
+    pool: Any
+    wake: Any
+    def __init__(self, deques: Any, pool: Any, client: Any, max_size: int, wake: Callable[[], None]) -> None: ...
+    def append(self, topic: str, key: bytes, value: bytes, /) -> Any: ...
+
+class EnqueueShortcut:
+    """The compiled twin of aioproducer.engine.shortcut.EnqueueShortcutPy (see _shortcut.c)."""
+
+    countdown: Any
+    keyed_lane: Any
+    lane: Any
+    loop_mark: Any
+    plain: Any
+    topics_seen: Any
+    def __init__(self, loop_mark: Any, countdown: int, topics_seen: Any) -> None: ...
+    def take(
+        self, topic: str, value: Any, key: Any, partition: Any, timestamp_ms: Any, headers: Any, /
+    ) -> Any: ...

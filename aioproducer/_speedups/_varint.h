@@ -43,8 +43,6 @@ static inline int resize_growing(PyObject *buf, Py_ssize_t size, Py_ssize_t cap)
 int add_module_function(PyObject *module, PyMethodDef *def);
 /* _layout.c: milliseconds since the epoch now (time.time_ns() // 1_000_000). */
 int now_ms(long long *out);
-/* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
-int add_lane_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
 int add_column_kernels(PyObject *module);
 

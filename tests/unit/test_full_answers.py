@@ -20,9 +20,9 @@ import pytest
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine.batch import FULL, BatchCorePy
 from aioproducer.engine.buffer_pool import BufferPool
-from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
+from aioproducer.engine.keyed_lane import KeyedLanePy
 from aioproducer.engine.sticky import StickyPartitioner
-from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
+from aioproducer.engine.unkeyed_lane import UnkeyedLanePy
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilderPy
 from tests.support.batch_twins import batch_class
@@ -37,16 +37,9 @@ def k() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def lane_appends(k: ModuleType) -> tuple[Any, Any]:
-    """The compiled (UnkeyedLane.append, KeyedLane.append), bound here too: with
-    AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure methods in place."""
-    unkeyed = k.bind_lane_layout(
-        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH
-    )
-    keyed = k.bind_keyed_lane_layout(
-        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD
-    )
-    return unkeyed, keyed
+def lane_twins(k: ModuleType) -> tuple[tuple[type[Any], type[Any]], tuple[type[Any], type[Any]]]:
+    """(UnkeyedLanePy, UnkeyedLane) and (KeyedLanePy, KeyedLane): both, whichever the package chose."""
+    return (UnkeyedLanePy, k.UnkeyedLane), (KeyedLanePy, k.KeyedLane)
 
 
 @pytest.mark.parametrize("kind", ["unkeyed", "keyed"])
@@ -145,16 +138,17 @@ def _run(append: Any, lane: Any, *args: Any) -> Any:
 
 
 @pytest.mark.parametrize("flags", [None, -1, 0, FULL, batch_module.SWITCH, FULL | batch_module.SWITCH])
-def test_the_unkeyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any], flags: int | None) -> None:
+def test_the_unkeyed_lanes_read_an_odd_answer_alike(lane_twins: Any, flags: int | None) -> None:
     """Read once the pool is charged: the sender woken before the partitioner moves on."""
     outcomes = []
-    for append in (UnkeyedLane._append_pure, lane_appends[0]):
+    for cls in lane_twins[0]:
+        append = cls.append
         sticky = StickyPartitioner(batch_size=1000)
         pool = BufferPool(1 << 20)
         events = _Events(pool)
         info: Any = object()
         client: Any = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
-        lane = UnkeyedLane(sticky, pool, client, 1 << 20, events.wake)  # type: ignore[arg-type]
+        lane = cls(sticky, pool, client, 1 << 20, events.wake)  # type: ignore[arg-type]
         lane.move_on = events.move
         batch: Any = _Batch(_Odd(flags))
         sticky.filling["t"] = (weakref.ref(batch), info)
@@ -164,16 +158,17 @@ def test_the_unkeyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any
 
 
 @pytest.mark.parametrize("flags", [-1, 0, FULL])
-def test_the_keyed_lanes_read_an_odd_answer_alike(lane_appends: tuple[Any, Any], flags: int) -> None:
+def test_the_keyed_lanes_read_an_odd_answer_alike(lane_twins: Any, flags: int) -> None:
     """``!=`` APPENDED is FULL; the pool is charged before the append (a refusal gives it back)."""
     outcomes = []
-    for append in (KeyedLane._append_pure, lane_appends[1]):
+    for cls in lane_twins[1]:
+        append = cls.append
         pool = BufferPool(1 << 20)
         events = _Events(pool)
         info = SimpleNamespace(partitions=(0,), tps=(("t", 0),))
         client: Any = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
         queues: Any = {("t", 0): deque([_Batch(_Odd(flags))])}
-        lane = KeyedLane(queues, pool, client, 1 << 20, events.wake)  # type: ignore[arg-type]
+        lane = cls(queues, pool, client, 1 << 20, events.wake)  # type: ignore[arg-type]
         outcomes.append((_run(append, lane, "t", b"k", b"v"), pool.available, list(events)))
     assert outcomes[1] == outcomes[0]
     # The record was taken: its bytes stay reserved, even when its answer's != raised.
