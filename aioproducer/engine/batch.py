@@ -148,14 +148,15 @@ class BatchCorePy:
         calls it once per record.
         """
         # try_append's steps, spelled out: this runs once per record on the pure path.
-        if self.state is not OPEN or self.builder.append(timestamp_ms, None, value, None) is None:
+        builder = self.builder
+        if self.state is not OPEN or builder.append(timestamp_ms, None, value, None) is None:
             return REFUSED
         self.reserved += reserve
         if bound > self.max_record_size:
             self.max_record_size = bound
         count = produced.get(topic, 0) + bound
         produced[topic] = count
-        filled = self.builder.size_in_bytes
+        filled = builder.size_in_bytes
         code = APPENDED
         if time_to_switch(count, limit, filled, bound):
             code = SWITCH
@@ -175,12 +176,13 @@ class BatchCorePy:
         :data:`FULL` when the batch is full now. The keyed shortcut of
         ``Producer.enqueue`` (engine/keyed_lane.py) calls it per record.
         """
-        if self.state is not OPEN or self.builder.append(timestamp_ms, key, value, None) is None:
+        builder = self.builder
+        if self.state is not OPEN or builder.append(timestamp_ms, key, value, None) is None:
             return REFUSED
         self.reserved += reserve
         if bound > self.max_record_size:
             self.max_record_size = bound
-        return APPENDED + FULL if self.builder.size_in_bytes >= self.batch_size else APPENDED
+        return APPENDED + FULL if builder.size_in_bytes >= self.batch_size else APPENDED
 
 
 # The twin chosen once (the compiled one compares a batch's state with OPEN).

@@ -56,11 +56,16 @@ class BufferCounterPy:
 
     def try_reserve(self, n: int) -> bool:
         """Take ``n`` bytes if nobody waits and ``n`` are free."""
-        if type(n) is not int or n < 0 or n > _INT64_MAX:  # one check on the per-record path
-            n = _size(n)
-        if self._exhausted or self._available < n:
+        available = self._available
+        # The per-record path in one test: ``available`` is at most 2**63 - 1,
+        # so ``n <= available`` bounds ``n`` too.
+        if type(n) is int and 0 <= n <= available and not self._exhausted:
+            self._available = available - n
+            return True
+        n = _size(n)  # a bad size is an error, not a refusal; an int subclass is its value
+        if self._exhausted or available < n:
             return False
-        self._available -= n
+        self._available = available - n
         return True
 
     def take(self, n: int) -> None:
