@@ -107,3 +107,70 @@ def test_producer_batch_extends_the_active_core() -> None:
     active = required(K).BatchCore if batch_module.kernels is not None else BatchCorePy
     assert ProducerBatch.__base__ is active
     assert "state" not in ProducerBatch.__slots__ and "__weakref__" in ProducerBatch.__slots__
+
+
+class _SealingIndex:
+    """A size whose ``__index__`` would seal the batch, were it called mid-append."""
+
+    def __init__(self, batch: Any) -> None:
+        self.batch = batch
+
+    def __index__(self) -> int:
+        self.batch.seal()
+        return 10
+
+
+def test_the_compiled_appends_run_no_code_of_their_numbers() -> None:
+    """Sizes and timestamps are read as ints (no ``__index__``): a non-int is a TypeError
+    before anything is read or changed, so no such code can seal the batch mid-append."""
+    k = required(K)
+    batch = _batch(k.BatchCore)
+    with pytest.raises(TypeError):
+        batch.append_keyed(5, b"k", b"v", _SealingIndex(batch), 40)
+    with pytest.raises(TypeError):
+        batch.append_unkeyed(_SealingIndex(batch), b"v", 10, 40, {}, "t", 100)
+    assert batch.state is batch_module.OPEN and batch.record_count == 0 and batch.reserved == 0
+
+
+def _fresh_kernels() -> Any:
+    """Another module object of the extension (multi-phase init: a state of its own)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("aioproducer._speedups._kernels")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_each_module_object_has_its_own_state() -> None:
+    """Nothing is process-wide: a second module object's types, open state and
+    appends are its own, and the first keeps working once the second is gone."""
+    import gc
+
+    k = required(K)
+    other = _fresh_kernels()
+    assert other is not k and other.BatchCore is not k.BatchCore
+
+    def make(module: Any) -> Any:
+        batch = type("Batch", (module.BatchCore,), {"__slots__": ()})()
+        batch.state = batch_module.OPEN
+        batch.builder = module.RecordBatchBuilder(codec=Codec.NONE, batch_size=1000)
+        batch.batch_size = 1000
+        return batch
+
+    fresh = make(other)
+    # Not registered with the new module yet: no state is open to it.
+    assert fresh.append_keyed(5, b"k", b"v", 10, 40) == batch_module.REFUSED
+    other.register_open_state(batch_module.OPEN)
+    assert fresh.append_keyed(5, b"k", b"v", 10, 40) == batch_module.APPENDED
+    # Each module's core takes its own builder type only.
+    fresh.builder = k.RecordBatchBuilder(codec=Codec.NONE, batch_size=1000)
+    with pytest.raises(TypeError, match="compiled RecordBatchBuilder"):
+        fresh.append_keyed(5, b"k", b"v", 10, 40)
+    del fresh, other
+    gc.collect()
+    mine = _batch(k.BatchCore)
+    assert mine.append_keyed(5, b"k", b"v", 10, 40) == batch_module.APPENDED
+    counter = k.BufferCounter(100)
+    assert counter.try_reserve(60) and not counter.try_reserve(60)
