@@ -289,3 +289,42 @@ def test_edges_answer_as_the_pure_lane(lanes: tuple[type[Any], type[Any]], edge:
             world.sticky.filling["t"] = None  # type: ignore[assignment]
         answers.append((append(world.lane, "t", b"v" * 10), world.observed()))
     assert answers[1] == answers[0]
+
+
+class _MeddlingTopic(str):
+    """A topic whose comparison (a hash collision in ``filling``) runs ``hook`` once."""
+
+    hook: Any = None
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        hook, _MeddlingTopic.hook = _MeddlingTopic.hook, None
+        if hook is not None:
+            hook()
+        return str.__eq__(self, other)
+
+
+@pytest.mark.parametrize("change", ["forget", "refill"])
+def test_a_filling_dict_changed_mid_lookup_does_not_crash(
+    lanes: tuple[type[Any], type[Any]], change: str
+) -> None:
+    """The topic's ``__eq__`` empties ``filling`` or puts a new batch there while it is looked
+    up: both lanes answer alike, and nothing freed is used (.ci/sanitize, PYTHONMALLOC=malloc)."""
+    answers = []
+    for cls in lanes:
+        world = _World(cls, 1 << 20, 1 << 20)
+        world.client.snapshot.topics["t"] = info = object()
+        world.fill(info)
+
+        def meddle(world: _World = world, info: object = info) -> None:
+            world.sticky.filling.clear()  # the entry and its weak reference freed
+            if change == "refill":
+                world.fill(info)
+
+        _MeddlingTopic.hook = meddle
+        answer = world.lane.append(_MeddlingTopic("t"), b"v" * 10)
+        assert _MeddlingTopic.hook is None, "the lookup compared the topic"
+        answers.append((answer is None, world.observed()))
+    assert answers[1] == answers[0]
