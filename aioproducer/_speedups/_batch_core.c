@@ -100,6 +100,10 @@ static int append_exported(kernels_state *st, BatchCore *self, PyObject *builder
         result = planned; /* -1: an error; 0: no room (CODE_REFUSED) */
         goto done;
     }
+    if ((bound > 0 && before > PY_SSIZE_T_MAX - bound) || (bound < 0 && before < PY_SSIZE_T_MIN - bound)) {
+        PyErr_SetString(PyExc_OverflowError, "the topic's produced count would pass the C range");
+        goto done;
+    }
     Py_ssize_t after = before + bound;
     /* Every new object first: the handle, whose allocation may start a collection. */
     if (handle) {
@@ -117,8 +121,9 @@ static int append_exported(kernels_state *st, BatchCore *self, PyObject *builder
      * started by an allocation): the batch still open with this builder, its
      * counters not past int64, the builder unchanged (builder_commit). */
     int refused = !is_open(st, self) || self->builder != builder;
-    if (!refused && (self->reserved > LLONG_MAX - reserve)) {
-        PyErr_SetString(PyExc_OverflowError, "the batch's reserved bytes would pass 2**63 - 1");
+    if (!refused && ((reserve > 0 && self->reserved > LLONG_MAX - reserve) ||
+                     (reserve < 0 && self->reserved < LLONG_MIN - reserve))) {
+        PyErr_SetString(PyExc_OverflowError, "the batch's reserved bytes would leave int64");
         refused = -1;
     }
     if (refused || builder_commit(builder, &plan, kspan, vspan) < 0) {

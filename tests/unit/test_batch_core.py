@@ -174,3 +174,20 @@ def test_each_module_object_has_its_own_state() -> None:
     assert mine.append_keyed(5, b"k", b"v", 10, 40) == batch_module.APPENDED
     counter = k.BufferCounter(100)
     assert counter.try_reserve(60) and not counter.try_reserve(60)
+
+
+@pytest.mark.parametrize(("reserved", "reserve"), [((1 << 63) - 5, 10), (-(1 << 63) + 5, -10)])
+def test_counters_past_int64_are_refused_cleanly(reserved: int, reserve: int) -> None:
+    """The compiled core's counters are int64: an append that would leave that range raises
+    OverflowError and changes nothing (the pure twin's ints have no such bound)."""
+    k = required(K)
+    batch = _batch(k.BatchCore)
+    batch.reserved = reserved
+    produced: dict[str, int] = {}
+    with pytest.raises(OverflowError):
+        batch.append_unkeyed(5, b"v", reserve, 30, produced, "t", 700)
+    with pytest.raises(OverflowError):
+        batch.append_unkeyed(5, b"v", 0, 1 << 62, {"t": 1 << 62}, "t", 700)
+    assert (batch.record_count, batch.reserved, produced) == (0, reserved, {})
+    with pytest.raises(OverflowError):
+        batch.reserved = 1 << 63
