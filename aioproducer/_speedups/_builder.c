@@ -438,7 +438,7 @@ static PyType_Slot builder_slots[] = {
 };
 
 /* Not subclassable: a builder is exactly this type, which the appends of
- * _append.c call without a method lookup. It holds no object that could refer
+ * _batch_core.c call without a method lookup. It holds no object that could refer
  * back to it (ints, bytes, a Codec member): no part in reference cycles. */
 static PyType_Spec builder_spec = {
     .name = "aioproducer._speedups._kernels.RecordBatchBuilder",

@@ -1,5 +1,5 @@
 /* The compiled RecordBatchBuilder's C-level surface, for the kernels that append
- * to a batch without a method call (_append.c). Defined in _builder.c.
+ * to a batch without a method call (_batch_core.c). Defined in _builder.c.
  *
  * A record goes in in two steps, so that a caller can make everything else it
  * changes first and still leave nothing half done: builder_plan() checks the

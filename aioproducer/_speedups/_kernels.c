@@ -7,16 +7,18 @@
  *   RecordBatchBuilder aioproducer.protocol.records.RecordBatchBuilderPy (in _builder.c)
  *   _partition_for_key, _time_to_switch   partitioner.partition_for_key, .time_to_switch
  *                      (test hooks of _partitioning.h, the partitioner's compiled twin)
- *   append_unkeyed     ProducerBatch._append_unkeyed_pure (in _append.c)
- *   UnkeyedLane.append UnkeyedLane._append_pure (in _lane.c; KeyedLane.append likewise)
- *   EnqueueShortcut.take  EnqueueShortcut._take_pure (in _lane.c)
+ *   BufferCounter      engine.buffer_pool.BufferCounterPy (in _counter.c)
+ *   BatchCore          engine.batch.BatchCorePy: append_unkeyed, append_keyed (in _batch_core.c)
+ *   UnkeyedLane, KeyedLane  engine.unkeyed_lane.UnkeyedLanePy, keyed_lane.KeyedLanePy (in _lanes.c)
+ *   EnqueueShortcut    engine.shortcut.EnqueueShortcutPy (in _shortcut.c)
  *   byte_lengths, reservations, fill_counting   the bulk column passes (in _columns.c)
  *
  * Record layout: message format v2 (KIP-98); every varint is zigzag encoded.
- * The record batch builder is a type of this module that owns its bytes; the
- * producer's other classes stay pure Python (weak references, slots and
- * subclassing keep working). append_unkeyed reaches a batch's slots, and stays
- * within the batch module's methods (see _append.c).
+ * Every type here owns its fields (a C struct); the Python modules choose each
+ * twin once. BufferPool and ProducerBatch subclass BufferCounter and BatchCore
+ * (their other fields stay Python slots). No code reads a Python class's
+ * layout, and nothing is process-wide: what the kernels look up once is in the
+ * module's state, reached from a method through its defining class.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,7 +26,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_batch_core.h"
 #include "_builder.h"
+#include "_counter.h"
+#include "_lanes.h"
 #include "_outcome.h"
 #include "_partitioning.h"
 #include "_state.h"
@@ -116,6 +121,24 @@ static int kernels_traverse(PyObject *module, visitproc visit, void *arg) {
     Py_VISIT(st->codec_type);
     Py_VISIT(st->codec_none);
     Py_VISIT(st->compress);
+    Py_VISIT(st->counter_type);
+    Py_VISIT(st->batch_core_type);
+    Py_VISIT(st->open_state);
+    Py_VISIT(st->unkeyed_lane_type);
+    Py_VISIT(st->keyed_lane_type);
+    Py_VISIT(st->shortcut_type);
+    Py_VISIT(st->str_snapshot);
+    Py_VISIT(st->str_topics);
+    Py_VISIT(st->str_try_reserve);
+    Py_VISIT(st->str_release);
+    Py_VISIT(st->str_partitions);
+    Py_VISIT(st->str_tps);
+    Py_VISIT(st->str_thread_id);
+    Py_VISIT(st->str_append);
+    Py_VISIT(st->code_appended);
+    Py_VISIT(st->code_full);
+    Py_VISIT(st->code_switch);
+    Py_VISIT(st->ident_obj);
     return 0;
 }
 
@@ -134,14 +157,33 @@ static int kernels_clear(PyObject *module) {
     Py_CLEAR(st->codec_type);
     Py_CLEAR(st->codec_none);
     Py_CLEAR(st->compress);
+    Py_CLEAR(st->counter_type);
+    Py_CLEAR(st->batch_core_type);
+    Py_CLEAR(st->open_state);
+    Py_CLEAR(st->unkeyed_lane_type);
+    Py_CLEAR(st->keyed_lane_type);
+    Py_CLEAR(st->shortcut_type);
+    Py_CLEAR(st->str_snapshot);
+    Py_CLEAR(st->str_topics);
+    Py_CLEAR(st->str_try_reserve);
+    Py_CLEAR(st->str_release);
+    Py_CLEAR(st->str_partitions);
+    Py_CLEAR(st->str_tps);
+    Py_CLEAR(st->str_thread_id);
+    Py_CLEAR(st->str_append);
+    Py_CLEAR(st->code_appended);
+    Py_CLEAR(st->code_full);
+    Py_CLEAR(st->code_switch);
+    Py_CLEAR(st->ident_obj);
     return 0;
 }
 
 static void kernels_free(void *module) { kernels_clear((PyObject *)module); }
 
 static int kernels_exec(PyObject *module) {
-    if (add_handle_types(module) < 0 || add_builder_type(module) < 0 || add_append_kernel(module) < 0 ||
-        add_column_kernels(module) < 0 || add_lane_kernel(module) < 0)
+    if (add_handle_types(module) < 0 || add_counter_type(module) < 0 || add_builder_type(module) < 0 || add_batch_core_type(module) < 0 ||
+        add_column_kernels(module) < 0 || add_lane_types(module) < 0 ||
+        add_shortcut_type(module) < 0)
         return -1;
     return 0;
 }

@@ -1,5 +1,5 @@
 /* The compiled twin of aioproducer/engine/partitioner.py: every rule of where a
- * record goes, as the compiled lanes (_lane.c, _append.c) and the murmur2
+ * record goes, as the compiled lanes (_lanes.c, _batch_core.c) and the murmur2
  * kernel (_kernels.c) use it. Change a rule there and here together:
  * tests/unit/test_partitioning_twins.py compares both sides (through the
  * kernels' _partition_for_key and _time_to_switch) and with the Java client's

@@ -30,6 +30,20 @@ typedef struct {
     PyObject *codec_type;              /* compression.Codec, looked up on first use */
     PyObject *codec_none;              /* Codec.NONE */
     PyObject *compress;                /* compression.compress */
+    /* _counter.c */
+    PyTypeObject *counter_type;        /* BufferCounter */
+    /* _batch_core.c */
+    PyTypeObject *batch_core_type;     /* BatchCore */
+    PyObject *open_state;              /* BatchState.OPEN, once registered */
+    /* _lanes.c, _shortcut.c */
+    PyTypeObject *unkeyed_lane_type;   /* UnkeyedLane */
+    PyTypeObject *keyed_lane_type;     /* KeyedLane */
+    PyTypeObject *shortcut_type;       /* EnqueueShortcut */
+    PyObject *str_snapshot, *str_topics, *str_try_reserve, *str_release, *str_partitions, *str_tps;
+    PyObject *str_thread_id, *str_append;  /* interned */
+    PyObject *code_appended, *code_full, *code_switch;  /* batch.py's APPENDED, FULL, SWITCH */
+    unsigned long ident;               /* the thread whose id ident_obj holds */
+    PyObject *ident_obj;               /* threading.get_ident() of that thread, or NULL */
 } kernels_state;
 
 static inline kernels_state *get_kernels_state(PyObject *module) {

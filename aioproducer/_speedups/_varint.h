@@ -39,30 +39,10 @@ static inline int resize_growing(PyObject *buf, Py_ssize_t size, Py_ssize_t cap)
     return PyByteArray_Resize(buf, size);
 }
 
-/* Defined in _append.c: slot offsets of a class with __slots__, for the binders. */
-Py_ssize_t slot_offset(PyTypeObject *type, const char *name, int writable);
-int slot_offsets(PyTypeObject *type, const char *const *names, int n, Py_ssize_t *out);
-/* Defined in _append.c: adds a module-level function (a binder) to the module. */
+/* _layout.c: adds a module-level function to the module. */
 int add_module_function(PyObject *module, PyMethodDef *def);
-/* Defined in _append.c: adds bind_batch_layout (append_unkeyed, append_keyed) to the module. */
-int add_append_kernel(PyObject *module);
-/* Defined in _append.c: batch.append_unkeyed(now, value, reserve, bound, produced, topic,
- * limit) as a code: 0 refused, 1 appended, 2 appended and the sticky turn is over, -1
- * an error; the record's handle in *handle when appended. For a batch not of exactly
- * the bound class, the method's answer (a new reference) is left in *answer for the
- * caller to compare with SWITCH once it has charged the pool, as the pure lane does;
- * the code is then 1. */
-int call_append_unkeyed(PyObject *batch, PyObject *value, Py_ssize_t reserve, Py_ssize_t bound,
-                        PyObject *produced, PyObject *topic, PyObject *limit_obj,
-                        PyObject **answer, PyObject **handle);
-/* Defined in _append.c: batch.append_keyed(now, key, value, reserve, bound) as 1
- * (appended), 5 (and full), 0 (refused) or -1 (an error); the handle as above. */
-int call_append_keyed(PyObject *batch, PyObject *key, PyObject *value, Py_ssize_t reserve,
-                      Py_ssize_t bound, PyObject **handle);
-/* Defined in _append.c: milliseconds since the epoch now (time.time_ns() // 1_000_000). */
+/* _layout.c: milliseconds since the epoch now (time.time_ns() // 1_000_000). */
 int now_ms(long long *out);
-/* _lane.c: adds bind_lane_layout (the unkeyed shortcut of enqueue). */
-int add_lane_kernel(PyObject *module);
 /* _columns.c: the bulk column kernels (byte_lengths, reservations, fill_counting). */
 int add_column_kernels(PyObject *module);
 

@@ -56,6 +56,8 @@ __all__ = [
     "RECORD_HANDLE_OVERHEAD",
     "REFUSED",
     "SWITCH",
+    "BatchCore",
+    "BatchCorePy",
     "BatchState",
     "ProducerBatch",
     "RecordMetadata",
@@ -108,7 +110,93 @@ IN_FLIGHT = BatchState.IN_FLIGHT
 DONE = BatchState.DONE
 
 
-class ProducerBatch:
+class BatchCorePy:
+    """The fields of a batch its per-record appends use, and the appends.
+
+    The reference of the compiled ``BatchCore`` (``_speedups/_batch_core.c``),
+    whose fields are a C struct's: :class:`ProducerBatch` extends whichever
+    is active (:data:`BatchCore`).
+    """
+
+    __slots__ = ("batch_size", "builder", "max_record_size", "outcome", "reserved", "state")
+
+    state: BatchState
+    builder: Any
+    outcome: Any
+    reserved: int
+    max_record_size: int
+    batch_size: int
+
+    def append_unkeyed(
+        self,
+        timestamp_ms: int,
+        value: bytes | None,
+        reserve: int,
+        bound: int,
+        produced: dict[str, int],
+        topic: str,
+        limit: int,
+    ) -> int:
+        """Append an unkeyed record without headers; count it for the sticky partitioner.
+
+        What :meth:`try_append` does, but without making the record's handle
+        (``reserve`` and ``bound`` as there; the lane makes the handle, as
+        ``outcome.handle(record_count - 1, timestamp_ms, sizes)``), then
+        ``produced[topic] += bound`` and :func:`.partitioner.time_to_switch` with
+        ``limit`` (the partitioner's ``batch_size``). Returns :data:`REFUSED`
+        (nothing changed), or :data:`APPENDED` or :data:`SWITCH`, plus
+        :data:`FULL` when the batch is full now. ``Producer.enqueue``'s shortcut
+        calls it once per record.
+        """
+        # try_append's steps, spelled out: this runs once per record on the pure path.
+        builder = self.builder
+        if self.state is not OPEN or builder.append(timestamp_ms, None, value, None) is None:
+            return REFUSED
+        self.reserved += reserve
+        if bound > self.max_record_size:
+            self.max_record_size = bound
+        count = produced.get(topic, 0) + bound
+        produced[topic] = count
+        filled = builder.size_in_bytes
+        code = APPENDED
+        if time_to_switch(count, limit, filled, bound):
+            code = SWITCH
+        return code + FULL if filled >= self.batch_size else code  # is_full(), the batch being open
+
+    def append_keyed(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        reserve: int,
+        bound: int,
+    ) -> int:
+        """:meth:`try_append` for a record without headers, without making its handle.
+
+        Returns :data:`REFUSED` (nothing changed) or :data:`APPENDED`, plus
+        :data:`FULL` when the batch is full now. The keyed shortcut of
+        ``Producer.enqueue`` (engine/keyed_lane.py) calls it per record.
+        """
+        builder = self.builder
+        if self.state is not OPEN or builder.append(timestamp_ms, key, value, None) is None:
+            return REFUSED
+        self.reserved += reserve
+        if bound > self.max_record_size:
+            self.max_record_size = bound
+        return APPENDED + FULL if builder.size_in_bytes >= self.batch_size else APPENDED
+
+
+# The twin chosen once (the compiled one compares a batch's state with OPEN).
+if TYPE_CHECKING:
+    BatchCore = BatchCorePy
+elif kernels is not None:
+    kernels.register_open_state(OPEN)
+    BatchCore = kernels.BatchCore
+else:
+    BatchCore = BatchCorePy
+
+
+class ProducerBatch(BatchCore):
     """Records of one partition on their way to the broker; state changes only through its methods."""
 
     __slots__ = (
@@ -116,21 +204,15 @@ class ProducerBatch:
         "_waiters",
         "attempts",
         "base_sequence",
-        "batch_size",
-        "builder",
         "created",
         "deadline",
-        "max_record_size",
         "maybe_written",
-        "outcome",
         "partition",
         "payload",
         "producer_epoch",
         "producer_id",
-        "reserved",
         "retry_at",
         "spans",
-        "state",
         "topic",
     )
 
@@ -253,68 +335,6 @@ class ProducerBatch:
     ) -> bool:
         """Append a record of a split batch (its handle follows it there); False if it has no room."""
         return self.state is OPEN and self.builder.append(timestamp_ms, key, value, headers) is not None
-
-    def _append_unkeyed_pure(
-        self,
-        timestamp_ms: int,
-        value: bytes | None,
-        reserve: int,
-        bound: int,
-        produced: dict[str, int],
-        topic: str,
-        limit: int,
-    ) -> int:
-        """Append an unkeyed record without headers; count it for the sticky partitioner.
-
-        What :meth:`try_append` does, but without making the record's handle
-        (``reserve`` and ``bound`` as there; the lane makes the handle, as
-        ``outcome.handle(record_count - 1, timestamp_ms, sizes)``), then
-        ``produced[topic] += bound`` and :func:`.partitioner.time_to_switch` with
-        ``limit`` (the partitioner's ``batch_size``). Returns :data:`REFUSED`
-        (nothing changed), or :data:`APPENDED` or :data:`SWITCH`, plus
-        :data:`FULL` when the batch is full now. The reference of the compiled
-        :meth:`append_unkeyed`, which ``Producer.enqueue``'s shortcut calls once
-        per record.
-        """
-        # try_append's steps, spelled out: this runs once per record on the pure path.
-        if self.state is not OPEN or self.builder.append(timestamp_ms, None, value, None) is None:
-            return REFUSED
-        self.reserved += reserve
-        if bound > self.max_record_size:
-            self.max_record_size = bound
-        count = produced.get(topic, 0) + bound
-        produced[topic] = count
-        filled = self.builder.size_in_bytes
-        code = APPENDED
-        if time_to_switch(count, limit, filled, bound):
-            code = SWITCH
-        return code + FULL if filled >= self.batch_size else code  # is_full(), the batch being open
-
-    append_unkeyed = _append_unkeyed_pure  # the C kernel's method once bound (below the class)
-
-    def _append_keyed_pure(
-        self,
-        timestamp_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        reserve: int,
-        bound: int,
-    ) -> int:
-        """:meth:`try_append` for a record without headers, without making its handle.
-
-        Returns :data:`REFUSED` (nothing changed) or :data:`APPENDED`, plus
-        :data:`FULL` when the batch is full now. The reference of the compiled
-        :meth:`append_keyed`, which the keyed shortcut of ``Producer.enqueue``
-        (engine/keyed_lane.py) calls per record.
-        """
-        if self.state is not OPEN or self.builder.append(timestamp_ms, key, value, None) is None:
-            return REFUSED
-        self.reserved += reserve
-        if bound > self.max_record_size:
-            self.max_record_size = bound
-        return APPENDED + FULL if self.builder.size_in_bytes >= self.batch_size else APPENDED
-
-    append_keyed = _append_keyed_pure  # the C kernel's method once bound (below the class)
 
     def add_span(self, span: Span) -> None:
         """File a span of bulk records; they follow the records appended so far."""
@@ -512,11 +532,3 @@ class ProducerBatch:
         self.outcome.fail(exc)
         self._wake_waiters()
 
-
-if kernels is not None:
-    # The compiled append_unkeyed and append_keyed, methods of this class reaching
-    # its slots directly, and its compiled builder through its C-level surface
-    # (see aioproducer/_speedups/_append.c).
-    ProducerBatch.append_unkeyed, ProducerBatch.append_keyed = (  # type: ignore[method-assign]
-        kernels.bind_batch_layout(ProducerBatch, OPEN)
-    )

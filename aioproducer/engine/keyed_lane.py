@@ -17,10 +17,11 @@ the same way: no custom partitioner, ``partitioner_ignore_keys`` off, no
 serializers, not transactional (``Producer._plain``), and a topic already
 checked.
 
-:meth:`KeyedLane._append_pure` is the reference. When the C kernels are built,
-:meth:`KeyedLane.append` is its compiled twin (``_lane.c``), which calls the
-batch's compiled ``append_keyed`` directly.
-tests/unit/test_keyed_lane.py proves both leave the same state and answers.
+:class:`KeyedLanePy` is the reference. When the C kernels are built,
+:data:`KeyedLane` is its compiled twin (``_lanes.c``), which calls the batch's
+compiled ``append_keyed`` directly.
+tests/unit/test_keyed_lane.py runs both and proves they leave the same state
+and answers.
 """
 
 from __future__ import annotations
@@ -41,14 +42,14 @@ if TYPE_CHECKING:
     from .batch import ProducerBatch
     from .record_handle import RecordHandlePy
 
-__all__ = ["KEYED_RECORD_BOUND", "KeyedLane"]
+__all__ = ["KEYED_RECORD_BOUND", "KeyedLane", "KeyedLanePy"]
 
 # enqueue's upper bound of a keyed record without headers, less its key and
 # value: the record bound with an empty header count (1).
 KEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 1 + 12
 
 
-class KeyedLane:
+class KeyedLanePy:
     """The keyed shortcut's view of one started producer (see the module docstring).
 
     It holds the accumulator's own per-partition queues (never a copy), the
@@ -72,7 +73,7 @@ class KeyedLane:
         self.max_size = max_size  # the largest record bound the shortcut takes
         self.wake = wake  # Sender.wakeup: a batch this lane filled is sendable now
 
-    def _append_pure(self, topic: str, key: bytes, value: bytes) -> RecordHandlePy | None:
+    def append(self, topic: str, key: bytes, value: bytes) -> RecordHandlePy | None:
         """Append a keyed record to its partition's open batch; its handle, or None."""
         info = self.client.snapshot.topics.get(topic)
         if info is None or not info.partitions:
@@ -84,29 +85,31 @@ class KeyedLane:
         size = len(key) + len(value) + KEYED_RECORD_BOUND
         reserve = size + RECORD_HANDLE_OVERHEAD
         pool = self.pool
-        if size > self.max_size or pool.available < reserve or pool.exhausted:
+        # Reserved before the append; a refused append gives the bytes back
+        # through the pool (a waiter may fit now).
+        if size > self.max_size or not pool.try_reserve(reserve):
             return None
-        # The handle first (its delta is the record count before the append):
-        # once the record is appended, nothing may fail.
-        now = time_ns() // 1_000_000
-        handle = batch.outcome.handle(
-            batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
-        )
-        appended = batch.append_keyed(now, key, value, reserve, size)
+        try:
+            # The handle first (its delta is the record count before the append):
+            # once the record is appended, nothing may fail.
+            now = time_ns() // 1_000_000
+            handle = batch.outcome.handle(
+                batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
+            )
+            appended = batch.append_keyed(now, key, value, reserve, size)
+        except BaseException:
+            pool.release(reserve)
+            raise
         if not appended:
+            pool.release(reserve)
             return None  # the batch is full, sealed or no longer open
-        # APPENDED + FULL (batch.py) when not APPENDED, read with the answer: the
-        # compiled lane reads it so, before the pool is charged.
-        full = appended != APPENDED
-        pool.available -= reserve
-        if full:
+        if appended != APPENDED:  # APPENDED + FULL (batch.py)
             self.wake()
         return handle
 
-    append = _append_pure  # the C kernel's method once bound (below the class)
 
-
-if kernels is not None:
-    KeyedLane.append = kernels.bind_keyed_lane_layout(  # type: ignore[method-assign]
-        KeyedLane, KEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, BufferPool
-    )
+# The twin chosen once: the compiled lane is a type of the kernels (_lanes.c).
+if TYPE_CHECKING:
+    KeyedLane = KeyedLanePy
+else:
+    KeyedLane = kernels.KeyedLane if kernels is not None else KeyedLanePy

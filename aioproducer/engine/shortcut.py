@@ -22,11 +22,11 @@ This object owns the state it reads: ``Producer._loop_mark`` and
 full path counts down ``countdown`` too. ``topics_seen`` is the producer's own
 set (never a copy), which only the producer adds to.
 
-:meth:`EnqueueShortcut._take_pure` is the reference. With the C kernels built,
-:meth:`EnqueueShortcut.take` is its compiled twin (``_lane.c``): the same steps
-in one C call, calling the lanes' compiled appends directly for lanes of exactly
-the bound classes. tests/unit/test_shortcut.py proves both answer alike and leave
-the same state.
+:class:`EnqueueShortcutPy` is the reference. With the C kernels built,
+:data:`EnqueueShortcut` is its compiled twin (``_shortcut.c``): the same steps
+in one C call, calling the lanes' compiled appends directly for lanes of the
+compiled types. tests/unit/test_shortcut.py runs both and proves they answer
+alike and leave the same state.
 """
 
 from __future__ import annotations
@@ -35,18 +35,18 @@ from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
-from .keyed_lane import KeyedLane
-from .unkeyed_lane import UnkeyedLane
 
 if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
 
+    from .keyed_lane import KeyedLanePy
     from .record_handle import RecordHandlePy
+    from .unkeyed_lane import UnkeyedLanePy
 
-__all__ = ["EnqueueShortcut"]
+__all__ = ["EnqueueShortcut", "EnqueueShortcutPy"]
 
 
-class EnqueueShortcut:
+class EnqueueShortcutPy:
     """What step 1 of ``enqueue`` reads, and the step itself (see the module docstring)."""
 
     __slots__ = ("countdown", "keyed_lane", "lane", "loop_mark", "plain", "topics_seen")
@@ -59,10 +59,10 @@ class EnqueueShortcut:
         #: Started, open and not transactional: a record needs no state check.
         self.plain = False
         self.topics_seen = topics_seen
-        self.lane: UnkeyedLane | None = None
-        self.keyed_lane: KeyedLane | None = None
+        self.lane: UnkeyedLanePy | None = None
+        self.keyed_lane: KeyedLanePy | None = None
 
-    def _take_pure(
+    def take(
         self,
         topic: str,
         value: Any,
@@ -91,10 +91,9 @@ class EnqueueShortcut:
             self.countdown = left
         return fut
 
-    take = _take_pure
 
-
-if kernels is not None:
-    EnqueueShortcut.take = kernels.bind_shortcut_layout(  # type: ignore[method-assign]
-        EnqueueShortcut, UnkeyedLane, KeyedLane
-    )
+# The twin chosen once: the compiled step is a type of the kernels (_shortcut.c).
+if TYPE_CHECKING:
+    EnqueueShortcut = EnqueueShortcutPy
+else:
+    EnqueueShortcut = kernels.EnqueueShortcut if kernels is not None else EnqueueShortcutPy

@@ -11,13 +11,13 @@ answers None, and ``enqueue`` takes its full path, which decides. A record
 that leaves its batch full wakes the sender, as on the full path (Java's
 ``batchIsFull``): the batch is sendable now, whatever its linger.
 
-:meth:`UnkeyedLane._append_pure` is the reference. When the C kernels are
-built, :meth:`UnkeyedLane.append` is their compiled twin (``_append.c``), which
-does the same steps without a Python frame or attribute lookup per step, and
-calls the batch's compiled ``append_unkeyed`` directly on a ``ProducerBatch``
-(a subclass gets a method call, so an override is honoured; a patch of the
-class's own method is not).
-tests/unit/test_unkeyed_lane.py proves both leave the same state and answers.
+:class:`UnkeyedLanePy` is the reference. When the C kernels are built,
+:data:`UnkeyedLane` is their compiled twin (``_lanes.c``), which does the
+same steps without a Python frame or attribute lookup per step, and calls the
+batch's compiled ``append_unkeyed`` directly on a ``BatchCore`` (a
+``ProducerBatch``) with a compiled builder and outcome.
+tests/unit/test_unkeyed_lane.py runs both and proves they leave the same
+state and answers.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ if TYPE_CHECKING:
     from .record_handle import RecordHandlePy
     from .sticky import StickyPartitioner
 
-__all__ = ["UNKEYED_RECORD_BOUND", "UnkeyedLane"]
+__all__ = ["UNKEYED_RECORD_BOUND", "UnkeyedLane", "UnkeyedLanePy"]
 
 # enqueue's upper bound of an unkeyed record without headers, less its value:
 # the record bound with a null key (-1) and an empty header count (1).
 UNKEYED_RECORD_BOUND = MAX_RECORD_OVERHEAD + 12
 
 
-class UnkeyedLane:
+class UnkeyedLanePy:
     """The shortcut's view of one started producer (see the module docstring).
 
     It holds the partitioner's own ``filling`` and ``produced`` dicts (never
@@ -80,7 +80,7 @@ class UnkeyedLane:
         self.max_size = max_size  # the largest record bound the shortcut takes
         self.wake = wake  # Sender.wakeup: a batch this lane filled is sendable now
 
-    def _append_pure(self, topic: str, value: bytes) -> RecordHandlePy | None:
+    def append(self, topic: str, value: bytes) -> RecordHandlePy | None:
         """Append an unkeyed record to the topic's filling batch; its handle, or None."""
         filling = self.filling.get(topic)
         if filling is None:
@@ -98,21 +98,26 @@ class UnkeyedLane:
             # drops it from the snapshot in place.
             or self.client.snapshot.topics.get(topic) is not known
             or size > self.max_size
-            or pool.available < reserve
-            or pool.exhausted
+            # Reserved before the append: the pool is the counter's only other
+            # writer, and a refused append gives the bytes back through it.
+            or not pool.try_reserve(reserve)
         ):
             return None
-        # The handle first (its delta is the record count before the append):
-        # once the record is appended, nothing may fail.
-        now = time_ns() // 1_000_000
-        handle = batch.outcome.handle(batch.record_count, now, len(value) + 1)  # pack_sizes(-1, len(value))
-        # One call appends it and counts it for the sticky partitioner.
-        appended = batch.append_unkeyed(
-            now, value, reserve, size, self.produced, topic, self.batch_size
-        )
+        try:
+            # The handle first (its delta is the record count before the append):
+            # once the record is appended, nothing may fail.
+            now = time_ns() // 1_000_000
+            handle = batch.outcome.handle(batch.record_count, now, len(value) + 1)  # pack_sizes(-1, len(value))
+            # One call appends it and counts it for the sticky partitioner.
+            appended = batch.append_unkeyed(
+                now, value, reserve, size, self.produced, topic, self.batch_size
+            )
+        except BaseException:
+            pool.release(reserve)
+            raise
         if not appended:
+            pool.release(reserve)  # through the pool: a waiter may fit now
             return None  # the batch is full or sealed
-        pool.available -= reserve
         if appended != APPENDED:  # SWITCH, FULL or both (batch.py)
             if appended & FULL:
                 self.wake()
@@ -120,10 +125,9 @@ class UnkeyedLane:
                 self.move_on(topic, known)
         return handle
 
-    append = _append_pure  # the C kernel's method once bound (below the class)
 
-
-if kernels is not None:
-    UnkeyedLane.append = kernels.bind_lane_layout(  # type: ignore[method-assign]
-        UnkeyedLane, UNKEYED_RECORD_BOUND, RECORD_HANDLE_OVERHEAD, SWITCH, BufferPool
-    )
+# The twin chosen once: the compiled lane is a type of the kernels (_lanes.c).
+if TYPE_CHECKING:
+    UnkeyedLane = UnkeyedLanePy
+else:
+    UnkeyedLane = kernels.UnkeyedLane if kernels is not None else UnkeyedLanePy

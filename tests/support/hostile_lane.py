@@ -20,12 +20,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from aioproducer._speedups import _kernels as K
-from aioproducer.engine import batch as batch_module
 from aioproducer.engine.batch import ProducerBatch
 from aioproducer.engine.buffer_pool import BufferPool
 from aioproducer.engine.record_handle import BatchOutcome, RecordMetadata
 from aioproducer.engine.sticky import StickyPartitioner
-from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
 from aioproducer.protocol.compression import Codec
 
 BEFORE, MEANWHILE = 123_456_789, 987_654_321
@@ -58,12 +56,10 @@ class Finalizer:
 
 
 def run(loop: asyncio.AbstractEventLoop, case: str, at: int) -> str:
-    append = K.bind_lane_layout(UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD,
-                                batch_module.SWITCH, BufferPool)
     sticky = StickyPartitioner(batch_size=1 << 20)
     info = object()
     client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
-    lane: Any = UnkeyedLane(sticky, BufferPool(1 << 20), client, 1 << 20, lambda: None)  # type: ignore[arg-type]
+    lane: Any = K.UnkeyedLane(sticky, BufferPool(1 << 20), client, 1 << 20, lambda: None)  # type: ignore[arg-type]
     lane.move_on = lambda topic, _info: None
     batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1 << 16, now=0.0, delivery_timeout=60,
                           loop=loop)
@@ -90,7 +86,7 @@ def run(loop: asyncio.AbstractEventLoop, case: str, at: int) -> str:
 
     Topic.calls, Topic.hook = 0, staticmethod(hook)  # type: ignore[assignment]
     try:
-        handle = append(lane, Topic("t"), b"value")
+        handle = lane.append(Topic("t"), b"value")
         answer = "appended" if handle is not None and not handle.done() else repr(handle)
     except RuntimeError:
         answer = "RuntimeError"

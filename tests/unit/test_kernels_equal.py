@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine import partitioner as partitioner
-from aioproducer.engine.batch import ProducerBatch
+from aioproducer.engine.batch import BatchCore, BatchCorePy, ProducerBatch
 from aioproducer.protocol import records
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilderPy
+from tests.support.batch_twins import batch_class
 from tests.support.builders import held_bytes
 from tests.support.kernels import kernels_or_skip, required
 
@@ -75,9 +76,9 @@ def test_the_switch_names_the_active_path(k: ModuleType) -> None:
     assert records.COMPILED == (K is not None and not forced_pure)
     assert records.RecordBatchBuilder is (k.RecordBatchBuilder if records.COMPILED else RecordBatchBuilderPy)
     assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
-    assert (ProducerBatch.append_unkeyed is ProducerBatch._append_unkeyed_pure) == (
-        not records.COMPILED
-    )
+    assert BatchCore is (k.BatchCore if records.COMPILED else BatchCorePy)
+    assert issubclass(ProducerBatch, BatchCore)
+    assert not hasattr(k, "bind_batch_layout")
     for gone in ("encode_record", "encode_run", "headers_bytes"):  # the builder's own now
         assert not hasattr(k, gone)
 
@@ -100,27 +101,28 @@ _STEP = st.one_of(
 
 
 def _kernel_method(k: ModuleType) -> object:
-    """The compiled append_unkeyed, bound to ProducerBatch as the batch module binds it."""
-    return k.bind_batch_layout(ProducerBatch, batch_module.OPEN)[0]
+    """The compiled append_unkeyed: a method of the compiled batch core."""
+    return batch_class(k.BatchCore).append_unkeyed
 
 
 def _keyed_kernel_method(k: ModuleType) -> object:
-    """The compiled append_keyed, bound likewise."""
-    return k.bind_batch_layout(ProducerBatch, batch_module.OPEN)[1]
+    """The compiled append_keyed, likewise."""
+    return batch_class(k.BatchCore).append_keyed
 
 
-def _batch(builder_cls: type, batch_size: int) -> ProducerBatch:
-    """A batch whose builder is of ``builder_cls`` (whichever the package chose otherwise)."""
-    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60)
+def _batch(builder_cls: type, batch_size: int, core: type = BatchCorePy) -> ProducerBatch:
+    """A ProducerBatch over ``core`` whose builder is of ``builder_cls``."""
+    batch: ProducerBatch = batch_class(core)(
+        "t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60
+    )
     batch.builder = builder_cls(codec=Codec.NONE, batch_size=batch_size)
     return batch
 
 
-def _twins(k: ModuleType, batch_size: int, compiled_builder: bool = True) -> tuple[ProducerBatch, ProducerBatch]:
-    """The reference batch (the pure builder, its pure methods), and one for the kernel:
-    its builder compiled (the C-level calls) or pure (the kernel then calls the pure method)."""
+def _twins(k: ModuleType, batch_size: int) -> tuple[ProducerBatch, ProducerBatch]:
+    """The reference batch (the pure core and builder), and the compiled one (both compiled)."""
     return (_batch(RecordBatchBuilderPy, batch_size),
-            _batch(k.RecordBatchBuilder if compiled_builder else RecordBatchBuilderPy, batch_size))
+            _batch(k.RecordBatchBuilder, batch_size, k.BatchCore))
 
 
 def _built(batch: ProducerBatch) -> object:
@@ -146,23 +148,21 @@ def _outcome(call: object, *args: object) -> object:
     produced_before=st.one_of(st.none(), st.integers(0, 40_000)),
     base=st.integers(0, 1 << 42),
     steps=st.lists(_STEP, min_size=1, max_size=40),
-    compiled_builder=st.booleans(),
 )
 def test_append_unkeyed_equals_the_pure_version(
     k: ModuleType, batch_size: int, limit: int, produced_before: int | None, base: int, steps: list,
-    compiled_builder: bool,
 ) -> None:
     kernel = _kernel_method(k)
     produced: list[dict[str, int]] = [{}, {}]
     if produced_before is not None:
         produced = [{"t": produced_before}, {"t": produced_before}]
     # The reference all through: the pure record encoder too.
-    pure, compiled = _twins(k, batch_size, compiled_builder)
+    pure, compiled = _twins(k, batch_size)
     for i, step in enumerate(steps):
         if step[0] == "append":
             _, delta, value, reserve, bound = step
             ts = max(0, base + delta)
-            expected = _outcome(pure._append_unkeyed_pure, ts, value, reserve, bound,
+            expected = _outcome(BatchCorePy.append_unkeyed, pure, ts, value, reserve, bound,
                                 produced[0], "t", limit)
             got = _outcome(kernel, compiled, ts, value, reserve, bound, produced[1],
                            "t", limit)
@@ -194,21 +194,20 @@ _KEYED_STEP = st.one_of(
     batch_size=st.one_of(_BATCH_SIZES, st.integers(62, 400)),
     base=st.integers(0, 1 << 42),
     steps=st.lists(_KEYED_STEP, min_size=1, max_size=40),
-    compiled_builder=st.booleans(),
 )
 def test_append_keyed_equals_the_pure_version(
-    k: ModuleType, batch_size: int, base: int, steps: list, compiled_builder: bool,
+    k: ModuleType, batch_size: int, base: int, steps: list,
 ) -> None:
     """Keys and values across the varint steps, nulls, timestamps before and
     after the first, batches filling up, sealed and built: the same answers,
     lists, counters and bytes."""
     kernel = _keyed_kernel_method(k)
-    pure, compiled = _twins(k, batch_size, compiled_builder)
+    pure, compiled = _twins(k, batch_size)
     for i, step in enumerate(steps):
         if step[0] == "append":
             _, delta, key, value, reserve, bound = step
             ts = max(0, base + delta)
-            expected = _outcome(pure._append_keyed_pure, ts, key, value, reserve, bound)
+            expected = _outcome(BatchCorePy.append_keyed, pure, ts, key, value, reserve, bound)
             got = _outcome(kernel, compiled, ts, key, value, reserve, bound)
             assert got == expected, (i, step)
         elif step[0] == "seal":
@@ -222,7 +221,7 @@ def test_append_keyed_equals_the_pure_version(
 
 def test_the_compiled_appends_take_only_an_int_timestamp(k: ModuleType) -> None:
     # The lanes stamp records themselves (the handle needs the timestamp first).
-    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1000, now=0.0, delivery_timeout=60)
+    batch = _batch(k.RecordBatchBuilder, 1000, k.BatchCore)
     with pytest.raises(TypeError, match="timestamp_ms must be an int"):
         _keyed_kernel_method(k)(batch, None, b"key", b"value", 10, 40)  # type: ignore[operator]
     with pytest.raises(TypeError, match="timestamp_ms must be an int"):
@@ -236,7 +235,7 @@ def test_the_lanes_appends_grow_a_batch_within_its_size(k: ModuleType) -> None:
     unkeyed, keyed = _kernel_method(k), _keyed_kernel_method(k)
     for batch_size in (1_000, 16_384):
         for append in ("unkeyed", "keyed"):
-            batch = _batch(k.RecordBatchBuilder, batch_size)
+            batch = _batch(k.RecordBatchBuilder, batch_size, k.BatchCore)
             allocations = set()
             for i in range(batch_size):
                 if append == "unkeyed":
@@ -257,7 +256,7 @@ def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) 
     values = [None if i % 7 == 3 else bytes([i]) * (i * 13 % 90) for i in range(40)]
     for batch_size in range(62, 1500, 3):
         states = []
-        for append, batch in zip((ProducerBatch._append_unkeyed_pure, kernel), _twins(k, batch_size)):
+        for append, batch in zip((BatchCorePy.append_unkeyed, kernel), _twins(k, batch_size)):
             produced: dict[str, int] = {}
             answers = [append(batch, 5 + i, value, 10, 30, produced, "t", 700)  # type: ignore[operator]
                        for i, value in enumerate(values)]
@@ -267,8 +266,8 @@ def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) 
 
 def test_append_unkeyed_answers_and_refusals(k: ModuleType) -> None:
     kernel = _kernel_method(k)
-    for append in (ProducerBatch._append_unkeyed_pure, kernel):
-        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0, delivery_timeout=60)
+    for core, append in ((BatchCorePy, BatchCorePy.append_unkeyed), (k.BatchCore, kernel)):
+        batch = _batch(RecordBatchBuilderPy if core is BatchCorePy else k.RecordBatchBuilder, 300, core)
         produced: dict[str, int] = {}
         answers = [append(batch, 1000 + i, b"v" * 50, 100, 80, produced, "t", 200)  # type: ignore[operator]
                    for i in range(6)]
@@ -281,8 +280,7 @@ def test_append_unkeyed_answers_and_refusals(k: ModuleType) -> None:
         batch.seal()
         assert append(batch, 2000, b"", 1, 1, produced, "t", 200) == batch_module.REFUSED  # type: ignore[operator]
         # Bad input raises and changes nothing.
-        open_batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=300, now=0.0,
-                                   delivery_timeout=60)
+        open_batch = _batch(RecordBatchBuilderPy if core is BatchCorePy else k.RecordBatchBuilder, 300, core)
         before = _batch_state(open_batch)
         with pytest.raises(TypeError):
             append(open_batch, 1, 12, 1, 1, {}, "t", 200)  # type: ignore[operator]

@@ -1,4 +1,4 @@
-"""The compiled keyed shortcut (KeyedLane.append) decides and does what its pure reference does.
+"""The compiled keyed lane (KeyedLane) decides and does what its pure twin (KeyedLanePy) does.
 
 Two identical worlds (the accumulator's per-partition queues, a buffer pool, a
 client whose metadata snapshot changes, a future factory) go through the same
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from aioproducer.engine import batch as batch_module
 from aioproducer.engine.batch import ProducerBatch, pack_sizes
 from aioproducer.engine.buffer_pool import BufferPool
-from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
+from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane, KeyedLanePy
 from aioproducer.engine.partitioner import _murmur2_pure
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
@@ -39,12 +39,9 @@ K = kernels_or_skip()
 
 
 @pytest.fixture(scope="module")
-def compiled_append() -> Any:
-    required(K)
-    # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure lane in place.
-    return K.bind_keyed_lane_layout(
-        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, BufferPool
-    )
+def lanes() -> tuple[type[Any], type[Any]]:
+    """The pure lane and the compiled one (both, whichever the package chose)."""
+    return KeyedLanePy, required(K).KeyedLane
 
 
 class _ScriptedOutcome:
@@ -78,9 +75,26 @@ class _ScriptedBatch:
 
 
 class _PlainPool:
+    """A pool that is not a BufferPool: the kernel reserves and gives back by method call."""
+
     def __init__(self, total: int) -> None:
         self.available = total
         self.exhausted = False
+
+    def try_reserve(self, n: int) -> bool:
+        if self.exhausted or self.available < n:
+            return False
+        self.available -= n
+        return True
+
+    def release(self, n: int) -> None:
+        self.available += n
+
+    def set_exhausted(self, flag: bool) -> None:
+        self.exhausted = flag
+
+    def take(self, n: int) -> None:
+        self.available -= n
 
 
 def _info(partitions: int) -> SimpleNamespace:
@@ -90,13 +104,13 @@ def _info(partitions: int) -> SimpleNamespace:
 
 
 class _World:
-    def __init__(self, total: int, max_size: int, plain_pool: bool) -> None:
+    def __init__(self, lane_cls: type[Any], total: int, max_size: int, plain_pool: bool) -> None:
         self.queues: dict[tuple[str, int], deque[Any]] = {}
         self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(4)}))
         self.tokens = itertools.count()
         self.calls: list[tuple[Any, ...]] = []
-        self.lane = KeyedLane(
+        self.lane = lane_cls(
             self.queues, self.pool, self.client, max_size,  # type: ignore[arg-type]
             lambda: self.calls.append(("wake", self.pool.available)),
         )
@@ -133,9 +147,10 @@ _STEPS = st.one_of(
     steps=st.lists(_STEPS, min_size=1, max_size=40),
 )
 def test_the_compiled_keyed_lane_equals_the_pure_lane(
-    compiled_append: Any, total: int, max_size: int, plain_pool: bool, steps: list[tuple[Any, ...]]
+    lanes: tuple[type[Any], type[Any]], total: int, max_size: int, plain_pool: bool,
+    steps: list[tuple[Any, ...]],
 ) -> None:
-    pure, compiled = _World(total, max_size, plain_pool), _World(total, max_size, plain_pool)
+    pure, compiled = (_World(cls, total, max_size, plain_pool) for cls in lanes)
     for world in (pure, compiled):
         for p in range(4):
             world.fill(p)
@@ -146,8 +161,8 @@ def test_the_compiled_keyed_lane_equals_the_pure_lane(
             for world in (pure, compiled):
                 for batch in world.batches.values():
                     batch.answer = answer
-            expected = KeyedLane._append_pure(pure.lane, "t", key, value)
-            got = compiled_append(compiled.lane, "t", key, value)
+            expected = pure.lane.append("t", key, value)
+            got = compiled.lane.append("t", key, value)
             assert got == expected, (i, step)
         elif step[0] == "fill":
             for world in (pure, compiled):
@@ -165,17 +180,18 @@ def test_the_compiled_keyed_lane_equals_the_pure_lane(
                 world.client.snapshot.topics.pop("t", None)
         elif step[0] == "exhaust":
             for world in (pure, compiled):
-                world.pool.exhausted = step[1]
+                world.pool.set_exhausted(step[1])
         else:
             for world in (pure, compiled):
-                world.pool.available = max(0, world.pool.available - step[1])
+                world.pool.take(min(step[1], world.pool.available))
         assert compiled.observed() == pure.observed(), (i, step)
 
 
-def test_the_partition_is_javas_for_the_key(compiled_append: Any) -> None:
+def test_the_partition_is_javas_for_the_key(lanes: tuple[type[Any], type[Any]]) -> None:
     """toPositive(murmur2(key)) % partitions, over every partition of the topic."""
-    for append in (KeyedLane._append_pure, compiled_append):
-        world = _World(1 << 20, 1 << 20, plain_pool=False)
+    for cls in lanes:
+        append = cls.append
+        world = _World(cls, 1 << 20, 1 << 20, plain_pool=False)
         world.client.snapshot.topics["t"] = _info(7)
         for p in range(7):
             world.fill(p)
@@ -187,12 +203,13 @@ def test_the_partition_is_javas_for_the_key(compiled_append: Any) -> None:
         ]
 
 
-def test_real_batches_end_alike(compiled_append: Any) -> None:
+def test_real_batches_end_alike(lanes: tuple[type[Any], type[Any]]) -> None:
     """The lane over real ProducerBatches: the same records, bytes and memory in both."""
     loop = asyncio.new_event_loop()
     try:
         results = []
-        for append in (KeyedLane._append_pure, compiled_append):
+        for cls in lanes:
+            append = cls.append
             queues: dict[tuple[str, int], deque[Any]] = {}
             for p in range(3):
                 queues[("t", p)] = deque([ProducerBatch("t", p, codec=Codec.NONE, batch_size=600,
@@ -200,7 +217,7 @@ def test_real_batches_end_alike(compiled_append: Any) -> None:
             pool = BufferPool(50_000)
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(3)}))
             wakes: list[int] = []
-            lane = KeyedLane(
+            lane = cls(
                 queues, pool, client, 1 << 20,  # type: ignore[arg-type]
                 functools.partial(wakes.append, 0),
             )
@@ -224,7 +241,7 @@ def _record_count_on_wake(batch: ProducerBatch, wakes: list[int]) -> Callable[[]
     return lambda: wakes.append(batch.record_count)
 
 
-def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) -> None:
+def test_the_record_that_fills_its_batch_wakes_the_sender(lanes: tuple[type[Any], type[Any]]) -> None:
     """Only the append that leaves the batch full (is_full()) wakes the sender, in both lanes."""
     # A first record stamped an hour back: the lane's records, stamped now, get
     # 4-byte timestamp deltas however slowly this runs, so the size they fill is known.
@@ -236,13 +253,14 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) 
         probe.append(ts, key, value, None)
     loop = asyncio.new_event_loop()
     try:
-        for append in (KeyedLane._append_pure, compiled_append):
+        for cls in lanes:
+            append = cls.append
             batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
                                   delivery_timeout=60)
             assert batch.try_append(base, key, b"first", None, pack_sizes(3, 5))
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(1)}))
             wakes: list[int] = []
-            lane = KeyedLane(
+            lane = cls(
                 {("t", 0): deque([batch])}, BufferPool(1 << 20), client,  # type: ignore[arg-type]
                 1 << 20, _record_count_on_wake(batch, wakes),
             )
@@ -251,3 +269,48 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) 
             assert append(lane, "t", key, b"") is None and wakes == [5]
     finally:
         loop.close()
+
+
+def test_the_package_chose_one_keyed_lane_and_its_bound_matches() -> None:
+    k = required(K)
+    assert KeyedLane is (k.KeyedLane if batch_module.kernels is not None else KeyedLanePy)
+    assert k.KEYED_RECORD_BOUND == KEYED_RECORD_BOUND
+
+
+class _MeddlingTopic(str):
+    """A topic whose comparison (a hash collision in the deques' or metadata's dict) runs ``hook``."""
+
+    hook: Any = None
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        hook, _MeddlingTopic.hook = _MeddlingTopic.hook, None
+        if hook is not None:
+            hook()
+        return str.__eq__(self, other)
+
+
+def test_a_lane_whose_dicts_change_mid_lookup_does_not_crash(lanes: tuple[type[Any], type[Any]]) -> None:
+    """The topic's ``__eq__`` empties the metadata and the queues while they are looked up:
+    both lanes answer alike, and nothing freed is used (PYTHONMALLOC=debug, .ci/sanitize)."""
+    answers = []
+    for cls in lanes:
+        world = _World(cls, 1 << 20, 1 << 20, plain_pool=False)
+        world.fill(0)
+
+        def meddle(world: _World = world) -> None:
+            world.client.snapshot.topics.clear()
+            world.queues.clear()
+            world.client.snapshot = SimpleNamespace(topics={})
+
+        _MeddlingTopic.hook = meddle
+        topic = _MeddlingTopic("t")
+        try:
+            answer: Any = world.lane.append(topic, b"k", b"v")
+        except Exception as exc:  # noqa: BLE001 - compared by type
+            answer = type(exc)
+        assert _MeddlingTopic.hook is None, "a lookup compared the topic"
+        answers.append((answer is None, world.observed()))
+    assert answers[1] == answers[0]

@@ -1,4 +1,4 @@
-"""The compiled step 1 of enqueue (EnqueueShortcut.take) decides and does what its pure reference does.
+"""The compiled step 1 of enqueue (EnqueueShortcut) decides and does what its pure twin does.
 
 Two identical shortcuts, each with scripted lanes that remember their calls and
 answer a future or None, take the same random record in the same random state:
@@ -25,27 +25,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioproducer.engine import batch as batch_module
-from aioproducer.engine.buffer_pool import BufferPool
-from aioproducer.engine.keyed_lane import KEYED_RECORD_BOUND, KeyedLane
-from aioproducer.engine.shortcut import EnqueueShortcut
-from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
+from aioproducer.engine.shortcut import EnqueueShortcut, EnqueueShortcutPy
 from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
 
 
 @pytest.fixture(scope="module")
-def compiled_take() -> Any:
-    kernels = required(K)
-    # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure methods in place.
-    kernels.bind_lane_layout(
-        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH,
-        BufferPool,
-    )
-    kernels.bind_keyed_lane_layout(
-        KeyedLane, KEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, BufferPool
-    )
-    return kernels.bind_shortcut_layout(EnqueueShortcut, UnkeyedLane, KeyedLane)
+def steps() -> tuple[type[Any], type[Any]]:
+    """The pure step and the compiled one (both, whichever the package chose)."""
+    return EnqueueShortcutPy, required(K).EnqueueShortcut
 
 
 class _Mark:
@@ -84,8 +73,8 @@ _VALUES = st.sampled_from([b"v", b"", bytearray(b"v"), "v", None, memoryview(b"v
 _KEYS = st.sampled_from([None, b"k", bytearray(b"k"), "k"])
 
 
-def _shortcut(state: dict[str, Any], calls: list[tuple[Any, ...]]) -> EnqueueShortcut:
-    shortcut = EnqueueShortcut(_Mark(state["mark"]), state["countdown"], set(state["seen"]))
+def _shortcut(cls: type[Any], state: dict[str, Any], calls: list[tuple[Any, ...]]) -> EnqueueShortcut:
+    shortcut = cls(_Mark(state["mark"]), state["countdown"], set(state["seen"]))
     shortcut.plain = state["plain"]
     shortcut.lane = _Lane("unkeyed", calls, FUTURE if state["unkeyed_takes"] else None)  # type: ignore[assignment]
     if state["keyed"]:
@@ -124,28 +113,29 @@ def _run(take: Any, shortcut: EnqueueShortcut, record: tuple[Any, ...]) -> tuple
     headers=st.sampled_from([None, None, []]),
 )
 def test_compiled_take_equals_the_pure_step(
-    compiled_take: Any, state: dict[str, Any], topic: str, value: Any, key: Any,
+    steps: tuple[type[Any], type[Any]], state: dict[str, Any], topic: str, value: Any, key: Any,
     partition: Any, timestamp_ms: Any, headers: Any,
 ) -> None:
     record = (topic, value, key, partition, timestamp_ms, headers)
     pure_calls: list[tuple[Any, ...]] = []
     compiled_calls: list[tuple[Any, ...]] = []
-    pure, compiled = _shortcut(state, pure_calls), _shortcut(state, compiled_calls)
-    expected = _run(EnqueueShortcut._take_pure, pure, record)
-    got = _run(compiled_take, compiled, record)
+    pure, compiled = _shortcut(steps[0], state, pure_calls), _shortcut(steps[1], state, compiled_calls)
+    expected = _run(steps[0].take, pure, record)
+    got = _run(steps[1].take, compiled, record)
     assert got == expected
     assert compiled_calls == pure_calls
     assert compiled.countdown == pure.countdown
 
 
-def test_the_pure_step_takes_only_what_a_lane_can(compiled_take: Any) -> None:
+def test_the_pure_step_takes_only_what_a_lane_can(steps: tuple[type[Any], type[Any]]) -> None:
     # The reference itself, on the cases that decide (the comparison above
     # would pass for two steps wrong alike).
-    for take in (EnqueueShortcut._take_pure, compiled_take):
+    for cls in steps:
+        take = cls.take
         calls: list[tuple[Any, ...]] = []
         state = {"mark": "here", "countdown": 2, "plain": True, "seen": ("t",), "keyed": True,
                  "unkeyed_takes": True, "keyed_takes": True, "meddling": False}
-        shortcut = _shortcut(state, calls)
+        shortcut = _shortcut(cls, state, calls)
         assert take(shortcut, "t", b"v", None, None, None, None) is FUTURE
         assert take(shortcut, "t", b"v", b"k", None, None, None) is FUTURE
         assert calls == [("unkeyed", "t", b"v"), ("keyed", "t", b"k", b"v")]
@@ -166,8 +156,9 @@ def test_the_pure_step_takes_only_what_a_lane_can(compiled_take: Any) -> None:
             take(shortcut, "t", b"v", None, None, None, None)
 
 
-def test_take_refuses_other_objects_and_arity(compiled_take: Any) -> None:
-    shortcut = _shortcut({"mark": "here", "countdown": 1, "plain": True, "seen": (), "keyed": False,
+def test_take_refuses_other_objects_and_arity(steps: tuple[type[Any], type[Any]]) -> None:
+    compiled_take = steps[1].take
+    shortcut = _shortcut(steps[1], {"mark": "here", "countdown": 1, "plain": True, "seen": (), "keyed": False,
                           "unkeyed_takes": True, "keyed_takes": False, "meddling": False}, [])
     with pytest.raises(TypeError, match="take"):
         compiled_take(shortcut, "t", b"v")
@@ -205,24 +196,27 @@ def _contract(outcome: Any) -> Any:
     return outcome
 
 
-def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(compiled_take: Any) -> None:
-    def world(take: Any) -> tuple[EnqueueShortcut, list[tuple[Any, ...]]]:
+def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(
+    steps: tuple[type[Any], type[Any]],
+) -> None:
+    def world(cls: type[Any]) -> tuple[EnqueueShortcut, list[tuple[Any, ...]]]:
         calls: list[tuple[Any, ...]] = []
-        shortcut = _shortcut({"mark": "here", "countdown": 5, "plain": True, "seen": ("t",),
+        shortcut = _shortcut(cls, {"mark": "here", "countdown": 5, "plain": True, "seen": ("t",),
                               "keyed": True, "unkeyed_takes": True, "keyed_takes": True,
                               "meddling": False}, calls)
         return shortcut, calls
 
     outcomes = []
-    for take in (EnqueueShortcut._take_pure, compiled_take):
+    for cls in steps:
+        take = cls.take
         seen: list[Any] = []
         # A slot the record does not need is not read: no topic set for an unkeyed record.
-        shortcut, calls = world(take)
+        shortcut, calls = world(cls)
         del shortcut.topics_seen
         seen.append(_run(take, shortcut, ("t", b"v", None, None, None, None)))
         seen.append(_run(take, shortcut, ("t", b"v", b"k", None, None, None)))  # here it is
         # The countdown is read again after ``plain`` (whose truth test may change it).
-        shortcut, calls = world(take)
+        shortcut, calls = world(cls)
 
         class Meddling:
             def __bool__(self) -> bool:
@@ -233,7 +227,7 @@ def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(compiled_take:
         seen.append(_run(take, shortcut, ("t", b"v", None, None, None, None)))
         seen.append(shortcut.countdown)
         # The thread check is ``!=``, as in the pure step.
-        shortcut, calls = world(take)
+        shortcut, calls = world(cls)
 
         class OddMark:
             _thread_id = _Odd()
@@ -245,3 +239,8 @@ def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(compiled_take:
     assert _contract(outcomes[0][1]) == ("raised", (AttributeError, _NO_SLOT.format("topics_seen")))
     assert outcomes[0][0] == ("answer", FUTURE)
     assert outcomes[0][3] == 99 and outcomes[0][4] == ("answer", FUTURE)
+
+
+def test_the_package_chose_one_step() -> None:
+    k = required(K)
+    assert EnqueueShortcut is (k.EnqueueShortcut if batch_module.kernels is not None else EnqueueShortcutPy)

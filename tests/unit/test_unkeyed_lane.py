@@ -1,4 +1,4 @@
-"""The compiled unkeyed shortcut (UnkeyedLane.append) decides and does what its pure reference does.
+"""The compiled unkeyed lane (UnkeyedLane) decides and does what its pure twin (UnkeyedLanePy) does.
 
 Two identical worlds (the partitioner's filling and produced dicts, a buffer
 pool, a client whose metadata snapshot changes) go through
@@ -30,7 +30,7 @@ from aioproducer.engine.batch import ProducerBatch, pack_sizes
 from aioproducer.engine.buffer_pool import BufferPool
 from aioproducer.engine.record_handle import RecordHandle
 from aioproducer.engine.sticky import StickyPartitioner
-from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane
+from aioproducer.engine.unkeyed_lane import UNKEYED_RECORD_BOUND, UnkeyedLane, UnkeyedLanePy
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.records import RecordBatchBuilder
 from tests.support.kernels import kernels_or_skip, required
@@ -40,21 +40,32 @@ FULL = batch_module.FULL
 
 
 @pytest.fixture(scope="module")
-def compiled_append() -> Any:
-    required(K)
-    # Bound here too: with AIOPRODUCER_NO_EXTENSIONS=1 the package leaves the pure lane in place.
-    return K.bind_lane_layout(
-        UnkeyedLane, UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD, batch_module.SWITCH,
-        BufferPool,
-    )
+def lanes() -> tuple[type[Any], type[Any]]:
+    """The pure lane and the compiled one (both, whichever the package chose)."""
+    return UnkeyedLanePy, required(K).UnkeyedLane
 
 
 class _PlainPool:
-    """A pool that is not a BufferPool: the kernel reads and charges it by attribute."""
+    """A pool that is not a BufferPool: the kernel reserves and gives back by method call."""
 
     def __init__(self, total: int) -> None:
         self.available = total
         self.exhausted = False
+
+    def try_reserve(self, n: int) -> bool:
+        if self.exhausted or self.available < n:
+            return False
+        self.available -= n
+        return True
+
+    def release(self, n: int) -> None:
+        self.available += n
+
+    def set_exhausted(self, flag: bool) -> None:
+        self.exhausted = flag
+
+    def take(self, n: int) -> None:
+        self.available -= n
 
 
 class _ScriptedOutcome:
@@ -87,14 +98,14 @@ class _ScriptedBatch:
 
 
 class _World:
-    def __init__(self, total: int, max_size: int, plain_pool: bool = False) -> None:
+    def __init__(self, lane_cls: type[Any], total: int, max_size: int, plain_pool: bool = False) -> None:
         self.sticky = StickyPartitioner(batch_size=1000)
         self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
         # Wakes and moves in one list: their order is compared too.
         self.moves: list[tuple[str, Any]] = []
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={}))
         self.tokens = itertools.count()
-        self.lane = UnkeyedLane(
+        self.lane = lane_cls(
             self.sticky, self.pool, self.client, max_size,  # type: ignore[arg-type]
             lambda: self.moves.append(("wake", self.pool.available)),
         )
@@ -132,9 +143,10 @@ _STEPS = st.one_of(
     plain_pool=st.booleans(),
 )
 def test_the_compiled_lane_equals_the_pure_lane(
-    compiled_append: Any, total: int, max_size: int, steps: list[tuple[Any, ...]], plain_pool: bool
+    lanes: tuple[type[Any], type[Any]], total: int, max_size: int, steps: list[tuple[Any, ...]],
+    plain_pool: bool,
 ) -> None:
-    pure, compiled = _World(total, max_size, plain_pool), _World(total, max_size, plain_pool)
+    pure, compiled = (_World(cls, total, max_size, plain_pool) for cls in lanes)
     infos = [object(), object(), object()]
     for world in (pure, compiled):
         world.client.snapshot.topics["t"] = infos[0]
@@ -147,8 +159,8 @@ def test_the_compiled_lane_equals_the_pure_lane(
             for world in (pure, compiled):
                 if world.batch is not None:
                     world.batch.answer = answer
-            expected = UnkeyedLane._append_pure(pure.lane, "t", value)
-            got = compiled_append(compiled.lane, "t", value)
+            expected = pure.lane.append("t", value)
+            got = compiled.lane.append("t", value)
             assert got == expected, (i, step)
         elif step[0] == "kill":
             for world in (pure, compiled):
@@ -162,10 +174,10 @@ def test_the_compiled_lane_equals_the_pure_lane(
                 world.client.snapshot = SimpleNamespace(topics={"t": infos[current]})
         elif step[0] == "exhaust":
             for world in (pure, compiled):
-                world.pool.exhausted = step[1]
+                world.pool.set_exhausted(step[1])
         elif step[0] == "take":
             for world in (pure, compiled):
-                world.pool.available = max(0, world.pool.available - step[1])
+                world.pool.take(min(step[1], world.pool.available))
         elif step[0] == "forget":
             for world in (pure, compiled):
                 world.sticky.filling.pop("t", None)
@@ -175,18 +187,19 @@ def test_the_compiled_lane_equals_the_pure_lane(
         assert compiled.observed() == pure.observed(), (i, step)
 
 
-def test_a_real_batch_through_both_lanes(compiled_append: Any) -> None:
+def test_a_real_batch_through_both_lanes(lanes: tuple[type[Any], type[Any]]) -> None:
     """The direct call into the batch kernel: same records, pool and sticky count."""
     loop = asyncio.new_event_loop()
     try:
         results = []
-        for append in (UnkeyedLane._append_pure, compiled_append):
+        for cls in lanes:
+            append = cls.append
             sticky = StickyPartitioner(batch_size=2000)
             pool = BufferPool(1 << 20)
             info = object()
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
             moves: list[str] = []
-            lane = UnkeyedLane(
+            lane = cls(
                 sticky, pool, client, 1 << 20,  # type: ignore[arg-type]
                 functools.partial(moves.append, "wake"),
             )
@@ -211,7 +224,7 @@ def _record_count_on_wake(batch: ProducerBatch, wakes: list[int]) -> Callable[[]
     return lambda: wakes.append(batch.record_count)
 
 
-def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) -> None:
+def test_the_record_that_fills_its_batch_wakes_the_sender(lanes: tuple[type[Any], type[Any]]) -> None:
     """Only the append that leaves the batch full (is_full()) wakes the sender, in both lanes."""
     # A first record stamped an hour back: the lane's records, stamped now, get
     # 4-byte timestamp deltas however slowly this runs, so the size they fill is known.
@@ -222,14 +235,15 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) 
         probe.append(ts, None, value, None)
     loop = asyncio.new_event_loop()
     try:
-        for append in (UnkeyedLane._append_pure, compiled_append):
+        for cls in lanes:
+            append = cls.append
             sticky = StickyPartitioner(batch_size=1 << 20)  # its turn never ends here
             info: Any = object()
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
             batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
                                   delivery_timeout=60)
             wakes: list[int] = []
-            lane = UnkeyedLane(
+            lane = cls(
                 sticky, BufferPool(1 << 20), client, 1 << 20,  # type: ignore[arg-type]
                 _record_count_on_wake(batch, wakes),
             )
@@ -242,24 +256,75 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(compiled_append: Any) 
         loop.close()
 
 
-def test_the_compiled_lane_checks_its_receiver(compiled_append: Any) -> None:
+def test_the_compiled_lane_checks_its_receiver(lanes: tuple[type[Any], type[Any]]) -> None:
+    compiled = lanes[1]
     with pytest.raises(TypeError):
-        compiled_append(object(), "t", b"v")
+        compiled.append(object(), "t", b"v")
     with pytest.raises(TypeError):
-        compiled_append(UnkeyedLane.__new__(UnkeyedLane), "t")
+        compiled.append(compiled.__new__(compiled), "t")
+    with pytest.raises(AttributeError):  # fields never set: as a pure lane's unset slots
+        compiled.append(compiled.__new__(compiled), "t", b"v")
+
+
+def test_the_package_chose_one_lane_and_its_constants_match() -> None:
+    k = required(K)
+    assert UnkeyedLane is (k.UnkeyedLane if batch_module.kernels is not None else UnkeyedLanePy)
+    assert (k.UNKEYED_RECORD_BOUND, k.RECORD_HANDLE_OVERHEAD) == (
+        UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD)
+    assert not any(name.startswith("bind_") for name in dir(k))
 
 
 @pytest.mark.parametrize("edge", ["no entry", "huge max", "huge pool"])
-def test_edges_answer_as_the_pure_lane(compiled_append: Any, edge: str) -> None:
+def test_edges_answer_as_the_pure_lane(lanes: tuple[type[Any], type[Any]], edge: str) -> None:
     """A None entry, and ints past 64 bits where the pure lane just compares."""
     answers = []
-    for append in (UnkeyedLane._append_pure, compiled_append):
-        world = _World(4000, 1 << 70 if edge == "huge max" else 1 << 20)
+    for cls in lanes:
+        append = cls.append
+        # The largest pool a counter holds (2**63 - 1 bytes): a record's bound is far below it.
+        world = _World(cls, (1 << 63) - 1 if edge == "huge pool" else 4000,
+                       1 << 70 if edge == "huge max" else 1 << 20)
         world.client.snapshot.topics["t"] = info = object()
         world.fill(info)
         if edge == "no entry":
             world.sticky.filling["t"] = None  # type: ignore[assignment]
-        if edge == "huge pool":
-            world.pool.available = 1 << 80
         answers.append((append(world.lane, "t", b"v" * 10), world.observed()))
+    assert answers[1] == answers[0]
+
+
+class _MeddlingTopic(str):
+    """A topic whose comparison (a hash collision in ``filling``) runs ``hook`` once."""
+
+    hook: Any = None
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        hook, _MeddlingTopic.hook = _MeddlingTopic.hook, None
+        if hook is not None:
+            hook()
+        return str.__eq__(self, other)
+
+
+@pytest.mark.parametrize("change", ["forget", "refill"])
+def test_a_filling_dict_changed_mid_lookup_does_not_crash(
+    lanes: tuple[type[Any], type[Any]], change: str
+) -> None:
+    """The topic's ``__eq__`` empties ``filling`` or puts a new batch there while it is looked
+    up: both lanes answer alike, and nothing freed is used (.ci/sanitize, PYTHONMALLOC=malloc)."""
+    answers = []
+    for cls in lanes:
+        world = _World(cls, 1 << 20, 1 << 20)
+        world.client.snapshot.topics["t"] = info = object()
+        world.fill(info)
+
+        def meddle(world: _World = world, info: object = info) -> None:
+            world.sticky.filling.clear()  # the entry and its weak reference freed
+            if change == "refill":
+                world.fill(info)
+
+        _MeddlingTopic.hook = meddle
+        answer = world.lane.append(_MeddlingTopic("t"), b"v" * 10)
+        assert _MeddlingTopic.hook is None, "the lookup compared the topic"
+        answers.append((answer is None, world.observed()))
     assert answers[1] == answers[0]
