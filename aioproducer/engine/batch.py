@@ -270,7 +270,8 @@ class ProducerBatch(BatchCore):
 
     @property
     def record_count(self) -> int:
-        return self.builder.record_count
+        count: int = self.builder.record_count
+        return count
 
     @property
     def sealed(self) -> bool:
@@ -361,7 +362,10 @@ class ProducerBatch(BatchCore):
         """
         if self.state is not OPEN:
             return 0
-        return self.builder.append_run(timestamp_ms, values, start, stop, keys, headers, order, lengths)
+        appended: int = self.builder.append_run(
+            timestamp_ms, values, start, stop, keys, headers, order, lengths
+        )
+        return appended
 
     def record_appender(self) -> Any:
         """The encoder of one bulk record, ``(timestamp_ms, key, value, headers) -> delta | None``.

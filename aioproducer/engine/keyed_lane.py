@@ -93,7 +93,7 @@ class KeyedLanePy:
             # The handle first (its delta is the record count before the append):
             # once the record is appended, nothing may fail.
             now = time_ns() // 1_000_000
-            handle = batch.outcome.handle(
+            handle: RecordHandlePy = batch.outcome.handle(
                 batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
             )
             appended = batch.append_keyed(now, key, value, reserve, size)

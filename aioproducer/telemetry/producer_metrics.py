@@ -365,7 +365,8 @@ def add_producer_gauges(
         current = client()
         if current is None or not current.snapshot.updated_at:
             return math.nan
-        return now - current.snapshot.updated_at
+        updated_at: float = current.snapshot.updated_at
+        return now - updated_at
 
     def interceptor_errors(now: float) -> float:
         chain = interceptors()
