@@ -261,8 +261,8 @@ class BulkResult:
                 offset = -1 if run.base_offset < 0 else run.base_offset + ordinal - run.first
                 if run.log_append_time_ms >= 0:
                     ts = run.log_append_time_ms
-                elif call.timestamps is not None and call.timestamps[index] is not None:
-                    ts = call.timestamps[index]  # type: ignore[assignment]
+                elif call.timestamps is not None and (stamp := call.timestamps[index]) is not None:
+                    ts = stamp
                 else:
                     ts = call.timestamp
                 key_size = -1 if call.key_sizes is None else call.key_sizes[index]

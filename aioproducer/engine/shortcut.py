@@ -82,7 +82,7 @@ class EnqueueShortcutPy:
         # which is what sets it to 0, on the full path.)
         left = self.countdown - 1
         if key is None:
-            fut = self.lane.append(topic, value)  # type: ignore[union-attr]
+            fut = self.lane.append(topic, value)  # type: ignore[union-attr]  # plain: lanes set
         elif type(key) is bytes and self.keyed_lane is not None and topic in self.topics_seen:
             fut = self.keyed_lane.append(topic, key, value)
         else:
