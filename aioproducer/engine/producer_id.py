@@ -14,7 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..protocol.messages import INIT_PRODUCER_ID
+from ..protocol.generated import InitProducerIdRequest
+from ..protocol.kafka_apis import INIT_PRODUCER_ID
 
 if TYPE_CHECKING:
     from .idempotence import SequenceState
@@ -107,10 +108,10 @@ class ProducerIdMixin:
         try:
             node = self._producer_id_node()
             conn = await self._client.connection(node, timeout)
-            body: dict[str, Any] = {
-                "transactional_id": None,
-                "transaction_timeout_ms": self._config.transaction_timeout_ms,
-            }
+            body = InitProducerIdRequest(
+                transactional_id=None,
+                transaction_timeout_ms=self._config.transaction_timeout_ms,
+            )
             response = await conn.request(INIT_PRODUCER_ID, body)
             errors.raise_for_code(response.error_code, f"InitProducerId from broker {node}")
         except asyncio.CancelledError:

@@ -34,8 +34,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..protocol.framing import decode_response, encode_request, read_correlation_id
 from ..protocol.messages import METADATA, Api
+from ..protocol.schema_framing import decode_response, encode_request, read_correlation_id
 from .broker_process import HOST, BrokerProcess, BrokerStartError, free_port, port_accepts
 
 __all__ = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.framing import decode_request, decode_response, encode_request
+from aioproducer.protocol.schema_framing import decode_request, decode_response, encode_request
 from aioproducer.protocol.record_parsing import parse_record_batches
 from aioproducer.protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR
 from tests.tools.capture_proxy import REQUEST, Frame, load_frames
