@@ -93,7 +93,11 @@ def encode_request_chunks(
     """A whole request frame, size prefix included, as buffers to write in order.
 
     ``body`` is an instance of ``api.request``; a value that does not fit its
-    field at ``version`` raises :class:`~.generated._wire.MessageError`.
+    field at ``version`` raises :class:`~.generated._wire.MessageError`. A
+    Produce request's record batches are among the buffers by reference (the
+    generated ``encode_chunks``): the caller hands the list to ``writelines``
+    and must not change those buffers while the frame is written. Any other
+    request is one buffer.
     """
     if type(body) is not api.request:
         raise TypeError(f"{api.name} request must be a {api.request.__name__}, not {type(body).__name__}")
@@ -102,6 +106,13 @@ def encode_request_chunks(
     out += _client_id_bytes(client_id)
     if api.request_header_version(version) >= 2:
         out.append(0)  # empty tagged fields of header v2
+    encode_chunks = getattr(body, "encode_chunks", None)
+    if encode_chunks is not None:
+        chunks: list[Any] = encode_chunks(out, version)
+        if not chunks[-1]:
+            chunks.pop()  # the empty buffer after the last record set
+        _SIZE.pack_into(out, 0, sum(map(len, chunks)) - 4)
+        return chunks
     body.encode_into(out, version)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return [out]

@@ -15,6 +15,7 @@ from aioproducer.protocol.framing import (
     decode_request,
     decode_response,
     encode_request,
+    encode_request_chunks,
     encode_response,
     read_correlation_id,
 )
@@ -254,3 +255,39 @@ def test_tagged_fields_round_trip() -> None:
     msg = decode_response(API_VERSIONS, 3, frame[4:])
     assert msg.finalized_features_epoch == 4
     assert msg.finalized_features[0].max_version_level == 1
+
+
+@pytest.mark.parametrize("version", range(PRODUCE.min_version, PRODUCE.max_version + 1))
+def test_a_produce_frame_holds_its_record_sets_by_reference(version: int) -> None:
+    batches = [b"a" * 300, bytearray(b"b" * 70_000), memoryview(b"c" * 5)]
+    body = ProduceRequest(
+        transactional_id="tx", acks=-1, timeout_ms=30_000,
+        topic_data=[
+            TopicProduceData(name="t", partition_data=[PartitionProduceData(0, batches[0])]),
+            TopicProduceData(
+                name="u",
+                partition_data=[PartitionProduceData(1, batches[1]), PartitionProduceData(2, batches[2])],
+            ),
+        ],
+    )
+    chunks = encode_request_chunks(PRODUCE, version, 7, "c", body)
+    # Each record set is in the frame as the very buffer, not a copy.
+    assert [c for c in chunks if any(c is b for b in batches)] == batches
+    frame = b"".join(chunks)
+    assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+    # The same bytes as the copying encoder, and it decodes back.
+    assert frame[-len(body.encode(version)):] == body.encode(version)
+    _, _, _, _, decoded = decode_request(frame[4:], APIS_BY_KEY)
+    assert [bytes(p.records or b"") for t in decoded.topic_data for p in t.partition_data] == [
+        bytes(b) for b in batches
+    ]
+
+
+def test_a_produce_frame_that_cannot_be_encoded_leaves_nothing() -> None:
+    out = bytearray(b"head")
+    bad = ProduceRequest(topic_data=[TopicProduceData(name="t", partition_data=[PartitionProduceData(0, 5)])])  # type: ignore[arg-type]
+    with pytest.raises(MessageError, match="ProduceRequest v9"):
+        bad.encode_chunks(out, 9)
+    assert out == b"head"
+    with pytest.raises(MessageError, match="ProduceRequest"):
+        encode_request_chunks(PRODUCE, 9, 1, None, bad)
