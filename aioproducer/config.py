@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import ssl
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +29,11 @@ from .net.security import Security, build_security
 from .net.security_properties import (
     SECURITY_PROPERTY_NAMES,
     TRANSLATED_PROPERTIES,
+    redact_properties,
     translate_security_property,
 )
 from .protocol.compression import Codec, codec_from_name
-from .sasl.oauthbearer import TokenProvider
-
-# A custom partitioner: (topic, serialized key, partition count, available partitions) -> partition.
-# Defined here, with the settings that take it, so that the engine imports it from config.
-PartitionerFn = Callable[[str, "bytes | None", int, Sequence[int]], int]
+from .types import PartitionerFn, Serializer, TokenProvider
 
 __all__ = [
     "JAVA_PROPERTY_NAMES",
@@ -46,7 +43,6 @@ __all__ = [
     "unknown_setting_message",
 ]
 
-Serializer = Callable[[Any], "bytes | None"]
 _INT32_MAX = 2**31 - 1
 
 
@@ -274,6 +270,22 @@ class ProducerConfig(_Derived):
     sasl_oauthbearer_scope: str | None = _setting(
         None, "Scope asked of the token endpoint (Java: scope in sasl.jaas.config)."
     )
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any], **overrides: Any) -> ProducerConfig:
+        """A checked config from Java producer properties (``{"linger.ms": "5", ...}``).
+
+        What :meth:`Producer.from_config <aioproducer.Producer.from_config>` builds,
+        without a producer: an unknown name or a bad value is a ConfigurationError.
+        ``overrides`` are settings by their Python names and win over ``properties``.
+        """
+        return config_from_properties(properties, **overrides)
+
+    @staticmethod
+    def redact_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of Java producer ``properties`` with secret values (passwords,
+        ``sasl.jaas.config``...) replaced by ``"***"``, for reprs and logs."""
+        return redact_properties(dict(properties))
 
     def validate(self) -> ProducerConfig:
         """Check every setting and the combinations; fill the derived fields."""

@@ -48,6 +48,7 @@ __all__ = [
     "TransactionNotCompletedError",
     "error_for_code",
     "is_authentication_failure",
+    "missing_extra",
     "raise_for_code",
 ]  # the generated broker error classes are appended below
 
@@ -451,10 +452,22 @@ def delivery_error(exc: BaseException, may_have_been_written: bool) -> BaseExcep
         twin.__cause__ = exc.__cause__  # not part of what copy carries over
         exc = twin
     try:
-        exc.may_have_been_written = may_have_been_written  # type: ignore[attr-defined]
+        # setattr: BaseException declares no such attribute, yet any instance takes one.
+        setattr(exc, "may_have_been_written", may_have_been_written)  # noqa: B010
     except AttributeError:  # an exception type with __slots__: wrapped instead
         wrapped = KafkaError(str(exc))
         wrapped.may_have_been_written = may_have_been_written
         wrapped.__cause__ = exc
         exc = wrapped
     return exc
+
+
+def missing_extra(module: str, package: str, extra: str) -> ImportError:
+    """The error a module behind an optional extra raises when its dependency is absent.
+
+    The exporters (``aioproducer.telemetry``) and the web integrations
+    (``aioproducer.integrations``) raise it at import, naming what to install.
+    """
+    return ImportError(
+        f"{module} needs the {package!r} package: pip install 'aioproducer[{extra}]'"
+    )

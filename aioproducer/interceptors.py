@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from .engine.record_handle import RecordHandle, RecordMetadata
+from .engine.record_handle import RecordHandle
 from .logs import ClientLogger, RateLimiter
+from .types import ProducerInterceptor, ProducerRecord, RecordMetadata
 
 __all__ = [
     "InterceptorChain",
@@ -37,30 +37,6 @@ __all__ = [
 ]
 
 LOG_INTERVAL = 10.0
-
-
-@dataclass(slots=True)
-class ProducerRecord:
-    """A record as given to ``enqueue``, before serialization."""
-
-    topic: str
-    value: Any
-    key: Any = None
-    partition: int | None = None
-    timestamp_ms: int | None = None
-    headers: Sequence[tuple[str, bytes | None]] | None = None
-
-
-class ProducerInterceptor(Protocol):
-    """The hook interface; both methods are optional (implement either or both)."""
-
-    def on_send(self, record: ProducerRecord) -> ProducerRecord:
-        """Called by ``enqueue`` before serialization; return the record, changed or new."""
-        ...
-
-    def on_acknowledgement(self, metadata: RecordMetadata, error: BaseException | None) -> None:
-        """Called once per record when it is acknowledged (``error`` None) or fails."""
-        ...
 
 
 class InterceptorChain:

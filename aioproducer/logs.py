@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["ClientLogger", "RateLimiter"]
 
+if TYPE_CHECKING:
+    _Adapter = logging.LoggerAdapter[logging.Logger]
+else:  # LoggerAdapter is subscriptable only from Python 3.11
+    _Adapter = logging.LoggerAdapter
 
-class ClientLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+
+class ClientLogger(_Adapter):
     """Prefixes messages with ``[client_id]`` and adds ``client_id`` to each record."""
 
     def __init__(self, logger: logging.Logger, client_id: str) -> None:

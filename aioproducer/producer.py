@@ -16,7 +16,7 @@ appending) is :mod:`.engine.admission`, which the bulk path shares; appending is
 the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`).
 This module holds the lifecycle (start, flush, close) and those steps. The
 transaction methods come from :mod:`.producer_transactions`, the bulk ones from
-:mod:`.producer_bulk`, the gauges from :mod:`.producer_metrics`, the hooks from
+:mod:`.producer_bulk`, the gauges from :mod:`.telemetry.producer_metrics`, the hooks from
 :mod:`.interceptors`."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .engine.admission import Admission
 from .engine.batch import RECORD_HANDLE_OVERHEAD
 from .engine.buffer_pool import BufferPool
 from .engine.keyed_lane import KeyedLane
-from .engine.record_handle import RecordHandle, RecordMetadata
+from .engine.record_handle import RecordHandle
 from .engine.sender import Sender
 from .engine.shortcut import EnqueueShortcut
 from .engine.sticky import StickyPartitioner
@@ -56,17 +56,18 @@ from .foreign_names import PEER_METHODS
 from .interceptors import InterceptorChain, intercepted_enqueue
 from .logs import ClientLogger
 from .loop_binding import UNBOUND, LoopBindingMixin
-from .metrics import MetricConfig, MetricName
 from .net.client import KafkaClient
 from .net.cluster import TopicInfo
 from .net.metadata_wait import MetadataWait
 from .producer_bulk import BulkProducerMixin
 from .producer_lifecycle import LifecycleMixin
-from .producer_metrics import ProducerMetrics, add_producer_gauges
 from .producer_settings import ProducerConstructor
 from .producer_transactions import TransactionalProducerMixin
 from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from .serializer_prepare import SerializerPreparation
+from .telemetry.metrics import MetricConfig, MetricName
+from .telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
+from .types import RecordMetadata
 
 __all__ = ["Producer"]
 
@@ -177,7 +178,7 @@ class Producer(
             self._interceptors = InterceptorChain(config.interceptors, self._log)
             # Only a producer with hooks pays for them: its enqueue runs them
             # around the plain one (an instance attribute shadows the method).
-            self.enqueue = functools.partial(  # type: ignore[method-assign]
+            self.enqueue = functools.partial(  # type: ignore[method-assign]  # on purpose
                 intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
             )
 
@@ -296,7 +297,7 @@ class Producer(
         # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
         admission = self._admission
         assert admission is not None  # started: _check_can_send said so
-        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]
+        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]  # started: set
         if (info is None or not info.partitions
                 or (type(partition) is int and partition >= len(info.partitions))
                 or not self._pool.try_reserve(reserve)):
@@ -353,7 +354,7 @@ class Producer(
     # -- metrics -------------------------------------------------------------
 
     def metrics(self) -> dict[MetricName, float]:
-        """The producer's metrics now, keyed by :class:`~aioproducer.metrics.MetricName`.
+        """The producer's metrics now, keyed by :class:`~aioproducer.types.MetricName`.
 
         Names, groups (``producer-metrics``, ``producer-topic-metrics``,
         ``producer-node-metrics``) and tags (``client-id``, ``topic``,

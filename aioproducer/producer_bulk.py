@@ -9,7 +9,7 @@ runs the hooks once per record around it.
 Invariants: bad input raises at once and buffers nothing; the call's future
 resolves exactly once, to a BulkResult or a BulkSendError naming the failed
 records; a call stopped part way (an error, or cancelled) reports which
-records it buffered: always a prefix (see :mod:`.bulk.progress`).
+records it buffered: always a prefix (see :class:`~aioproducer.types.BulkProgress`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from .bulk.intercept import intercepted_enqueue_many
-from .bulk.progress import BulkProgress
-from .bulk.result import BulkResult
+from .types import BulkProgress, BulkResult
 
 if TYPE_CHECKING:
     from .bulk.appender import BulkAppender
@@ -59,7 +58,7 @@ class BulkProducerMixin:
         call returns its future and the records not buffered fail there
         (``result.errors[None]``). If the call is cancelled part way, records
         ``0 .. k - 1`` stay buffered and are delivered, and the
-        ``CancelledError`` carries a :class:`~aioproducer.bulk.progress.BulkProgress`
+        ``CancelledError`` carries a :class:`~aioproducer.types.BulkProgress`
         (``exc.bulk_progress``; ``BulkProgress.of(exc)`` finds it behind a
         ``TimeoutError`` too) with ``buffered == k`` and the call's future; pass
         ``progress=BulkProgress()`` to hold it whatever becomes of the

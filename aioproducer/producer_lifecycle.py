@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .engine.shortcut import EnqueueShortcut
     from .engine.sticky import StickyPartitioner
     from .net.metadata_wait import MetadataWait
-    from .producer_metrics import ProducerMetrics
+    from .telemetry.producer_metrics import ProducerMetrics
 
 __all__ = ["LifecycleMixin"]
 

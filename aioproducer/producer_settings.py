@@ -30,13 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from .config import (
     ProducerConfig,
-    Serializer,
     config_from_properties,
     unknown_setting_message,
 )
-from .engine.partitioner import PartitionerFn
 from .errors import ConfigurationError
-from .sasl.oauthbearer import TokenProvider
+from .types import PartitionerFn, Serializer, TokenProvider
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -50,7 +48,8 @@ def _keywords(cls: type) -> frozenset[str]:
     Read from the signature, not from ProducerConfig: a subclass may take
     more. One with ``**kwargs`` is taken to pass them on to Producer.
     """
-    parameters = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
+    # Read, never called: mypy flags any __init__ taken from a class object.
+    parameters = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]  # read
     names = frozenset(
         p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
     )

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import errors
 from .engine.transactions import TransactionManager
-from .engine.two_phase import PreparedTransaction, end_prepared
+from .engine.two_phase import end_prepared
 from .engine.txn_coordinator import CoordinatorLink
+from .types import PreparedTransaction
 
 if TYPE_CHECKING:
     from .config import ProducerConfig
@@ -63,6 +64,8 @@ class TransactionalProducerMixin:
 
         def _check_open(self) -> None: ...
 
+        def _wake_sender(self) -> None: ...
+
         async def _wait_batches(self, batches: list[Any], timeout: float | None) -> bool: ...
 
     def _transactions(self) -> TransactionManager:
@@ -80,7 +83,7 @@ class TransactionalProducerMixin:
         first begin_transaction().
         """
         await self._transactions().init()
-        self._sender.wakeup()  # type: ignore[union-attr]
+        self._wake_sender()
 
     async def begin_transaction(self) -> None:
         """Start a transaction; records sent until commit or abort belong to it."""
@@ -149,7 +152,7 @@ class TransactionalProducerMixin:
         txn.start_commit(prepare=what == "prepare")
         self._acc.flushing += 1
         try:
-            self._sender.wakeup()  # type: ignore[union-attr]
+            self._wake_sender()
             if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
                 raise errors.KafkaTimeoutError(
                     f"{what} could not flush the transaction's records within "

@@ -13,15 +13,23 @@ Producers whose serializers are plain callables hold None instead of a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeGuard
 
 __all__ = ["SerializerPreparation"]
 
 Serializer = Callable[[Any], Any]
 
 
-def _needs_prepare(serializer: Any) -> bool:
+class _PreparedPerTopic(Protocol):
+    """What :func:`_needs_prepare` looks for (a schema-aware serializer)."""
+
+    def prepare(self, topic: str) -> Awaitable[object]: ...
+
+    def for_topic(self, topic: str) -> Serializer: ...
+
+
+def _needs_prepare(serializer: object) -> TypeGuard[_PreparedPerTopic]:
     return callable(getattr(serializer, "prepare", None)) and callable(
         getattr(serializer, "for_topic", None)
     )
@@ -54,11 +62,11 @@ class SerializerPreparation:
             return
         key, value = self._key, self._value
         if _needs_prepare(key):
-            await key.prepare(topic)  # type: ignore[union-attr]
-            key = key.for_topic(topic)  # type: ignore[union-attr]
+            await key.prepare(topic)
+            key = key.for_topic(topic)
         if _needs_prepare(value):
-            await value.prepare(topic)  # type: ignore[union-attr]
-            value = value.for_topic(topic)  # type: ignore[union-attr]
+            await value.prepare(topic)
+            value = value.for_topic(topic)
         if len(self._bound) < 10000:  # bounded, as the producer's other per-topic sets
             self._bound[topic] = (key, value)
 
@@ -69,6 +77,6 @@ class SerializerPreparation:
             return found
         key, value = self._key, self._value
         return (
-            key.for_topic(topic) if _needs_prepare(key) else key,  # type: ignore[union-attr]
-            value.for_topic(topic) if _needs_prepare(value) else value,  # type: ignore[union-attr]
+            key.for_topic(topic) if _needs_prepare(key) else key,
+            value.for_topic(topic) if _needs_prepare(value) else value,
         )

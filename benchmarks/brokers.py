@@ -1,7 +1,7 @@
 """The broker a benchmark runs against: Apache Kafka (default), Tansu, or an external one.
 
 Apache Kafka is the reference: a single KRaft broker (combined broker and
-controller, :class:`aioproducer.testing.kafka_broker.KafkaBroker`) from the jars
+controller, :class:`tests.support.kafka_broker.KafkaBroker`) from the jars
 that ``tools/kafka/fetch.sh`` fetches, its log in a temporary directory on tmpfs
 (``/dev/shm``, where there is one) that is removed afterwards. On a disk, a run
 of a million 1 KiB records writes a gigabyte, and after a few runs the kernel's
@@ -68,7 +68,7 @@ def broker_for(
         yield bootstrap, f"external broker at {bootstrap}"
         return
     if kind == "tansu":
-        from aioproducer.testing.local_broker import bootstrap_or_local
+        from aioproducer.embedded import bootstrap_or_local
 
         with bootstrap_or_local(None) as address:
             announce(f"started Tansu at {address}")
@@ -76,7 +76,7 @@ def broker_for(
         return
     if kind != "kafka":
         raise ValueError(f"unknown broker {kind!r}; choose one of {', '.join(BROKERS)}")
-    from aioproducer.testing.kafka_broker import KAFKA_VERSION, KafkaBroker
+    from tests.support.kafka_broker import KAFKA_VERSION, KafkaBroker
 
     workdir, place = log_place()
     broker = None

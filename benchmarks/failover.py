@@ -6,7 +6,7 @@ Usage (from the repository root)::
     python -m benchmarks.failover --kills 1 --rate 2000    # a smoke run (~2 min)
     python -m benchmarks.failover --clients aioproducer,java --json failover.json
 
-A three-node Apache Kafka cluster (:class:`aioproducer.testing.kafka_cluster.KafkaCluster`:
+A three-node Apache Kafka cluster (:class:`tests.support.kafka_cluster.KafkaCluster`:
 replication factor 3, ``min.insync.replicas=2``) runs for the whole benchmark.
 For each kill and each client in turn (the order rotates every round), the
 client runs in a process of its own (``benchmarks/failover_clients.py``, or
@@ -55,8 +55,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.kafka_broker import KAFKA_VERSION
-from aioproducer.testing.kafka_cluster import CLUSTER_PROPERTIES, KafkaCluster
+from tests.support.kafka_broker import KAFKA_VERSION
+from tests.support.kafka_cluster import CLUSTER_PROPERTIES, KafkaCluster
 
 CLIENTS = ("aioproducer", "aioproducer-no-hints", "java", "librdkafka")
 NAMES = {

@@ -37,8 +37,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from aioproducer import Producer
+from aioproducer.embedded import bootstrap_or_local
 from aioproducer.engine import produce_request
-from aioproducer.testing.local_broker import bootstrap_or_local
 
 LATE_MS = 10.0  # ticks at least this late are matched against GC pauses
 

@@ -21,7 +21,7 @@ import gc
 import psutil
 
 from aioproducer import Producer, errors
-from aioproducer.testing.local_broker import LocalBroker
+from aioproducer.embedded import LocalBroker
 
 
 async def fill(bootstrap: str, broker: LocalBroker, buffer_mb: int, value_size: int, path: str) -> None:

@@ -37,10 +37,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/run.py`` too
     sys.path.insert(0, str(REPO_ROOT))
 
-from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
 from benchmarks import matrix, report
 from benchmarks.brokers import add_broker_arguments, broker_for
 from benchmarks.clients._common import COMPRESSIONS, WARMUP_RECORDS
+from tests.support.kafka_broker import KafkaJarsUnavailable
 from tests.support.verify import count_records, create_topic
 
 DOCS = REPO_ROOT / "docs"
@@ -230,7 +230,7 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
 
 def _java_versions() -> dict[str, str]:
     """The JVM's version and the kafka-clients jar the Java peer runs with."""
-    from aioproducer.testing.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
+    from tests.support.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
 
     try:
         jars = sorted(find_kafka_libs().glob("kafka-clients-*.jar"))

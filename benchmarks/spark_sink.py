@@ -6,10 +6,13 @@ Usage (from the repository root)::
     python -m benchmarks.spark_sink                       # 1M rows, local[2], local Apache Kafka
     python -m benchmarks.spark_sink --rows 200000 --repeat 3 --bootstrap 127.0.0.1:9092
     python -m benchmarks.spark_sink --broker tansu        # the embedded Tansu broker
+    python -m benchmarks.spark_sink --master standalone   # a master and two workers on loopback
 
 One Spark session writes the same cached DataFrame (``key`` string, ``value``
-binary of ``--size`` bytes) three times per round: through
-``format("aioproducer")``, through Spark's own ``format("kafka")`` sink (Java's
+binary of ``--size`` bytes) once per sink and round: through
+``format("aioproducer")`` (at-least-once; and exactly-once, ``aioproducer-exactly-once``:
+one transaction per task, committed by the driver), through Spark's own
+``format("kafka")`` sink (Java's
 KafkaProducer in the executor JVM; the ``spark-sql-kafka-0-10`` connector is
 fetched from Maven Central, see :mod:`benchmarks.spark_kafka_jars`), and
 through ``foreachPartition`` with a confluent-kafka (librdkafka) producer per
@@ -23,8 +26,10 @@ for each and the ratios (the best of ``--repeat`` rounds).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -46,8 +51,8 @@ LINGER_MS = 10
 BATCH_SIZE = 65536
 
 
-def write_aioproducer(df: Any, bootstrap: str, topic: str) -> None:
-    (
+def _aioproducer_writer(df: Any, bootstrap: str, topic: str) -> Any:
+    return (
         df.write.format("aioproducer")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
@@ -56,6 +61,20 @@ def write_aioproducer(df: Any, bootstrap: str, topic: str) -> None:
         .option("kafka.acks", "all")
         .option("kafka.enable.idempotence", "true")
         .mode("append")
+    )
+
+
+def write_aioproducer(df: Any, bootstrap: str, topic: str) -> None:
+    """At-least-once (idempotent, no transactions): what Spark's own sink gives."""
+    _aioproducer_writer(df, bootstrap, topic).save()
+
+
+def write_aioproducer_exactly_once(df: Any, bootstrap: str, topic: str) -> None:
+    """Exactly-once: one transaction per task, prepared, committed by the driver."""
+    (
+        _aioproducer_writer(df, bootstrap, topic)
+        .option("transactional", "true")
+        .option("transactional.id.prefix", f"bench-{uuid.uuid4().hex[:8]}")
         .save()
     )
 
@@ -115,11 +134,13 @@ def write_confluent(df: Any, bootstrap: str, topic: str) -> None:
 
 SINKS: dict[str, Callable[[Any, str, str], None]] = {
     "aioproducer": write_aioproducer,
+    "aioproducer-exactly-once": write_aioproducer_exactly_once,
     "spark-kafka": write_spark_kafka,
     "confluent-foreachPartition": write_confluent,
 }
 LABELS = {
     "aioproducer": "aioproducer data source",
+    "aioproducer-exactly-once": "aioproducer, exactly-once",
     "spark-kafka": "Spark's Kafka sink (Java)",
     "confluent-foreachPartition": "confluent-kafka foreachPartition",
 }
@@ -138,14 +159,21 @@ def timed_write(name: str, df: Any, rows: int, bootstrap: str, partitions: int) 
 
 def run(
     bootstrap: str, rows: int, size: int, repeat: int, partitions: int, sinks: list[str],
-    warmup_rows: int = 20_000,
+    warmup_rows: int = 20_000, master: str = "local[2]",
 ) -> dict[str, float]:
     from aioproducer.spark import local_session
 
     conf: dict[str, str] = {}
     if "spark-kafka" in sinks:
         conf["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
-    spark = local_session("aioproducer-spark-bench", **conf)
+    if master.startswith("spark://"):
+        # Two executors of one core each, as local[2] has two cores; jobs wait for both.
+        conf.update({
+            "spark.executor.cores": "1", "spark.cores.max": "2", "spark.executor.memory": "1g",
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        })
+    spark = local_session("aioproducer-spark-bench", master=master, **conf)
     try:
         def frame(n: int) -> Any:
             return spark.range(n, numPartitions=2).selectExpr(
@@ -174,6 +202,18 @@ def run(
         spark.stop()
 
 
+@contextlib.contextmanager
+def _spark_master(master: str) -> Iterator[str]:
+    if master != "standalone":
+        yield master
+        return
+    from tests.support.spark_standalone import SparkStandalone
+
+    with tempfile.TemporaryDirectory(prefix="spark-bench-") as scratch, \
+            SparkStandalone(Path(scratch), python=sys.executable, worker_memory="2g") as cluster:
+        yield cluster.master_url
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_broker_arguments(parser)
@@ -183,6 +223,9 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4, help="partitions of each topic")
     parser.add_argument("--warmup-rows", type=int, default=20_000,
                         help="rows each sink writes once before the measured rounds")
+    parser.add_argument("--master", default="local[2]",
+                        help="local[2], or 'standalone': a master and two 1-core workers started "
+                             "for the run (tests/support/spark_standalone.py)")
     parser.add_argument("--sinks", default=",".join(SINKS),
                         help=f"comma list of {','.join(SINKS)} (default: all)")
     args = parser.parse_args()
@@ -190,19 +233,24 @@ def main() -> int:
     if unknown := [s for s in sinks if s not in SINKS]:
         parser.error(f"unknown sinks: {', '.join(unknown)}")
     try:
-        with broker_for(args.broker, args.bootstrap) as (bootstrap, broker):
+        with broker_for(args.broker, args.bootstrap) as (bootstrap, broker), \
+                _spark_master(args.master) as master:
             best = run(bootstrap, args.rows, args.size, args.repeat, args.partitions, sinks,
-                       args.warmup_rows)
+                       args.warmup_rows, master)
     except SparkKafkaUnavailable as exc:
         print(f"Spark's Kafka sink is unavailable: {exc}\n(leave it out with --sinks)",
               file=sys.stderr)
         return 2
-    print(f"\n{args.rows:,} rows x {args.size} B values, local[2], {broker}, "
+    print(f"\n{args.rows:,} rows x {args.size} B values, {args.master}, {broker}, "
           f"best of {args.repeat}:")
     for name in sinks:
         print(f"  {LABELS[name]:<34} {best[name]:>10,.0f} rows/s")
     for name in sinks[1:]:
         print(f"  {'ratio ' + sinks[0] + ' / ' + name:<45} {best[sinks[0]] / best[name]:>5.2f}")
+    if "aioproducer-exactly-once" in sinks and "spark-kafka" in sinks and sinks[0] != (
+            "aioproducer-exactly-once"):
+        ratio = best["aioproducer-exactly-once"] / best["spark-kafka"]
+        print(f"  {'ratio aioproducer-exactly-once / spark-kafka':<45} {ratio:>5.2f}")
     return 0
 
 

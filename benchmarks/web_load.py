@@ -540,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asyncio.run(load(args))), flush=True)
         return 0
 
-    from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
+    from tests.support.kafka_broker import KafkaJarsUnavailable
 
     settings = ProducerSettings.from_args(args)
     order = schedule(args.impl_list, args.rounds)

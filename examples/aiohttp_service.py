@@ -56,7 +56,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from aioproducer import Producer, RecordMetadata, errors
 from aioproducer.engine.validation import check_topic
 from aioproducer.integrations.aiohttp import PRODUCER, setup_producer
-from aioproducer.integrations.prometheus import register as register_metrics
+from aioproducer.telemetry.prometheus import register as register_metrics
 
 log = logging.getLogger("ingest")
 
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
-    from aioproducer.testing.local_broker import bootstrap_or_local
+    from aioproducer.embedded import bootstrap_or_local
 
     settings = Settings(
         key_field=args.key_field or None,

@@ -17,7 +17,7 @@ import sys
 import time
 
 from aioproducer import Producer, errors
-from aioproducer.testing.local_broker import bootstrap_or_local
+from aioproducer.embedded import bootstrap_or_local
 
 
 async def produce(bootstrap: str, topic: str, records: int, size: int, compression: str) -> int:

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from aioproducer.testing.local_broker import bootstrap_or_local
+from aioproducer.embedded import bootstrap_or_local
 
 # Spark's Python workers must run this interpreter, which has aioproducer installed.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from aioproducer.testing.local_broker import bootstrap_or_local
+from aioproducer.embedded import bootstrap_or_local
 
 # Spark's Python workers must run this interpreter, which has aioproducer installed.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

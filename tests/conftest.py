@@ -4,7 +4,7 @@ Apache Kafka is the reference broker: integration tests run against it.
 
 * ``kafka_bootstrap`` (session): ``host:port`` of the shared broker, taken from
   ``$AIOPRODUCER_TEST_BOOTSTRAP`` or an Apache Kafka broker started once for the
-  session (:class:`~aioproducer.testing.kafka_broker.KafkaBroker`).
+  session (:class:`~tests.support.kafka_broker.KafkaBroker`).
 * ``kafka_broker`` (session): that broker object (None when the bootstrap is external).
 * ``private_broker`` (function): a fresh, dedicated Apache Kafka broker that a
   test may pause, kill or restart.
@@ -34,12 +34,12 @@ from typing import Protocol
 
 import pytest
 
-from aioproducer.testing.kafka_broker import KafkaBroker, KafkaJarsUnavailable, find_kafka_libs
-from aioproducer.testing.local_broker import (
+from aioproducer.embedded import (
     BrokerBinaryUnavailable,
     LocalBroker,
     find_broker_binary,
 )
+from tests.support.kafka_broker import KafkaBroker, KafkaJarsUnavailable, find_kafka_libs
 
 BOOTSTRAP_ENV = "AIOPRODUCER_TEST_BOOTSTRAP"
 

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import errors
 from ..engine.partitioner import partition_for_key
+from ..types import BulkProgress, BulkResult
 from .bounds import BULK_RECORD_OVERHEAD, fill_counting, record_reservations
 from .input import BulkColumns, read_columns
-from .progress import BulkProgress
-from .result import BulkCall, BulkResult, BulkSpan
+from .result import BulkCall, BulkSpan
 
 if TYPE_CHECKING:
     from ..config import ProducerConfig
@@ -327,7 +327,8 @@ class BulkAppender:
         """No null key among records ``start..stop`` (a null key goes to the sticky partition)."""
         if job.key_partitions is not None:
             return -1 not in job.key_partitions[start:stop]
-        return None not in job.cols.keys[start:stop]  # type: ignore[index]
+        keys = job.cols.keys  # never None here: the caller took the unkeyed path for that
+        return keys is not None and None not in keys[start:stop]
 
     def _append_runs(self, job: _Job, start: int, stop: int, open_: _OpenBatches) -> None:
         """Records that all go to one partition until its batch is full: sticky or

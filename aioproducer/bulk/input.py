@@ -45,7 +45,7 @@ def is_arrow_array(obj: Any) -> bool:
 
 def _arrow_elements(arr: Any, what: str) -> list[bytes | memoryview | None]:
     """Each element of a pyarrow binary-like array: bytes copies, or memoryviews when it is big."""
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     t = arr.type
     code: Literal["i", "q"]
@@ -151,7 +151,7 @@ def _serialize_many(
 def _arrow_lengths(arr: Any) -> array[int]:
     """Element lengths of a pyarrow binary-like array, -1 for nulls, computed in Arrow."""
     import pyarrow as pa
-    import pyarrow.compute as pc  # type: ignore[import-untyped]
+    import pyarrow.compute as pc
 
     if isinstance(arr, pa.ChunkedArray):
         out = array("q")

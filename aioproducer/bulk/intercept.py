@@ -21,10 +21,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..interceptors import InterceptorChain, ProducerRecord, failed_metadata
+from ..interceptors import InterceptorChain, failed_metadata
+from ..types import BulkProgress, BulkResult, BulkSendError, ProducerRecord
 from .input import bytes_column, is_arrow_array
-from .progress import BulkProgress
-from .result import BulkResult, BulkSendError
 
 __all__ = ["intercepted_enqueue_many"]
 

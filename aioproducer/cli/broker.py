@@ -38,7 +38,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..testing.local_broker import BrokerBinaryUnavailable, BrokerStartError, LocalBroker
+    from ..embedded import BrokerBinaryUnavailable, BrokerStartError, LocalBroker
 
     if args.port is not None and not 1 <= args.port <= 65535:
         raise UsageError("--port must be in 1..65535")

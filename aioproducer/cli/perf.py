@@ -285,7 +285,7 @@ async def _produce_bulk(
     rate: float | None,
 ) -> bool:
     """As :func:`_produce`, in chunks of ``--bulk-size`` through ``enqueue_many``."""
-    from ..bulk.result import BulkSendError
+    from .. import BulkSendError
 
     clock = time.perf_counter
 
@@ -359,7 +359,7 @@ async def _run(
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..testing.local_broker import BrokerBinaryUnavailable, BrokerStartError, bootstrap_or_local
+    from ..embedded import BrokerBinaryUnavailable, BrokerStartError, bootstrap_or_local
 
     if args.num_records < 1:
         raise UsageError(f"--num-records must be > 0, got {args.num_records}")

@@ -43,8 +43,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._speedups import kernels
 from ..protocol.compression import Codec
 from ..protocol.records import RecordBatchBuilder, restamp_producer_state
+from ..types import RecordMetadata
 from .partitioner import time_to_switch
-from .record_handle import BatchOutcome, RecordMetadata
+from .record_handle import BatchOutcome
 
 if TYPE_CHECKING:
     from .record_handle import RecordHandlePy

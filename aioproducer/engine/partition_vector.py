@@ -44,7 +44,7 @@ _VECTOR_MIN_KEYS = 8
 
 def _key_buffers(arr: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets as int64, n + 1 of them; data as uint8) of a binary-like Arrow array."""
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     t = arr.type
     dtype: np.dtype[Any]
@@ -66,7 +66,7 @@ def _key_buffers(arr: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def _word_at(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """The little-endian uint32 at each byte position ``pos`` of ``data``."""
-    word = data[pos].astype(np.uint32)
+    word: np.ndarray = data[pos].astype(np.uint32)
     word |= data[pos + 1].astype(np.uint32) << 8
     word |= data[pos + 2].astype(np.uint32) << 16
     word |= data[pos + 3].astype(np.uint32) << 24
@@ -78,7 +78,7 @@ def _murmur2_buffers(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
     starts = offsets[:-1]
     lengths = offsets[1:] - starts
     n = len(starts)
-    h = murmur2_start(lengths.astype(np.uint32))
+    h: np.ndarray = murmur2_start(lengths.astype(np.uint32))
     words = lengths >> 2
     long_keys: list[int] = []
     if n and words.max() > 0:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from .._speedups import kernels
-from ..config import PartitionerFn
+from ..types import PartitionerFn
 
 if TYPE_CHECKING:
     from ..net.cluster import TopicInfo
@@ -107,7 +107,7 @@ def murmur2(data: bytes) -> int:
     if type(data) is not bytes:
         data = memoryview(data).tobytes()
     length = len(data)
-    h = murmur2_start(length)
+    h: int = murmur2_start(length)  # the steps take ints or arrays, so are typed Any
     n = length >> 2
     word = murmur2_word
     for k in (_WORDS[n] if n < len(_WORDS) else struct.Struct(f"<{n}I").unpack_from)(data):
@@ -130,7 +130,8 @@ def partition_for_hash(h: Any, num_partitions: int) -> Any:
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     """Java's ``BuiltInPartitioner.partitionForKey``: ``toPositive(murmur2(key)) % numPartitions``."""
-    return partition_for_hash(murmur2(key), num_partitions)
+    partition: int = partition_for_hash(murmur2(key), num_partitions)
+    return partition
 
 
 # -- the sticky partition (KIP-480, KIP-794: Java's BuiltInPartitioner) --------

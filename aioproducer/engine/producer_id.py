@@ -11,13 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..protocol.generated import InitProducerIdRequest
 from ..protocol.kafka_apis import INIT_PRODUCER_ID
 
 if TYPE_CHECKING:
+    from ..config import ProducerConfig
+    from ..logs import ClientLogger
+    from ..net.client import KafkaClient
+    from .accumulator import RecordAccumulator, TopicPartition
     from .idempotence import SequenceState
 
 __all__ = ["ProducerIdMixin"]
@@ -48,11 +52,11 @@ class ProducerIdMixin:
     _pid_error: BaseException | None
     _pid_failing_since: float
     _pid_task: asyncio.Task[None] | None
-    _config: Any
-    _client: Any
-    _acc: Any
-    _log: Any
-    _in_flight_by_tp: dict[Any, int]
+    _config: ProducerConfig
+    _client: KafkaClient
+    _acc: RecordAccumulator
+    _log: ClientLogger
+    _in_flight_by_tp: dict[TopicPartition, int]
     _write_locks: dict[int, asyncio.Lock]
 
     def wakeup(self) -> None:  # provided by the sender

@@ -38,9 +38,10 @@ import contextvars
 import itertools
 from collections.abc import Callable, Generator, Sequence
 from types import GenericAlias
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .._speedups import kernels
+from ..types import RecordMetadata
 
 __all__ = [
     "BatchOutcome",
@@ -51,17 +52,6 @@ __all__ = [
     "register_record_metadata",
     "register_record_metadata_py",
 ]
-
-class RecordMetadata(NamedTuple):
-    """Where a record landed. ``offset`` is -1 when acks=0 (the broker never says)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp_ms: int
-    serialized_key_size: int
-    serialized_value_size: int
-
 
 _PENDING, _DONE, _FAILED, _MOVED = 0, 1, 2, 3
 # Handles woken per turn of the event loop: a batch of many awaited records
@@ -114,9 +104,16 @@ class BatchOutcomePy:
         "topic",
     )
 
-    def __init__(self, loop: Any, topic: str, partition: int, metadata_type: Any) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        topic: str,
+        partition: int,
+        metadata_type: type[RecordMetadata],
+    ) -> None:
         #: Where the handles' callbacks run (None for a batch no one awaits).
-        self.loop = loop
+        # Typed as a loop for its readers: only handles read it, and only an awaited batch has any.
+        self.loop: asyncio.AbstractEventLoop = loop  # type: ignore[assignment]  # None: no reader
         self.topic = topic
         self.partition = partition
         #: The class of a record's metadata: called as ``metadata_type(topic,
@@ -255,7 +252,7 @@ class RecordHandlePy:
         self._cancelled = False
         self._cancel_message: Any = None
         self._callbacks: list[tuple[Callable[[Any], object], contextvars.Context | None]] | None = None
-        self._metadata: Any = None
+        self._metadata: RecordMetadata | None = None
         # asyncio's mark of a future-like object (asyncio.isfuture): True while
         # a task waits on it, as Future.__await__ sets it.
         self._asyncio_future_blocking = False
@@ -338,7 +335,7 @@ class RecordHandlePy:
                 )
             return metadata
         if state == _FAILED:
-            raise outcome._error  # type: ignore[misc]
+            raise outcome._error  # type: ignore[misc]  # set with the failed state, never None
         raise asyncio.InvalidStateError("Result is not set.")
 
     def exception(self) -> BaseException | None:

@@ -117,7 +117,7 @@ def retry_backoff(attempts: int, base_ms: int, max_ms: int, rand: float) -> floa
     """
     if max_ms <= base_ms:
         return base_ms / 1000
-    exp = min(max_ms, base_ms * (2 ** min(attempts, 30)))
+    exp: float = min(max_ms, base_ms * (2 ** min(attempts, 30)))  # int ** int is typed Any
     return min(max_ms, exp * (0.8 + 0.4 * rand)) / 1000
 
 

@@ -52,7 +52,7 @@ from .transaction_version import choose_version
 from .transactions import TransactionManager
 
 if TYPE_CHECKING:
-    from ..producer_metrics import ProducerMetrics
+    from ..telemetry.producer_metrics import ProducerMetrics
 
 __all__ = ["Sender"]
 

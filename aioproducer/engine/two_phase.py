@@ -11,29 +11,14 @@ completes it itself with ``TransactionManager.complete_prepared``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from .. import errors
 from ..protocol.generated import EndTxnRequest
 from ..protocol.kafka_apis import COORDINATOR_KEY_TRANSACTION, END_TXN
+from ..types import PreparedTransaction
 from .txn_coordinator import CoordinatorLink
 
 __all__ = ["CompletedOutcomes", "PreparedTransaction", "end_prepared"]
-
-
-@dataclass(frozen=True)
-class PreparedTransaction:
-    """A flushed transaction left open, to be committed or aborted elsewhere.
-
-    Picklable: a Spark task prepares, the driver completes. ``empty`` means no
-    record or offset was added, so the broker has nothing to complete.
-    """
-
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    transaction_version: int  # 1 or 2 (KIP-890): which EndTxn versions apply
-    empty: bool = False
 
 
 class CompletedOutcomes:

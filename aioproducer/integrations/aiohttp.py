@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-from . import missing_extra
+from ..errors import missing_extra
 
 try:
     from aiohttp import web
 except ImportError:  # pragma: no cover - exercised only without the extra
     raise missing_extra(__name__, "aiohttp", "aiohttp") from None
 
-from ..producer import Producer
+from .. import Producer
 
 __all__ = ["DEFAULT_CLOSE_TIMEOUT", "PRODUCER", "producer_context", "setup_producer"]
 

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Annotated, Any, cast
 
-from . import missing_extra
+from ..errors import missing_extra
 
 try:
     from fastapi import Depends, FastAPI, HTTPException, Request

@@ -45,7 +45,7 @@ from .sasl_handshake import authenticate
 from .security import Security
 
 if TYPE_CHECKING:
-    from ..producer_metrics import ProducerMetrics
+    from ..telemetry.producer_metrics import ProducerMetrics
 
 __all__ = ["BrokerConnections", "parse_bootstrap"]
 

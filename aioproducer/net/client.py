@@ -42,7 +42,7 @@ from .node_selection import reconnect_delay
 from .security import Security
 
 if TYPE_CHECKING:
-    from ..producer_metrics import ProducerMetrics
+    from ..telemetry.producer_metrics import ProducerMetrics
 
 __all__ = ["KafkaClient", "parse_bootstrap", "reconnect_delay"]
 

@@ -585,7 +585,7 @@ async def _negotiate(conn: BrokerConnection, software_version: str, timeout: flo
 
 def _ssl_reason(exc: ssl.SSLError) -> str:
     """A short reason for a TLS error (OpenSSL's reason code, e.g. the peer's alert)."""
-    reason = getattr(exc, "reason", None)
+    reason: str | None = getattr(exc, "reason", None)
     if reason:
         return reason.replace("_", " ").lower()
     return str(exc)

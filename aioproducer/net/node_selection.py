@@ -19,7 +19,7 @@ def reconnect_delay(failures: int, base_ms: int, max_ms: int, rand: float) -> fl
     """
     if failures <= 0:
         return 0.0
-    exp = min(max_ms, base_ms * (2 ** min(failures - 1, 30)))
+    exp: float = min(max_ms, base_ms * (2 ** min(failures - 1, 30)))  # int ** int is typed Any
     return exp * (0.8 + 0.4 * rand) / 1000
 
 

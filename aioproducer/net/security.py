@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from ..errors import ConfigurationError
 from ..sasl.credentials import MECHANISMS, SaslCredentials
-from ..sasl.oauthbearer import TokenProvider
 from ..sasl.oidc import ClientCredentialsTokenProvider
+from ..types import TokenProvider
 
 
 class SecuritySettings(Protocol):

@@ -29,7 +29,7 @@ import threading
 import zlib
 
 import cramjam
-import lz4.frame  # type: ignore[import-untyped]
+import lz4.frame
 import zstandard
 
 __all__ = ["Codec", "codec_from_name", "compress", "decompress"]
@@ -148,14 +148,15 @@ def compress(codec: Codec, data: bytes | bytearray | memoryview, level: int | No
         return _snappy_compress(data)
     if codec == Codec.LZ4:
         # 64 KiB independent blocks, no content size: the frame parameters of
-        # Java's KafkaLZ4BlockOutputStream.
-        return lz4.frame.compress(
+        # Java's KafkaLZ4BlockOutputStream. (lz4 is untyped: its functions return bytes.)
+        framed: bytes = lz4.frame.compress(
             data,
             compression_level=0 if level is None else level,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             store_size=False,
         )
+        return framed
     if codec == Codec.ZSTD:
         return _zstd_compressor(_ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
     raise ValueError(f"unknown compression codec {codec!r}")
@@ -182,7 +183,8 @@ def decompress(codec: Codec, data: bytes | bytearray | memoryview) -> bytes:
         if codec == Codec.SNAPPY:
             return _snappy_decompress(data)
         if codec == Codec.LZ4:
-            return lz4.frame.decompress(data)
+            plain: bytes = lz4.frame.decompress(data)  # lz4 is untyped
+            return plain
         if codec == Codec.ZSTD:
             return _zstd_decompress(data)
     except ValueError:

@@ -78,15 +78,17 @@ class Api(Generic[Req, Resp]):
     def __post_init__(self) -> None:
         cls: Any = self.request
         if not cls.MIN_VERSION <= self.min_version <= self.max_version <= cls.MAX_VERSION:
-            raise ValueError(f"{self.name}: v{self.min_version}-{self.max_version} outside the spec")
+            raise ValueError(
+                f"{self.name}: v{self.min_version}-{self.max_version} outside the spec"
+            )
 
     @property
     def key(self) -> int:
-        return int(self.request.API_KEY)  # type: ignore[attr-defined]
+        return int(self.request.API_KEY)  # type: ignore[attr-defined]  # generated ClassVar
 
     @property
     def flexible_from(self) -> int:
-        return int(self.request.FLEXIBLE_FROM)  # type: ignore[attr-defined]
+        return int(self.request.FLEXIBLE_FROM)  # type: ignore[attr-defined]  # generated ClassVar
 
     def is_flexible(self, version: int) -> bool:
         return version >= self.flexible_from

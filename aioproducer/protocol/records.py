@@ -135,18 +135,18 @@ def _int_arg(value: Any, what: str) -> int:
 
 def _ranged(value: Any, what: str, bits: int) -> int:
     """An int of ``bits`` bits (signed), else TypeError or ValueError."""
-    value = _int_arg(value, what)
-    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
-        raise ValueError(f"{what} {value} is outside the int{bits} range")
-    return value
+    number = _int_arg(value, what)
+    if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+        raise ValueError(f"{what} {number} is outside the int{bits} range")
+    return number
 
 
 def _index(value: Any) -> int:
     """A run's start or stop, as ``operator.index`` reads it, within an index's range."""
-    value = operator.index(value)
-    if not -_SSIZE_MAX - 1 <= value <= _SSIZE_MAX:
+    index = operator.index(value)
+    if not -_SSIZE_MAX - 1 <= index <= _SSIZE_MAX:
         raise OverflowError("cannot fit 'int' into an index-sized integer")
-    return value
+    return index
 
 
 def _check_timestamp(ts: int) -> None:
@@ -413,19 +413,20 @@ class RecordBatchBuilderPy:
         parts: list[bytes | bytearray | memoryview] = []
         extend = parts.extend
         uniform = -1
-        if (keys is None and order is None and type(lengths) in _LENGTH_TYPES
-                and stop - start >= _UNIFORM_MIN_RUN and 0 <= start and stop <= len(lengths)):  # type: ignore[arg-type]
+        if (keys is None and order is None and lengths is not None
+                and type(lengths) in _LENGTH_TYPES
+                and stop - start >= _UNIFORM_MIN_RUN and 0 <= start and stop <= len(lengths)):
             # Only the records that could fit are looked at: a record takes at
             # least 7 bytes besides its value (one per varint and attributes).
             # Past them the batch is full whatever the lengths are.
-            window = min(stop, start + max(0, room) // (max(0, lengths[start]) + 7) + 1)  # type: ignore[index]
-            run = lengths[start:window]  # type: ignore[index]
+            window = min(stop, start + max(0, room) // (max(0, lengths[start]) + 7) + 1)
+            run = lengths[start:window]
             # Taken only if the values really are plain bytes of that length.
             if (len(run) >= _UNIFORM_MIN_RUN and run[0] >= 0 and min(run) == max(run)
                     and plain_run(values, start, window, run[0])):
                 uniform = run[0]
         if uniform >= 0:
-            count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)  # type: ignore[arg-type]
+            count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)
         elif keys is None:
             count = encode_unkeyed_loop(parts, values, indices, fixed, hdr, count, room, table, _plain_at)
         else:

@@ -55,7 +55,7 @@ class SchemaError(ValueError):
     """A value does not fit its field, or bytes do not fit the schema."""
 
 
-class Message(dict):  # type: ignore[type-arg]
+class Message(dict[str, Any]):
     """A decoded (or to-be-encoded) struct: a dict with attribute access."""
 
     __slots__ = ()
@@ -299,8 +299,10 @@ class Struct(_Type):
             item = get(field.name, _MISSING)
             if item is _MISSING:
                 item = field.default
-            if isinstance(field.type, (Struct, Array)):
-                field.type.encode_version(item, out, version, flexible, nullable)  # type: ignore[call-arg]
+            if isinstance(field.type, Array):
+                field.type.encode_version(item, out, version, flexible, nullable)
+            elif isinstance(field.type, Struct):  # a struct is never null: no nullable to pass
+                field.type.encode_version(item, out, version, flexible)
             else:
                 try:
                     field.type.encode(item, out, flexible, nullable)
@@ -391,7 +393,7 @@ class Array(_Type):
     def __init__(self, item: _Type) -> None:
         self.item = item
 
-    def encode_version(  # type: ignore[override]
+    def encode_version(
         self, value: Any, out: bytearray, version: int, flexible: bool, nullable: bool = False
     ) -> None:
         if value is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Protocol, runtime_checkable
 
 from .. import errors
+from ..types import TokenProvider
 
 __all__ = ["OAuthBearerExchange", "TokenProvider", "client_first_message"]
 
@@ -26,20 +26,6 @@ _KEY = re.compile(r"[A-Za-z]+\Z")
 _VALUE = re.compile(r"[\x21-\x7E \t\r\n]*\Z")
 # RFC 6750 b64token.
 _TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*\Z")
-
-
-@runtime_checkable
-class TokenProvider(Protocol):
-    """Supplies OAUTHBEARER tokens; asked at every (re-)authentication.
-
-    ``token()`` should answer at once with a cached token, refreshed ahead of
-    its expiry: a re-authentication (KIP-368) awaits it while the connection
-    holds its requests (:class:`~aioproducer.sasl.ClientCredentialsTokenProvider`
-    does so). ``extensions()`` (optional) returns SASL extensions (KIP-342),
-    e.g. the logical cluster and identity pool ids that Confluent Cloud expects.
-    """
-
-    async def token(self) -> str: ...
 
 
 def client_first_message(token: str, extensions: Mapping[str, str] | None = None) -> bytes:

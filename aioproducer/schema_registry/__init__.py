@@ -12,12 +12,19 @@ once per topic, without blocking the event loop::
             await p.send("orders", {"id": 1, "amount": 9.5})
 
 Imports of fastavro/jsonschema/protobuf happen when a serializer is made.
+
+Configured from Confluent's property names (as the Spark sink is):
+:func:`client_kwargs` turns ``{"url": ..., "basic.auth.user.info": ...}`` (each
+name optionally behind :data:`PREFIX`, ``schema.registry.``) into keywords of
+:class:`SchemaRegistryClient`, and :data:`STRATEGIES` maps Confluent's subject
+name strategy names (``TopicNameStrategy``...) to the functions.
 """
 
 from __future__ import annotations
 
 from .avro import AvroSerializer
 from .client import RegisteredSchema, Schema, SchemaReference, SchemaRegistryClient
+from .config import PREFIX, client_kwargs
 from .errors import (
     IncompatibleSchemaError,
     InvalidSchemaError,
@@ -33,6 +40,7 @@ from .errors import (
 from .json_schema import JsonSchemaSerializer
 from .protobuf import ProtobufSerializer
 from .serializer import (
+    STRATEGIES,
     SchemaSerializer,
     record_name_strategy,
     split_wire,
@@ -41,6 +49,8 @@ from .serializer import (
 )
 
 __all__ = [
+    "PREFIX",
+    "STRATEGIES",
     "AvroSerializer",
     "IncompatibleSchemaError",
     "InvalidSchemaError",
@@ -59,6 +69,7 @@ __all__ = [
     "SchemaValidationError",
     "SubjectNotFoundError",
     "VersionNotFoundError",
+    "client_kwargs",
     "record_name_strategy",
     "split_wire",
     "topic_name_strategy",

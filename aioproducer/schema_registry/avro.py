@@ -140,7 +140,7 @@ class AvroSerializer(SchemaSerializer):
         # set-up of schemaless_writer (a writer, a file object, the schema's
         # named types) is paid once per call instead of once per record.
         try:
-            from fastavro._write import (  # type: ignore[attr-defined,unused-ignore]
+            from fastavro._write import (  # type: ignore[attr-defined,unused-ignore]  # .pyi lacks it
                 write_data,
             )
         except ImportError:  # pragma: no cover - fastavro without its compiled modules

@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
@@ -191,14 +191,18 @@ def _describe(exc: BaseException, url: str, timeout_s: float) -> tuple[str, bool
     return (f"{name}: {text}" if text else name), False
 
 
-class _Cache(OrderedDict):  # type: ignore[type-arg]
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class _Cache(OrderedDict[_K, _V]):
     """A size-bounded mapping that drops its oldest entry."""
 
     def __init__(self, capacity: int) -> None:
         super().__init__()
         self.capacity = capacity
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: _K, value: _V) -> None:
         self[key] = value
         self.move_to_end(key)
         while len(self) > self.capacity:
@@ -285,10 +289,11 @@ class SchemaRegistryClient:
         self._session: Any = None  # aiohttp.ClientSession, made on first use
         self._max_in_flight = max_in_flight
         self._slots: asyncio.Semaphore | None = None  # made with the session, on its loop
-        self._ids = _Cache(cache_capacity)  # (subject, Schema, normalize) -> id
-        self._schemas = _Cache(cache_capacity)  # id -> Schema
-        self._latest = _Cache(cache_capacity)  # subject -> (expires, RegisteredSchema)
-        self._versions = _Cache(cache_capacity)  # (subject, version) -> RegisteredSchema
+        self._ids: _Cache[tuple[str, Schema, bool], int] = _Cache(cache_capacity)
+        self._schemas: _Cache[int, Schema] = _Cache(cache_capacity)
+        # subject -> (when it expires, the latest version)
+        self._latest: _Cache[str, tuple[float, RegisteredSchema]] = _Cache(cache_capacity)
+        self._versions: _Cache[tuple[str, int], RegisteredSchema] = _Cache(cache_capacity)
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> SchemaRegistryClient:
@@ -446,7 +451,7 @@ class SchemaRegistryClient:
         """The schema with this global id (SchemaNotFoundError if none)."""
         cached = self._schemas.get(schema_id)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         answer = await self._request("GET", f"/schemas/ids/{int(schema_id)}")
         schema = Schema.from_response(answer)
         self._schemas.put(schema_id, schema)
@@ -458,7 +463,7 @@ class SchemaRegistryClient:
             return await self.get_latest_version(subject)
         cached = self._versions.get((subject, int(version)))
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         answer = await self._request(
             "GET", f"/subjects/{{subject}}/versions/{int(version)}", subject=subject
         )
@@ -471,7 +476,7 @@ class SchemaRegistryClient:
         cached = self._latest.get(subject)
         now = time.monotonic()
         if cached is not None and cached[0] > now:
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
         answer = await self._request("GET", "/subjects/{subject}/versions/latest", subject=subject)
         found = self._registered(answer, subject)
         self._latest.put(subject, (now + self._latest_ttl, found))

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["PROPERTIES", "client_kwargs", "ssl_context"]
+__all__ = ["PREFIX", "PROPERTIES", "client_kwargs", "ssl_context"]
 
 PROPERTIES = frozenset({
     "url",
@@ -44,6 +44,7 @@ PROPERTIES = frozenset({
     "cache.latest.ttl.sec",
     "cache.capacity",
 })
+#: The prefix Confluent's clients put before a registry property name (optional here).
 PREFIX = "schema.registry."
 
 

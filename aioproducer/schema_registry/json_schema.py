@@ -51,7 +51,7 @@ class JsonSchemaSerializer(SchemaSerializer):
         if not self._validate:
             return (schema, None, None)
         try:
-            import jsonschema  # type: ignore[import-untyped,unused-ignore]
+            import jsonschema
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ConfigurationError(
                 "JsonSchemaSerializer validates with jsonschema: pip install "
@@ -91,7 +91,7 @@ class JsonSchemaSerializer(SchemaSerializer):
 
 
 def _explain(validator: Any, obj: Any, first: Any) -> str:
-    import jsonschema  # type: ignore[import-untyped,unused-ignore]
+    import jsonschema
 
     error = jsonschema.exceptions.best_match(validator.iter_errors(obj)) or first
     where = "/".join(str(p) for p in error.absolute_path) or "(root)"

@@ -124,7 +124,8 @@ class ProtobufSerializer(SchemaSerializer):
                     f"got {type(obj).__name__}, expected a {name} message or a dict"
                 )
             try:
-                return prefix + obj.SerializeToString()
+                data: bytes = obj.SerializeToString()  # obj: a generated (untyped) message
+                return prefix + data
             except Exception as exc:  # EncodeError: a proto2 required field unset
                 raise SchemaValidationError(
                     f"value does not match its schema (Protobuf {name!r}): {exc}"
@@ -134,7 +135,7 @@ class ProtobufSerializer(SchemaSerializer):
 
 
 def _from_dict(cls: type, obj: dict[str, Any], name: str) -> Any:
-    from google.protobuf import json_format  # type: ignore[import-untyped,unused-ignore]
+    from google.protobuf import json_format
 
     try:
         return json_format.ParseDict(obj, cls())

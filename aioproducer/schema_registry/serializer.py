@@ -252,5 +252,5 @@ def _framed(
                 log.debug("encoding %d values in one call failed (%r); one by one", len(objs), exc)
         return [None if obj is None else header + encode(obj) for obj in objs]
 
-    serialize.many = serialize_many  # type: ignore[attr-defined]
+    serialize.many = serialize_many  # type: ignore[attr-defined]  # a function attribute
     return serialize

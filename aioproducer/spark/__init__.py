@@ -38,7 +38,7 @@ def _require_pyspark() -> None:
             f"importing it failed: {exc}"
         ) from exc
     try:
-        import pyarrow  # type: ignore[import-untyped]  # noqa: F401
+        import pyarrow  # noqa: F401
     except ImportError as exc:
         raise ImportError(
             f"the aioproducer Spark sink needs pyarrow ({_INSTALL_HINT}): {exc}"
@@ -140,9 +140,8 @@ def check_python_workers(spark: SparkSession, timeout: float = PROBE_TIMEOUT) ->
         ) from exc
     finally:
         timer.cancel()
-        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]  # clears it
-        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
-        context.setLocalProperty("spark.job.interruptOnCancel", None)  # type: ignore[arg-type]
+        for prop in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            context.setLocalProperty(prop, None)  # type: ignore[arg-type]  # None clears it
     if error is not None:
         raise ImportError(
             f"Spark's Python workers ({executable}) cannot import aioproducer ({error}): "

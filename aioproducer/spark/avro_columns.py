@@ -80,7 +80,7 @@ def plan_avro(schema: StructType, plan: ColumnPlan, options: SinkOptions) -> Sin
         columns[which] = replace(
             column, schema_str=json.dumps(derived), spark_type=struct.json()
         )
-    avro = replace(avro, **columns)  # type: ignore[arg-type]
+    avro = replace(avro, value=columns.get("value", avro.value), key=columns.get("key", avro.key))
     topic = options.topic
     checked = [
         c for c in avro.columns
@@ -170,8 +170,9 @@ class _Column:
         if fix is not None:
             values = [fix(v) for v in values]
         serialize = self.serializer.for_topic(topic)
+        many = serialize.many  # type: ignore[attr-defined]  # a function attribute (see _framed)
         try:
-            out: list[bytes | None] = serialize.many(values)  # type: ignore[attr-defined]
+            out: list[bytes | None] = many(values)
         except SchemaValidationError:
             for i, v in enumerate(values):  # only on failure: which row
                 try:

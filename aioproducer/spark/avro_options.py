@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..schema_registry.config import PREFIX as REGISTRY_PREFIX
-from ..schema_registry.config import client_kwargs
-from ..schema_registry.serializer import STRATEGIES
+from ..schema_registry import PREFIX as REGISTRY_PREFIX
+from ..schema_registry import STRATEGIES, client_kwargs
 
 __all__ = ["AvroColumnOptions", "AvroOptions", "is_avro_option", "parse_avro_options"]
 

@@ -37,7 +37,7 @@ from pyspark.sql.types import (
 from ..errors import KafkaError
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
 __all__ = [
     "CHUNK_ROWS",
@@ -52,7 +52,9 @@ __all__ = [
 ]
 
 # (topic, value, key, partition, timestamp_ms, headers)
-Record = tuple[str, bytes | None, bytes | None, int | None, int | None, list | None]
+Record = tuple[
+    str, bytes | None, bytes | None, int | None, int | None, list[tuple[str, bytes | None]] | None
+]
 
 # Rows per chunk: large enough to amortise the hand-over to the event loop and
 # the per-call costs of enqueue_many, small enough that a chunk of big values
@@ -237,7 +239,7 @@ def _null_topic_error(row_number: int) -> SinkWriteError:
 
 
 def _byte_count(column: pa.Array) -> int:
-    import pyarrow.compute as pc  # type: ignore[import-untyped]
+    import pyarrow.compute as pc
 
     total = pc.sum(pc.binary_length(column)).as_py()
     return int(total or 0)
@@ -250,13 +252,16 @@ def _millis_column(column: pa.Array) -> list[int | None]:
     unit = column.type.unit
     scale = {"s": 1000, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
     raw = column.cast(pa.int64())
+    millis: list[int | None]  # an int64 column's values (pyarrow is untyped)
     if unit == "s":
-        return pc.multiply(raw, scale).to_pylist()
-    if scale == 1:
-        return raw.to_pylist()
-    # Integer division truncates; the producer rejects the negative (pre-1970)
-    # timestamps where that would differ from flooring.
-    return pc.divide(raw, scale).to_pylist()
+        millis = pc.multiply(raw, scale).to_pylist()
+    elif scale == 1:
+        millis = raw.to_pylist()
+    else:
+        # Integer division truncates; the producer rejects the negative (pre-1970)
+        # timestamps where that would differ from flooring.
+        millis = pc.divide(raw, scale).to_pylist()
+    return millis
 
 
 def _headers_column(column: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
@@ -368,7 +373,7 @@ def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
             if plan.fixed_topic is not None:
                 topic = plan.fixed_topic
             else:
-                topic = row[plan.topic]  # type: ignore[index]
+                topic = row[plan.topic]
                 if topic is None:
                     raise _null_topic_error(seen)
             columns = parts.get(topic)
@@ -384,11 +389,11 @@ def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
             if columns.keys is not None:
                 columns.keys.append(key)
             if columns.partitions is not None:
-                columns.partitions.append(row[plan.partition])  # type: ignore[index]
+                columns.partitions.append(row[plan.partition])
             if columns.timestamps is not None:
-                columns.timestamps.append(_to_millis(row[plan.timestamp]))  # type: ignore[index]
+                columns.timestamps.append(_to_millis(row[plan.timestamp]))
             if columns.headers is not None:
-                raw_headers = row[plan.headers]  # type: ignore[index]
+                raw_headers = row[plan.headers]
                 columns.headers.append(
                     None
                     if raw_headers is None

@@ -23,9 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .. import errors
-from ..engine.transactions import PreparedTransaction
-from ..producer import Producer
+from .. import PreparedTransaction, Producer, errors
 from .columns import SinkWriteError
 from .options import SinkOptions
 

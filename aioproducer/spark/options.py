@@ -13,10 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import config_from_properties
-from ..engine.validation import check_topic
+from .. import ProducerConfig, check_topic
 from ..errors import ConfigurationError
-from ..net.security_properties import redact_properties
 from .avro_options import AvroOptions, is_avro_option, parse_avro_options
 
 __all__ = ["KAFKA_PREFIX", "SinkOptions", "parse_options", "refuse_speculation"]
@@ -59,8 +57,9 @@ class SinkOptions:
     def __repr__(self) -> str:
         # Security properties (kafka.sasl.jaas.config, kafka.ssl.key.password...)
         # pass through to the producer; their values stay out of logs.
+        shown = ProducerConfig.redact_properties(self.producer_properties)
         return (
-            f"SinkOptions(producer_properties={redact_properties(self.producer_properties)!r}, "
+            f"SinkOptions(producer_properties={shown!r}, "
             f"topic={self.topic!r}, transactional={self.transactional!r}, "
             f"transactional_id_prefix={self.transactional_id_prefix!r}, ignored={self.ignored!r}, "
             f"avro={self.avro!r})"
@@ -182,5 +181,5 @@ def parse_options(options: Mapping[str, Any]) -> SinkOptions:
     )
     # Build one configuration now: an unknown or inconsistent property fails the
     # query at analysis time instead of failing every task.
-    config_from_properties(opts.task_properties(0))
+    ProducerConfig.from_properties(opts.task_properties(0))
     return opts

@@ -40,10 +40,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from .. import errors
-from ..bulk.result import BulkSendError
-from ..engine.transactions import PreparedTransaction
-from ..producer import Producer
+from .. import BulkSendError, PreparedTransaction, Producer, errors
 from .avro_columns import avro_encoder
 from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
 from .job_transactions import abort_job, commit_job
@@ -52,7 +49,7 @@ from .options import SinkOptions, refuse_speculation
 try:  # Spark 4.1+: Arrow batches for streaming writes too.
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
 except ImportError:  # pragma: no cover - Spark 4.0
-    DataSourceStreamArrowWriter = None  # type: ignore[assignment,misc]
+    DataSourceStreamArrowWriter = None  # type: ignore[assignment,misc]  # None: not in Spark 4.0
 
 __all__ = [
     "KafkaBatchWriter",

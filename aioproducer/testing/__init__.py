@@ -1,4 +1,11 @@
-"""Test helpers: a local broker launcher and an in-process mock cluster (MockCluster)."""
+"""The test kit for code that uses aioproducer: the in-process mock cluster and its pytest plugin.
+
+:class:`MockCluster` (``aioproducer.testing.mock``) answers the Kafka protocol on
+loopback sockets and keeps every record; ``pytest_plugin`` gives the
+``kafka_cluster``, ``producer`` and ``schema_registry`` fixtures;
+``mock_schema_registry`` is an in-process Confluent Schema Registry. The
+embedded Tansu broker is :mod:`aioproducer.embedded`.
+"""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from .avro_compat import avro_compatible
 from .registry_canonical import canonical
@@ -122,7 +123,7 @@ class MockSchemaRegistry:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0, ssl_context=self.ssl)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = self._runner.addresses[0][1]  # (host, port) of the one site's socket
         return self
 
     async def stop(self) -> None:
@@ -139,7 +140,7 @@ class MockSchemaRegistry:
     # -- plumbing --------------------------------------------------------------
 
     @web.middleware
-    async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         self.requests.append(RecordedRequest(
             request.method, request.path, dict(request.query), dict(request.headers)
         ))

@@ -74,7 +74,7 @@ _MISSING_PYTEST_ASYNCIO = (
 try:
     import pytest_asyncio
 except ImportError:  # pragma: no cover - exercised only without pytest-asyncio
-    pytest_asyncio = None  # type: ignore[assignment]
+    pytest_asyncio = None  # type: ignore[assignment]  # None: the plugin says what to install
 
 
 class ProducerFactory(Protocol):

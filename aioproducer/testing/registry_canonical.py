@@ -66,10 +66,10 @@ def canonical(kind: str, text: str, *, normalize: bool = False) -> str:
 
 
 def _full(name: Any, namespace: str) -> str:
-    name = str(name)
-    if "." in name or not namespace:
-        return name
-    return f"{namespace}.{name}"
+    text = str(name)
+    if "." in text or not namespace:
+        return text
+    return f"{namespace}.{text}"
 
 
 def _space(full: str) -> str:
@@ -166,7 +166,7 @@ def _descriptor(text: str) -> str | None:
         return None
     try:
         raw = base64.b64decode(stripped, validate=True)
-        from google.protobuf import descriptor_pb2  # type: ignore[import-untyped,unused-ignore]
+        from google.protobuf import descriptor_pb2
     except (binascii.Error, ValueError, ImportError):
         return None
     proto = descriptor_pb2.FileDescriptorProto()

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.pattern not in PATTERNS:
         _emit({**base, "status": "skipped", "error": f"java has no API for pattern {cfg.pattern}"})
         return 3
-    from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
+    from tests.support.kafka_broker import KafkaJarsUnavailable
 
     started = time.perf_counter()
     try:

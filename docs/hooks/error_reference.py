@@ -22,8 +22,7 @@ log = logging.getLogger("mkdocs.plugins.error_reference")
 
 def client_error_classes() -> list[type]:
     """Error classes raised by the client itself: aioproducer.errors' own and BulkSendError."""
-    from aioproducer import errors
-    from aioproducer.bulk.result import BulkSendError
+    from aioproducer import BulkSendError, errors
 
     generated = set(errors.ERROR_CODES.values())
     found = [

@@ -1,6 +1,6 @@
 """A replicated three-node Apache Kafka cluster for failover tests.
 
-* ``kafka_cluster`` (session): a :class:`~aioproducer.testing.kafka_cluster.KafkaCluster`
+* ``kafka_cluster`` (session): a :class:`~tests.support.kafka_cluster.KafkaCluster`
   started once (formatting and starting three JVMs takes a while) with Kafka's
   default features (transaction.version 2, eligible leader replicas on); its
   files live under the session's temporary directory.
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.settings import CLUSTERS, TV1_FEATURES
 from tests.conftest import _kafka_libs_or_skip, _show_log_on_failure
+from tests.support.kafka_cluster import KafkaCluster
 
 _HERE = Path(__file__).parent
 

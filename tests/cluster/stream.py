@@ -17,9 +17,9 @@ from typing import Any
 
 from aioproducer import Producer, RecordMetadata
 from aioproducer.errors import KafkaError
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.settings import SETTINGS
 from tests.support.aio import read_back, within
+from tests.support.kafka_cluster import KafkaCluster
 from tests.support.producers import make_producer
 from tests.support.verify import ConsumedRecord
 

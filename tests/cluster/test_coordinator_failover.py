@@ -20,10 +20,10 @@ import uuid
 import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.settings import CLUSTERS, SETTINGS, TRANSACTION_VERSION
 from tests.cluster.stream import SteadyStream, assert_exactly_once
 from tests.support.aio import read_back, within
+from tests.support.kafka_cluster import KafkaCluster
 from tests.support.producers import make_producer
 
 pytestmark = [

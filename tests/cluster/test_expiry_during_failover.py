@@ -17,10 +17,10 @@ import asyncio
 import pytest
 
 from aioproducer import RecordMetadata, errors
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.settings import SETTINGS
 from tests.cluster.stream import SteadyStream, assert_exactly_once
 from tests.support.aio import read_back, within
+from tests.support.kafka_cluster import KafkaCluster
 from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio

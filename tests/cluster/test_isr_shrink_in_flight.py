@@ -29,9 +29,9 @@ from collections import Counter
 import pytest
 
 from aioproducer import RecordMetadata, errors
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.stream import assert_exactly_once, streaming
 from tests.support.aio import read_back
+from tests.support.kafka_cluster import KafkaCluster
 
 pytestmark = pytest.mark.asyncio
 

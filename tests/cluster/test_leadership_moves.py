@@ -15,8 +15,8 @@ import logging
 
 import pytest
 
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.stream import finish, streaming
+from tests.support.kafka_cluster import KafkaCluster
 
 pytestmark = pytest.mark.asyncio
 

@@ -1,7 +1,7 @@
 """A partition leader cut off by the network, not killed: from the controllers, or from its clients.
 
 Each node of a cluster of its own runs in its own network namespace
-(:class:`~aioproducer.testing.netns.NamespaceNetwork`), so links can be cut
+(:class:`~tests.support.netns.NamespaceNetwork`), so links can be cut
 while every process keeps running:
 
 * a leader cut off from the controllers but still reachable by the producer
@@ -32,14 +32,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from aioproducer.testing.kafka_broker import probe_metadata
-from aioproducer.testing.kafka_cluster import KafkaCluster
-from aioproducer.testing.netns import NamespaceNetwork, unavailable_reason
 from tests.cluster.conftest import heal
 from tests.cluster.settings import SETTINGS
 from tests.cluster.stream import SteadyStream, finish
 from tests.conftest import _kafka_libs_or_skip, _show_log_on_failure
 from tests.support.aio import within
+from tests.support.kafka_broker import probe_metadata
+from tests.support.kafka_cluster import KafkaCluster
+from tests.support.netns import NamespaceNetwork, unavailable_reason
 from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio

@@ -23,10 +23,10 @@ import logging
 import pytest
 
 from aioproducer import errors
-from aioproducer.testing.kafka_cluster import KafkaCluster
 from tests.cluster.settings import SETTINGS
 from tests.cluster.stream import finish, streaming
 from tests.support.aio import read_back, within
+from tests.support.kafka_cluster import KafkaCluster
 from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aioproducer.testing.kafka_broker import KafkaBroker
+from tests.support.kafka_broker import KafkaBroker
 
 
 @pytest.fixture(scope="session", params=[1, 2], ids=["tv1", "tv2"])

@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
 from benchmarks import matrix, run
 from benchmarks.clients.java import SOURCE
 from tests.support.javac import JavaProgram, compile_java, skip_or_fail
+from tests.support.kafka_broker import KafkaJarsUnavailable
 
 RECORDS = 1000
 WARMUP = 500

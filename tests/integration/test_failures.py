@@ -8,8 +8,8 @@ import time
 import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
-from aioproducer.testing.kafka_broker import KafkaBroker
 from tests.support.aio import gather_within, read_back, until, within
+from tests.support.kafka_broker import KafkaBroker
 
 pytestmark = pytest.mark.asyncio
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 import pytest
 
 from aioproducer import Producer
-from aioproducer.testing.kafka_broker import KafkaBroker
+from tests.support.kafka_broker import KafkaBroker
 from tests.support.verify import ConsumedRecord, read_records
 
 RECORDS = 100_000

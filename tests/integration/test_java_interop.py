@@ -21,10 +21,10 @@ import pyarrow as pa
 import pytest
 
 from aioproducer import Producer, RecordMetadata
-from aioproducer.testing.kafka_broker import KafkaJarsUnavailable
 from tests.support.aio import gather_within, within
 from tests.support.java_read import java_key_partitions, java_programs, java_read_records
 from tests.support.javac import JavaProgram, skip_or_fail
+from tests.support.kafka_broker import KafkaJarsUnavailable
 from tests.support.verify import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, ConsumedRecord
 
 pytestmark = pytest.mark.asyncio

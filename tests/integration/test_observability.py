@@ -7,7 +7,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from aioproducer import Producer
-from aioproducer.integrations.opentelemetry import TraceContextInterceptor, extract_context
+from aioproducer.telemetry.opentelemetry import TraceContextInterceptor, extract_context
 from tests.support.aio import gather_within, read_back
 
 pytestmark = pytest.mark.asyncio

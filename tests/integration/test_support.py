@@ -9,7 +9,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from aioproducer.testing.kafka_broker import KafkaBroker
+from tests.support.kafka_broker import KafkaBroker
 from tests.support.verify import (
     TIMESTAMP_CREATE_TIME,
     count_records,

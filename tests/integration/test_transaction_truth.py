@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.testing.kafka_broker import KafkaBroker
 from tests.mock.test_enqueue_state_races import HeldSerializer
 from tests.support.aio import read_back, within
+from tests.support.kafka_broker import KafkaBroker
 
 pytestmark = pytest.mark.asyncio
 

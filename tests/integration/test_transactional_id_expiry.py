@@ -29,8 +29,8 @@ from aioproducer import Producer, errors
 from aioproducer.engine.transactions import TransactionManager
 from aioproducer.protocol.messages import Api
 from aioproducer.protocol.schema import INT16, INT32, INT64, STRING, Array, Field, Struct
-from aioproducer.testing.kafka_broker import KafkaBroker
 from tests.conftest import _show_log_on_failure
+from tests.support.kafka_broker import KafkaBroker
 from tests.support.verify import read_records
 
 pytestmark = pytest.mark.asyncio

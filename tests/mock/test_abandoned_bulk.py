@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from aioproducer import BulkSendError, Producer, ProducerLoopError
+from aioproducer import BulkProgress, BulkSendError, Producer, ProducerLoopError
 from aioproducer.bulk import appender as appender_module
 from aioproducer.bulk.appender import SLICE_RECORDS, BulkAppender
-from aioproducer.bulk.progress import BulkProgress
 from aioproducer.bulk.result import BulkSpan
 from aioproducer.testing import MockCluster
 from tests.support.loop_thread import LoopThread

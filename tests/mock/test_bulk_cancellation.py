@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from aioproducer import BulkResult, BulkSendError, Producer, errors
-from aioproducer.bulk.progress import BulkProgress
+from aioproducer import BulkProgress, BulkResult, BulkSendError, Producer, errors
 from aioproducer.testing import MockCluster
 from tests.support.aio import until, within
 

@@ -9,8 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from aioproducer import Producer
-from aioproducer.integrations.opentelemetry import instrument
-from aioproducer.integrations.prometheus import register
+from aioproducer.telemetry.opentelemetry import instrument
+from aioproducer.telemetry.prometheus import register
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio

@@ -11,8 +11,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 from aioproducer import BulkSendError, Producer, RecordMetadata, errors
-from aioproducer.integrations.opentelemetry import TraceContextInterceptor, extract_context
 from aioproducer.interceptors import ProducerRecord
+from aioproducer.telemetry.opentelemetry import TraceContextInterceptor, extract_context
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.metrics import MetricName
+from aioproducer.telemetry.metrics import MetricName
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
 

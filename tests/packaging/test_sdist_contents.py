@@ -21,13 +21,18 @@ from tests.support.repo import repo_root_or_skip
 SPEEDUPS = "aioproducer/_speedups"
 # Besides the package's modules and the C kernels' sources: what pip and a reader need.
 REQUIRED = {
-    "PKG-INFO", "pyproject.toml", "setup.py", "README.md", "CHANGELOG.md",
+    "PKG-INFO", "pyproject.toml", "setup.py", "README.md", "CHANGELOG.md", "LICENSE",
     "aioproducer/__init__.py", "aioproducer/py.typed", f"{SPEEDUPS}/_kernels.pyi",
 }
 # Build products and local state: never in an sdist.
 FORBIDDEN_PARTS = {"build", "dist", ".venv", ".cache", "__pycache__", ".pytest_cache",
                    ".hypothesis", ".mypy_cache", ".ruff_cache", ".git"}
 FORBIDDEN_SUFFIXES = {".so", ".pyd", ".o", ".pyc", ".pyo"}
+# The test suite's Apache Kafka harness: repository-only (tests/support), never installed.
+HARNESS = {"kafka_broker.py", "kafka_cluster.py", "kafka_admin.py", "netns.py"}
+# What aioproducer/testing ships: the user's kit (the mock cluster is its subpackage mock/).
+TESTING_KIT = {"__init__.py", "avro_compat.py", "mock_schema_registry.py", "pytest_plugin.py",
+               "registry_canonical.py"}
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +116,14 @@ def test_the_sdist_holds_the_package_and_its_project_files_only(names: set[str])
     stray = sorted(n for n in names if not n.startswith(allowed_dirs) and n not in top_files
                    and not n.startswith("LICEN"))
     assert stray == []
+
+
+def test_the_testing_package_is_the_users_kit(names: set[str]) -> None:
+    # The Kafka harness (KafkaBroker, KafkaCluster, network namespaces) is the project's own:
+    # no file of it ships; the embedded broker the CLI starts is product code (embedded/).
+    assert sorted(n for n in names if PurePosixPath(n).name in HARNESS) == []
+    testing = {PurePosixPath(n).name for n in names
+               if PurePosixPath(n).parent == PurePosixPath("aioproducer/testing")}
+    assert sorted(testing) == sorted(TESTING_KIT)
+    embedded = {"aioproducer/embedded/local_broker.py", "aioproducer/embedded/broker_process.py"}
+    assert sorted(embedded - names) == []

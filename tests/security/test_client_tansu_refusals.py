@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.testing.local_broker import LocalBroker
+from aioproducer.embedded import LocalBroker
 from tests.support.aio import within
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.integration]

@@ -4,7 +4,7 @@ The Java reference clients (a ``KafkaConsumer`` reading back what aioproducer
 wrote, Java's ``KafkaProducer`` as a benchmark peer) are single source files
 compiled with ``javac`` against the jars that ``tools/kafka/fetch.sh`` puts in
 ``.cache/kafka/<version>/libs`` (see
-:func:`aioproducer.testing.kafka_broker.find_kafka_libs`). Classes land in
+:func:`tests.support.kafka_broker.find_kafka_libs`). Classes land in
 ``.cache/java/<kafka-clients jar>/<name>`` and are reused while each class file
 is newer than its source; a process compiles a given set at most once.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from aioproducer.testing.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
+from tests.support.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
 
 __all__ = ["SMALL_JVM", "JavaProgram", "JavaToolsUnavailable", "compile_java", "skip_or_fail"]
 

@@ -53,8 +53,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from aioproducer.testing.kafka_broker import KafkaBroker, Listener
 from tests.support.certs import Pki
+from tests.support.kafka_broker import KafkaBroker, Listener
 from tests.support.oidc_issuer import AUDIENCE, OidcIssuer
 from tests.support.verify import create_topic
 
@@ -340,7 +340,7 @@ def start_secure_kafka(workdir: Path, pki: Pki, *, heap: str = "768m") -> Secure
 
 def kafka_jars_present() -> str | None:
     """None when the Kafka jars and Java are there, else why not (for a skip)."""
-    from aioproducer.testing.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
+    from tests.support.kafka_broker import KafkaJarsUnavailable, find_kafka_libs
 
     try:
         find_kafka_libs()

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from aioproducer import Producer
-from aioproducer.testing.local_broker import LocalBroker
+from aioproducer.embedded import LocalBroker
 from tests.support.verify import read_records
 
 pytestmark = pytest.mark.integration

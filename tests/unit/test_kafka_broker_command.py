@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aioproducer.testing.kafka_broker import KafkaBroker, Listener
+from tests.support.kafka_broker import KafkaBroker, Listener
 
 
 def test_jvm_args_come_before_the_classpath(tmp_path: Path) -> None:

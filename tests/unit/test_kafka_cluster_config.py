@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aioproducer.testing.kafka_cluster import KafkaCluster
-from aioproducer.testing.netns import NamespaceNetwork, NamespaceUnavailable
+from tests.support.kafka_cluster import KafkaCluster
+from tests.support.netns import NamespaceNetwork, NamespaceUnavailable
 
 
 def test_three_nodes_share_one_quorum_and_replicate_three_times(tmp_path: Path) -> None:

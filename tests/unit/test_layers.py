@@ -2,8 +2,9 @@
 
 Bottom up: ``protocol`` (sans-I/O) <- ``net`` and ``sasl`` (connections, metadata, security)
 <- ``engine`` (batches, accumulator, sender) <- ``bulk`` <- the facade (``producer*``,
-``loop_binding``) <- ``testing``, ``spark``, ``integrations``, ``cli``. ``config``, ``errors``,
-``logs`` and the metrics modules are shared by all. A lower layer never imports a higher one.
+``loop_binding``) <- ``testing``, ``embedded``, ``spark``, ``integrations``, ``cli``. ``config``,
+``errors``, ``logs`` and ``telemetry`` are shared by all; ``types`` (the public value types) is a
+leaf beside ``errors``. A lower layer never imports a higher one.
 """
 
 from __future__ import annotations
@@ -20,14 +21,18 @@ FACADE = (
     "producer", "producer_bulk", "producer_lifecycle", "producer_settings", "producer_transactions",
     "loop_binding",
 )
-TOP = ("testing", "spark", "integrations", "cli")
-SHARED = ("config", "errors", "error_codes", "logs", "metrics")
+TOP = ("testing", "embedded", "spark", "integrations", "cli")
+SHARED = ("config", "errors", "error_codes", "logs", "telemetry")
 
 # What each layer must not import (first component under aioproducer); "*" is
 # everything but the layers ALLOWED names.
-ALLOWED: dict[str, tuple[str, ...]] = {"protocol": ("_speedups",)}  # its compiled twins
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "protocol": ("_speedups",),  # its compiled twins
+    "types": ("errors",),  # BulkSendError is a KafkaError
+}
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "protocol": ("*",),
+    "types": ("*",),
     "net": ("engine", "bulk", *FACADE, *TOP),
     "sasl": ("engine", "bulk", *FACADE, *TOP),
     "engine": ("bulk", *FACADE, *TOP),

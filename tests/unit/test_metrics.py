@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioproducer.logs import RateLimiter
-from aioproducer.metrics import (
+from aioproducer.telemetry.metrics import (
     Avg,
     CumulativeCount,
     CumulativeSum,
@@ -24,7 +24,7 @@ from aioproducer.metrics import (
     WindowedCount,
     WindowedSum,
 )
-from aioproducer.producer_metrics import ProducerMetrics
+from aioproducer.telemetry.producer_metrics import ProducerMetrics
 
 CFG = MetricConfig(samples=2, window=30.0)
 

@@ -24,23 +24,23 @@ MODULES = [
     "aioproducer.testing.pytest_plugin",
     "aioproducer.integrations.aiohttp",
     "aioproducer.integrations.fastapi",
-    "aioproducer.integrations.prometheus",
-    "aioproducer.integrations.opentelemetry",
+    "aioproducer.telemetry.prometheus",
+    "aioproducer.telemetry.opentelemetry",
     "aioproducer.spark",
 ]
 # Types the public API hands out or takes, defined in modules without a public __all__ of their own.
 TYPES = [
-    "aioproducer.bulk.result.FailedRecords",
-    "aioproducer.interceptors.ProducerInterceptor",
-    "aioproducer.interceptors.ProducerRecord",
-    "aioproducer.metrics.MetricName",
+    "aioproducer.types.FailedRecords",
+    "aioproducer.types.ProducerInterceptor",
+    "aioproducer.types.ProducerRecord",
+    "aioproducer.types.MetricName",
     "aioproducer.testing.mock.MockRecord",
 ]
 # Importing these needs an optional extra; without it their names cannot be reached.
 OPTIONAL = {
     "aioproducer.integrations.aiohttp": "aiohttp",
-    "aioproducer.integrations.prometheus": "prometheus_client",
-    "aioproducer.integrations.opentelemetry": "opentelemetry",
+    "aioproducer.telemetry.prometheus": "prometheus_client",
+    "aioproducer.telemetry.opentelemetry": "opentelemetry",
     "aioproducer.spark": "pyspark",
 }
 

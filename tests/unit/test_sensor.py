@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from aioproducer.metrics import (
+from aioproducer.telemetry.metrics import (
     Avg,
     CumulativeCount,
     CumulativeSum,
@@ -74,7 +74,7 @@ class _LoudSensor(Sensor):
 def test_the_sensor_methods_are_the_python_ones_with_or_without_kernels() -> None:
     for method in (Sensor.record, Sensor.record_summary):
         assert inspect.isfunction(method), method
-        assert method.__module__ == "aioproducer.metrics"
+        assert method.__module__ == "aioproducer.telemetry.metrics"
     try:
         compiled = importlib.import_module("aioproducer._speedups._kernels")
     except ImportError:

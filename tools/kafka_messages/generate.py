@@ -28,7 +28,7 @@ COMMAND = "python -m tools.kafka_messages.generate"
 
 # The APIs aioproducer sends or the mock cluster serves (protocol/apis.py,
 # testing/mock/handlers.py), and the admin APIs of the test harness
-# (testing/kafka_admin.py).
+# (tests/support/kafka_admin.py).
 APIS = (
     "Produce",
     "Metadata",

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import inspect
 import struct
-from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from ... import errors
 from ...protocol.record_parsing import parse_record_batches
@@ -89,7 +89,7 @@ async def respond(cluster: ClusterView, ctx: RequestContext, body: Message) -> B
     if intercept is not None:
         result = intercept(body, ctx)
         if inspect.isawaitable(result):
-            result = await cast("Awaitable[Message | Body | None]", result)
+            result = await result
         if result is not None:
             return None if no_answer else dict(result)
     return _HANDLERS[ctx.api_key](cluster, ctx, body)

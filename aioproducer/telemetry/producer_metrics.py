@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..protocol.records import RECORD_BATCH_OVERHEAD
 from .metrics import (
     Avg,
     CumulativeCount,
@@ -32,7 +33,6 @@ from .metrics import (
     Sensor,
     WindowedCount,
 )
-from .protocol.records import RECORD_BATCH_OVERHEAD
 
 __all__ = ["NodeTraffic", "ProducerMetrics"]
 

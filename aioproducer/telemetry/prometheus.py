@@ -3,7 +3,7 @@
 ::
 
     from prometheus_client import generate_latest
-    from aioproducer.integrations.prometheus import register
+    from aioproducer.telemetry.prometheus import register
 
     register(producer)            # into prometheus_client.REGISTRY
     text = generate_latest()      # kafka_producer_record_send_total{client_id="producer-1"} 1000.0
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
 
-from . import missing_extra
+from ..errors import missing_extra
 
 try:
     from prometheus_client import REGISTRY, CollectorRegistry
@@ -32,10 +31,8 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra
     raise missing_extra(__name__, "prometheus-client", "prometheus") from None
 
-from ..producer_metrics import NODE_GROUP, PRODUCER_GROUP, TOPIC_GROUP
-
-if TYPE_CHECKING:
-    from ..producer import Producer
+from .metrics import MetricsSource
+from .producer_metrics import NODE_GROUP, PRODUCER_GROUP, TOPIC_GROUP
 
 __all__ = ["ProducerCollector", "register"]
 
@@ -53,17 +50,17 @@ def family_name(name: str, group: str) -> str:
 class ProducerCollector(Collector):
     """A prometheus_client collector over the metrics of some producers."""
 
-    def __init__(self, producers: Iterable[Producer] = ()) -> None:
-        self._producers: weakref.WeakSet[Producer] = weakref.WeakSet(producers)
+    def __init__(self, producers: Iterable[MetricsSource] = ()) -> None:
+        self._producers: weakref.WeakSet[MetricsSource] = weakref.WeakSet(producers)
 
     def __repr__(self) -> str:
         return f"<ProducerCollector producers={len(self._producers)}>"
 
-    def track(self, producer: Producer) -> None:
+    def track(self, producer: MetricsSource) -> None:
         """Serve ``producer``'s metrics too (held weakly: a collected producer drops out)."""
         self._producers.add(producer)
 
-    def untrack(self, producer: Producer) -> None:
+    def untrack(self, producer: MetricsSource) -> None:
         """Stop serving ``producer``'s metrics (nothing happens if it was not tracked)."""
         self._producers.discard(producer)
 
@@ -92,7 +89,9 @@ class ProducerCollector(Collector):
         yield from families.values()
 
 
-def register(producer: Producer, registry: CollectorRegistry | None = None) -> ProducerCollector:
+def register(
+    producer: MetricsSource, registry: CollectorRegistry | None = None
+) -> ProducerCollector:
     """Expose ``producer``'s metrics in ``registry`` (default: the global REGISTRY).
 
     Returns the registry's collector; call its ``untrack(producer)`` to stop.

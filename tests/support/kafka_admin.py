@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..protocol.messages import Api
-from ..protocol.schema import INT8, INT16, INT32, STRING, Array, Field, Struct
-from .broker_process import HOST
+from aioproducer.embedded.broker_process import HOST
+from aioproducer.protocol.messages import Api
+from aioproducer.protocol.schema import INT8, INT16, INT32, STRING, Array, Field, Struct
+
 from .kafka_broker import probe
 
 __all__ = [
@@ -142,7 +143,7 @@ def elect_leaders(
     """Elect the preferred replica of each partition as its leader.
 
     A partition already led by its preferred replica counts as done.
-    ``host`` and ``source`` are as :func:`~aioproducer.testing.kafka_broker.probe` takes them.
+    ``host`` and ``source`` are as :func:`~tests.support.kafka_broker.probe` takes them.
     """
     body = {
         "election_type": ELECTION_PREFERRED,

@@ -17,8 +17,11 @@ is young.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..types import MetricName
 
 __all__ = [
     "Avg",
@@ -29,6 +32,7 @@ __all__ = [
     "MetricConfig",
     "MetricName",
     "Metrics",
+    "MetricsSource",
     "Rate",
     "SampledStat",
     "Sensor",
@@ -37,24 +41,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class MetricName:
-    """A metric's identity: ``name`` within ``group``, with sorted ``tags``.
+class MetricsSource(Protocol):
+    """What an exporter reads: an object whose ``metrics()`` gives every metric's value now.
 
-    As in Java, the description is not part of the identity.
+    A :class:`~aioproducer.Producer` is one; the exporters hold it weakly.
     """
 
-    name: str
-    group: str
-    tags: tuple[tuple[str, str], ...] = ()
-    description: str = field(default="", compare=False, hash=False)
-
-    def tag(self, key: str) -> str | None:
-        """The value of tag ``key``, or None."""
-        for k, v in self.tags:
-            if k == key:
-                return v
-        return None
+    def metrics(self) -> Mapping[MetricName, float]: ...
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ Example::
         run_client(broker.bootstrap_servers)
 
 Several brokers make a cluster when they share a ``cluster_id`` and a
-``voters`` string (see :mod:`aioproducer.testing.kafka_cluster`).
+``voters`` string (see :mod:`tests.support.kafka_cluster`).
 """
 
 from __future__ import annotations
@@ -34,9 +34,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..protocol.messages import METADATA, Api
-from ..protocol.schema_framing import decode_response, encode_request, read_correlation_id
-from .broker_process import HOST, BrokerProcess, BrokerStartError, free_port, port_accepts
+from aioproducer.embedded.broker_process import (
+    HOST,
+    BrokerProcess,
+    BrokerStartError,
+    free_port,
+    port_accepts,
+)
+from aioproducer.protocol.messages import METADATA, Api
+from aioproducer.protocol.schema_framing import decode_response, encode_request, read_correlation_id
 
 __all__ = [
     "KAFKA_VERSION",

@@ -3,7 +3,7 @@
 Metrics: :func:`instrument` registers one observable instrument per Java metric
 on a Meter, read from ``producer.metrics()`` when the SDK collects::
 
-    from aioproducer.integrations.opentelemetry import instrument
+    from aioproducer.telemetry.opentelemetry import instrument
     instrument(producer)                      # the global MeterProvider
 
 Instruments are named ``kafka.producer.<name>``, ``kafka.producer.topic.<name>``
@@ -26,9 +26,9 @@ import math
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import missing_extra
+from ..errors import missing_extra
 
 try:
     from opentelemetry import metrics as otel_metrics
@@ -39,12 +39,9 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra
     raise missing_extra(__name__, "opentelemetry-api", "opentelemetry") from None
 
-from ..interceptors import ProducerRecord
-from ..metrics import MetricName
-from ..producer_metrics import NODE_GROUP, TOPIC_GROUP, ProducerMetrics
-
-if TYPE_CHECKING:
-    from ..producer import Producer
+from ..types import MetricName, ProducerRecord
+from .metrics import MetricsSource
+from .producer_metrics import NODE_GROUP, TOPIC_GROUP, ProducerMetrics
 
 __all__ = ["ProducerInstruments", "TraceContextInterceptor", "extract_context", "instrument"]
 
@@ -66,8 +63,8 @@ class ProducerInstruments:
     """
 
     def __init__(self, meter: Meter) -> None:
-        self._producers: weakref.WeakSet[Producer] = weakref.WeakSet()
-        self._snapshots: weakref.WeakKeyDictionary[Producer, tuple[float, _Snapshot]] = (
+        self._producers: weakref.WeakSet[MetricsSource] = weakref.WeakSet()
+        self._snapshots: weakref.WeakKeyDictionary[MetricsSource, tuple[float, _Snapshot]] = (
             weakref.WeakKeyDictionary()
         )
         seen: dict[tuple[str, str], MetricName] = {}
@@ -91,11 +88,11 @@ class ProducerInstruments:
     def __repr__(self) -> str:
         return f"<ProducerInstruments instruments={len(self.instruments)} producers={len(self._producers)}>"
 
-    def track(self, producer: Producer) -> None:
+    def track(self, producer: MetricsSource) -> None:
         """Report ``producer``'s metrics through these instruments too (held weakly)."""
         self._producers.add(producer)
 
-    def untrack(self, producer: Producer) -> None:
+    def untrack(self, producer: MetricsSource) -> None:
         """Stop reporting ``producer``'s metrics (nothing happens if it was not tracked)."""
         self._producers.discard(producer)
 
@@ -109,7 +106,7 @@ class ProducerInstruments:
 
         return observe
 
-    def _values(self, producer: Producer) -> _Snapshot:
+    def _values(self, producer: MetricsSource) -> _Snapshot:
         now = time.monotonic()
         taken = self._snapshots.get(producer)
         if taken is not None and now - taken[0] <= _SNAPSHOT_TTL:
@@ -128,7 +125,7 @@ _INSTRUMENTS: weakref.WeakKeyDictionary[Any, ProducerInstruments] = weakref.Weak
 
 
 def instrument(
-    producer: Producer, meter_provider: MeterProvider | None = None
+    producer: MetricsSource, meter_provider: MeterProvider | None = None
 ) -> ProducerInstruments:
     """Observe ``producer``'s metrics through the ``aioproducer`` Meter of ``meter_provider``.
 

