@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .. import errors
 from ..net.cluster import BrokerInfo
 from ..protocol.compression import Codec
+from ..protocol.generated import ProduceRequest, ProduceResponse
+from ..protocol.generated.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    TopicProduceData,
+)
 from .batch import ProducerBatch
 from .retry import Written, written_after
 
@@ -71,21 +77,22 @@ async def build_payloads(batches: list[ProducerBatch]) -> None:
 
 def produce_body(
     batches: list[ProducerBatch], *, transactional_id: str | None, acks: int, timeout_ms: int
-) -> dict[str, Any]:
-    """The Produce request body carrying ``batches`` (built), grouped by topic."""
-    topic_data: dict[str, list[dict[str, Any]]] = {}
+) -> ProduceRequest:
+    """The Produce request carrying ``batches`` (built), grouped by topic."""
+    topic_data: dict[str, list[PartitionProduceData]] = {}
     for batch in batches:
-        topic_data.setdefault(batch.topic, []).append(
-            {"index": batch.partition, "records": batch.payload}
-        )
-    return {
-        "transactional_id": transactional_id,
-        "acks": acks,
-        "timeout_ms": timeout_ms,
-        "topic_data": [
-            {"name": topic, "partition_data": parts} for topic, parts in topic_data.items()
+        parts = topic_data.get(batch.topic)
+        if parts is None:
+            parts = topic_data[batch.topic] = []
+        parts.append(PartitionProduceData(index=batch.partition, records=batch.payload))
+    return ProduceRequest(
+        transactional_id=transactional_id,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=[
+            TopicProduceData(name=topic, partition_data=parts) for topic, parts in topic_data.items()
         ],
-    }
+    )
 
 
 class BatchOutcome(NamedTuple):
@@ -100,14 +107,15 @@ class BatchOutcome(NamedTuple):
     log_append_time_ms: int
 
 
-def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[BatchOutcome]:
+def partition_outcomes(
+    batches: list[ProducerBatch], response: ProduceResponse
+) -> Iterator[BatchOutcome]:
     """One outcome per batch, in request order, from a decoded Produce response."""
-    # Fields are read as items: a Message's attribute access is a Python call.
-    results: dict[tuple[str, int], Any] = {}
-    for topic in response["responses"]:
-        name = topic["name"]
-        for part in topic["partition_responses"]:
-            results[(name, part["index"])] = part
+    results: dict[tuple[str, int], PartitionProduceResponse] = {}
+    for topic in response.responses:
+        name = topic.name
+        for answer in topic.partition_responses:
+            results[(name, answer.index)] = answer
     for batch in batches:
         part = results.get((batch.topic, batch.partition))
         if part is None:
@@ -116,12 +124,12 @@ def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[
             )
             yield BatchOutcome(batch, missing, None, -1, -1)
             continue
-        code = part["error_code"]
+        code = part.error_code
         if not code:
-            yield BatchOutcome(batch, None, None, part["base_offset"], part["log_append_time_ms"])
+            yield BatchOutcome(batch, None, None, part.base_offset, part.log_append_time_ms)
             continue
-        detail = part.get("error_message") or ""
-        record_errors = part.get("record_errors") or []
+        detail = part.error_message or ""
+        record_errors = part.record_errors
         if record_errors:
             detail += " " + "; ".join(
                 f"record {e.batch_index}: {e.batch_index_error_message}" for e in record_errors
@@ -130,7 +138,7 @@ def partition_outcomes(batches: list[ProducerBatch], response: Any) -> Iterator[
             f"{batch.topic}-{batch.partition}: {detail.strip()}".rstrip(": ")
         )
         yield BatchOutcome(
-            batch, error, written_after(code), part["base_offset"], part["log_append_time_ms"]
+            batch, error, written_after(code), part.base_offset, part.log_append_time_ms
         )
 
 
@@ -142,24 +150,19 @@ _LEADER_MOVED_CODES = frozenset(
 
 
 def leader_hints(
-    response: Any,
+    response: ProduceResponse,
 ) -> tuple[dict[tuple[str, int], tuple[int, int]], list[BrokerInfo]]:
     """The ``(leader, leader_epoch)`` a Produce v10+ response names per refused
     partition, and the addresses of those leaders; empty for older versions."""
     leaders: dict[tuple[str, int], tuple[int, int]] = {}
-    for topic in response["responses"]:
-        for part in topic["partition_responses"]:
-            if part["error_code"] not in _LEADER_MOVED_CODES:
+    for topic in response.responses:
+        for part in topic.partition_responses:
+            if part.error_code not in _LEADER_MOVED_CODES:
                 continue  # a hint comes only with these refusals: most answers stop here
-            hint = part.get("current_leader")
-            if (
-                hint is not None
-                and hint.leader_id >= 0
-                and hint.leader_epoch >= 0
-            ):
+            hint = part.current_leader  # -1/-1 when absent (below v10, or not told)
+            if hint.leader_id >= 0 and hint.leader_epoch >= 0:
                 leaders[(topic.name, part.index)] = (hint.leader_id, hint.leader_epoch)
     brokers = [
-        BrokerInfo(e.node_id, e.host, e.port, e.get("rack"))
-        for e in response.get("node_endpoints") or ()
+        BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
     ] if leaders else []
     return leaders, brokers

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import errors
-from ..protocol.messages import INIT_PRODUCER_ID
+from ..protocol.generated import InitProducerIdRequest
+from ..protocol.kafka_apis import INIT_PRODUCER_ID
 
 if TYPE_CHECKING:
     from ..config import ProducerConfig
@@ -111,10 +112,10 @@ class ProducerIdMixin:
         try:
             node = self._producer_id_node()
             conn = await self._client.connection(node, timeout)
-            body: dict[str, Any] = {
-                "transactional_id": None,
-                "transaction_timeout_ms": self._config.transaction_timeout_ms,
-            }
+            body = InitProducerIdRequest(
+                transactional_id=None,
+                transaction_timeout_ms=self._config.transaction_timeout_ms,
+            )
             response = await conn.request(INIT_PRODUCER_ID, body)
             errors.raise_for_code(response.error_code, f"InitProducerId from broker {node}")
         except asyncio.CancelledError:

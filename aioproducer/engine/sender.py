@@ -25,14 +25,15 @@ import math
 import random
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..config import ProducerConfig
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
 from ..net.connection import BrokerConnection
-from ..protocol.messages import PRODUCE
+from ..protocol.generated import ProduceResponse
+from ..protocol.kafka_apis import PRODUCE
 from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool
@@ -331,11 +332,11 @@ class Sender(ProducerIdMixin):
             async with write_lock:
                 fut = await self._write_request(conn, batches)
             sent_at = time.monotonic()
-            response = await fut
-            if self._metrics is not None and self._acks != 0:
+            response = await fut  # None with acks=0: the broker never answers
+            if self._metrics is not None and response is not None:
                 self._metrics.produce_response(
                     conn.node_id, (time.monotonic() - sent_at) * 1000,
-                    response.get("throttle_time_ms", 0), time.monotonic(),
+                    response.throttle_time_ms, time.monotonic(),
                 )
         except errors.KafkaError as exc:
             self._apply_all(batches, exc)
@@ -345,7 +346,7 @@ class Sender(ProducerIdMixin):
         else:
             unanswered = set(batches)  # those _apply has not taken yet
             try:
-                if self._acks == 0:
+                if response is None:
                     now = time.monotonic()
                     for batch in batches:
                         unanswered.discard(batch)
@@ -391,7 +392,9 @@ class Sender(ProducerIdMixin):
             self.abort_queued(txn.void_error())
         return True
 
-    async def _write_request(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> Any:
+    async def _write_request(
+        self, conn: BrokerConnection, batches: list[ProducerBatch]
+    ) -> asyncio.Future[ProduceResponse | None]:
         """Build the batches (compressing if need be) and write the request."""
         if build_small_payloads(batches):  # large compressed batches are left: off the loop
             await build_payloads(batches)
@@ -412,7 +415,11 @@ class Sender(ProducerIdMixin):
         return fut
 
     def _apply_response(
-        self, batches: list[ProducerBatch], response: Any, node: int, unanswered: set[ProducerBatch]
+        self,
+        batches: list[ProducerBatch],
+        response: ProduceResponse,
+        node: int,
+        unanswered: set[ProducerBatch],
     ) -> None:
         now = time.monotonic()
         leaders, brokers = leader_hints(response)

@@ -43,20 +43,29 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypeVar
 
 from .. import errors
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
-from ..protocol.messages import INIT_PRODUCER_ID, Api
-from ..protocol.schema import Message
-from ..protocol.txn_messages import (
+from ..protocol.generated import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
+from ..protocol.generated.add_partitions_to_txn import AddPartitionsToTxnTopic
+from ..protocol.generated.txn_offset_commit import TxnOffsetCommitRequestTopic
+from ..protocol.kafka_apis import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     COORDINATOR_KEY_GROUP,
     COORDINATOR_KEY_TRANSACTION,
     END_TXN,
+    INIT_PRODUCER_ID,
     TXN_OFFSET_COMMIT,
+    Api,
 )
 from .idempotence import SequenceState
 from .transaction_version import end_txn_identity, transaction_v2_enabled
@@ -65,6 +74,9 @@ from .txn_coordinator import RETRY_CODES, CoordinatorLink
 from .txn_offsets import offset_commit_topics, offsets_to_retry
 
 __all__ = ["PreparedTransaction", "TransactionManager", "TxnState"]
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
 
 log = logging.getLogger("aioproducer.engine.transactions")
 TopicPartition = tuple[str, int]
@@ -279,7 +291,9 @@ class TransactionManager:
         if self.state is not TxnState.UNINITIALIZED:
             raise errors.IllegalStateError(f"init_transactions() already called (state: {self.state.value})")
         deadline = time.monotonic() + self._max_block
-        body = {"transactional_id": self.transactional_id, "transaction_timeout_ms": self._timeout_ms}
+        body = InitProducerIdRequest(
+            transactional_id=self.transactional_id, transaction_timeout_ms=self._timeout_ms
+        )
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.state = TxnState.READY
@@ -326,20 +340,23 @@ class TransactionManager:
         surely = bool(self._added or self._offsets_added)
         # An expired id has no transaction to end (Java's beginCompletingTransaction).
         if (surely or self._maybe_registered) and not (self._id_unmapped and not commit):
-            body = dict(self._identity(), committed=commit)
-            response: Mapping[str, Any]
+            pid, epoch = self._seq.producer_id, self._seq.epoch
+            body = EndTxnRequest(
+                transactional_id=self.transactional_id,
+                producer_id=pid,
+                producer_epoch=epoch,
+                committed=commit,
+            )
+            next_identity = (-1, -1)  # below v5 the answer names none
             try:
                 response = await self._coordinator_request(END_TXN, body, deadline)
+                next_identity = (response.producer_id, response.producer_epoch)
             except errors.InvalidTxnStateError:
                 if surely:
                     raise
-                response = {}  # no registration had reached it: nothing was open
+                # no registration had reached it: nothing was open
             self.end_answered = True
-            identity = end_txn_identity(
-                (self._seq.producer_id, self._seq.epoch),
-                response.get("producer_id", -1),
-                response.get("producer_epoch", -1),
-            )
+            identity = end_txn_identity((pid, epoch), *next_identity)
             if identity is not None:
                 # EndTxn v5 bumped the epoch (or, past the last epoch, gave
                 # a new producer id): every sequence starts again at 0.
@@ -368,18 +385,22 @@ class TransactionManager:
     async def _bump_epoch(self, deadline: float) -> None:
         """InitProducerId naming the current producer id and epoch: the same
         producer goes on with the next epoch (KIP-360); fatal if fenced."""
-        body = dict(self._identity(), transaction_timeout_ms=self._timeout_ms)
+        pid, epoch = self._seq.producer_id, self._seq.epoch
+
+        def body(version: int) -> InitProducerIdRequest:
+            # v3+ names the producer (KIP-360); below, the coordinator bumps the
+            # epoch of the transactional id all the same.
+            known = version >= 3
+            return InitProducerIdRequest(
+                transactional_id=self.transactional_id,
+                transaction_timeout_ms=self._timeout_ms,
+                producer_id=pid if known else -1,
+                producer_epoch=epoch if known else -1,
+            )
+
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.epoch_bump_needed = False
-
-    def _identity(self) -> dict[str, Any]:
-        """The fields naming this producer in a transactional request."""
-        return {
-            "transactional_id": self.transactional_id,
-            "producer_id": self._seq.producer_id,
-            "producer_epoch": self._seq.epoch,
-        }
 
     def _to_ready(self) -> None:
         self._added.clear()
@@ -512,20 +533,26 @@ class TransactionManager:
         """Add consumer offsets to the transaction (consume-transform-produce)."""
         self.check_can_send()
         deadline = time.monotonic() + self._max_block
-        base = self._identity()
+        txn_id, pid, epoch = self.transactional_id, self._seq.producer_id, self._seq.epoch
         self._maybe_registered = True
         if not self.v2:
             # Under v2 TxnOffsetCommit v5 adds the offsets partition (KIP-890).
             await self._coordinator_request(
-                ADD_OFFSETS_TO_TXN, dict(base, group_id=group_id), deadline
+                ADD_OFFSETS_TO_TXN,
+                AddOffsetsToTxnRequest(
+                    transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, group_id=group_id
+                ),
+                deadline,
             )
         self._offsets_added = True
         topics = offset_commit_topics(offsets)
         while topics:
-            body = dict(
-                base,
+            body = TxnOffsetCommitRequest(
+                transactional_id=txn_id,
                 group_id=group_id,
-                topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+                producer_id=pid,
+                producer_epoch=epoch,
+                topics=[TxnOffsetCommitRequestTopic(name=t, partitions=p) for t, p in topics.items()],
             )
             response = await self._request_to_coordinator_of(
                 TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
@@ -546,14 +573,19 @@ class TransactionManager:
                 topics: dict[str, list[int]] = {}
                 for topic, partition in batch:
                     topics.setdefault(topic, []).append(partition)
-                body = dict(
-                    self._identity(),
-                    topics=[{"name": t, "partitions": p} for t, p in topics.items()],
+                # v0-3 (the client's versions) name one transaction at top level.
+                body = AddPartitionsToTxnRequest(
+                    v3_and_below_transactional_id=self.transactional_id,
+                    v3_and_below_producer_id=self._seq.producer_id,
+                    v3_and_below_producer_epoch=self._seq.epoch,
+                    v3_and_below_topics=[
+                        AddPartitionsToTxnTopic(name=t, partitions=p) for t, p in topics.items()
+                    ],
                 )
                 self._maybe_registered = True
                 response = await self._coordinator_request(ADD_PARTITIONS_TO_TXN, body, deadline)
                 retry = False
-                for result in response.results_by_topic:
+                for result in response.results_by_topic_v3_and_below:
                     for part in result.results_by_partition:
                         tp = (result.name, part.partition_index)
                         code = part.partition_error_code
@@ -574,14 +606,17 @@ class TransactionManager:
 
     # -- coordinator plumbing -------------------------------------------------
 
-    async def _coordinator_request(self, api: Api, body: Mapping[str, Any], deadline: float) -> Message:
+    async def _coordinator_request(
+        self, api: Api[Req, Resp], body: Req | Callable[[int], Req], deadline: float
+    ) -> Resp:
         return await self._request_to_coordinator_of(
             api, body, self.transactional_id, COORDINATOR_KEY_TRANSACTION, deadline
         )
 
     async def _request_to_coordinator_of(
-        self, api: Api, body: Mapping[str, Any], key: str, key_type: int, deadline: float
-    ) -> Message:
+        self, api: Api[Req, Resp], body: Req | Callable[[int], Req], key: str, key_type: int,
+        deadline: float,
+    ) -> Resp:
         """A coordinator round trip (:class:`CoordinatorLink`) whose fencing or
         TRANSACTION_ABORTABLE answer becomes this transaction's state."""
         try:

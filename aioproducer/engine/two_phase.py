@@ -13,7 +13,8 @@ from __future__ import annotations
 import time
 
 from .. import errors
-from ..protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, END_TXN
+from ..protocol.generated import EndTxnRequest
+from ..protocol.kafka_apis import COORDINATOR_KEY_TRANSACTION, END_TXN
 from ..types import PreparedTransaction
 from .txn_coordinator import CoordinatorLink
 
@@ -55,12 +56,12 @@ async def end_prepared(link: CoordinatorLink, prepared: PreparedTransaction, com
     """
     if prepared.empty:
         return
-    body = {
-        "transactional_id": prepared.transactional_id,
-        "producer_id": prepared.producer_id,
-        "producer_epoch": prepared.producer_epoch,
-        "committed": commit,
-    }
+    body = EndTxnRequest(
+        transactional_id=prepared.transactional_id,
+        producer_id=prepared.producer_id,
+        producer_epoch=prepared.producer_epoch,
+        committed=commit,
+    )
     what = "commit" if commit else "abort"
     try:
         await link.request(

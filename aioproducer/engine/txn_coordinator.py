@@ -15,18 +15,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 from .. import errors
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
-from ..protocol.messages import Api
-from ..protocol.schema import Message
-from ..protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR
+from ..protocol.generated import FindCoordinatorRequest
+from ..protocol.kafka_apis import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR, Api
 from .transaction_version import choose_version
 
 __all__ = ["CoordinatorLink"]
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
 
 # Answers that mean "ask again", possibly after finding the coordinator anew.
 RETRY_CODES = frozenset({
@@ -72,7 +74,11 @@ class CoordinatorLink:
             try:
                 conn = await self._client.connection(node, max(0.0, deadline - time.monotonic()))
                 version = conn.version_for(FIND_COORDINATOR)
-                body = {"key": key, "key_type": key_type, "coordinator_keys": [key]}
+                # v4 asks for a batch of keys (KIP-699): here always one.
+                if version >= 4:
+                    body = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+                else:
+                    body = FindCoordinatorRequest(key=key, key_type=key_type)
                 response = await conn.request(FIND_COORDINATOR, body, version=version)
             except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
                 self._log.debug(
@@ -80,21 +86,29 @@ class CoordinatorLink:
                 )
                 await self.sleep_before(deadline)
                 continue
-            entry = response.coordinators[0] if version >= 4 else response
-            if entry.error_code in RETRY_CODES:
+            if version >= 4:
+                if not response.coordinators:
+                    raise errors.CorruptResponseError(f"FindCoordinator for {key!r} named no coordinator")
+                entry = response.coordinators[0]
+                code, node_id = entry.error_code, entry.node_id
+            else:
+                code, node_id = response.error_code, response.node_id
+            if code in RETRY_CODES:
                 await self.sleep_before(deadline)
                 continue
-            errors.raise_for_code(entry.error_code, f"FindCoordinator for {key!r}")
-            if entry.node_id not in self._client.snapshot.brokers:
+            errors.raise_for_code(code, f"FindCoordinator for {key!r}")
+            if node_id not in self._client.snapshot.brokers:
                 self._client.request_update()
                 await self._client.wait_for_update(max(0.0, deadline - time.monotonic()))
-            return int(entry.node_id)
+            return node_id
 
     async def request(
-        self, api: Api, body: Mapping[str, Any], key: str, key_type: int, deadline: float,
-        *, v2: bool,
-    ) -> Message:
+        self, api: Api[Req, Resp], body: Req | Callable[[int], Req], key: str, key_type: int,
+        deadline: float, *, v2: bool,
+    ) -> Resp:
         """Send ``api`` to the coordinator of ``key``, finding it again and retrying as needed.
+
+        ``body`` is the request, or makes it for the version the coordinator speaks.
 
         Raises ProducerFencedError for a fencing answer, TransactionAbortableError
         for TRANSACTION_ABORTABLE (KIP-890 part 1), the error of any other code,
@@ -111,7 +125,8 @@ class CoordinatorLink:
                 conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
                 version = choose_version(api.key, conn.version_for(api), v2=v2)
                 self.requests_sent[api.name] += 1
-                response = await conn.request(api, body, version=version)
+                request = body(version) if callable(body) else body
+                response = await conn.request(api, request, version=version)
             except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
                 self._log.debug(
                     "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
@@ -120,7 +135,8 @@ class CoordinatorLink:
                 coordinator = None
                 await self.sleep_before(deadline)
                 continue
-            code = response.get("error_code", 0)
+            # AddPartitionsToTxn and TxnOffsetCommit answer per partition: no top-level code.
+            code: int = getattr(response, "error_code", 0)
             if code in _REFIND_CODES:
                 coordinator = None
             if code in RETRY_CODES:

@@ -9,15 +9,15 @@ still completing, an unknown partition or a timeout) and which fail the call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from .. import errors
-from ..protocol.schema import Message
+from ..protocol.generated import TxnOffsetCommitResponse
+from ..protocol.generated.txn_offset_commit import TxnOffsetCommitRequestPartition
 from .txn_coordinator import RETRY_CODES
 
 __all__ = ["offset_commit_topics", "offsets_to_retry"]
 
-TopicPartitions = dict[str, list[dict[str, Any]]]
+TopicPartitions = dict[str, list[TxnOffsetCommitRequestPartition]]
 # Per-partition TxnOffsetCommit answers that are sent again (besides RETRY_CODES).
 _OFFSET_RETRY_CODES = frozenset(
     {errors.UnknownTopicOrPartitionError.code, errors.RequestTimedOutError.code}
@@ -29,13 +29,15 @@ def offset_commit_topics(offsets: Mapping[tuple[str, int], int]) -> TopicPartiti
     topics: TopicPartitions = {}
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append(
-            {"partition_index": partition, "committed_offset": offset, "committed_metadata": ""}
+            TxnOffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=offset, committed_metadata=""
+            )
         )
     return topics
 
 
 def offsets_to_retry(
-    response: Message, sent: TopicPartitions, group_id: str
+    response: TxnOffsetCommitResponse, sent: TopicPartitions, group_id: str
 ) -> tuple[TopicPartitions, BaseException | None]:
     """The partitions of a TxnOffsetCommit to send again, and the final error if one failed.
 
@@ -52,7 +54,7 @@ def offsets_to_retry(
             if code in RETRY_CODES or code in _OFFSET_RETRY_CODES:
                 entry = next(
                     e for e in sent.get(topic.name, ())
-                    if e["partition_index"] == part.partition_index
+                    if e.partition_index == part.partition_index
                 )
                 retry.setdefault(topic.name, []).append(entry)
                 continue

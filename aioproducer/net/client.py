@@ -29,10 +29,12 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import errors
-from ..protocol.messages import METADATA
+from ..protocol.generated import MetadataRequest, MetadataResponse
+from ..protocol.generated.metadata import MetadataRequestTopic
+from ..protocol.kafka_apis import METADATA
 from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
 from .cluster import BrokerInfo, ClusterSnapshot, TopicInfo
@@ -273,22 +275,25 @@ class KafkaClient(BrokerConnections):
         self._wake_waiters()
         self._notify()
 
-    async def _fetch_metadata(self) -> Any:
+    async def _fetch_metadata(self) -> MetadataResponse:
         last: BaseException | None = None
         # Every node backing off: the one whose backoff ends first (connection() waits it out).
         for node_id in self._preference() or [self.any_node()]:
             try:
                 conn = await self.connection(node_id, self._request_timeout_ms / 1000)
-                conn.version_for(METADATA)  # fails early if no common version
+                version = conn.version_for(METADATA)  # fails early if no common version
                 names = sorted(self._topics)
-                topics = [{"name": t, "topic_id": None} for t in names]
-                body = {"topics": topics, "allow_auto_topic_creation": self._auto_create}
+                topics = [MetadataRequestTopic(name=t) for t in names]
+                # Below v4 brokers decide by their own auto.create.topics.enable.
+                body = MetadataRequest(
+                    topics=topics, allow_auto_topic_creation=self._auto_create or version < 4
+                )
                 self.metadata_requests += 1
                 self._log.debug(
                     "metadata request to broker %s for %d topic(s)", node_id, len(topics),
                     extra={"broker": node_id},
                 )
-                response = await conn.request(METADATA, body)
+                response = await conn.request(METADATA, body, version=version)
                 self._new_topics.difference_update(names)
                 return response
             except asyncio.CancelledError:

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+if TYPE_CHECKING:
+    from ..protocol.generated import MetadataResponse
 
 __all__ = ["BrokerInfo", "ClusterSnapshot", "PartitionInfo", "TopicInfo"]
 
@@ -41,7 +45,7 @@ class TopicInfo:
     # (topic, partition) keys, made once: the producer uses them for every record.
     tps: tuple[tuple[str, int], ...] = ()
     # The topic's id (Metadata v10+), None when the broker does not say.
-    topic_id: Any = None
+    topic_id: UUID | None = None
 
 
 @dataclass(slots=True)
@@ -53,7 +57,9 @@ class ClusterSnapshot:
     updated_at: float = 0.0  # monotonic seconds; 0 means never
 
     @classmethod
-    def from_response(cls, response: Any, now: float, previous: ClusterSnapshot | None = None) -> ClusterSnapshot:
+    def from_response(
+        cls, response: MetadataResponse, now: float, previous: ClusterSnapshot | None = None
+    ) -> ClusterSnapshot:
         """Build a snapshot from a decoded Metadata response.
 
         Topics the response does not mention keep their previous entry, so a
@@ -64,7 +70,7 @@ class ClusterSnapshot:
         topic id: a topic deleted and created again starts its epochs anew.
         """
         brokers = {
-            b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.get("rack")) for b in response.brokers
+            b.node_id: BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in response.brokers
         }
         topics = dict(previous.topics) if previous is not None else {}
         for t in response.topics:
@@ -74,14 +80,15 @@ class ClusterSnapshot:
                 sorted(
                     (
                         PartitionInfo(
-                            t.name, p.partition_index, p.leader_id, p.get("leader_epoch", -1), p.error_code
+                            t.name, p.partition_index, p.leader_id, p.leader_epoch, p.error_code
                         )
                         for p in t.partitions
                     ),
                     key=lambda p: p.partition,
                 )
             )
-            topic_id = t.get("topic_id")
+            # The zero UUID is Java's ``Uuid.ZERO_UUID``: no id (below v10, or not told).
+            topic_id = t.topic_id if t.topic_id.int else None
             known = topics.get(t.name)
             if known is not None and topic_id is not None and known.topic_id == topic_id:
                 parts = tuple(_newest(known, p) for p in parts)
@@ -91,8 +98,8 @@ class ClusterSnapshot:
         return cls(
             brokers=brokers,
             topics=topics,
-            cluster_id=response.get("cluster_id"),
-            controller_id=response.get("controller_id", -1),
+            cluster_id=response.cluster_id,
+            controller_id=response.controller_id,
             updated_at=now,
         )
 

@@ -31,25 +31,28 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .. import errors
 from ..logs import ClientLogger
-from ..protocol.apis import APIS_BY_KEY
 from ..protocol.framing import (
     FrameDecoder,
     decode_response,
     encode_request_chunks,
     read_correlation_id,
 )
-from ..protocol.messages import API_VERSIONS, Api, negotiate_version
-from ..protocol.schema import Message
+from ..protocol.generated import ApiVersionsRequest
+from ..protocol.generated._wire import MessageError
+from ..protocol.kafka_apis import API_VERSIONS, APIS_BY_KEY, Api, negotiate_version
 
 __all__ = ["BrokerConnection", "ThrottleStats", "open_connection"]
 
 log = logging.getLogger("aioproducer.net.connection")
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
 
 _READ_CHUNK = 256 * 1024
 # Pending writes above this make writers wait for the socket to drain.
@@ -80,8 +83,8 @@ class TrafficRecorder(Protocol):
 
 @dataclass(slots=True)
 class _Pending:
-    future: asyncio.Future[Message]
-    api: Api
+    future: asyncio.Future[Any]
+    api: Api[Any, Any]
     version: int
     deadline: float
     # Re-authentication traffic does not make an idle connection look used.
@@ -191,7 +194,7 @@ class BrokerConnection:
         now = self._loop.time()
         return any(p.deadline <= now for p in self._pending.values())
 
-    def version_for(self, api: Api) -> int:
+    def version_for(self, api: Api[Any, Any]) -> int:
         """The negotiated version of ``api``, or UnsupportedVersionError."""
         version = self.api_versions.get(api.key)
         if version is None:
@@ -208,36 +211,40 @@ class BrokerConnection:
 
     async def request(
         self,
-        api: Api,
-        body: Mapping[str, Any],
+        api: Api[Req, Resp],
+        body: Req,
         *,
         version: int | None = None,
         timeout: float | None = None,
         urgent: bool = False,
-    ) -> Message:
+    ) -> Resp:
         """Send one request and wait for its response (bounded by the request timeout)."""
         fut = self.send(api, body, version=version, timeout=timeout, urgent=urgent)
         await self.drain()
-        return await fut
+        response = await fut
+        assert response is not None  # expect_response: the response, or an exception
+        return response
 
     def send(
         self,
-        api: Api,
-        body: Mapping[str, Any],
+        api: Api[Req, Resp],
+        body: Req,
         *,
         version: int | None = None,
         timeout: float | None = None,
         expect_response: bool = True,
         urgent: bool = False,
-    ) -> asyncio.Future[Message]:
+    ) -> asyncio.Future[Resp | None]:
         """Write a request now; return the future of its response.
 
-        With ``expect_response=False`` (Produce with acks=0, which the broker
-        never answers) the future resolves to an empty Message at once.
-        Callers should ``await drain()`` afterwards to respect backpressure.
-        While writes are held, the frame waits its turn unless ``urgent``.
+        ``body`` is an instance of ``api.request``; it is encoded at once (a
+        value that does not fit raises :class:`MessageError` here, nothing is
+        written). With ``expect_response=False`` (Produce with acks=0, which the
+        broker never answers) the future resolves to None at once. Callers
+        should ``await drain()`` afterwards to respect backpressure. While
+        writes are held, the frame waits its turn unless ``urgent``.
         """
-        fut: asyncio.Future[Message] = self._loop.create_future()
+        fut: asyncio.Future[Resp | None] = self._loop.create_future()
         if self._closed_error is not None:
             fut.set_exception(self._closed_error)
             return fut
@@ -265,7 +272,7 @@ class BrokerConnection:
             self._traffic.request_sent(sum(map(len, frame)), time.monotonic())
         if not expect_response:
             self._unanswered.append(cid)
-            fut.set_result(Message())
+            fut.set_result(None)
             return fut
         deadline = self._loop.time() + (self.request_timeout if timeout is None else timeout)
         self._pending[cid] = _Pending(fut, api, version, deadline, urgent)
@@ -420,7 +427,7 @@ class BrokerConnection:
             self._traffic.response_received(len(frame) + 4, time.monotonic())  # + the size prefix
         try:
             message = decode_response(pending.api, pending.version, frame)
-        except ValueError as exc:
+        except (MessageError, ValueError) as exc:
             if not pending.future.done():
                 pending.future.set_exception(
                     errors.CorruptResponseError(
@@ -428,7 +435,8 @@ class BrokerConnection:
                     )
                 )
             return
-        throttle_ms = message.get("throttle_time_ms") or 0
+        # SaslHandshake and SaslAuthenticate responses have no throttle time.
+        throttle_ms: int = getattr(message, "throttle_time_ms", 0)
         if throttle_ms > 0:
             self.throttle_time_ms.record(throttle_ms)
             self.throttled_until = max(self.throttled_until, time.monotonic() + throttle_ms / 1000)
@@ -551,7 +559,9 @@ async def open_connection(
 
 
 async def _negotiate(conn: BrokerConnection, software_version: str, timeout: float) -> dict[int, int]:
-    body = {"client_software_name": "aioproducer", "client_software_version": software_version}
+    body = ApiVersionsRequest(
+        client_software_name="aioproducer", client_software_version=software_version
+    )
     response = await conn.request(
         API_VERSIONS, body, version=API_VERSIONS.max_version, timeout=timeout
     )
@@ -566,12 +576,10 @@ async def _negotiate(conn: BrokerConnection, software_version: str, timeout: flo
         chosen = negotiate_version(api, entry.min_version, entry.max_version)
         if chosen is not None:
             versions[api.key] = chosen
-    epoch = response.get("finalized_features_epoch", -1)
+    epoch = response.finalized_features_epoch  # -1 below v3 and when the broker has none
     if epoch >= 0:
         conn.finalized_features_epoch = epoch
-        conn.finalized_features = {
-            f.name: f.max_version_level for f in response.get("finalized_features") or ()
-        }
+        conn.finalized_features = {f.name: f.max_version_level for f in response.finalized_features}
     return versions
 
 

@@ -24,7 +24,8 @@ import logging
 import random
 
 from .. import errors
-from ..protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from ..protocol.generated import SaslAuthenticateRequest, SaslHandshakeRequest
+from ..protocol.kafka_apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from ..sasl.credentials import SaslCredentials, SaslExchange
 from .connection import BrokerConnection
 
@@ -70,7 +71,7 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
     handshake_version = min(conn.api_versions.get(SASL_HANDSHAKE.key, 1), 1)
     try:
         response = await conn.request(
-            SASL_HANDSHAKE, {"mechanism": mechanism}, version=handshake_version, urgent=urgent
+            SASL_HANDSHAKE, SaslHandshakeRequest(mechanism=mechanism), version=handshake_version, urgent=urgent
         )
     except errors.ConnectionLostError as exc:
         # Kafka answers an unknown mechanism with code 33; some brokers (Tansu
@@ -94,15 +95,17 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
         message: bytes | None = await _first_message(exchange, where)
         lifetime = 0
         while message is not None:
-            response = await conn.request(SASL_AUTHENTICATE, {"auth_bytes": message}, urgent=urgent)
-            if response.error_code:
-                detail = response.get("error_message") or ""
-                raise errors.error_for_code(response.error_code)(
+            auth = await conn.request(
+                SASL_AUTHENTICATE, SaslAuthenticateRequest(auth_bytes=message), urgent=urgent
+            )
+            if auth.error_code:
+                detail = auth.error_message or ""
+                raise errors.error_for_code(auth.error_code)(
                     f"{mechanism} authentication with {where} failed"
                     + (f": {detail}" if detail else "")
                 )
-            lifetime = response.get("session_lifetime_ms") or 0
-            message = await exchange.step(response.auth_bytes or b"")
+            lifetime = auth.session_lifetime_ms  # 0 below v1: no expiry (KIP-368)
+            message = await exchange.step(bytes(auth.auth_bytes))
     except errors.SaslAuthenticationError as exc:
         if exc.message and where in exc.message:
             raise

@@ -3,19 +3,19 @@
 Every Kafka message on the wire is ``int32 size`` followed by ``size`` bytes.
 A request frame holds a request header then the body; a response frame holds a
 response header (just the correlation id, plus tagged fields in header v1) then
-the body. :class:`FrameDecoder` accepts input in arbitrary pieces, so the I/O
-layer can hand it whatever a socket read returned.
+the body. Bodies are Kafka's generated message classes (``protocol/generated``),
+named per API by :mod:`.kafka_apis`. :class:`FrameDecoder` accepts input in
+arbitrary pieces, so the I/O layer can hand it whatever a socket read returned.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from .messages import API_VERSIONS, PRODUCE, Api
-from .produce_codec import decode_produce_body, produce_body_chunks
-from .schema import Message, SchemaError, skip_tagged_fields
+from .generated._wire import MessageError, skip_tags
+from .kafka_apis import API_VERSIONS, Api
 
 __all__ = [
     "FrameDecoder",
@@ -28,10 +28,13 @@ __all__ = [
     "read_correlation_id",
 ]
 
+Resp = TypeVar("Resp")
+
 _SIZE = struct.Struct(">i")
 _REQUEST_HEADER = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
 _NULL_CLIENT_ID = b"\xff\xff"
+_UNSUPPORTED_VERSION = b"\x00\x23"  # error 35 at the head of an ApiVersions body
 
 # Far above any sane response (message.max.bytes defaults to 1 MiB, fetch.max.bytes
 # to 50 MiB); a larger prefix means we are not talking to a Kafka broker.
@@ -85,43 +88,40 @@ def _client_id_bytes(client_id: str | None) -> bytes:
 
 
 def encode_request_chunks(
-    api: Api,
-    version: int,
-    correlation_id: int,
-    client_id: str | None,
-    body: Mapping[str, Any],
+    api: Api[Any, Any], version: int, correlation_id: int, client_id: str | None, body: Any
 ) -> list[Any]:
     """A whole request frame, size prefix included, as buffers to write in order.
 
-    A Produce request's record batches are among them by reference (see
-    :func:`~.produce_codec.produce_body_chunks`): the caller hands the list to
-    ``writelines`` and must not change those buffers while the frame is
-    written. Any other request is one buffer.
+    ``body`` is an instance of ``api.request``; a value that does not fit its
+    field at ``version`` raises :class:`~.generated._wire.MessageError`. A
+    Produce request's record batches are among the buffers by reference (the
+    generated ``encode_chunks``): the caller hands the list to ``writelines``
+    and must not change those buffers while the frame is written. Any other
+    request is one buffer.
     """
+    if type(body) is not api.request:
+        raise TypeError(
+            f"{api.name} request must be a {api.request.__name__}, not {type(body).__name__}"
+        )
     out = bytearray(4)
     out += _REQUEST_HEADER.pack(api.key, version, correlation_id)
     out += _client_id_bytes(client_id)
     if api.request_header_version(version) >= 2:
         out.append(0)  # empty tagged fields of header v2
-    # Produce, the one request on the hot path, has a straight-line twin of its schema.
-    if api is PRODUCE:
-        chunks = produce_body_chunks(body, out, version)
-        if chunks is not None:
-            if not chunks[-1]:
-                chunks.pop()
-            _SIZE.pack_into(out, 0, sum(map(len, chunks)) - 4)
-            return chunks
-    api.request.encode_version(body, out, version, api.is_flexible(version))
+    encode_chunks = getattr(body, "encode_chunks", None)
+    if encode_chunks is not None:
+        chunks: list[Any] = encode_chunks(out, version)
+        if not chunks[-1]:
+            chunks.pop()  # the empty buffer after the last record set
+        _SIZE.pack_into(out, 0, sum(map(len, chunks)) - 4)
+        return chunks
+    body.encode_into(out, version)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return [out]
 
 
 def encode_request(
-    api: Api,
-    version: int,
-    correlation_id: int,
-    client_id: str | None,
-    body: Mapping[str, Any],
+    api: Api[Any, Any], version: int, correlation_id: int, client_id: str | None, body: Any
 ) -> bytes:
     """Encode a whole request frame, size prefix included."""
     return b"".join(encode_request_chunks(api, version, correlation_id, client_id, body))
@@ -130,63 +130,73 @@ def encode_request(
 def read_correlation_id(frame: bytes) -> int:
     """The correlation id at the start of any response frame body."""
     if len(frame) < 4:
-        raise SchemaError("response frame shorter than its header")
+        raise MessageError("response frame shorter than its header")
     return int(_CORRELATION.unpack_from(frame, 0)[0])
 
 
-def decode_response(api: Api, version: int, frame: bytes) -> Message:
-    """Decode a response frame body (after the size prefix) into a Message.
+def decode_response(api: Api[Any, Resp], version: int, frame: bytes) -> Resp:
+    """Decode a response frame body (after the size prefix) into ``api.response``.
 
     An ApiVersions answer to a version the broker does not know comes back in
     v0 form with error UNSUPPORTED_VERSION (35), listing what the broker speaks;
-    it is decoded as v0 so the caller can retry with a version from that list.
+    it is decoded as v0 so the caller can retry with a version from that list
+    (Java's ``ApiVersionsResponse`` fallback, KIP-511).
     """
-    pos = 4
-    if api.response_header_version(version) >= 1:
-        pos = skip_tagged_fields(frame, pos)
-    if api is API_VERSIONS and version > 0 and frame[pos : pos + 2] == b"\x00\x23":
-        version = 0
-    fast = decode_produce_body(frame, pos, version) if api is PRODUCE else None
-    if fast is not None and fast[1] == len(frame):
-        body, end = fast
-    else:
-        body, end = api.response.decode_version(frame, pos, version, api.is_flexible(version))
+    try:
+        pos = 4
+        if api.response_header_version(version) >= 1:
+            pos = skip_tags(frame, pos)
+        if api is API_VERSIONS and version > 0 and frame[pos : pos + 2] == _UNSUPPORTED_VERSION:
+            version = 0
+        decode_from = api.response.decode_from  # type: ignore[attr-defined]  # generated classmethod
+        body, end = decode_from(frame, pos, version)
+    except IndexError:
+        raise MessageError(f"{api.name} v{version} response ends early") from None
     if end != len(frame):
-        raise SchemaError(
+        raise MessageError(
             f"{api.name} v{version} response has {len(frame) - end} unread trailing bytes"
         )
-    return body
+    return body  # type: ignore[no-any-return]  # an instance of api.response
 
 
-def decode_request(frame: bytes, apis: Mapping[int, Api]) -> tuple[Api, int, int, str | None, Message]:
+def decode_request(
+    frame: bytes, apis: Mapping[int, Api[Any, Any]]
+) -> tuple[Api[Any, Any], int, int, str | None, Any]:
     """Decode a request frame body: (api, version, correlation id, client id, body).
 
     Used by the mock broker and by tests that check our own encoder.
     """
     if len(frame) < 10:
-        raise SchemaError("request frame shorter than its header")
+        raise MessageError("request frame shorter than its header")
     api_key, version, correlation_id = _REQUEST_HEADER.unpack_from(frame, 0)
     api = apis.get(api_key)
     if api is None:
-        raise SchemaError(f"unknown api key {api_key}")
+        raise MessageError(f"unknown api key {api_key}")
     (length,) = struct.unpack_from(">h", frame, 8)
     pos = 10
     client_id = None
     if length >= 0:
         client_id = bytes(frame[pos : pos + length]).decode("utf-8")
         pos += length
-    if api.request_header_version(version) >= 2:
-        pos = skip_tagged_fields(frame, pos)
-    body, _ = api.request.decode_version(frame, pos, version, api.is_flexible(version))
+    try:
+        if api.request_header_version(version) >= 2:
+            pos = skip_tags(frame, pos)
+    except IndexError:
+        raise MessageError(f"{api.name} v{version} request header ends early") from None
+    body, _ = api.request.decode_from(frame, pos, version)
     return api, version, correlation_id, client_id, body
 
 
-def encode_response(api: Api, version: int, correlation_id: int, body: Mapping[str, Any]) -> bytes:
+def encode_response(api: Api[Any, Any], version: int, correlation_id: int, body: Any) -> bytes:
     """Encode a whole response frame, size prefix included (mock broker side)."""
+    if type(body) is not api.response:
+        raise TypeError(
+            f"{api.name} response must be a {api.response.__name__}, not {type(body).__name__}"
+        )
     out = bytearray(4)
     out += _CORRELATION.pack(correlation_id)
     if api.response_header_version(version) >= 1:
         out.append(0)
-    api.response.encode_version(body, out, version, api.is_flexible(version))
+    body.encode_into(out, version)
     _SIZE.pack_into(out, 0, len(out) - 4)
     return bytes(out)

@@ -12,15 +12,15 @@ import time
 from typing import Any
 
 from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.framing import (
+from aioproducer.protocol.messages import Api
+from aioproducer.protocol.records import RecordBatchBuilder
+from aioproducer.protocol.schema import Message
+from aioproducer.protocol.schema_framing import (
     FrameDecoder,
     decode_response,
     encode_request,
     read_correlation_id,
 )
-from aioproducer.protocol.messages import Api
-from aioproducer.protocol.records import RecordBatchBuilder
-from aioproducer.protocol.schema import Message
 
 __all__ = ["RawClient", "batch_bytes"]
 

@@ -19,7 +19,7 @@ import confluent_kafka
 import pytest
 import scramp  # type: ignore[import-untyped]
 
-from aioproducer.protocol.framing import encode_request
+from aioproducer.protocol.schema_framing import encode_request
 from aioproducer.protocol.messages import API_VERSIONS, METADATA
 from aioproducer.protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from aioproducer.testing import MockCluster

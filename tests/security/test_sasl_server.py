@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import scramp  # type: ignore[import-untyped]
 
-from aioproducer.protocol.framing import decode_response, encode_request
+from aioproducer.protocol.schema_framing import decode_response, encode_request
 from aioproducer.protocol.messages import API_VERSIONS, METADATA
 from aioproducer.protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from aioproducer.testing.mock.sasl import (

@@ -41,8 +41,8 @@ from aioproducer.embedded.broker_process import (
     free_port,
     port_accepts,
 )
-from aioproducer.protocol.framing import decode_response, encode_request, read_correlation_id
 from aioproducer.protocol.messages import METADATA, Api
+from aioproducer.protocol.schema_framing import decode_response, encode_request, read_correlation_id
 
 __all__ = [
     "KAFKA_VERSION",

@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.framing import (
+from aioproducer.protocol.schema_framing import (
     FrameDecoder,
     decode_request,
     decode_response,

@@ -1,4 +1,4 @@
-"""Our schemas against bytes that librdkafka, kafka-python and the broker really sent.
+"""The generated messages against bytes that librdkafka, kafka-python and the broker really sent.
 
 Requests are decoded and re-encoded: the result must be the captured bytes,
 which checks field order, types and version ranges from both directions.
@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.framing import decode_request, decode_response, encode_request
+from aioproducer.protocol.kafka_apis import (
+    APIS_BY_KEY,
+    COORDINATOR_KEY_TRANSACTION,
+    FIND_COORDINATOR,
+)
 from aioproducer.protocol.record_parsing import parse_record_batches
-from aioproducer.protocol.txn_messages import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR
 from tests.tools.capture_proxy import REQUEST, Frame, load_frames
 
 GOLDEN = Path(__file__).parent.parent / "golden"
@@ -72,7 +75,7 @@ def test_broker_response_decodes_completely(name: str, frame: Frame) -> None:
         found = msg.coordinators if frame.api_version >= 4 else [msg]
         assert found and all(c.error_code == 0 and c.node_id >= 0 and c.port > 0 for c in found)
     elif api.name == "AddPartitionsToTxn":
-        results = [p for t in msg.results_by_topic for p in t.results_by_partition]
+        results = [p for t in msg.results_by_topic_v3_and_below for p in t.results_by_partition]
         assert results and all(p.partition_error_code == 0 for p in results)
     elif api.name in ("AddOffsetsToTxn", "EndTxn"):
         assert msg.error_code == 0
@@ -133,17 +136,18 @@ def test_transactional_session_follows_the_protocol(path: Path) -> None:
         (b.key_type, k)
         for key, b in bodies
         if key == 10
-        for k in ([b.key] if "key" in b else b.coordinator_keys)
+        for k in (b.coordinator_keys or [b.key])
     }
     assert (COORDINATOR_KEY_TRANSACTION, txn_id) in lookups
     added: set[tuple[str, int]] = set()
     ends = []
     for key, body in bodies:
-        if key in (24, 25, 26, 28):
+        if key == 24:  # v0-3: the one transaction at top level
+            assert body.v3_and_below_transactional_id == txn_id
+            added |= {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
+        elif key in (25, 26, 28):
             assert body.transactional_id == txn_id
-        if key == 24:
-            added |= {(t.name, p) for t in body.topics for p in t.partitions}
-        elif key == 26:
+        if key == 26:
             ends.append(body.committed)
             added.clear()
         elif key == 0:
@@ -160,16 +164,16 @@ def test_find_coordinator_batched_shape_above_our_max() -> None:
     """kafka-python sends FindCoordinator v6: the v4 batched shape (KIP-699).
 
     v5 only adds the TRANSACTION_ABORTABLE error (KIP-890) and v6 the share
-    group key type (KIP-932), so the schema's "4+" fields must read them too.
+    group key type (KIP-932); the generated class reads and writes them all.
     """
     frames = [f for path in CAPTURES for f in load_frames(path) if f.api_key == 10]
     assert {f.api_version for f in frames if f.api_version >= 4}, "no batched capture"
     for frame in frames:
         if frame.direction == REQUEST:
             _, version, cid, client_id, body = decode_request(frame.payload, APIS_BY_KEY)
-            assert ("key" in body) == (version < 4)
+            assert (body.coordinator_keys == []) == (version < 4)
             again = encode_request(FIND_COORDINATOR, version, cid, client_id, body)
             assert again[4:] == frame.payload
         else:
             msg = decode_response(FIND_COORDINATOR, frame.api_version, frame.payload)
-            assert ("coordinators" in msg) == (frame.api_version >= 4)
+            assert bool(msg.coordinators) == (frame.api_version >= 4)

@@ -6,69 +6,75 @@ import uuid
 
 from aioproducer.engine.produce_request import leader_hints
 from aioproducer.net.cluster import BrokerInfo, ClusterSnapshot
-from aioproducer.protocol.messages import PRODUCE
-from aioproducer.protocol.schema import Message
+from aioproducer.protocol.generated import MetadataResponse, ProduceResponse
+from aioproducer.protocol.generated._wire import ZERO_UUID
+from aioproducer.protocol.generated.metadata import (
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from aioproducer.protocol.generated.produce import (
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
 
 NOT_LEADER = 6
 TOPIC_ID = uuid.uuid4()
 
 
-def _response(version: int, *, hint: dict[str, int] | None, code: int = NOT_LEADER) -> Message:
-    part: dict[str, object] = {"index": 0, "error_code": code, "base_offset": -1}
+def _response(version: int, *, hint: tuple[int, int] | None, code: int = NOT_LEADER) -> ProduceResponse:
+    part = PartitionProduceResponse(index=0, error_code=code, base_offset=-1)
     if hint is not None:
-        part["current_leader"] = hint
-    body = {
-        "responses": [{"name": "t", "partition_responses": [part, {"index": 1, "error_code": 0}]}],
-        "throttle_time_ms": 0,
-        "node_endpoints": [{"node_id": 7, "host": "h7", "port": 9097, "rack": "r"}],
-    }
-    out = bytearray()
-    PRODUCE.response.encode_version(body, out, version, version >= PRODUCE.flexible_from)
-    msg, end = PRODUCE.response.decode_version(bytes(out), 0, version, version >= PRODUCE.flexible_from)
-    assert end == len(out)
-    return msg
+        part.current_leader = LeaderIdAndEpoch(*hint)
+    body = ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                name="t", partition_responses=[part, PartitionProduceResponse(index=1)]
+            )
+        ],
+        node_endpoints=[NodeEndpoint(node_id=7, host="h7", port=9097, rack="r")]
+        if version >= 10 else [],
+    )
+    return ProduceResponse.decode(body.encode(version), version)
 
 
 def test_produce_v10_carries_the_current_leader_and_its_address() -> None:
-    msg = _response(10, hint={"leader_id": 7, "leader_epoch": 3})
+    msg = _response(10, hint=(7, 3))
     assert leader_hints(msg) == ({("t", 0): (7, 3)}, [BrokerInfo(7, "h7", 9097, "r")])
-    # A tagged field at its default is not written, and reads back as absent.
-    assert msg.responses[0].partition_responses[1].current_leader is None
+    # A tagged field at its default is not written, and reads back as the default.
+    assert msg.responses[0].partition_responses[1].current_leader == LeaderIdAndEpoch(-1, -1)
 
 
 def test_older_versions_and_answers_without_a_leader_give_no_hint() -> None:
-    assert leader_hints(_response(9, hint={"leader_id": 7, "leader_epoch": 3})) == ({}, [])
+    assert leader_hints(_response(9, hint=None)) == ({}, [])
     assert leader_hints(_response(10, hint=None)) == ({}, [])
-    assert leader_hints(_response(10, hint={"leader_id": -1, "leader_epoch": -1})) == ({}, [])
+    assert leader_hints(_response(10, hint=(-1, -1))) == ({}, [])
     # Only a refusal for leadership reasons says where the leader went.
-    assert leader_hints(_response(10, hint={"leader_id": 7, "leader_epoch": 3}, code=19)) == ({}, [])
+    assert leader_hints(_response(10, hint=(7, 3), code=19)) == ({}, [])
 
 
 def test_unknown_tags_beside_known_ones_are_skipped() -> None:
-    # Partition response v10 body followed by a tagged section holding an
-    # unknown tag 9 and the current leader (tag 0): tags may come in any
-    # count, and unknown ones must not disturb the known.
-    struct_ = PRODUCE.response
-    out = bytearray()
-    struct_.encode_version(
-        {"responses": [], "throttle_time_ms": 5, "node_endpoints": []}, out, 10, True
-    )
+    # A v10 body followed by a tagged section holding an unknown tag 9 and the
+    # node endpoints (tag 0): tags may come in any count, and unknown ones must
+    # not disturb the known.
+    out = bytearray(ProduceResponse(throttle_time_ms=5).encode(10))
     assert out[-1] == 0  # no tagged fields at the top level
     out[-1:] = b"\x02" + b"\x09\x02zz" + b"\x00\x01\x01"  # tag 9 (2 bytes), tag 0: empty array
-    msg, end = struct_.decode_version(bytes(out), 0, 10, True)
-    assert end == len(out) and msg.throttle_time_ms == 5 and msg.node_endpoints == []
+    msg = ProduceResponse.decode(bytes(out), 10)
+    assert msg.throttle_time_ms == 5 and msg.node_endpoints == []
 
 
-def _metadata(leader: int, epoch: int, topic_id: uuid.UUID | None = TOPIC_ID) -> Message:
-    return Message(
-        brokers=[Message(node_id=n, host="h", port=9000 + n, rack=None) for n in (1, 2)],
+def _metadata(leader: int, epoch: int, topic_id: uuid.UUID | None = TOPIC_ID) -> MetadataResponse:
+    return MetadataResponse(
+        brokers=[MetadataResponseBroker(node_id=n, host="h", port=9000 + n) for n in (1, 2)],
         topics=[
-            Message(
+            MetadataResponseTopic(
                 name="t",
-                error_code=0,
-                topic_id=topic_id,
+                topic_id=topic_id or ZERO_UUID,
                 partitions=[
-                    Message(partition_index=0, leader_id=leader, leader_epoch=epoch, error_code=0)
+                    MetadataResponsePartition(partition_index=0, leader_id=leader, leader_epoch=epoch)
                 ],
             )
         ],

@@ -16,8 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioproducer.protocol import framing
-from aioproducer.protocol.framing import decode_response, encode_request
+from aioproducer.protocol import schema_framing as framing
 from aioproducer.protocol.messages import PRODUCE
 from aioproducer.protocol.produce_codec import (
     decode_produce_body,
@@ -25,6 +24,7 @@ from aioproducer.protocol.produce_codec import (
     produce_body_chunks,
 )
 from aioproducer.protocol.schema import SchemaError
+from aioproducer.protocol.schema_framing import decode_response, encode_request
 
 VERSIONS = st.integers(PRODUCE.min_version, PRODUCE.max_version)
 _INT16 = st.integers(-(2**15), 2**15 - 1)

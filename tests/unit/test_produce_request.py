@@ -16,7 +16,13 @@ from aioproducer.engine.produce_request import (
 from aioproducer.engine.retry import Written
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.framing import decode_response, encode_response
-from aioproducer.protocol.messages import PRODUCE
+from aioproducer.protocol.generated import ProduceResponse
+from aioproducer.protocol.generated.produce import (
+    BatchIndexAndErrorMessage,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
+from aioproducer.protocol.kafka_apis import PRODUCE
 from aioproducer.protocol.record_parsing import parse_record_batches
 
 VERSION = 8  # the first version with record_errors and error_message
@@ -30,31 +36,36 @@ def _batch(topic: str, partition: int, *values: bytes) -> ProducerBatch:
     return batch
 
 
-def _response(partitions: dict[str, list[dict[str, object]]]) -> object:
+def _response(partitions: dict[str, list[PartitionProduceResponse]]) -> ProduceResponse:
     """A Produce response as a broker would send it, decoded by the client's codec."""
-    body = {
-        "responses": [
-            {"name": topic, "partition_responses": parts} for topic, parts in partitions.items()
+    body = ProduceResponse(
+        responses=[
+            TopicProduceResponse(name=topic, partition_responses=parts)
+            for topic, parts in partitions.items()
         ],
-        "throttle_time_ms": 0,
-    }
+    )
     frame = encode_response(PRODUCE, VERSION, 7, body)
     return decode_response(PRODUCE, VERSION, frame[4:])
 
 
-def _part(index: int, error_code: int = 0, base_offset: int = -1, **extra: object) -> dict[str, object]:
-    return {"index": index, "error_code": error_code, "base_offset": base_offset,
-            "log_append_time_ms": -1, "log_start_offset": 0, "record_errors": [],
-            "error_message": None, **extra}
+def _part(
+    index: int, error_code: int = 0, base_offset: int = -1, **extra: object
+) -> PartitionProduceResponse:
+    return PartitionProduceResponse(
+        index=index, error_code=error_code, base_offset=base_offset, log_start_offset=0,
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def test_body_groups_built_batches_by_topic() -> None:
     batches = [_batch("a", 0, b"x"), _batch("b", 1, b"y"), _batch("a", 2, b"z")]
     asyncio.run(build_payloads(batches))
     body = produce_body(batches, transactional_id=None, acks=-1, timeout_ms=30000)
-    assert [t["name"] for t in body["topic_data"]] == ["a", "b"]
-    assert [p["index"] for p in body["topic_data"][0]["partition_data"]] == [0, 2]
-    (parsed,) = parse_record_batches(body["topic_data"][1]["partition_data"][0]["records"])
+    assert [t.name for t in body.topic_data] == ["a", "b"]
+    assert [p.index for p in body.topic_data[0].partition_data] == [0, 2]
+    records = body.topic_data[1].partition_data[0].records
+    assert records is not None
+    (parsed,) = parse_record_batches(records)
     assert [r.value for r in parsed.records] == [b"y"]
 
 
@@ -93,7 +104,7 @@ def test_outcomes_in_request_order_with_errors_and_what_was_written() -> None:
         _part(2, error_code=45),  # OUT_OF_ORDER_SEQUENCE_NUMBER
         _part(0, base_offset=41),
         _part(1, error_code=87, record_errors=[  # INVALID_RECORD
-            {"batch_index": 0, "batch_index_error_message": "bad timestamp"}],
+            BatchIndexAndErrorMessage(batch_index=0, batch_index_error_message="bad timestamp")],
             error_message="one record refused"),
     ]})
     outcomes = list(partition_outcomes([ok, refused, duplicate_seq, missing], response))

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.framing import (
+from aioproducer.protocol.schema_framing import (
     decode_request,
     decode_response,
     encode_request,

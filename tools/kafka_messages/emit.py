@@ -46,6 +46,8 @@ class _Module:
         self.class_names: dict[int, str] = {}  # id(StructSpec) -> class name
         # (class name, version) -> the function that encodes/decodes it
         self.enc: dict[tuple[str, int], str] = {}
+        # the same for structs holding records: encoders that leave them by reference
+        self.chunk_enc: dict[tuple[str, int], str] = {}
         self.dec: dict[tuple[str, int], str] = {}
         self._bodies: dict[str, str] = {}
 
@@ -119,10 +121,27 @@ def _non_default(f: FieldSpec, value: str, mod: _Module) -> str:
 
 
 # -- encoders ---------------------------------------------------------------
+#
+# A struct that holds record sets (Produce's) also gets a chunk encoder,
+# ``(m, out, chunks)``: it appends to ``out`` (the last of ``chunks``), puts
+# each record set in ``chunks`` by reference followed by a fresh buffer for
+# what comes after, and returns the buffer last written.
+# Written with ``writelines`` the records are copied once, into the socket's
+# buffer, not into a request buffer that grows batch by batch (Java's
+# ``SendBuilder`` does the same with zero-copy record buffers).
+
+
+def has_records(struct: StructSpec) -> bool:
+    """Whether ``struct`` holds a record set, itself or in a struct it holds."""
+    return any(
+        f.element == "records" or (f.struct is not None and has_records(f.struct))
+        for f in struct.fields
+    )
 
 
 def _enc_value(
-    f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: _Module, ind: str
+    f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: _Module, ind: str,
+    chunked: bool = False,
 ) -> list[str]:
     """Lines writing ``value`` (a field of type ``f``) to ``out``."""
     nullable = version in f.nullable
@@ -148,17 +167,38 @@ def _enc_value(
             lines.append(f"{body_ind}{out} += struct.pack(f'>{{len({arr})}}{_FIXED[elem]}', *{arr})")
         else:
             lines.append(f"{body_ind}for {e} in {arr}:")
-            lines += _enc_scalar(f, e, out, version, flex, mod, body_ind + "    ", False)
+            lines += _enc_scalar(f, e, out, version, flex, mod, body_ind + "    ", False, chunked)
         return lines
-    return _enc_scalar(f, value, out, version, flex, mod, ind, nullable)
+    return _enc_scalar(f, value, out, version, flex, mod, ind, nullable, chunked)
 
 
 def _enc_scalar(
     f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: _Module, ind: str,
-    nullable: bool,
+    nullable: bool, chunked: bool = False,
 ) -> list[str]:
     elem = f.element
     flag = "True" if nullable else "False"
+    if chunked and f.struct is not None and has_records(f.struct):
+        if nullable:
+            raise ValueError(f"{f.name}: a nullable struct holding records is not supported")
+        fn = mod.chunk_enc[(mod.class_names[id(f.struct)], version)]
+        return [f"{ind}{out} = {fn}({value}, {out}, chunks)"]
+    if chunked and elem == "records":
+        null = f"{out}.append(0)" if flex else f"{out} += b'\\xff\\xff\\xff\\xff'"
+        prefix = f"_w.uvarint(len({value}) + 1)" if flex else f"_w.I32.pack(len({value}))"
+        lines = [f"{ind}if {value} is None:"]
+        if nullable:
+            lines.append(f"{ind}    {null}")
+        else:
+            lines.append(f"{ind}    raise MessageError('a non-nullable record set is None')")
+        return lines + [
+            f"{ind}else:",
+            f"{ind}    {out} += {prefix}",
+            f"{ind}    memoryview({value})  # a buffer, or TypeError",
+            f"{ind}    chunks.append({value})",
+            f"{ind}    {out} = bytearray()",
+            f"{ind}    chunks.append({out})",
+        ]
     if f.struct is not None:
         fn = mod.enc[(mod.class_names[id(f.struct)], version)]
         if nullable:
@@ -181,7 +221,9 @@ def _enc_scalar(
     raise ValueError(f"cannot encode {f.type}")
 
 
-def _encoder(struct: StructSpec, msg: MessageSpec, version: int, mod: _Module) -> str:
+def _encoder(
+    struct: StructSpec, msg: MessageSpec, version: int, mod: _Module, chunked: bool = False
+) -> str:
     cls = mod.class_names[id(struct)]
     flex = version in msg.flexible
     lines: list[str] = []
@@ -214,12 +256,14 @@ def _encoder(struct: StructSpec, msg: MessageSpec, version: int, mod: _Module) -
             group.append(f)
             continue
         flush()
-        lines += _enc_value(f, attr, "out", version, _flexible(f, msg, version), mod, "    ")
+        lines += _enc_value(f, attr, "out", version, _flexible(f, msg, version), mod, "    ", chunked)
     flush()
     if flex:
         if not tagged:
             lines.append("    out.append(0)  # no tagged fields")
         else:
+            if chunked and any(t.element == "records" or t.struct is not None and has_records(t.struct) for t in tagged):
+                raise ValueError(f"{struct.name}: a tagged field holding records is not supported")
             tagged.sort(key=lambda t: t.tag or 0)
             checks = []
             for f in tagged:
@@ -238,6 +282,9 @@ def _encoder(struct: StructSpec, msg: MessageSpec, version: int, mod: _Module) -
                 ]
     if not lines:
         lines.append("    pass")
+    if chunked:
+        head = f"def __NAME__(m: {cls}, out: bytearray, chunks: list[Buffer]) -> bytearray:"
+        return "\n".join([head, *[ln for ln in lines if ln != "    pass"], "    return out"])
     head = f"def __NAME__(m: {cls}, out: bytearray) -> None:"
     return "\n".join([head, *lines])
 
@@ -460,6 +507,8 @@ def _class(struct: StructSpec, msg: MessageSpec, mod: _Module, root: bool) -> st
         lines.append(f"    {snake(f.name)}: {_type(f, mod)} = {value}")
     if root:
         lines += _root_methods(cls)
+        if has_records(struct):
+            lines += _chunk_method(cls)
     return "\n".join(lines)
 
 
@@ -516,6 +565,33 @@ def _root_methods(cls: str) -> list[str]:
             raise MessageError(f"{cls} v{{version}}: {{exc}}") from None'''.split("\n")
 
 
+def _chunk_method(cls: str) -> list[str]:
+    table = f"_{snake(cls).upper()}"
+    return f'''
+    def encode_chunks(self, out: bytearray, version: int) -> list[Buffer]:
+        """Append the body at ``version`` to ``out``; return the buffers to write in order.
+
+        The first is ``out``; each record set follows as the very buffer this
+        message holds (not copied), then a fresh buffer with what comes after
+        it. The caller must not change those buffers until they are written.
+        ``out`` is unchanged when this raises (see :meth:`encode_into`).
+        """
+        encoder = {table}_CHUNK_ENCODERS.get(version)
+        if encoder is None:
+            raise UnsupportedVersionError(f"{cls} has no version {{version}}")
+        start = len(out)
+        chunks: list[Buffer] = [out]
+        try:
+            encoder(self, out, chunks)
+        except MessageError:
+            del out[start:]
+            raise
+        except (struct.error, TypeError, AttributeError, UnicodeError, OverflowError) as exc:
+            del out[start:]
+            raise MessageError(f"{cls} v{{version}}: {{exc}}") from None
+        return chunks'''.split("\n")
+
+
 def _reachable(msg: MessageSpec) -> dict[int, set[int]]:
     """id(struct) -> the versions in which it can occur."""
     seen: dict[int, set[int]] = {}
@@ -549,6 +625,10 @@ def _add_message(msg: MessageSpec, mod: _Module, taken: set[str]) -> None:
             mod.dec[(cls, version)] = mod.add_function(
                 base.format("d"), _decoder(struct, msg, version, mod)
             )
+            if has_records(struct):
+                mod.chunk_enc[(cls, version)] = mod.add_function(
+                    base.format("c"), _encoder(struct, msg, version, mod, chunked=True)
+                )
 
 
 def emit_module(request: MessageSpec, response: MessageSpec, header: str) -> str:
@@ -585,9 +665,16 @@ def emit_module(request: MessageSpec, response: MessageSpec, header: str) -> str
         versions = range(msg.valid.low, msg.valid.high + 1)
         enc = "".join(f"    {v}: {mod.enc[(cls, v)]},\n" for v in versions)
         dec = "".join(f"    {v}: {mod.dec[(cls, v)]},\n" for v in versions)
-        parts.append(
+        tables = (
             f"{table}_ENCODERS: dict[int, Callable[[{cls}, bytearray], None]] = {{\n{enc}}}\n"
             f"{table}_DECODERS: dict[int, Callable[[Buffer, int], tuple[{cls}, int]]] = "
             f"{{\n{dec}}}"
         )
+        if has_records(msg.root):
+            chunk = "".join(f"    {v}: {mod.chunk_enc[(cls, v)]},\n" for v in versions)
+            tables += (
+                f"\n{table}_CHUNK_ENCODERS: "
+                f"dict[int, Callable[[{cls}, bytearray, list[Buffer]], bytearray]] = {{\n{chunk}}}"
+            )
+        parts.append(tables)
     return "\n\n\n".join(parts) + "\n"

@@ -113,6 +113,29 @@ class ProduceRequest:
         except (struct.error, IndexError, UnicodeDecodeError) as exc:
             raise MessageError(f"ProduceRequest v{version}: {exc}") from None
 
+    def encode_chunks(self, out: bytearray, version: int) -> list[Buffer]:
+        """Append the body at ``version`` to ``out``; return the buffers to write in order.
+
+        The first is ``out``; each record set follows as the very buffer this
+        message holds (not copied), then a fresh buffer with what comes after
+        it. The caller must not change those buffers until they are written.
+        ``out`` is unchanged when this raises (see :meth:`encode_into`).
+        """
+        encoder = _PRODUCE_REQUEST_CHUNK_ENCODERS.get(version)
+        if encoder is None:
+            raise UnsupportedVersionError(f"ProduceRequest has no version {version}")
+        start = len(out)
+        chunks: list[Buffer] = [out]
+        try:
+            encoder(self, out, chunks)
+        except MessageError:
+            del out[start:]
+            raise
+        except (struct.error, TypeError, AttributeError, UnicodeError, OverflowError) as exc:
+            del out[start:]
+            raise MessageError(f"ProduceRequest v{version}: {exc}") from None
+        return chunks
+
 
 @dataclass(slots=True)
 class BatchIndexAndErrorMessage:
@@ -261,6 +284,19 @@ def _d_partition_produce_data_v3(buf: Buffer, pos: int) -> tuple[PartitionProduc
     return PartitionProduceData(f_index, f_records), pos
 
 
+def _c_partition_produce_data_v3(m: PartitionProduceData, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    out += _P_i.pack(m.index)
+    if m.records is None:
+        out += b'\xff\xff\xff\xff'
+    else:
+        out += _w.I32.pack(len(m.records))
+        memoryview(m.records)  # a buffer, or TypeError
+        chunks.append(m.records)
+        out = bytearray()
+        chunks.append(out)
+    return out
+
+
 def _e_partition_produce_data_v9(m: PartitionProduceData, out: bytearray) -> None:
     out += _P_i.pack(m.index)
     _w.w_cbytes(out, m.records, True)
@@ -276,6 +312,20 @@ def _d_partition_produce_data_v9(buf: Buffer, pos: int) -> tuple[PartitionProduc
     else:
         pos = _w.skip_tags(buf, pos)
     return PartitionProduceData(f_index, f_records), pos
+
+
+def _c_partition_produce_data_v9(m: PartitionProduceData, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    out += _P_i.pack(m.index)
+    if m.records is None:
+        out.append(0)
+    else:
+        out += _w.uvarint(len(m.records) + 1)
+        memoryview(m.records)  # a buffer, or TypeError
+        chunks.append(m.records)
+        out = bytearray()
+        chunks.append(out)
+    out.append(0)  # no tagged fields
+    return out
 
 
 def _e_topic_produce_data_v3(m: TopicProduceData, out: bytearray) -> None:
@@ -300,6 +350,15 @@ def _d_topic_produce_data_v3(buf: Buffer, pos: int) -> tuple[TopicProduceData, i
             e_partition_data, pos = _d_partition_produce_data_v3(buf, pos)
             f_partition_data.append(e_partition_data)
     return TopicProduceData(f_name, ZERO_UUID, f_partition_data), pos
+
+
+def _c_topic_produce_data_v3(m: TopicProduceData, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    _w.w_str(out, m.name, False)
+    a_partition_data = m.partition_data
+    out += _w.I32.pack(len(a_partition_data))
+    for e_partition_data in a_partition_data:
+        out = _c_partition_produce_data_v3(e_partition_data, out, chunks)
+    return out
 
 
 def _e_topic_produce_data_v9(m: TopicProduceData, out: bytearray) -> None:
@@ -343,6 +402,16 @@ def _d_topic_produce_data_v9(buf: Buffer, pos: int) -> tuple[TopicProduceData, i
     return TopicProduceData(f_name, ZERO_UUID, f_partition_data), pos
 
 
+def _c_topic_produce_data_v9(m: TopicProduceData, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    _w.w_cstr(out, m.name, False)
+    a_partition_data = m.partition_data
+    out += _w.uvarint(len(a_partition_data) + 1)
+    for e_partition_data in a_partition_data:
+        out = _c_partition_produce_data_v9(e_partition_data, out, chunks)
+    out.append(0)  # no tagged fields
+    return out
+
+
 def _e_topic_produce_data_v13(m: TopicProduceData, out: bytearray) -> None:
     out += m.topic_id.bytes
     a_partition_data = m.partition_data
@@ -374,6 +443,16 @@ def _d_topic_produce_data_v13(buf: Buffer, pos: int) -> tuple[TopicProduceData, 
     return TopicProduceData('', f_topic_id, f_partition_data), pos
 
 
+def _c_topic_produce_data_v13(m: TopicProduceData, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    out += m.topic_id.bytes
+    a_partition_data = m.partition_data
+    out += _w.uvarint(len(a_partition_data) + 1)
+    for e_partition_data in a_partition_data:
+        out = _c_partition_produce_data_v9(e_partition_data, out, chunks)
+    out.append(0)  # no tagged fields
+    return out
+
+
 def _e_produce_request_v3(m: ProduceRequest, out: bytearray) -> None:
     _w.w_str(out, m.transactional_id, True)
     out += _P_hi.pack(m.acks, m.timeout_ms)
@@ -397,6 +476,16 @@ def _d_produce_request_v3(buf: Buffer, pos: int) -> tuple[ProduceRequest, int]:
             e_topic_data, pos = _d_topic_produce_data_v3(buf, pos)
             f_topic_data.append(e_topic_data)
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+
+
+def _c_produce_request_v3(m: ProduceRequest, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    _w.w_str(out, m.transactional_id, True)
+    out += _P_hi.pack(m.acks, m.timeout_ms)
+    a_topic_data = m.topic_data
+    out += _w.I32.pack(len(a_topic_data))
+    for e_topic_data in a_topic_data:
+        out = _c_topic_produce_data_v3(e_topic_data, out, chunks)
+    return out
 
 
 def _e_produce_request_v9(m: ProduceRequest, out: bytearray) -> None:
@@ -441,6 +530,17 @@ def _d_produce_request_v9(buf: Buffer, pos: int) -> tuple[ProduceRequest, int]:
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
+def _c_produce_request_v9(m: ProduceRequest, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    _w.w_cstr(out, m.transactional_id, True)
+    out += _P_hi.pack(m.acks, m.timeout_ms)
+    a_topic_data = m.topic_data
+    out += _w.uvarint(len(a_topic_data) + 1)
+    for e_topic_data in a_topic_data:
+        out = _c_topic_produce_data_v9(e_topic_data, out, chunks)
+    out.append(0)  # no tagged fields
+    return out
+
+
 def _e_produce_request_v13(m: ProduceRequest, out: bytearray) -> None:
     _w.w_cstr(out, m.transactional_id, True)
     out += _P_hi.pack(m.acks, m.timeout_ms)
@@ -481,6 +581,17 @@ def _d_produce_request_v13(buf: Buffer, pos: int) -> tuple[ProduceRequest, int]:
     else:
         pos = _w.skip_tags(buf, pos)
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+
+
+def _c_produce_request_v13(m: ProduceRequest, out: bytearray, chunks: list[Buffer]) -> bytearray:
+    _w.w_cstr(out, m.transactional_id, True)
+    out += _P_hi.pack(m.acks, m.timeout_ms)
+    a_topic_data = m.topic_data
+    out += _w.uvarint(len(a_topic_data) + 1)
+    for e_topic_data in a_topic_data:
+        out = _c_topic_produce_data_v13(e_topic_data, out, chunks)
+    out.append(0)  # no tagged fields
+    return out
 
 
 def _e_batch_index_and_error_message_v8(m: BatchIndexAndErrorMessage, out: bytearray) -> None:
@@ -1325,6 +1436,19 @@ _PRODUCE_REQUEST_DECODERS: dict[int, Callable[[Buffer, int], tuple[ProduceReques
     11: _d_produce_request_v9,
     12: _d_produce_request_v9,
     13: _d_produce_request_v13,
+}
+_PRODUCE_REQUEST_CHUNK_ENCODERS: dict[int, Callable[[ProduceRequest, bytearray, list[Buffer]], bytearray]] = {
+    3: _c_produce_request_v3,
+    4: _c_produce_request_v3,
+    5: _c_produce_request_v3,
+    6: _c_produce_request_v3,
+    7: _c_produce_request_v3,
+    8: _c_produce_request_v3,
+    9: _c_produce_request_v9,
+    10: _c_produce_request_v9,
+    11: _c_produce_request_v9,
+    12: _c_produce_request_v9,
+    13: _c_produce_request_v13,
 }
 
 

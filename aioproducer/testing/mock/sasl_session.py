@@ -31,10 +31,10 @@ import enum
 import struct
 from typing import Any
 
-from ...protocol.framing import decode_request, encode_response
 from ...protocol.messages import API_VERSIONS, Api
 from ...protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from ...protocol.schema import SchemaError
+from ...protocol.schema_framing import decode_request, encode_response
 from .sasl import Authenticator, SaslFailure, SaslServerConfig, new_authenticator
 
 __all__ = ["SASL_API_VERSIONS", "Reply", "SaslSession", "SaslStats"]

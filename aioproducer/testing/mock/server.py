@@ -20,9 +20,14 @@ import struct
 import time
 
 from ...protocol.apis import APIS_BY_KEY
-from ...protocol.framing import FrameDecoder, FrameTooLargeError, decode_request, encode_response
 from ...protocol.messages import API_VERSIONS
 from ...protocol.schema import SchemaError
+from ...protocol.schema_framing import (
+    FrameDecoder,
+    FrameTooLargeError,
+    decode_request,
+    encode_response,
+)
 from .faults import RequestContext
 from .handlers import (
     SUPPORTED_VERSIONS,
