@@ -48,15 +48,6 @@ from typing import TypeVar
 from .. import errors
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
-from ..protocol.generated import (
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    EndTxnRequest,
-    InitProducerIdRequest,
-    TxnOffsetCommitRequest,
-)
-from ..protocol.generated.add_partitions_to_txn import AddPartitionsToTxnTopic
-from ..protocol.generated.txn_offset_commit import TxnOffsetCommitRequestTopic
 from ..protocol.kafka_apis import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
@@ -70,8 +61,17 @@ from ..protocol.kafka_apis import (
 from .idempotence import SequenceState
 from .transaction_version import end_txn_identity, transaction_v2_enabled
 from .two_phase import CompletedOutcomes, PreparedTransaction
-from .txn_coordinator import RETRY_CODES, CoordinatorLink
+from .txn_coordinator import CoordinatorLink
 from .txn_offsets import offset_commit_topics, offsets_to_retry
+from .txn_requests import (
+    add_offsets_request,
+    add_partitions_request,
+    bump_epoch_request,
+    end_txn_request,
+    init_producer_id_request,
+    offset_commit_request,
+    partitions_added,
+)
 
 __all__ = ["PreparedTransaction", "TransactionManager", "TxnState"]
 
@@ -291,9 +291,7 @@ class TransactionManager:
         if self.state is not TxnState.UNINITIALIZED:
             raise errors.IllegalStateError(f"init_transactions() already called (state: {self.state.value})")
         deadline = time.monotonic() + self._max_block
-        body = InitProducerIdRequest(
-            transactional_id=self.transactional_id, transaction_timeout_ms=self._timeout_ms
-        )
+        body = init_producer_id_request(self.transactional_id, self._timeout_ms)
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.state = TxnState.READY
@@ -341,12 +339,7 @@ class TransactionManager:
         # An expired id has no transaction to end (Java's beginCompletingTransaction).
         if (surely or self._maybe_registered) and not (self._id_unmapped and not commit):
             pid, epoch = self._seq.producer_id, self._seq.epoch
-            body = EndTxnRequest(
-                transactional_id=self.transactional_id,
-                producer_id=pid,
-                producer_epoch=epoch,
-                committed=commit,
-            )
+            body = end_txn_request(self.transactional_id, pid, epoch, commit)
             next_identity = (-1, -1)  # below v5 the answer names none
             try:
                 response = await self._coordinator_request(END_TXN, body, deadline)
@@ -385,19 +378,9 @@ class TransactionManager:
     async def _bump_epoch(self, deadline: float) -> None:
         """InitProducerId naming the current producer id and epoch: the same
         producer goes on with the next epoch (KIP-360); fatal if fenced."""
-        pid, epoch = self._seq.producer_id, self._seq.epoch
-
-        def body(version: int) -> InitProducerIdRequest:
-            # v3+ names the producer (KIP-360); below, the coordinator bumps the
-            # epoch of the transactional id all the same.
-            known = version >= 3
-            return InitProducerIdRequest(
-                transactional_id=self.transactional_id,
-                transaction_timeout_ms=self._timeout_ms,
-                producer_id=pid if known else -1,
-                producer_epoch=epoch if known else -1,
-            )
-
+        body = bump_epoch_request(
+            self.transactional_id, self._timeout_ms, self._seq.producer_id, self._seq.epoch
+        )
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.epoch_bump_needed = False
@@ -537,25 +520,14 @@ class TransactionManager:
         self._maybe_registered = True
         if not self.v2:
             # Under v2 TxnOffsetCommit v5 adds the offsets partition (KIP-890).
-            await self._coordinator_request(
-                ADD_OFFSETS_TO_TXN,
-                AddOffsetsToTxnRequest(
-                    transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, group_id=group_id
-                ),
-                deadline,
-            )
+            body = add_offsets_request(txn_id, pid, epoch, group_id)
+            await self._coordinator_request(ADD_OFFSETS_TO_TXN, body, deadline)
         self._offsets_added = True
         topics = offset_commit_topics(offsets)
         while topics:
-            body = TxnOffsetCommitRequest(
-                transactional_id=txn_id,
-                group_id=group_id,
-                producer_id=pid,
-                producer_epoch=epoch,
-                topics=[TxnOffsetCommitRequestTopic(name=t, partitions=p) for t, p in topics.items()],
-            )
             response = await self._request_to_coordinator_of(
-                TXN_OFFSET_COMMIT, body, group_id, COORDINATOR_KEY_GROUP, deadline
+                TXN_OFFSET_COMMIT, offset_commit_request(txn_id, group_id, pid, epoch, topics),
+                group_id, COORDINATOR_KEY_GROUP, deadline,
             )
             topics, failure = offsets_to_retry(response, topics, group_id)
             if failure is not None:
@@ -569,33 +541,16 @@ class TransactionManager:
         deadline = time.monotonic() + self._max_block
         try:
             while self._pending and self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
-                batch = sorted(self._pending)
-                topics: dict[str, list[int]] = {}
-                for topic, partition in batch:
-                    topics.setdefault(topic, []).append(partition)
-                # v0-3 (the client's versions) name one transaction at top level.
-                body = AddPartitionsToTxnRequest(
-                    v3_and_below_transactional_id=self.transactional_id,
-                    v3_and_below_producer_id=self._seq.producer_id,
-                    v3_and_below_producer_epoch=self._seq.epoch,
-                    v3_and_below_topics=[
-                        AddPartitionsToTxnTopic(name=t, partitions=p) for t, p in topics.items()
-                    ],
+                body = add_partitions_request(
+                    self.transactional_id, self._seq.producer_id, self._seq.epoch, self._pending
                 )
                 self._maybe_registered = True
                 response = await self._coordinator_request(ADD_PARTITIONS_TO_TXN, body, deadline)
-                retry = False
-                for result in response.results_by_topic_v3_and_below:
-                    for part in result.results_by_partition:
-                        tp = (result.name, part.partition_index)
-                        code = part.partition_error_code
-                        if code == 0:
-                            self._pending.discard(tp)
-                            self._added.add(tp)
-                        elif code in RETRY_CODES:
-                            retry = True
-                        else:
-                            errors.raise_for_code(code, f"AddPartitionsToTxn {tp[0]}-{tp[1]}")
+                added, retry, refused = partitions_added(response)
+                self._pending.difference_update(added)
+                self._added.update(added)
+                if refused is not None:
+                    raise refused
                 if retry:
                     await self._link.sleep_before(deadline)
         except Exception as exc:  # noqa: BLE001 - recorded on the transaction
