@@ -19,6 +19,7 @@ __all__ = [
     "RetryConfig",
     "Written",
     "classify",
+    "expiry_error",
     "retry_backoff",
     "written_after",
 ]
@@ -37,6 +38,15 @@ class Written(enum.Enum):
     MAYBE = "maybe"  # the leader may hold it: its sequence may have landed
     NO = "no"  # refused before the append; an earlier attempt may still have landed
     REFUSED_SEQUENCE = "refused sequence"  # the broker checked this very stamping: not held
+
+    @property
+    def maybe_written(self) -> bool | None:
+        """What :meth:`ProducerBatch.answered` records: True when the broker may hold
+        the batch, False when it checked this very stamping and refused it (KIP-360),
+        None when the answer says neither."""
+        if self is Written.MAYBE:
+            return True
+        return False if self is Written.REFUSED_SEQUENCE else None
 
 
 # Answers the leader can give *after* appending the batch (Kafka's
@@ -206,3 +216,21 @@ def _too_large(error: BaseException, batch_bytes: int) -> BaseException:
     )
     explained.__cause__ = error
     return explained
+
+
+def expiry_error(
+    record_count: int, tp: tuple[str, int], waited_s: float, delivery_timeout_ms: int,
+    in_flight: bool, last: BaseException | None, pid_error: BaseException | None,
+) -> errors.KafkaTimeoutError:
+    """The error of a batch past ``delivery_timeout_ms`` (KIP-91): how long it waited,
+    where it was, and the last error its partition (or the producer id) met, as its cause."""
+    cause = f"; last error on this partition: {last}" if last is not None else ""
+    if pid_error:
+        cause += f"; last producer id error: {pid_error}"
+    exc = errors.KafkaTimeoutError(
+        f"expiring {record_count} record(s) for {tp[0]}-{tp[1]}: {waited_s * 1000:.0f} ms have "
+        f"passed since batch creation (delivery_timeout_ms={delivery_timeout_ms}; the batch was "
+        f"{'in flight' if in_flight else 'in the accumulator'}){cause}"
+    )
+    exc.__cause__ = last if last is not None else pid_error
+    return exc

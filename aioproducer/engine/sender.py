@@ -46,7 +46,7 @@ from .produce_request import (
     produce_body,
 )
 from .producer_id import ProducerIdMixin
-from .retry import Action, RetryConfig, Written, classify
+from .retry import Action, RetryConfig, classify, expiry_error
 from .sender_alarm import SenderAlarm
 from .transaction_version import choose_version
 from .transactions import TransactionManager
@@ -286,18 +286,11 @@ class Sender(ProducerIdMixin):
                 and not self._acc.is_queued(b)
             )
         for batch in expired:
-            where = "in flight" if batch.in_flight else "in the accumulator"
-            last = self._last_error.get((batch.topic, batch.partition))
-            cause = f"; last error on this partition: {last}" if last is not None else ""
-            if self._pid_error:
-                cause += f"; last producer id error: {self._pid_error}"
-            exc = errors.KafkaTimeoutError(
-                f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
-                f"{(now - batch.created) * 1000:.0f} ms have passed since batch creation "
-                f"(delivery_timeout_ms={self._config.delivery_timeout_ms}; the batch was "
-                f"{where}){cause}"
+            tp = (batch.topic, batch.partition)
+            exc = expiry_error(
+                batch.record_count, tp, now - batch.created, self._config.delivery_timeout_ms,
+                batch.in_flight, self._last_error.get(tp), self._pid_error,
             )
-            exc.__cause__ = last if last is not None else self._pid_error
             self._finish(batch, exc)
         if earliest is not None:
             self._in_flight_earliest = earliest
@@ -430,14 +423,8 @@ class Sender(ProducerIdMixin):
         for batch, error, written, base_offset, log_append_time in partition_outcomes(
             batches, response
         ):
-            maybe_written = None
-            if written is Written.MAYBE:
-                maybe_written = True
-            elif written is Written.REFUSED_SEQUENCE:
-                # The broker checked this very sequence against its state and
-                # refused it: this stamping holds nothing written (KIP-360).
-                maybe_written = False
             unanswered.discard(batch)
+            maybe_written = None if written is None else written.maybe_written
             self._apply(batch, error, base_offset, log_append_time, now, node, maybe_written)
 
     def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
