@@ -25,12 +25,12 @@ consecutive sequences.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .batch import ProducerBatch
 
-__all__ = ["MAX_SEQUENCE", "SequenceState", "sequence_before"]
+__all__ = ["MAX_SEQUENCE", "SequenceState", "held_in_order", "sequence_before"]
 
 TopicPartition = tuple[str, int]
 MAX_SEQUENCE = (1 << 31) - 1  # sequences wrap to 0 after Int32.MAX_VALUE
@@ -287,3 +287,31 @@ class SequenceState:
 
     def pending_partitions(self) -> Iterable[TopicPartition]:
         return (tp for tp, p in self._parts.items() if p.pending)
+
+
+def held_in_order(
+    seq: SequenceState,
+    retried: Collection[TopicPartition],
+    in_flight_by_tp: Mapping[TopicPartition, int],
+) -> set[TopicPartition]:
+    """The partitions whose next batch must wait for the sake of sequence order.
+
+    ``retried``: partitions whose queue starts with a retried batch;
+    ``in_flight_by_tp``: batches in flight per partition.
+    """
+    # A retried batch is written before any later batch of its partition: hold
+    # it back until that partition has nothing in flight.
+    held = {tp for tp in retried if in_flight_by_tp.get(tp)}
+    # New batches wait where the sequence state is unresolved or older-id
+    # batches are pending; retries there keep their stamps.
+    unresolved = seq.held()
+    if unresolved:
+        held.update(unresolved.difference(retried))
+    # A partition due for a new id sends nothing until it arrives; every other
+    # partition keeps going (KIP-360).
+    held.update(seq.waiting_for_id())
+    # Until the broker acknowledges a first batch of a partition it takes any
+    # sequence there: one batch in flight until then, or a later batch could be
+    # written first (SequenceState.opening).
+    held.update(tp for tp in in_flight_by_tp if seq.opening(tp))
+    return held

@@ -37,7 +37,7 @@ from ..protocol.kafka_apis import PRODUCE
 from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool
-from .idempotence import SequenceState
+from .idempotence import SequenceState, held_in_order
 from .produce_request import (
     build_payloads,
     build_small_payloads,
@@ -225,22 +225,7 @@ class Sender(ProducerIdMixin):
         if conns:
             muted: set[TopicPartition] = set(self._muted) if self._max_in_flight == 1 else set()
             if seq is not None:
-                # A retried batch is written before any later batch of its
-                # partition: hold it back until that partition has nothing in flight.
-                retried = self._acc.retried_heads()
-                muted.update(tp for tp in retried if self._in_flight_by_tp.get(tp))
-                # New batches wait where the sequence state is unresolved or
-                # older-id batches are pending; retries there keep their stamps.
-                held = seq.held()
-                if held:
-                    muted.update(held.difference(retried))
-                # A partition due for a new id sends nothing until it arrives;
-                # every other partition keeps going (KIP-360).
-                muted.update(seq.waiting_for_id())
-                # Until the broker acknowledges a first batch of a partition it
-                # takes any sequence there: one batch in flight until then, or a
-                # later batch could be written first (SequenceState.opening).
-                muted.update(tp for tp in self._in_flight_by_tp if seq.opening(tp))
+                muted.update(held_in_order(seq, self._acc.retried_heads(), self._in_flight_by_tp))
             if self._txn is not None:
                 muted.update(
                     tp
