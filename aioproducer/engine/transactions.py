@@ -60,7 +60,7 @@ from ..protocol.kafka_apis import (
 )
 from .idempotence import SequenceState
 from .transaction_version import end_txn_identity, transaction_v2_enabled
-from .two_phase import CompletedOutcomes, PreparedTransaction
+from .two_phase import CompletedOutcomes, PreparedTransaction, not_completed_error
 from .txn_coordinator import CoordinatorLink
 from .txn_offsets import offset_commit_topics, offsets_to_retry
 from .txn_requests import (
@@ -93,6 +93,10 @@ class TxnState(enum.Enum):
     FATAL_ERROR = "fatal error"
 
 
+# States abort() leaves: ABORTING too, when an abort that timed out is retried.
+_ABORTABLE = frozenset(
+    {TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR, TxnState.COMMITTING, TxnState.ABORTING}
+)
 # The coordinator forgot the id (transactional.id.expiration.ms), or another producer took it.
 _UNMAPPED = errors.InvalidProducerIdMappingError
 
@@ -414,12 +418,7 @@ class TransactionManager:
     def start_abort(self) -> None:
         if self.state is TxnState.FATAL_ERROR:
             raise self._fatal()
-        if self.state not in (
-            TxnState.IN_TRANSACTION,
-            TxnState.ABORTABLE_ERROR,
-            TxnState.COMMITTING,
-            TxnState.ABORTING,  # an abort that timed out is being retried
-        ):
+        if self.state not in _ABORTABLE:
             raise errors.IllegalStateError(
                 f"cannot abort in state {self.state.value}: no transaction was begun"
             )
@@ -476,7 +475,6 @@ class TransactionManager:
         new epoch, or is fenced (FATAL_ERROR) if a newer producer took its id.
         """
         identity = self.producer_identity
-        what = "commit" if commit else "abort"
         empty = self._nothing_registered()
         try:
             await self.end(commit, fresh_epoch=True)
@@ -498,16 +496,9 @@ class TransactionManager:
             else:
                 self._to_ready()
                 after = "; this producer goes on with a new epoch"
-            gone = (
-                f"it was already {'aborted' if commit else 'committed'}" if ended_otherwise
-                else "it was aborted by a newer producer with this id or by the coordinator "
-                "after transaction_timeout_ms"
-            )
-            if isinstance(exc, _UNMAPPED):
-                gone += ", and the id has expired since (transactional.id.expiration.ms)"
-            raise errors.TransactionNotCompletedError(
-                f"cannot {what} the prepared transaction of {self.transactional_id!r} "
-                f"(producer id {identity[0]}, epoch {identity[1]}): {gone}{after}"
+            raise not_completed_error(
+                self.transactional_id, identity, commit, ended_otherwise,
+                isinstance(exc, _UNMAPPED), after,
             ) from exc
         if not empty:  # an empty one ends nothing: completing it again is harmless
             self._completed.remember(identity, commit)

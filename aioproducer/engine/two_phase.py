@@ -18,7 +18,27 @@ from ..protocol.kafka_apis import COORDINATOR_KEY_TRANSACTION, END_TXN
 from ..types import PreparedTransaction
 from .txn_coordinator import CoordinatorLink
 
-__all__ = ["CompletedOutcomes", "PreparedTransaction", "end_prepared"]
+__all__ = ["CompletedOutcomes", "PreparedTransaction", "end_prepared", "not_completed_error"]
+
+
+def not_completed_error(
+    transactional_id: str, identity: tuple[int, int], commit: bool, ended_otherwise: bool,
+    id_expired: bool, after: str,
+) -> errors.TransactionNotCompletedError:
+    """Why a producer's own prepared transaction could not be completed as asked:
+    ended the other way (``ended_otherwise``), or aborted by a newer producer or the
+    coordinator's timeout; ``after`` says what becomes of the producer."""
+    gone = (
+        f"it was already {'aborted' if commit else 'committed'}" if ended_otherwise
+        else "it was aborted by a newer producer with this id or by the coordinator "
+        "after transaction_timeout_ms"
+    )
+    if id_expired:
+        gone += ", and the id has expired since (transactional.id.expiration.ms)"
+    return errors.TransactionNotCompletedError(
+        f"cannot {'commit' if commit else 'abort'} the prepared transaction of "
+        f"{transactional_id!r} (producer id {identity[0]}, epoch {identity[1]}): {gone}{after}"
+    )
 
 
 class CompletedOutcomes:
