@@ -39,7 +39,8 @@ from ..logs import ClientLogger, RateLimiter
 from ..sasl.oidc import ClientCredentialsTokenProvider
 from .bootstrap import format_address, parse_bootstrap
 from .cluster import ClusterSnapshot
-from .connection import BrokerConnection, ThrottleStats, open_connection
+from .connect import open_connection
+from .connection import BrokerConnection, ThrottleStats
 from .node_selection import node_preference, reconnect_delay
 from .sasl_handshake import authenticate
 from .security import Security

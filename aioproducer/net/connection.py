@@ -8,8 +8,8 @@ OSError and IncompleteReadError are translated into ``ConnectionLostError`` /
 ``ConnectionFailedError`` here and nowhere else.
 
 The TLS handshake (asyncio's ``ssl=``, SNI and hostname check against the
-broker's host) and ApiVersions run in :func:`open_connection`, beside the
-class; SASL runs after it in :mod:`aioproducer.net.sasl_handshake`. TLS failures
+broker's host) and ApiVersions run in :func:`.connect.open_connection`;
+SASL runs after it in :mod:`aioproducer.net.sasl_handshake`. TLS failures
 become :class:`~aioproducer.errors.SslError`, which names what did not verify.
 
 Re-authentication (KIP-368) is lazy, as in Java's client: once the session
@@ -27,7 +27,6 @@ import asyncio
 import collections
 import logging
 import math
-import socket
 import ssl
 import sys
 import time
@@ -43,18 +42,17 @@ from ..protocol.framing import (
     encode_request_chunks,
     read_correlation_id,
 )
-from ..protocol.generated import ApiVersionsRequest
 from ..protocol.generated._wire import MessageError
-from ..protocol.kafka_apis import API_VERSIONS, APIS_BY_KEY, Api, negotiate_version
+from ..protocol.kafka_apis import Api
 
-__all__ = ["BrokerConnection", "ThrottleStats", "open_connection"]
+__all__ = ["READ_CHUNK", "BrokerConnection", "ThrottleStats", "ssl_reason"]
 
 log = logging.getLogger("aioproducer.net.connection")
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
-_READ_CHUNK = 256 * 1024
+READ_CHUNK = 256 * 1024
 # Pending writes above this make writers wait for the socket to drain.
 _WRITE_HIGH_WATER = 4 * 1024 * 1024
 # The selector transport's writelines() of CPython 3.12.0-3.12.8 and 3.13.0-3.13.1
@@ -388,7 +386,7 @@ class BrokerConnection:
         reader = self._reader
         try:
             while True:
-                data = await reader.read(_READ_CHUNK)
+                data = await reader.read(READ_CHUNK)
                 if not data:
                     raise errors.ConnectionLostError(self._describe("closed by the broker"))
                 for frame in self._decoder.feed(data):
@@ -398,7 +396,7 @@ class BrokerConnection:
         except ssl.SSLError as exc:
             # E.g. the broker's "certificate required" alert, which TLS 1.3
             # delivers after the handshake, with the first read.
-            self._fail_all(errors.SslError(self._describe(f"TLS failure: {_ssl_reason(exc)}")))
+            self._fail_all(errors.SslError(self._describe(f"TLS failure: {ssl_reason(exc)}")))
         except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
             self._fail_all(errors.ConnectionLostError(self._describe(f"read failed: {exc}")))
         except ValueError as exc:  # a frame size no broker would send
@@ -481,109 +479,7 @@ class BrokerConnection:
             pass
 
 
-async def open_connection(
-    node_id: int,
-    host: str,
-    port: int,
-    *,
-    client_id: str | None,
-    request_timeout_ms: int,
-    connect_timeout: float,
-    client_software_version: str = "0",
-    traffic: TrafficRecorder | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-) -> BrokerConnection:
-    """Connect (through TLS when ``ssl_context`` is given), set TCP_NODELAY,
-    and negotiate API versions.
-
-    TLS uses ``host``, the bootstrap or advertised broker host, for SNI and
-    for the hostname check, so every connection is verified the same way.
-
-    ApiVersions is sent at the highest version we know; a broker that answers
-    UNSUPPORTED_VERSION gets it again at v0 (KIP-511).
-    """
-    tls: dict[str, Any] = {}
-    if ssl_context is not None:
-        tls = {"ssl": ssl_context, "server_hostname": host, "ssl_handshake_timeout": connect_timeout}
-    try:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, limit=_READ_CHUNK, **tls), connect_timeout
-        )
-    except ssl.SSLCertVerificationError as exc:
-        raise errors.SslError(
-            f"broker {node_id} at {host}:{port}: its certificate did not verify: "
-            f"{exc.verify_message or _ssl_reason(exc)}"
-        ) from None
-    except ssl.SSLError as exc:
-        raise errors.SslError(f"broker {node_id} at {host}:{port}: {_ssl_reason(exc)}") from None
-    except asyncio.TimeoutError:
-        raise errors.ConnectionFailedError(
-            f"broker {node_id} at {host}:{port}: no connection within {connect_timeout * 1000:.0f} ms"
-        ) from None
-    except OSError as exc:
-        raise errors.ConnectionFailedError(f"broker {node_id} at {host}:{port}: {exc}") from None
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    conn = BrokerConnection(
-        node_id, host, port, reader, writer, client_id=client_id,
-        request_timeout_ms=request_timeout_ms, traffic=traffic,
-    )
-    try:
-        conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)
-    except errors.ConnectionLostError as exc:
-        await conn.close()
-        if ssl_context is None:
-            raise
-        # With TLS 1.3 the broker checks the client certificate after the
-        # client's side of the handshake is done; a broker that refuses it
-        # (or its absence) may just hang up instead of sending an alert.
-        raise errors.SslError(
-            f"broker {node_id} at {host}:{port} closed the connection right after the TLS "
-            f"handshake, before answering ApiVersions: it most likely refused the client "
-            f"certificate, or needs one (ssl_certfile/ssl_keyfile) ({exc.message})"
-        ) from None
-    except errors.SslError as exc:
-        await conn.close()
-        # A TLS 1.3 alert after our side of the handshake is about our
-        # certificate: Kafka sends "bad certificate" when it requires one
-        # (ssl.client.auth=required) and got none, or one it does not trust.
-        raise errors.SslError(
-            f"{exc.message}: the broker refused the client certificate, or needs one "
-            f"(ssl_certfile/ssl_keyfile)"
-        ) from None
-    except BaseException:
-        await conn.close()
-        raise
-    return conn
-
-
-async def _negotiate(conn: BrokerConnection, software_version: str, timeout: float) -> dict[int, int]:
-    body = ApiVersionsRequest(
-        client_software_name="aioproducer", client_software_version=software_version
-    )
-    response = await conn.request(
-        API_VERSIONS, body, version=API_VERSIONS.max_version, timeout=timeout
-    )
-    if response.error_code == errors.UnsupportedVersionError.code:
-        response = await conn.request(API_VERSIONS, body, version=0, timeout=timeout)
-    errors.raise_for_code(response.error_code, f"ApiVersions from broker {conn.node_id}")
-    versions: dict[int, int] = {}
-    for entry in response.api_keys:
-        api = APIS_BY_KEY.get(entry.api_key)
-        if api is None:
-            continue
-        chosen = negotiate_version(api, entry.min_version, entry.max_version)
-        if chosen is not None:
-            versions[api.key] = chosen
-    epoch = response.finalized_features_epoch  # -1 below v3 and when the broker has none
-    if epoch >= 0:
-        conn.finalized_features_epoch = epoch
-        conn.finalized_features = {f.name: f.max_version_level for f in response.finalized_features}
-    return versions
-
-
-def _ssl_reason(exc: ssl.SSLError) -> str:
+def ssl_reason(exc: ssl.SSLError) -> str:
     """A short reason for a TLS error (OpenSSL's reason code, e.g. the peer's alert)."""
     reason: str | None = getattr(exc, "reason", None)
     if reason:

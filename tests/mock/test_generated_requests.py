@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aioproducer.net.connection import open_connection
+from aioproducer.net.connect import open_connection
 from aioproducer.protocol.generated import (
     InitProducerIdRequest,
     InitProducerIdResponse,
