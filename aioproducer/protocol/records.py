@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import operator
 import struct
-from array import array
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,17 @@ from crc32c import crc32c
 
 from .._speedups import COMPILED, kernels
 from .compression import Codec, compress
+from .record_args import (
+    LENGTH_TYPES,
+    check_timestamp,
+    index_arg,
+    int_arg,
+    length_arg,
+    plain,
+    plain_at,
+    ranged,
+    type_error,
+)
 from .record_runs import encode_uniform_run, encode_unkeyed_loop, plain_run
 from .varint import _SMALL_UVARINT, encode_uvarint, size_of_varint
 
@@ -87,7 +97,6 @@ _UNIFORM_MIN_RUN = 32  # records from which encode_uniform_run beats the loop
 _NULL = _UVARINT[1]  # zigzag(-1)
 _ZERO = _UVARINT[0]
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_SSIZE_MAX = (1 << 63) - 1  # what an index of a sequence may be (64-bit CPython)
 _SEALED = "cannot append to a record batch after build()"
 _CHANGED = "the record batch changed while a run was appended to it"
 
@@ -103,60 +112,9 @@ def _varint_bytes(value: int) -> bytes:
     return _UVARINT[zz] if zz < _TABLE_LIMIT else _uvarint(zz)
 
 
-# -- reading what callers pass (the compiled twin: aioproducer/_speedups/_builder_io.c) --
-
-
-def _type_error(data: object, what: str, expect: str) -> TypeError:
-    return TypeError(f"{what} {expect}, got {type(data).__name__}")
-
-
-def _plain(data: Any, what: str) -> bytes | memoryview:
-    """The bytes a bytes-like object holds, in C order, whatever its format or strides.
-
-    Its buffer is asked for once (a ``__buffer__`` of 3.12+ runs once), and
-    held while the returned view lives. The result is something ``len()`` and
-    ``bytes.join`` read alike: a view of single bytes, or a copy.
-    """
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise _type_error(data, what, "must be bytes-like or None") from None
-    if view.c_contiguous and view.ndim == 1 and view.itemsize == 1:
-        return view
-    return view.tobytes()
-
-
-def _int_arg(value: Any, what: str) -> int:
-    """``value`` as an exact int: TypeError unless it is an int (a subclass's methods never run)."""
-    if not issubclass(type(value), int):
-        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
-    return operator.index(value)
-
-
-def _ranged(value: Any, what: str, bits: int) -> int:
-    """An int of ``bits`` bits (signed), else TypeError or ValueError."""
-    number = _int_arg(value, what)
-    if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
-        raise ValueError(f"{what} {number} is outside the int{bits} range")
-    return number
-
-
-def _index(value: Any) -> int:
-    """A run's start or stop, as ``operator.index`` reads it, within an index's range."""
-    index = operator.index(value)
-    if not -_SSIZE_MAX - 1 <= index <= _SSIZE_MAX:
-        raise OverflowError("cannot fit 'int' into an index-sized integer")
-    return index
-
-
-def _check_timestamp(ts: int) -> None:
-    if not _INT64_MIN <= ts <= _INT64_MAX:
-        raise ValueError(f"timestamp_ms {ts} is outside the int64 range")
-
-
 def _delta_bytes(ts: int, base: int) -> bytes:
     """The timestamp delta's varint, past the lookup's fast path: both checked."""
-    _check_timestamp(ts)
+    check_timestamp(ts)
     delta = ts - base
     if not _INT64_MIN <= delta <= _INT64_MAX:
         raise ValueError(
@@ -185,9 +143,9 @@ def _headers_bytes_pure(headers: Iterable[Any]) -> bytes:
             kb: bytes | memoryview = str.encode(name)  # a subclass's own encode() never runs
         else:
             try:
-                kb = _plain(name, "")
+                kb = plain(name, "")
             except TypeError:
-                raise _type_error(name, f"headers[{i}]", "name must be a str or bytes-like") from None
+                raise type_error(name, f"headers[{i}]", "name must be a str or bytes-like") from None
         klen = len(kb)
         out += table[klen << 1] if klen < 8192 else _varint_bytes(klen)
         out += kb
@@ -195,9 +153,9 @@ def _headers_bytes_pure(headers: Iterable[Any]) -> bytes:
             out += _NULL
         else:
             try:
-                vb = hvalue if type(hvalue) is bytes else _plain(hvalue, "")
+                vb = hvalue if type(hvalue) is bytes else plain(hvalue, "")
             except TypeError:
-                raise _type_error(hvalue, f"headers[{i}]", "value must be bytes-like or None") from None
+                raise type_error(hvalue, f"headers[{i}]", "value must be bytes-like or None") from None
             vlen = len(vb)
             out += table[vlen << 1] if vlen < 8192 else _varint_bytes(vlen)
             out += vb
@@ -318,13 +276,13 @@ class RecordBatchBuilderPy:
         if self._sealed:
             raise RuntimeError(_SEALED)
         if type(timestamp_ms) is not int:
-            timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
+            timestamp_ms = int_arg(timestamp_ms, "timestamp_ms")
         if key is None:
             kpre = _NULL
             key = b""
         else:
             if type(key) is not bytes:
-                key = _plain(key, "key")
+                key = plain(key, "key")
             klen = len(key)
             kpre = _UVARINT[klen << 1] if klen < 8192 else _uvarint(klen << 1)
         if value is None:
@@ -332,7 +290,7 @@ class RecordBatchBuilderPy:
             value = b""
         else:
             if type(value) is not bytes:
-                value = _plain(value, "value")
+                value = plain(value, "value")
             vlen = len(value)
             vpre = _UVARINT[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
         hdr = _ZERO if headers is None else _headers_bytes_pure(headers)
@@ -349,7 +307,7 @@ class RecordBatchBuilderPy:
                 ts = _delta_bytes(timestamp_ms, self.base_timestamp)
             off = _UVARINT[count << 1] if count < 8192 else _uvarint(count << 1)
         else:
-            _check_timestamp(timestamp_ms)
+            check_timestamp(timestamp_ms)
             ts = off = _ZERO
         # Everything after the length prefix (attributes, always 0 for producer
         # records, deltas, key, value, headers), joined first: its length is
@@ -393,8 +351,8 @@ class RecordBatchBuilderPy:
         if self._sealed:
             raise RuntimeError(_SEALED)
         if type(timestamp_ms) is not int:
-            timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
-        start, stop = _index(start), _index(stop)
+            timestamp_ms = int_arg(timestamp_ms, "timestamp_ms")
+        start, stop = index_arg(start), index_arg(stop)
         hdr = _ZERO if headers is None else _headers_bytes_pure(headers)
         indices: Sequence[Any] = range(start, stop) if order is None else tuple(order[start:stop])
         if self._sealed:  # the code above (headers, order) may have built the batch
@@ -403,7 +361,7 @@ class RecordBatchBuilderPy:
         if count:
             ts = _delta_bytes(timestamp_ms, self.base_timestamp)
         else:
-            _check_timestamp(timestamp_ms)
+            check_timestamp(timestamp_ms)
             ts = _ZERO
         fixed = _ZERO + ts  # attributes byte and timestamp delta
         base_size = 1 + len(ts) + len(hdr)
@@ -414,7 +372,7 @@ class RecordBatchBuilderPy:
         extend = parts.extend
         uniform = -1
         if (keys is None and order is None and lengths is not None
-                and type(lengths) in _LENGTH_TYPES
+                and type(lengths) in LENGTH_TYPES
                 and stop - start >= _UNIFORM_MIN_RUN and 0 <= start and stop <= len(lengths)):
             # Only the records that could fit are looked at: a record takes at
             # least 7 bytes besides its value (one per varint and attributes).
@@ -428,7 +386,7 @@ class RecordBatchBuilderPy:
         if uniform >= 0:
             count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)
         elif keys is None:
-            count = encode_unkeyed_loop(parts, values, indices, fixed, hdr, count, room, table, _plain_at)
+            count = encode_unkeyed_loop(parts, values, indices, fixed, hdr, count, room, table, plain_at)
         else:
             for i in indices:
                 value = values[i]
@@ -437,14 +395,14 @@ class RecordBatchBuilderPy:
                     kpre, klen = _NULL, 0
                 else:
                     if type(key) is not bytes:
-                        key = _plain_at(key, "keys", i)
+                        key = plain_at(key, "keys", i)
                     klen = len(key)
                     kpre = table[klen << 1] if klen < 8192 else _uvarint(klen << 1)
                 if value is None:
                     vpre, vlen = _NULL, 0
                 else:
                     if type(value) is not bytes:
-                        value = _plain_at(value, "values", i)
+                        value = plain_at(value, "values", i)
                     vlen = len(value)
                     vpre = table[vlen << 1] if vlen < 8192 else _uvarint(vlen << 1)
                 off = table[count << 1] if count < 8192 else _uvarint(count << 1)
@@ -481,14 +439,14 @@ class RecordBatchBuilderPy:
         ``timestamp_ms`` the timestamp delta is taken at its widest, so the
         answer errs on the side of starting a new batch.
         """
-        lengths = (_length_arg(key_len, "key_len"), _length_arg(value_len, "value_len"))
+        lengths = (length_arg(key_len, "key_len"), length_arg(value_len, "value_len"))
         hlen = 1 if headers is None else len(_headers_bytes_pure(headers))
         if timestamp_ms is not None:
-            timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
+            timestamp_ms = int_arg(timestamp_ms, "timestamp_ms")
         if self._sealed:
             return False
         if timestamp_ms is not None:
-            _check_timestamp(timestamp_ms)
+            check_timestamp(timestamp_ms)
         if not self.record_count:
             return True
         if timestamp_ms is None:
@@ -511,9 +469,9 @@ class RecordBatchBuilderPy:
         state) rewrites that header. A compressed batch's records section is
         computed once and reused, so calling ``build`` again is cheap.
         """
-        producer_id = _ranged(producer_id, "producer_id", 64)
-        producer_epoch = _ranged(producer_epoch, "producer_epoch", 16)
-        base_sequence = _ranged(base_sequence, "base_sequence", 32)
+        producer_id = ranged(producer_id, "producer_id", 64)
+        producer_epoch = ranged(producer_epoch, "producer_epoch", 16)
+        base_sequence = ranged(base_sequence, "base_sequence", 32)
         count = self.record_count
         if not count:
             raise ValueError("cannot build an empty record batch")
@@ -548,26 +506,6 @@ class RecordBatchBuilderPy:
         length = RECORD_BATCH_OVERHEAD - 12 + len(payload)
         head = _HEAD.pack(0, length, _NO_PARTITION_LEADER_EPOCH, MAGIC)
         return b"".join((head, _CRC.pack(crc), tail, payload))
-
-
-_LENGTH_TYPES = (list, array)  # hints read without running the caller's code
-
-
-def _length_arg(value: Any, what: str) -> int:
-    """A length of has_room_for: None is -1 (null); TypeError unless an int."""
-    if value is None:
-        return -1
-    if not issubclass(type(value), int):
-        raise TypeError(f"{what} must be an int or None, got {type(value).__name__}")
-    return operator.index(value)
-
-
-def _plain_at(data: Any, what: str, index: Any) -> bytes | memoryview:
-    """:func:`_plain` of a run's element: the error names it as ``values[i]``."""
-    try:
-        return _plain(data, "")
-    except TypeError:
-        raise _type_error(data, f"{what}[{index!s}]", "must be bytes-like or None") from None
 
 
 # The one switch between the twins (see aioproducer._speedups): chosen here, once.
