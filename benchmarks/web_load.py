@@ -52,15 +52,14 @@ import math
 import os
 import resource
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -70,127 +69,16 @@ if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/web_load.py`` to
 
 from benchmarks import web_profile
 from benchmarks.brokers import add_broker_arguments, broker_for
+from benchmarks.web_service import IMPLS, ProducerSettings, serve
+from benchmarks.web_summary import (
+    print_profile_summary,
+    print_summary,
+    run_is_bad,
+    run_line,
+    summarize,
+)
 
-IMPLS = ("aioproducer", "aiokafka")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
-
-
-@dataclass(frozen=True)
-class ProducerSettings:
-    """The producer settings both implementations get, spelled for each."""
-
-    acks: str  # "all" or "1"
-    linger_ms: int
-    batch_size: int
-    compression: str
-    idempotence: bool
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ProducerSettings:
-        return cls(args.acks, args.linger_ms, args.batch_size, args.compression,
-                   args.idempotence == "on")
-
-    def cli(self) -> list[str]:
-        """The options that give a service process these settings."""
-        return ["--acks", self.acks, "--linger-ms", str(self.linger_ms),
-                "--batch-size", str(self.batch_size), "--compression", self.compression,
-                "--idempotence", "on" if self.idempotence else "off"]
-
-    def describe(self) -> str:
-        return (f"acks={self.acks} linger_ms={self.linger_ms} batch_size={self.batch_size} "
-                f"compression={self.compression} "
-                f"idempotence={'on' if self.idempotence else 'off'}")
-
-    def aioproducer_kwargs(self) -> dict[str, Any]:
-        return {"acks": self.acks, "linger_ms": self.linger_ms, "batch_size": self.batch_size,
-                "compression": self.compression, "enable_idempotence": self.idempotence}
-
-    def aiokafka_kwargs(self) -> dict[str, Any]:
-        return {"acks": "all" if self.acks == "all" else int(self.acks),
-                "linger_ms": self.linger_ms, "max_batch_size": self.batch_size,
-                "compression_type": None if self.compression == "none" else self.compression,
-                "enable_idempotence": self.idempotence}
-
-
-# -- the service (role "serve") ----------------------------------------------------------------
-
-
-class AiokafkaAdapter:
-    """aiokafka's producer with the two calls the ingest handler makes."""
-
-    def __init__(self, bootstrap: str, settings: ProducerSettings) -> None:
-        from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
-
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, **settings.aiokafka_kwargs()
-        )
-
-    async def start(self) -> None:
-        await self._producer.start()
-
-    async def close(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._producer.stop(), timeout)
-
-    async def enqueue(self, topic: str, value: bytes, *, key: bytes | None = None) -> Any:
-        return await self._producer.send(topic, value, key=key)  # a future of the metadata
-
-
-def build_app(impl: str, bootstrap: str, settings: ProducerSettings) -> Any:
-    from aiohttp import web
-    from prometheus_client import CollectorRegistry
-
-    from aioproducer import Producer
-    from examples import aiohttp_service as svc
-
-    if impl == "aioproducer":
-        return svc.create_app(
-            lambda: Producer(bootstrap, **settings.aioproducer_kwargs()), svc.Settings()
-        )
-    # The same handler and settings; only the producer differs.
-    app = web.Application(client_max_size=svc.Settings().max_body_bytes)
-    registry = CollectorRegistry()
-    app[svc.SETTINGS] = svc.Settings()
-    app[svc.REGISTRY] = registry
-    app[svc.METRICS] = svc.IngestMetrics(registry)
-
-    async def lifetime(app: web.Application) -> AsyncIterator[None]:
-        adapter = AiokafkaAdapter(bootstrap, settings)
-        await adapter.start()
-        app[svc.PRODUCER] = adapter  # type: ignore[assignment,misc]  # duck-typed for the handler
-        yield
-        await adapter.close(10)
-
-    app.cleanup_ctx.append(lifetime)
-    app.router.add_post("/events/{topic}", svc.post_events)
-    return app
-
-
-async def serve(args: argparse.Namespace) -> None:
-    from aiohttp import web
-
-    counters = web_profile.Counters() if args.count else None
-    if counters is not None:
-        counters.install(args.impl)
-    app = build_app(args.impl, args.bootstrap, ProducerSettings.from_args(args))
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=30)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    sampler = web_profile.CpuSampler() if args.cpu_profile else None
-    if sampler is not None:  # on CPU time: nothing is sampled while the service idles
-        sampler.start()
-    print(f"READY http://{host}:{port}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    if sampler is not None:
-        sampler.stop(Path(args.cpu_profile))
-    if counters is not None:
-        print(counters.report(), flush=True)
-    await runner.cleanup()
 
 
 # -- the load generator (role "load") -----------------------------------------------------------
@@ -392,87 +280,6 @@ def profiling_context(
     )
 
 
-def run_is_bad(run: dict[str, Any]) -> bool:
-    return run["status"] != "ok" or bool(run["missing"] or run["duplicated"] or run["ok"] == 0)
-
-
-def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (clients, impl): medians over the completed runs, and aioproducer / aiokafka."""
-    groups: dict[tuple[int, str], list[dict[str, Any]]] = collections.defaultdict(list)
-    for r in runs:
-        groups[(r["clients"], r["impl"])].append(r)
-    rows: list[dict[str, Any]] = []
-    for (clients, impl), group in groups.items():
-        done = [r for r in group if r["status"] == "ok"]
-        rps = [r["requests_per_s"] for r in done]
-        rows.append({
-            "clients": clients, "impl": impl, "runs": len(done), "failed_runs": len(group) - len(done),
-            "requests_per_s": statistics.median(rps) if rps else math.nan,
-            "requests_per_s_min": min(rps, default=math.nan),
-            "requests_per_s_max": max(rps, default=math.nan),
-            "p50_ms": statistics.median(r["p50_ms"] for r in done) if done else math.nan,
-            "p99_ms": statistics.median(r["p99_ms"] for r in done) if done else math.nan,
-            "bad_runs": sum(1 for r in group if run_is_bad(r)),
-        })
-    for row in rows:
-        base = next((b for b in rows if b["clients"] == row["clients"]
-                     and b["impl"] == "aiokafka"), None)
-        ratio = math.nan
-        if row["impl"] == "aioproducer" and base and base["requests_per_s"] > 0:
-            ratio = row["requests_per_s"] / base["requests_per_s"]
-        row["ratio_vs_aiokafka"] = ratio
-    rows.sort(key=lambda r: (r["clients"], IMPLS.index(r["impl"])))
-    return rows
-
-
-def print_summary(rows: list[dict[str, Any]]) -> None:
-    print(f"{'clients':>7} {'service on':<12} {'runs':>4} {'req/s':>8} {'min-max':>13} "
-          f"{'p50 ms':>8} {'p99 ms':>8} {'ratio':>7} {'bad runs':>8}")
-    for r in rows:
-        spread = f"{r['requests_per_s_min']:.0f}-{r['requests_per_s_max']:.0f}"
-        ratio = "" if math.isnan(r["ratio_vs_aiokafka"]) else f"{r['ratio_vs_aiokafka']:.2f}x"
-        print(f"{r['clients']:>7} {r['impl']:<12} {r['runs']:>4} {r['requests_per_s']:>8.0f} "
-              f"{spread:>13} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {ratio:>7} "
-              f"{r['bad_runs']:>8}")
-    print("req/s: median of the completed runs (min-max); p50/p99: medians of the runs' "
-          "percentiles;\nratio: aioproducer / aiokafka of the median req/s; bad runs: failed, "
-          "or an acknowledged event missing or stored twice")
-
-
-def print_profile_summary(runs: list[dict[str, Any]]) -> None:
-    """Per (clients, impl): the producer's share of the service's samples, and CPU per request."""
-    groups: dict[tuple[int, str], list[dict[str, Any]]] = collections.defaultdict(list)
-    for r in runs:
-        if r.get("profile", {}).get("samples"):
-            groups[(r["clients"], r["impl"])].append(r)
-    print("\nproducer share of the service's samples (inclusive: a sample whose stack has any "
-          "frame in the producer's package),\nmedian (min-max) of the runs; py-spy: not "
-          "sleeping (running or waiting for a core); on CPU: sampled on CPU time")
-
-    def span(vals: list[float]) -> str:
-        if not vals:
-            return "-"
-        return f"{statistics.median(vals):.1%} ({min(vals):.1%}-{max(vals):.1%})"
-
-    for (clients, impl), group in sorted(groups.items()):
-        spy = [r["profile"]["shares"]["producer"] for r in group]
-        oncpu = [r["profile"]["cpu_shares"]["producer"] for r in group
-                 if r["profile"].get("cpu_shares")]
-        cpu = {k: statistics.median(r["profile"]["cpu_s"][k] / max(r["ok"], 1) * 1e6
-                                    for r in group)
-               for k in ("service", "broker", "load") if group[0]["profile"]["cpu_s"][k] is not None}
-        print(f"{clients:>7} {impl:<12} py-spy {span(spy)}, on CPU {span(oncpu)}; CPU us/request "
-              + " ".join(f"{k} {v:.0f}" for k, v in cpu.items()) + f"; {len(group)} run(s)")
-
-
-def _run_line(r: dict[str, Any]) -> str:
-    return (f"round {r['round']} clients {r['clients']} {r['impl']}: "
-            f"{r['requests_per_s']:.0f} req/s, p50 {r['p50_ms']:.1f} ms, "
-            f"p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms; ok {r['ok']}, "
-            f"failed {sum(r['failures'].values())}, missing {r['missing']}, "
-            f"duplicated {r['duplicated']}")
-
-
 def _positive_ints(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
@@ -575,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"round {round_no} clients {clients} {impl}: FAILED: {exc}",
                               flush=True)
                     else:
-                        print(_run_line(run), flush=True)
+                        print(run_line(run), flush=True)
                         if "profile" in run:
                             print("    " + web_profile.describe(run), flush=True)
                     runs.append(run)

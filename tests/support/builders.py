@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from aioproducer.protocol.records import RecordBatchBuilderPy
 
@@ -49,3 +50,23 @@ def builder_cls(request: pytest.FixtureRequest) -> type[Any]:
 def held_bytes(builder: Any) -> int:
     """The bytes a compiled builder has allocated for its buffer (``__sizeof__`` less the object)."""
     return sys.getsizeof(builder) - type(builder).__basicsize__
+
+
+# -- the twins' differential fuzz (test_builder_differential, test_builder_hostile) --
+
+FUZZ = settings(max_examples=200, derandomize=True, database=None, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def outcome(call: Any, *args: Any, **kwargs: Any) -> tuple:
+    """What a call did: ("ok", result) or ("raised", type, message); built bytes as bytes."""
+    try:
+        result = call(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return ("raised", type(exc), str(exc))
+    return ("ok", bytes(result) if isinstance(result, (bytes, bytearray)) else result)
+
+
+def state(builder: Any) -> tuple:
+    return (builder.size_in_bytes, builder.record_count, builder.base_timestamp,
+            builder.max_timestamp, builder.is_sealed)
