@@ -14,9 +14,10 @@ the sender.
 Where a record enters the engine (its partition, its batch, the effects of
 appending) is :mod:`.engine.admission`, which the bulk path shares; appending is
 the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`).
-This module holds the lifecycle (start, flush, close) and those steps. The
-transaction methods come from :mod:`.producer_transactions`, the bulk ones from
-:mod:`.producer_bulk`, the gauges from :mod:`.telemetry.producer_metrics`, the hooks from
+This module holds those steps; start, flush and close come from
+:mod:`.lifecycle` (the parts of a started producer are one
+:class:`.running.Running`), the transaction methods from
+:mod:`.transactions_api`, the bulk ones from :mod:`.bulk_api`, the gauges from :mod:`.telemetry.producer_metrics`, the hooks from
 :mod:`.interceptors`."""
 
 from __future__ import annotations
@@ -31,43 +32,38 @@ from threading import get_ident
 from time import time_ns
 from typing import TYPE_CHECKING, Any
 
-from . import errors
-from .bulk.appender import BulkAppender
-from .config import ProducerConfig
-from .engine.accumulator import RecordAccumulator
-from .engine.admission import Admission
-from .engine.batch import RECORD_HANDLE_OVERHEAD
-from .engine.buffer_pool import BufferPool
-from .engine.keyed_lane import KeyedLane
-from .engine.record_handle import RecordHandle
-from .engine.sender import Sender
-from .engine.shortcut import EnqueueShortcut
-from .engine.sticky import StickyPartitioner
-from .engine.transactions import TransactionManager
-from .engine.unkeyed_lane import UnkeyedLane
-from .engine.validation import (
+from .. import errors
+from ..config import ProducerConfig
+from ..engine.accumulator import RecordAccumulator
+from ..engine.admission import Admission
+from ..engine.batch import RECORD_HANDLE_OVERHEAD
+from ..engine.buffer_pool import BufferPool
+from ..engine.record_handle import RecordHandle
+from ..engine.shortcut import EnqueueShortcut
+from ..engine.sticky import StickyPartitioner
+from ..engine.validation import (
     MAX_TIMESTAMP_MS,
     check_headers,
     check_record_size,
     check_topic,
     to_bytes,
 )
-from .foreign_names import PEER_METHODS
-from .interceptors import InterceptorChain, intercepted_enqueue
-from .logs import ClientLogger
+from ..foreign_names import PEER_METHODS
+from ..interceptors import InterceptorChain, intercepted_enqueue
+from ..logs import ClientLogger
+from ..net.cluster import TopicInfo
+from ..net.metadata_wait import MetadataWait
+from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from ..telemetry.metrics import MetricConfig, MetricName
+from ..telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
+from ..types import RecordMetadata
+from .bulk_api import BulkProducerMixin
+from .lifecycle import LifecycleMixin
 from .loop_binding import UNBOUND, LoopBindingMixin
-from .net.client import KafkaClient
-from .net.cluster import TopicInfo
-from .net.metadata_wait import MetadataWait
-from .producer_bulk import BulkProducerMixin
-from .producer_lifecycle import LifecycleMixin
-from .producer_settings import ProducerConstructor
-from .producer_transactions import TransactionalProducerMixin
-from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from .running import Parts, Running
 from .serializer_prepare import SerializerPreparation
-from .telemetry.metrics import MetricConfig, MetricName
-from .telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
-from .types import RecordMetadata
+from .settings import ProducerConstructor
+from .transactions_api import TransactionalProducerMixin
 
 __all__ = ["Producer"]
 
@@ -119,9 +115,8 @@ class Producer(
         self.config = config
         self.client_id = config.client_id or f"producer-{next(_client_numbers)}"
         self._log = ClientLogger(log, self.client_id)
-        self._client: KafkaClient | None = None
-        self._sender: Sender | None = None
-        self._bulk: BulkAppender | None = None
+        # Everything that exists only once started, built by start() (lifecycle).
+        self._running: Running | None = None
         self._pool = BufferPool(config.buffer_memory, on_exhausted=self._wake_sender)
         self._acc = RecordAccumulator(
             batch_size=config.batch_size,
@@ -140,7 +135,6 @@ class Producer(
         # KIP-794: unkeyed (or every, with partitioner_ignore_keys) record goes
         # through the uniform sticky partitioner.
         self._ignore_keys = config.partitioner_ignore_keys
-        self._started = False
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
         self._start_lock: asyncio.Lock | None = None
@@ -157,12 +151,6 @@ class Producer(
         # The largest record bound the unkeyed fast path of enqueue takes.
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
         self._custom_partitioner = config.partitioner
-        self._txn: TransactionManager | None = None
-        # Where checked records enter the engine, made when the producer starts.
-        self._admission: Admission | None = None
-        # enqueue's unkeyed shortcut, made when the producer starts (see start()).
-        self._lane: UnkeyedLane | None = None
-        self._keyed_lane: KeyedLane | None = None
         self._metrics = ProducerMetrics(
             self.client_id,
             MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
@@ -170,7 +158,8 @@ class Producer(
         )
         add_producer_gauges(
             self._metrics, self._pool,
-            sender=lambda: self._sender, client=lambda: self._client,
+            sender=lambda: None if self._running is None else self._running.sender,
+            client=lambda: None if self._running is None else self._running.client,
             interceptors=lambda: self._interceptors,
         )
         self._interceptors: InterceptorChain | None = None
@@ -183,7 +172,7 @@ class Producer(
             )
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "started" if self._started else "new"
+        state = "closed" if self._closed else "started" if self._running is not None else "new"
         security = self.config.security
         sasl = f"/{security.sasl.mechanism}" if security.sasl is not None else ""
         return (
@@ -260,8 +249,9 @@ class Producer(
             if fut is not None:
                 return fut
         # 2. Checks and serialization: bad input raises here, before any wait.
-        if not self._plain:
-            self._check_can_send()
+        running = self._running
+        if running is None or not self._plain:
+            running = self._check_can_send()
         if topic not in self._topics_seen:
             self._check_topic(topic)
         if self._prep is not None and not self._prep.prepared(topic):
@@ -269,7 +259,7 @@ class Producer(
             # close() or commit_transaction() may have run meanwhile: appended
             # now, the record would never resolve or land outside any
             # transaction (Java checks again in maybeAddPartition after its waits).
-            self._check_can_send()
+            running = self._check_can_send()
         if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
             key, value = self._serialize(topic, key, value)
         if headers is not None:
@@ -295,9 +285,8 @@ class Producer(
             )
         reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
         # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
-        admission = self._admission
-        assert admission is not None  # started: _check_can_send said so
-        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]  # started: set
+        admission = running.admission
+        info = running.client.snapshot.topics.get(topic)
         if (info is None or not info.partitions
                 or (type(partition) is int and partition >= len(info.partitions))
                 or not self._pool.try_reserve(reserve)):
@@ -368,10 +357,9 @@ class Producer(
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""
-        self._check_open()
+        client = self._run().client
         check_topic(topic)
-        assert self._client is not None
-        count = await self._client.partitions_for(topic, self._max_block)
+        count = await client.partitions_for(topic, self._max_block)
         return list(range(count))
 
     async def ping(self, timeout: float | None = None) -> int:
@@ -382,19 +370,27 @@ class Producer(
         ``max_block_ms``), or NoBrokersAvailableError when no broker could be
         reached. Meant for health checks; sending does not need it.
         """
-        self._check_open()
-        assert self._client is not None
-        return await self._client.probe(self._max_block if timeout is None else timeout)
+        return await self._run().client.probe(self._max_block if timeout is None else timeout)
 
-    def _check_can_send(self) -> None:
-        """Raise unless records may be appended now: started, open, and the
-        transaction (if any) in a state that takes records."""
+    def _check_can_send(self) -> Running:
+        """The started producer's parts; raise unless records may be appended now:
+        started, open, and the transaction (if any) in a state that takes records."""
         if self._closed:
             raise errors.ProducerClosedError("cannot send after close(); create a new producer")
-        if self._sender is None:
+        running = self._running
+        if running is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
-        if self._txn is not None:
-            self._txn.check_can_send()
+        if running.txn is not None:
+            running.txn.check_can_send()
+        return running
+
+    def _parts(self) -> Parts:
+        """What start() wires together (see running.Running.build)."""
+        return Parts(
+            self.config, self.client_id, self._acc, self._pool, self._sticky, self._metrics,
+            self._metadata_wait, self._shortcut, self._max_block, self._max_unkeyed,
+            self._serializing, self._check_open,
+        )
 
     def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         """Key and value as bytes: through the configured serializers, else bytes-like to bytes."""

@@ -18,13 +18,13 @@ import asyncio
 import functools
 from typing import TYPE_CHECKING, Any
 
-from .bulk.intercept import intercepted_enqueue_many
-from .types import BulkProgress, BulkResult
+from ..bulk.intercept import intercepted_enqueue_many
+from ..types import BulkProgress, BulkResult
 
 if TYPE_CHECKING:
-    from .bulk.appender import BulkAppender
-    from .config import ProducerConfig
-    from .interceptors import InterceptorChain
+    from ..config import ProducerConfig
+    from ..interceptors import InterceptorChain
+    from .running import Running
     from .serializer_prepare import SerializerPreparation
 
 __all__ = ["BulkProducerMixin"]
@@ -35,11 +35,11 @@ class BulkProducerMixin:
 
     if TYPE_CHECKING:  # what Producer provides, for type checkers
         config: ProducerConfig
-        _bulk: BulkAppender | None
         _interceptors: InterceptorChain | None
         _prep: SerializerPreparation | None
 
         def _check_open(self) -> None: ...
+        def _run(self) -> Running: ...
 
     async def enqueue_many(
         self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
@@ -81,8 +81,7 @@ class BulkProducerMixin:
         self, topic: str, values: Any, keys: Any, headers: Any, partition: Any,
         timestamp_ms: Any, progress: BulkProgress,
     ) -> asyncio.Future[BulkResult]:
-        self._check_open()
-        assert self._bulk is not None
+        bulk = self._run().bulk
         serializers = (self.config.key_serializer, self.config.value_serializer)
         if self._prep is not None:
             # Schema-aware serializers: the schema id of the topic, once per call,
@@ -90,7 +89,7 @@ class BulkProducerMixin:
             await self._prep.prepare(topic)
             self._check_open()
             serializers = self._prep.bound(topic)
-        enqueue = functools.partial(self._bulk.enqueue_many, serializers=serializers, progress=progress)
+        enqueue = functools.partial(bulk.enqueue_many, serializers=serializers, progress=progress)
         if self._interceptors is not None:
             return await intercepted_enqueue_many(
                 self._interceptors, enqueue,
