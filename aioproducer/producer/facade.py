@@ -166,8 +166,9 @@ class Producer(
         if config.interceptors:
             self._interceptors = InterceptorChain(config.interceptors, self._log)
             # Only a producer with hooks pays for them: its enqueue runs them
-            # around the plain one (an instance attribute shadows the method).
-            self.enqueue = functools.partial(  # type: ignore[method-assign]  # on purpose
+            # around the plain one (an entry of the instance's dict shadows the
+            # method, which is not a data descriptor).
+            self.__dict__["enqueue"] = functools.partial(
                 intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
             )
 
