@@ -2,23 +2,26 @@
 
 ``enqueue`` reads as its steps: (1) an unkeyed bytes record goes straight to
 the open batch of its topic's sticky partition when nothing is in doubt
-(:class:`.engine.unkeyed_lane.UnkeyedLane`), a record with a bytes key to the
-open batch of the partition its key hashes to
-(:class:`.engine.keyed_lane.KeyedLane`); otherwise (2) the record is checked and
-serialized, (3) metadata and buffer memory are waited for (up to
-``max_block_ms``), and (4) :meth:`.engine.admission.Admission.place` picks its
-partition and appends it. It returns the record's future; ``send`` also waits
-for that future. Everything after that (batching, retries, expiry) belongs to
-the sender.
+(:class:`~aioproducer.engine.unkeyed_lane.UnkeyedLane`), a record with a bytes
+key to the open batch of the partition its key hashes to
+(:class:`~aioproducer.engine.keyed_lane.KeyedLane`); otherwise (2) the record
+is checked and serialized, (3) metadata and buffer memory are waited for (up
+to ``max_block_ms``), and (4)
+:meth:`~aioproducer.engine.admission.Admission.place` picks its partition and
+appends it. It returns the record's future; ``send`` also waits for that
+future. Everything after that (batching, retries, expiry) belongs to the
+sender.
 
 Where a record enters the engine (its partition, its batch, the effects of
-appending) is :mod:`.engine.admission`, which the bulk path shares; appending is
-the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`).
-This module holds those steps; start, flush and close come from
-:mod:`.lifecycle` (the parts of a started producer are one
-:class:`.running.Running`), the transaction methods from
-:mod:`.transactions_api`, the bulk ones from :mod:`.bulk_api`, the gauges from :mod:`.telemetry.producer_metrics`, the hooks from
-:mod:`.interceptors`."""
+appending) is :mod:`~aioproducer.engine.admission`, which the bulk path
+shares; appending is the batch's own method
+(:meth:`~aioproducer.engine.batch.ProducerBatch.try_append`). This module
+holds those steps; start, flush and close come from :mod:`.lifecycle` (the
+parts of a started producer are one :class:`.running.Running`), the
+transaction methods from :mod:`.transactions_api`, the bulk ones from
+:mod:`.bulk_api`, the gauges from
+:mod:`~aioproducer.telemetry.producer_metrics`, the hooks from
+:mod:`~aioproducer.interceptors`."""
 
 from __future__ import annotations
 
