@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..config import ProducerConfig
     from ..interceptors import InterceptorChain
     from .running import Running
-    from .serializer_prepare import SerializerPreparation
+    from .serializer_prepare import SerializerBinding
 
 __all__ = ["BulkProducerMixin"]
 
@@ -36,7 +36,7 @@ class BulkProducerMixin:
     if TYPE_CHECKING:  # what Producer provides, for type checkers
         config: ProducerConfig
         _interceptors: InterceptorChain | None
-        _prep: SerializerPreparation | None
+        _serializers: SerializerBinding
 
         def _check_open(self) -> None: ...
         def _run(self) -> Running: ...
@@ -82,13 +82,14 @@ class BulkProducerMixin:
         timestamp_ms: Any, progress: BulkProgress,
     ) -> asyncio.Future[BulkResult]:
         bulk = self._run().bulk
-        serializers = (self.config.key_serializer, self.config.value_serializer)
-        if self._prep is not None:
+        prep = self._serializers.prep
+        serializers = self._serializers.key, self._serializers.value
+        if prep is not None:
             # Schema-aware serializers: the schema id of the topic, once per call,
             # before any record is serialized or buffered.
-            await self._prep.prepare(topic)
+            await prep.prepare(topic)
             self._check_open()
-            serializers = self._prep.bound(topic)
+            serializers = prep.bound(topic)
         enqueue = functools.partial(bulk.enqueue_many, serializers=serializers, progress=progress)
         if self._interceptors is not None:
             return await intercepted_enqueue_many(

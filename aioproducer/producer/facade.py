@@ -49,7 +49,6 @@ from ..engine.validation import (
     check_headers,
     check_record_size,
     check_topic,
-    to_bytes,
 )
 from ..foreign_names import PEER_METHODS
 from ..interceptors import InterceptorChain, intercepted_enqueue
@@ -64,7 +63,7 @@ from .bulk_api import BulkProducerMixin
 from .lifecycle import LifecycleMixin
 from .loop_binding import UNBOUND, LoopBindingMixin
 from .running import Parts, Running
-from .serializer_prepare import SerializerPreparation
+from .serializer_prepare import SerializerBinding
 from .settings import ProducerConstructor
 from .transactions_api import TransactionalProducerMixin
 
@@ -143,13 +142,7 @@ class Producer(
         self._start_lock: asyncio.Lock | None = None
         self._max_block = config.max_block_ms / 1000
         self._metadata_wait = MetadataWait(self._log, self._max_block)
-        self._key_serializer = config.key_serializer
-        self._value_serializer = config.value_serializer
-        self._serializing = (
-            config.key_serializer is not None or config.value_serializer is not None
-        )
-        # Schema-aware serializers resolve their schema per topic first; None otherwise.
-        self._prep = SerializerPreparation.of(config.key_serializer, config.value_serializer)
+        self._serializers = SerializerBinding(config.key_serializer, config.value_serializer)
         self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
         # The largest record bound the unkeyed fast path of enqueue takes.
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
@@ -258,14 +251,16 @@ class Producer(
             running = self._check_can_send()
         if topic not in self._topics_seen:
             self._check_topic(topic)
-        if self._prep is not None and not self._prep.prepared(topic):
-            await self._prep.prepare(topic)  # before anything is appended (registry I/O)
+        serializers = self._serializers
+        prep = serializers.prep
+        if prep is not None and not prep.prepared(topic):
+            await prep.prepare(topic)  # before anything is appended (registry I/O)
             # close() or commit_transaction() may have run meanwhile: appended
             # now, the record would never resolve or land outside any
             # transaction (Java checks again in maybeAddPartition after its waits).
             running = self._check_can_send()
-        if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
-            key, value = self._serialize(topic, key, value)
+        if type(value) is not bytes or (key is not None and type(key) is not bytes) or serializers.active:
+            key, value = serializers.serialize(topic, key, value)
         if headers is not None:
             headers = check_headers(headers)
             header_size = headers_size(headers)
@@ -393,16 +388,5 @@ class Producer(
         return Parts(
             self.config, self.client_id, self._acc, self._pool, self._sticky, self._metrics,
             self._metadata_wait, self._shortcut, self._max_block, self._max_unkeyed,
-            self._serializing, self._check_open,
+            self._serializers.active, self._check_open,
         )
-
-    def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        """Key and value as bytes: through the configured serializers, else bytes-like to bytes."""
-        key_ser, value_ser = self._key_serializer, self._value_serializer
-        if self._prep is not None:
-            key_ser, value_ser = self._prep.bound(topic)
-        value = to_bytes(value, "value", value_ser, topic)
-        if key is not None or key_ser is not None:
-            key = to_bytes(key, "key", key_ser, topic)
-        return key, value
-
