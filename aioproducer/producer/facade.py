@@ -58,8 +58,8 @@ from ..net.metadata_wait import MetadataWait
 from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from ..telemetry.metrics import MetricConfig, MetricName
 from ..telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
-from ..types import RecordMetadata
-from .bulk_api import BulkProducerMixin
+from ..types import BulkProgress, BulkResult, RecordMetadata
+from .bulk_api import BulkAPI
 from .lifecycle import LifecycleMixin
 from .loop_binding import UNBOUND, LoopBindingMixin
 from .running import Parts, Running
@@ -80,7 +80,7 @@ _client_numbers = itertools.count(1)
 
 
 class Producer(
-    LoopBindingMixin, LifecycleMixin, TransactionalProducerMixin, BulkProducerMixin,
+    LoopBindingMixin, LifecycleMixin, TransactionalProducerMixin,
     ProducerConstructor,
 ):
     """An asyncio Kafka producer with the Java producer's semantics.
@@ -167,6 +167,8 @@ class Producer(
             self.__dict__["enqueue"] = functools.partial(
                 intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
             )
+        # The bulk calls' part: enqueue_many and send_many delegate to it.
+        self._bulk_api = BulkAPI(self._run, self._check_open, self._serializers, self._interceptors)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._running is not None else "new"
@@ -338,6 +340,56 @@ class Producer(
         check_topic(topic)
         if len(self._topics_seen) < 10000:
             self._topics_seen.add(topic)
+
+    # -- bulk ------------------------------------------------------------------
+
+    async def enqueue_many(
+        self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
+        partition: Any = None, timestamp_ms: Any = None, progress: BulkProgress | None = None,
+    ) -> asyncio.Future[BulkResult]:
+        """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`~aioproducer.bulk`).
+
+        ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
+        The future resolves to a BulkResult, or fails with BulkSendError naming
+        the failed records. Bad input raises at once and buffers nothing.
+        Configured interceptors see every record (see :mod:`~aioproducer.bulk.intercept`).
+
+        Records go in in call order, waiting for buffer memory or metadata
+        between slices (at most ``max_block_ms``). If the producer closes, the
+        transaction moves on (commit, abort) or the wait runs out part way, the
+        call returns its future and the records not buffered fail there
+        (``result.errors[None]``). If the call is cancelled part way, records
+        ``0 .. k - 1`` stay buffered and are delivered, and the
+        ``CancelledError`` carries a :class:`~aioproducer.types.BulkProgress`
+        (``exc.bulk_progress``; ``BulkProgress.of(exc)`` finds it behind a
+        ``TimeoutError`` too) with ``buffered == k`` and the call's future; pass
+        ``progress=BulkProgress()`` to hold it whatever becomes of the
+        exception. Resend ``values[k:]``: nothing is sent twice.
+        """
+        return await self._bulk_api.enqueue_many(
+            topic, values, keys, headers, partition, timestamp_ms, progress
+        )
+
+    async def send_many(
+        self, topic: str, values: Any, *, progress: BulkProgress | None = None, **columns: Any
+    ) -> BulkResult:
+        """:meth:`enqueue_many`, then wait for every record's acknowledgement.
+
+        Cancelled while buffering, as :meth:`enqueue_many`. Cancelled while
+        waiting for the acknowledgements (every record buffered), the records
+        are still delivered: the ``CancelledError`` carries the progress
+        (``buffered == len(values)``) whose ``future`` gives their outcome.
+        """
+        if progress is None:
+            progress = BulkProgress()
+        future = await self.enqueue_many(topic, values, progress=progress, **columns)
+        try:
+            # Shielded: cancelling the caller must not cancel the call's future,
+            # which still reports the records on their way.
+            return await asyncio.shield(future)
+        except asyncio.CancelledError as exc:
+            progress.attach(exc)
+            raise
 
     # -- metrics -------------------------------------------------------------
 
