@@ -112,7 +112,7 @@ def _tid() -> str:
 
 
 def _txn(p: Producer) -> TransactionManager:
-    txn = p._txn
+    txn = p._running.txn
     assert txn is not None
     return txn
 

@@ -27,7 +27,7 @@ def _tid() -> str:
 
 
 def _txn(p: Producer) -> TransactionManager:
-    txn = p._txn
+    txn = p._running.txn
     assert txn is not None
     return txn
 
@@ -35,7 +35,7 @@ def _txn(p: Producer) -> TransactionManager:
 def _check_protocol(p: Producer, version: int, ends: int, start_epoch: int) -> None:
     """The v1 or v2 path was taken; ``ends`` EndTxn requests have succeeded."""
     txn = _txn(p)
-    assert p._client.finalized_features.get("transaction.version") == version
+    assert p._running.client.finalized_features.get("transaction.version") == version
     assert txn.v2 is (version >= 2)
     epoch = txn.producer_identity[1]
     if version >= 2:

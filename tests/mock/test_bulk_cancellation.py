@@ -218,7 +218,7 @@ async def test_a_commit_while_the_call_waits_stops_it_and_commits_what_went_in()
         task = asyncio.create_task(p.enqueue_many("t", VALUES))
         await waiting_for_memory(p, task)
         commit = asyncio.create_task(p.commit_transaction())
-        await until(lambda: p._txn is not None and p._txn.state.name == "COMMITTING", BOUND, "commit")
+        await until(lambda: p._running.txn is not None and p._running.txn.state.name == "COMMITTING", BOUND, "commit")
         cluster.resume_broker(cluster.broker_ids[0])
         future = await within(task, BOUND, "the stopped call")  # stopped, not failed as a whole
         await within(commit, BOUND, "the commit")

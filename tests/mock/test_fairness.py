@@ -14,11 +14,12 @@ from typing import TypeVar
 
 import pytest
 
-from aioproducer import BulkResult, Producer, producer
+from aioproducer import BulkResult, Producer
 from aioproducer.bulk import appender as bulk
 from aioproducer.bulk.appender import BULK_RECORD_OVERHEAD
 from aioproducer.engine.batch import RECORD_HANDLE_OVERHEAD
 from aioproducer.engine.record_handle import WAKE_SLICE
+from aioproducer.producer import facade
 from aioproducer.protocol.records import MAX_RECORD_OVERHEAD
 from aioproducer.testing import MockCluster
 
@@ -74,7 +75,7 @@ async def ticks_during(work: Awaitable[T]) -> tuple[T, int]:
 
 
 async def test_a_tight_enqueue_loop_inside_one_batch_lets_other_tasks_run() -> None:
-    records = 20 * producer.YIELD_EVERY_RECORDS
+    records = 20 * facade.YIELD_EVERY_RECORDS
 
     async def produce(p: Producer) -> None:
         for _ in range(records):
@@ -83,7 +84,7 @@ async def test_a_tight_enqueue_loop_inside_one_batch_lets_other_tasks_run() -> N
     # One huge batch: the loop never opens a new one, the old yield point.
     async with warmed_up("fair") as p:
         _, during = await ticks_during(produce(p))
-    assert during >= records // producer.YIELD_EVERY_RECORDS - 1
+    assert during >= records // facade.YIELD_EVERY_RECORDS - 1
 
 
 async def test_a_long_bulk_call_yields_between_slices(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,7 +57,7 @@ async def test_later_batches_pipeline_once_the_first_is_acknowledged() -> None:
         in_flight_seen: list[int] = []
 
         async def watch(body: object, ctx: object) -> None:
-            in_flight_seen.append(p._sender.requests_in_flight)  # type: ignore[union-attr]
+            in_flight_seen.append(p._running.sender.requests_in_flight)  # type: ignore[union-attr]
 
         cluster.intercept(PRODUCE, watch)
         cluster.delay_responses(0.05, api_key=PRODUCE)

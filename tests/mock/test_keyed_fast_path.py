@@ -96,7 +96,7 @@ async def test_a_topic_that_grows_is_partitioned_by_its_new_count() -> None:
         async with Producer(cluster.bootstrap_servers, linger_ms=0, metadata_max_age_ms=100) as p:
             before = [await p.send("k", b"v", key=k) for k in keys]
             cluster.add_partitions("k", 6)
-            await until(lambda: len(p._client.snapshot.topics["k"].partitions) == 6, SETTLE,
+            await until(lambda: len(p._running.client.snapshot.topics["k"].partitions) == 6, SETTLE,
                         "the new partitions in the metadata")
             after = [await p.enqueue("k", b"v", key=k) for k in keys]
             await p.flush()

@@ -120,8 +120,8 @@ async def test_hints_switched_off_leave_the_move_to_metadata() -> None:
         cluster.create_topic("t", partitions=1)
         async with make_producer(cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
             await within(producer.send("t", b"before"), 10, "warm-up")
-            assert producer._client is not None
-            producer._client.use_leader_hints = False
+            assert producer._running.client is not None
+            producer._running.client.use_leader_hints = False
             old = cluster.leader("t", 0)
             epoch = cluster.topic_states["t"].partitions[0].leader_epoch
             new = cluster.move_leader("t", 0)

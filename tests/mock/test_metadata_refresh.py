@@ -69,7 +69,7 @@ async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> 
             cluster.delete_topic("gone")
             # Batches already queued: the broker refuses them, metadata drops the topic ...
             futures = [await producer.enqueue("gone", b"v", partition=p) for p in (0, 1)]
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             await until(
                 lambda: not client.snapshot.topics["gone"].partitions, 10, "metadata without the topic"
@@ -133,7 +133,7 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
                 await producer.send("t", b"warm", partition=p)
             cluster.stall_broker(2)
             stuck = await producer.enqueue("t", b"stuck", partition=2)
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             await until(lambda: client.in_flight(2) > 0, 10, "the request to the stalled broker")
             for trial in range(12):
@@ -154,7 +154,7 @@ async def test_least_loaded_node_prefers_idle_live_connections() -> None:
         async with make_producer(cluster, SETTINGS) as producer:
             for p in range(3):
                 await producer.send("t", b"warm", partition=p)
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             # The bootstrap connection is gone once real node ids are known.
             assert all(node >= 0 for node in client.throttle_stats())
@@ -224,7 +224,7 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
             await producer.send("stuck", b"warm", partition=stuck)
             cluster.stall_broker(1)
             pending = await producer.enqueue("stuck", b"in flight", partition=stuck)
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             await until(lambda: client.in_flight(1) > 0, 10, "the write to the stalled broker")
             deadline = time.monotonic() + 1.5

@@ -110,7 +110,7 @@ async def test_a_batch_put_back_during_an_abort_is_aborted_not_sent_again() -> N
             await asyncio.wait_for(p.init_transactions(), 10)
             await p.begin_transaction()
             await asyncio.wait_for(p.send("tx", b"first"), 10)  # the partition joined
-            client, txn = p._client, p._txn
+            client, txn = p._running.client, p._running.txn
             assert client is not None and txn is not None
             produces = cluster.request_count(0)
             cluster.fail_produce("tx", 0, errors.NotEnoughReplicasError.code)  # retriable

@@ -16,8 +16,8 @@ ADD_PARTITIONS, ADD_OFFSETS, END_TXN, INIT_PID = 24, 25, 26, 22
 
 
 def _identity(p: Producer) -> tuple[int, int]:
-    assert p._txn is not None
-    return p._txn.producer_identity
+    assert p._running.txn is not None
+    return p._running.txn.producer_identity
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -35,7 +35,7 @@ SETTINGS: dict[str, Any] = {"linger_ms": 0, "retry_backoff_ms": 50}
 
 
 async def _passes_during(producer: Producer, window: float) -> int:
-    sender = producer._sender
+    sender = producer._running.sender
     assert sender is not None
     before = sender.passes
     await asyncio.sleep(window)
@@ -57,7 +57,7 @@ async def test_no_polling_while_a_stalled_broker_has_no_in_flight_room() -> None
             await producer.send("t", b"warm")
             cluster.stall_broker(0)
             futures = [await producer.enqueue("t", b"x" * 100)]
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             await until(lambda: client.in_flight(0) == 1, 10, "the request to the stalled broker")
             # no room left
@@ -99,7 +99,7 @@ async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() ->
         cluster.create_topic("t", partitions=1)
         async with make_producer(cluster, SETTINGS) as producer:
             await producer.send("t", b"before")
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             cluster.throttle(0, THROTTLE_MS)
             await producer.send("t", b"throttled")  # answered at once, then the channel is muted
@@ -127,7 +127,7 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
         async with producer:
             await producer.partitions_for("t")
             loop = asyncio.get_running_loop()
-            sender = producer._sender
+            sender = producer._running.sender
             assert sender is not None
             futures = []
             waited = 0.0
@@ -165,7 +165,7 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
         producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
                                  batch_size=1024)
         async with producer:
-            sender = producer._sender
+            sender = producer._running.sender
             assert sender is not None
             await producer.enqueue("t", b"warm", partition=2)
             await producer.flush(timeout=10)  # connected, nothing queued
@@ -199,7 +199,7 @@ async def test_a_new_batch_due_before_the_senders_timer_brings_the_timer_forward
         cluster.create_topic("t", partitions=2)
         producer = make_producer(cluster, SETTINGS, linger_ms=int(linger * 1000))
         async with producer:
-            sender = producer._sender
+            sender = producer._running.sender
             assert sender is not None
             await producer.enqueue("t", b"warm", partition=0)  # opens a batch ...
             await producer.enqueue("t", b"warm2", partition=0)  # ... so this one yields first
@@ -235,7 +235,7 @@ async def test_a_record_that_fills_its_batch_exactly_wakes_the_sender() -> None:
         producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
                                  batch_size=batch_size)
         async with producer:
-            sender = producer._sender
+            sender = producer._running.sender
             assert sender is not None
             await producer.enqueue("t", b"w" * 300, partition=1)  # full as it opens: goes now
             await producer.flush(timeout=10)
@@ -262,7 +262,7 @@ async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender(
         cluster.create_topic("t", partitions=2)
         producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000)
         async with producer:
-            sender, client = producer._sender, producer._client
+            sender, client = producer._running.sender, producer._running.client
             assert sender is not None and client is not None
             await producer.enqueue("t", b"warm", partition=0)
             await producer.flush(timeout=10)
@@ -325,8 +325,8 @@ async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_i
             max_in_flight_requests_per_connection=1 if case == "no room in flight" else 5,
         )
         async with producer:
-            sender = producer._sender
-            client = producer._client
+            sender = producer._running.sender
+            client = producer._running.client
             assert sender is not None and client is not None
             for p in (0, 1):  # connected, and past each partition's first batch (KIP-98)
                 await producer.enqueue("t", b"warm", partition=p)
@@ -381,7 +381,7 @@ async def test_a_failed_transactions_request_end_fails_its_lingering_batches_at_
         producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
                                  batch_size=1024, transactional_id="wakeups")
         async with producer:
-            sender, txn = producer._sender, producer._txn
+            sender, txn = producer._running.sender, producer._running.txn
             assert sender is not None and txn is not None
             await asyncio.wait_for(producer.init_transactions(), 30)
             await producer.begin_transaction()

@@ -106,7 +106,7 @@ async def test_a_refusal_found_inside_a_pass_stops_that_pass() -> None:
             joined = [await p.enqueue("tx", b"join", partition=leaders[b]) for b in (healthy, refusing)]
             await within(p.flush(), BOUND)
             assert all(f.done() and f.exception() is None for f in joined)
-            client = p._client
+            client = p._running.client
             assert client is not None
             # The password rotates and only the refusing broker's connection drops;
             # its reconnection is refused before the next records are queued.
@@ -144,7 +144,7 @@ async def test_an_acknowledgement_after_the_transaction_failed_reports_no_succes
             await p.begin_transaction()
             for b in (stalled, failing):
                 await within(p.send("tx", b"join", partition=leaders[b]), BOUND)
-            client, txn = p._client, p._txn
+            client, txn = p._running.client, p._running.txn
             assert client is not None and txn is not None
             cluster.stall_broker(stalled)
             in_flight = await p.enqueue("tx", b"in flight", partition=leaders[stalled])
@@ -176,7 +176,7 @@ async def _commit_times_out(cluster: MockCluster, p: Producer) -> None:
     await p.enqueue("tx", b"two")
     with pytest.raises(errors.KafkaTimeoutError):
         await within(p.commit_transaction(), BOUND)
-    assert p._txn is not None and p._txn.state.name == "COMMITTING"
+    assert p._running.txn is not None and p._running.txn.state.name == "COMMITTING"
 
 
 async def test_close_after_a_commit_timed_out_finishes_the_commit() -> None:
@@ -271,7 +271,7 @@ async def test_a_failed_send_offsets_fails_the_queued_batches_at_once() -> None:
 
         async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=600_000,
                             delivery_timeout_ms=700_000, max_block_ms=10_000) as p:
-            sender, txn = p._sender, p._txn
+            sender, txn = p._running.sender, p._running.txn
             assert sender is not None and txn is not None
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()

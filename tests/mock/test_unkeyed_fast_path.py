@@ -111,7 +111,7 @@ async def test_a_record_after_the_topic_shrank_goes_to_a_partition_it_still_has(
             assert batch is not None and batch.partition == 1
             cluster.delete_topic("t")
             cluster.create_topic("t", partitions=1)
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             client.request_update()
             await until(
@@ -154,7 +154,7 @@ async def test_a_topic_forgotten_while_a_record_waits_for_memory_takes_its_recor
             request_timeout_ms=30_000,
             delivery_timeout_ms=60_000,
         ) as producer:
-            client = producer._client
+            client = producer._running.client
             assert client is not None
             await producer.send("idle", b"once")
             await producer.send("busy", b"warm", partition=busy)

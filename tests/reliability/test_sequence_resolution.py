@@ -129,7 +129,7 @@ async def test_healthy_partition_keeps_flowing_while_another_waits_for_a_new_id(
 
     kafka_cluster.stall_broker(stalled)
     stuck = await tracker.enqueue(p, b"p%d" % stalled_part, partition=stalled_part)
-    client = p._client
+    client = p._running.client
     await until(lambda: client.in_flight(stalled) > 0, 10, "the request to the stalled broker")
     kafka_cluster.fail_produce(topic, bumped_part, UNKNOWN_PRODUCER)
     flowing = [await tracker.enqueue(p, b"p%d" % bumped_part, partition=bumped_part)
@@ -169,7 +169,7 @@ async def test_new_batches_wait_until_old_id_retries_of_their_partition_are_done
     )
     kafka_cluster.fail_produce(topic, bump_part, UNKNOWN_PRODUCER)
     old = await tracker.enqueue(p, b"p%d" % old_part, partition=old_part)
-    client = p._client
+    client = p._running.client
     await until(lambda: client.in_flight(old_leader) > 0, 10, "the old-id batch's request")
     bumped = await tracker.enqueue(p, b"p%d" % bump_part, partition=bump_part)
     await within(bumped.future, 10, "the record that caused the new id")
@@ -194,7 +194,7 @@ async def test_retries_straddling_the_sequence_wrap_keep_their_order(
     p = await producer(**dict(FAST, linger_ms=0, delivery_timeout_ms=5000))
     await within(p.send(topic, b"warm-up"), 10, "warm-up")
     # White-box: move both sides of partition 0 close to the wrap.
-    seq = p._sender._seq
+    seq = p._running.sender._seq
     from aioproducer.engine.idempotence import _Partition
 
     seq._parts[(topic, 0)] = _Partition(seq.producer_id, seq.epoch, next=MAX_SEQUENCE - 1)

@@ -152,7 +152,7 @@ async def test_bulk_path_with_interceptors_uses_the_prepared_serializer(schema_r
 
 async def test_plain_serializers_need_no_preparation() -> None:
     producer = Producer("127.0.0.1:9", value_serializer=str.encode)
-    assert producer._prep is None
+    assert producer._serializers.prep is None
 
 
 class SlowPrepare:

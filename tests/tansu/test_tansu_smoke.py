@@ -72,7 +72,7 @@ async def test_transactions_stay_v1_on_tansu(tansu_bootstrap: str) -> None:
     topic = f"smoke-txn-{os.getpid()}-{time.monotonic_ns()}"
     async with Producer(tansu_bootstrap, transactional_id=f"tx-{time.monotonic_ns()}") as p:
         await p.init_transactions()
-        txn = p._txn
+        txn = p._running.txn
         assert txn is not None
         start = txn.producer_identity
         for i in range(3):
@@ -81,7 +81,7 @@ async def test_transactions_stay_v1_on_tansu(tansu_bootstrap: str) -> None:
         await p.begin_transaction()
         await p.send(topic, b"aborted")
         await p.abort_transaction()
-        assert not txn.v2 and p._client.finalized_features == {}
+        assert not txn.v2 and p._running.client.finalized_features == {}
         assert txn.requests_sent["AddPartitionsToTxn"] >= 4
         assert txn.requests_sent["EndTxn"] >= 4
         assert txn.producer_identity == start  # v1: no epoch bump per transaction

@@ -1,8 +1,8 @@
 """The package's layers import one way: a test, as the sans-I/O rule for ``protocol/`` is.
 
 Bottom up: ``protocol`` (sans-I/O) <- ``net`` and ``sasl`` (connections, metadata, security)
-<- ``engine`` (batches, accumulator, sender) <- ``bulk`` <- the facade (``producer*``,
-``loop_binding``) <- ``testing``, ``embedded``, ``spark``, ``integrations``, ``cli``. ``config``,
+<- ``engine`` (batches, accumulator, sender) <- ``bulk`` <- the facade (the ``producer``
+package) <- ``testing``, ``embedded``, ``spark``, ``integrations``, ``cli``. ``config``,
 ``errors``, ``logs`` and ``telemetry`` are shared by all; ``types`` (the public value types) is a
 leaf beside ``errors``. A lower layer never imports a higher one.
 """
@@ -17,10 +17,7 @@ import aioproducer
 # The package under test, installed or the checkout's (never a path beside tests/: the tests
 # may run from a copy, against an installed wheel).
 PACKAGE = Path(aioproducer.__file__).resolve().parent
-FACADE = (
-    "producer", "producer_bulk", "producer_lifecycle", "producer_settings", "producer_transactions",
-    "loop_binding",
-)
+FACADE = ("producer",)
 TOP = ("testing", "embedded", "spark", "integrations", "cli")
 SHARED = ("config", "errors", "error_codes", "logs", "telemetry")
 

@@ -2,22 +2,26 @@
 
 ``enqueue`` reads as its steps: (1) an unkeyed bytes record goes straight to
 the open batch of its topic's sticky partition when nothing is in doubt
-(:class:`.engine.unkeyed_lane.UnkeyedLane`), a record with a bytes key to the
-open batch of the partition its key hashes to
-(:class:`.engine.keyed_lane.KeyedLane`); otherwise (2) the record is checked and
-serialized, (3) metadata and buffer memory are waited for (up to
-``max_block_ms``), and (4) :meth:`.engine.admission.Admission.place` picks its
-partition and appends it. It returns the record's future; ``send`` also waits
-for that future. Everything after that (batching, retries, expiry) belongs to
-the sender.
+(:class:`~aioproducer.engine.unkeyed_lane.UnkeyedLane`), a record with a bytes
+key to the open batch of the partition its key hashes to
+(:class:`~aioproducer.engine.keyed_lane.KeyedLane`); otherwise (2) the record
+is checked and serialized, (3) metadata and buffer memory are waited for (up
+to ``max_block_ms``), and (4)
+:meth:`~aioproducer.engine.admission.Admission.place` picks its partition and
+appends it. It returns the record's future; ``send`` also waits for that
+future. Everything after that (batching, retries, expiry) belongs to the
+sender.
 
 Where a record enters the engine (its partition, its batch, the effects of
-appending) is :mod:`.engine.admission`, which the bulk path shares; appending is
-the batch's own method (:meth:`.engine.batch.ProducerBatch.try_append`).
-This module holds the lifecycle (start, flush, close) and those steps. The
-transaction methods come from :mod:`.producer_transactions`, the bulk ones from
-:mod:`.producer_bulk`, the gauges from :mod:`.telemetry.producer_metrics`, the hooks from
-:mod:`.interceptors`."""
+appending) is :mod:`~aioproducer.engine.admission`, which the bulk path
+shares; appending is the batch's own method
+(:meth:`~aioproducer.engine.batch.ProducerBatch.try_append`). This module
+holds those steps; start, flush and close come from :mod:`.lifecycle` (the
+parts of a started producer are one :class:`.running.Running`), the
+transaction methods from :mod:`.transactions_api`, the bulk ones from
+:mod:`.bulk_api`, the gauges from
+:mod:`~aioproducer.telemetry.producer_metrics`, the hooks from
+:mod:`~aioproducer.interceptors`."""
 
 from __future__ import annotations
 
@@ -31,43 +35,37 @@ from threading import get_ident
 from time import time_ns
 from typing import TYPE_CHECKING, Any
 
-from . import errors
-from .bulk.appender import BulkAppender
-from .config import ProducerConfig
-from .engine.accumulator import RecordAccumulator
-from .engine.admission import Admission
-from .engine.batch import RECORD_HANDLE_OVERHEAD
-from .engine.buffer_pool import BufferPool
-from .engine.keyed_lane import KeyedLane
-from .engine.record_handle import RecordHandle
-from .engine.sender import Sender
-from .engine.shortcut import EnqueueShortcut
-from .engine.sticky import StickyPartitioner
-from .engine.transactions import TransactionManager
-from .engine.unkeyed_lane import UnkeyedLane
-from .engine.validation import (
+from .. import errors
+from ..config import ProducerConfig
+from ..engine.accumulator import RecordAccumulator
+from ..engine.admission import Admission
+from ..engine.batch import RECORD_HANDLE_OVERHEAD
+from ..engine.buffer_pool import BufferPool
+from ..engine.record_handle import RecordHandle
+from ..engine.shortcut import EnqueueShortcut
+from ..engine.sticky import StickyPartitioner
+from ..engine.validation import (
     MAX_TIMESTAMP_MS,
     check_headers,
     check_record_size,
     check_topic,
-    to_bytes,
 )
-from .foreign_names import PEER_METHODS
-from .interceptors import InterceptorChain, intercepted_enqueue
-from .logs import ClientLogger
+from ..foreign_names import PEER_METHODS
+from ..interceptors import InterceptorChain, intercepted_enqueue
+from ..logs import ClientLogger
+from ..net.cluster import TopicInfo
+from ..net.metadata_wait import MetadataWait
+from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from ..telemetry.metrics import MetricConfig, MetricName
+from ..telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
+from ..types import BulkProgress, BulkResult, RecordMetadata
+from .bulk_api import BulkAPI
+from .lifecycle import LifecycleMixin
 from .loop_binding import UNBOUND, LoopBindingMixin
-from .net.client import KafkaClient
-from .net.cluster import TopicInfo
-from .net.metadata_wait import MetadataWait
-from .producer_bulk import BulkProducerMixin
-from .producer_lifecycle import LifecycleMixin
-from .producer_settings import ProducerConstructor
-from .producer_transactions import TransactionalProducerMixin
-from .protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
-from .serializer_prepare import SerializerPreparation
-from .telemetry.metrics import MetricConfig, MetricName
-from .telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
-from .types import RecordMetadata
+from .running import Parts, Running
+from .serializer_prepare import SerializerBinding
+from .settings import ProducerConstructor
+from .transactions_api import TransactionalProducerMixin
 
 __all__ = ["Producer"]
 
@@ -82,7 +80,7 @@ _client_numbers = itertools.count(1)
 
 
 class Producer(
-    LoopBindingMixin, LifecycleMixin, TransactionalProducerMixin, BulkProducerMixin,
+    LoopBindingMixin, LifecycleMixin, TransactionalProducerMixin,
     ProducerConstructor,
 ):
     """An asyncio Kafka producer with the Java producer's semantics.
@@ -119,9 +117,8 @@ class Producer(
         self.config = config
         self.client_id = config.client_id or f"producer-{next(_client_numbers)}"
         self._log = ClientLogger(log, self.client_id)
-        self._client: KafkaClient | None = None
-        self._sender: Sender | None = None
-        self._bulk: BulkAppender | None = None
+        # Everything that exists only once started, built by start() (lifecycle).
+        self._running: Running | None = None
         self._pool = BufferPool(config.buffer_memory, on_exhausted=self._wake_sender)
         self._acc = RecordAccumulator(
             batch_size=config.batch_size,
@@ -140,29 +137,16 @@ class Producer(
         # KIP-794: unkeyed (or every, with partitioner_ignore_keys) record goes
         # through the uniform sticky partitioner.
         self._ignore_keys = config.partitioner_ignore_keys
-        self._started = False
         self._closed = False
         self._close_lock: asyncio.Lock | None = None
         self._start_lock: asyncio.Lock | None = None
         self._max_block = config.max_block_ms / 1000
         self._metadata_wait = MetadataWait(self._log, self._max_block)
-        self._key_serializer = config.key_serializer
-        self._value_serializer = config.value_serializer
-        self._serializing = (
-            config.key_serializer is not None or config.value_serializer is not None
-        )
-        # Schema-aware serializers resolve their schema per topic first; None otherwise.
-        self._prep = SerializerPreparation.of(config.key_serializer, config.value_serializer)
+        self._serializers = SerializerBinding(config.key_serializer, config.value_serializer)
         self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
         # The largest record bound the unkeyed fast path of enqueue takes.
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
         self._custom_partitioner = config.partitioner
-        self._txn: TransactionManager | None = None
-        # Where checked records enter the engine, made when the producer starts.
-        self._admission: Admission | None = None
-        # enqueue's unkeyed shortcut, made when the producer starts (see start()).
-        self._lane: UnkeyedLane | None = None
-        self._keyed_lane: KeyedLane | None = None
         self._metrics = ProducerMetrics(
             self.client_id,
             MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
@@ -170,20 +154,24 @@ class Producer(
         )
         add_producer_gauges(
             self._metrics, self._pool,
-            sender=lambda: self._sender, client=lambda: self._client,
+            sender=lambda: None if self._running is None else self._running.sender,
+            client=lambda: None if self._running is None else self._running.client,
             interceptors=lambda: self._interceptors,
         )
         self._interceptors: InterceptorChain | None = None
         if config.interceptors:
             self._interceptors = InterceptorChain(config.interceptors, self._log)
             # Only a producer with hooks pays for them: its enqueue runs them
-            # around the plain one (an instance attribute shadows the method).
-            self.enqueue = functools.partial(  # type: ignore[method-assign]  # on purpose
+            # around the plain one (an entry of the instance's dict shadows the
+            # method, which is not a data descriptor).
+            self.__dict__["enqueue"] = functools.partial(
                 intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
             )
+        # The bulk calls' part: enqueue_many and send_many delegate to it.
+        self._bulk_api = BulkAPI(self._run, self._check_open, self._serializers, self._interceptors)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "started" if self._started else "new"
+        state = "closed" if self._closed else "started" if self._running is not None else "new"
         security = self.config.security
         sasl = f"/{security.sasl.mechanism}" if security.sasl is not None else ""
         return (
@@ -260,18 +248,21 @@ class Producer(
             if fut is not None:
                 return fut
         # 2. Checks and serialization: bad input raises here, before any wait.
-        if not self._plain:
-            self._check_can_send()
+        running = self._running
+        if running is None or not self._plain:
+            running = self._check_can_send()
         if topic not in self._topics_seen:
             self._check_topic(topic)
-        if self._prep is not None and not self._prep.prepared(topic):
-            await self._prep.prepare(topic)  # before anything is appended (registry I/O)
+        serializers = self._serializers
+        prep = serializers.prep
+        if prep is not None and not prep.prepared(topic):
+            await prep.prepare(topic)  # before anything is appended (registry I/O)
             # close() or commit_transaction() may have run meanwhile: appended
             # now, the record would never resolve or land outside any
             # transaction (Java checks again in maybeAddPartition after its waits).
-            self._check_can_send()
-        if type(value) is not bytes or (key is not None and type(key) is not bytes) or self._serializing:
-            key, value = self._serialize(topic, key, value)
+            running = self._check_can_send()
+        if type(value) is not bytes or (key is not None and type(key) is not bytes) or serializers.active:
+            key, value = serializers.serialize(topic, key, value)
         if headers is not None:
             headers = check_headers(headers)
             header_size = headers_size(headers)
@@ -295,9 +286,8 @@ class Producer(
             )
         reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
         # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
-        admission = self._admission
-        assert admission is not None  # started: _check_can_send said so
-        info = self._client.snapshot.topics.get(topic)  # type: ignore[union-attr]  # started: set
+        admission = running.admission
+        info = running.client.snapshot.topics.get(topic)
         if (info is None or not info.partitions
                 or (type(partition) is int and partition >= len(info.partitions))
                 or not self._pool.try_reserve(reserve)):
@@ -351,6 +341,56 @@ class Producer(
         if len(self._topics_seen) < 10000:
             self._topics_seen.add(topic)
 
+    # -- bulk ------------------------------------------------------------------
+
+    async def enqueue_many(
+        self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
+        partition: Any = None, timestamp_ms: Any = None, progress: BulkProgress | None = None,
+    ) -> asyncio.Future[BulkResult]:
+        """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`~aioproducer.bulk`).
+
+        ``values``/``keys``: lists of bytes-like or None, or pyarrow binary arrays.
+        The future resolves to a BulkResult, or fails with BulkSendError naming
+        the failed records. Bad input raises at once and buffers nothing.
+        Configured interceptors see every record (see :mod:`~aioproducer.bulk.intercept`).
+
+        Records go in in call order, waiting for buffer memory or metadata
+        between slices (at most ``max_block_ms``). If the producer closes, the
+        transaction moves on (commit, abort) or the wait runs out part way, the
+        call returns its future and the records not buffered fail there
+        (``result.errors[None]``). If the call is cancelled part way, records
+        ``0 .. k - 1`` stay buffered and are delivered, and the
+        ``CancelledError`` carries a :class:`~aioproducer.types.BulkProgress`
+        (``exc.bulk_progress``; ``BulkProgress.of(exc)`` finds it behind a
+        ``TimeoutError`` too) with ``buffered == k`` and the call's future; pass
+        ``progress=BulkProgress()`` to hold it whatever becomes of the
+        exception. Resend ``values[k:]``: nothing is sent twice.
+        """
+        return await self._bulk_api.enqueue_many(
+            topic, values, keys, headers, partition, timestamp_ms, progress
+        )
+
+    async def send_many(
+        self, topic: str, values: Any, *, progress: BulkProgress | None = None, **columns: Any
+    ) -> BulkResult:
+        """:meth:`enqueue_many`, then wait for every record's acknowledgement.
+
+        Cancelled while buffering, as :meth:`enqueue_many`. Cancelled while
+        waiting for the acknowledgements (every record buffered), the records
+        are still delivered: the ``CancelledError`` carries the progress
+        (``buffered == len(values)``) whose ``future`` gives their outcome.
+        """
+        if progress is None:
+            progress = BulkProgress()
+        future = await self.enqueue_many(topic, values, progress=progress, **columns)
+        try:
+            # Shielded: cancelling the caller must not cancel the call's future,
+            # which still reports the records on their way.
+            return await asyncio.shield(future)
+        except asyncio.CancelledError as exc:
+            progress.attach(exc)
+            raise
+
     # -- metrics -------------------------------------------------------------
 
     def metrics(self) -> dict[MetricName, float]:
@@ -368,10 +408,9 @@ class Producer(
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""
-        self._check_open()
+        client = self._run().client
         check_topic(topic)
-        assert self._client is not None
-        count = await self._client.partitions_for(topic, self._max_block)
+        count = await client.partitions_for(topic, self._max_block)
         return list(range(count))
 
     async def ping(self, timeout: float | None = None) -> int:
@@ -382,27 +421,24 @@ class Producer(
         ``max_block_ms``), or NoBrokersAvailableError when no broker could be
         reached. Meant for health checks; sending does not need it.
         """
-        self._check_open()
-        assert self._client is not None
-        return await self._client.probe(self._max_block if timeout is None else timeout)
+        return await self._run().client.probe(self._max_block if timeout is None else timeout)
 
-    def _check_can_send(self) -> None:
-        """Raise unless records may be appended now: started, open, and the
-        transaction (if any) in a state that takes records."""
+    def _check_can_send(self) -> Running:
+        """The started producer's parts; raise unless records may be appended now:
+        started, open, and the transaction (if any) in a state that takes records."""
         if self._closed:
             raise errors.ProducerClosedError("cannot send after close(); create a new producer")
-        if self._sender is None:
+        running = self._running
+        if running is None:
             raise errors.IllegalStateError("call 'await producer.start()' before sending")
-        if self._txn is not None:
-            self._txn.check_can_send()
+        if running.txn is not None:
+            running.txn.check_can_send()
+        return running
 
-    def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        """Key and value as bytes: through the configured serializers, else bytes-like to bytes."""
-        key_ser, value_ser = self._key_serializer, self._value_serializer
-        if self._prep is not None:
-            key_ser, value_ser = self._prep.bound(topic)
-        value = to_bytes(value, "value", value_ser, topic)
-        if key is not None or key_ser is not None:
-            key = to_bytes(key, "key", key_ser, topic)
-        return key, value
-
+    def _parts(self) -> Parts:
+        """What start() wires together (see running.Running.build)."""
+        return Parts(
+            self.config, self.client_id, self._acc, self._pool, self._sticky, self._metrics,
+            self._metadata_wait, self._shortcut, self._max_block, self._max_unkeyed,
+            self._serializers.active, self._check_open,
+        )

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeGuard
 
-__all__ = ["SerializerPreparation"]
+from ..engine.validation import to_bytes
+
+__all__ = ["SerializerBinding", "SerializerPreparation"]
 
 Serializer = Callable[[Any], Any]
 
@@ -80,3 +82,35 @@ class SerializerPreparation:
             key.for_topic(topic) if _needs_prepare(key) else key,
             value.for_topic(topic) if _needs_prepare(value) else value,
         )
+
+
+class SerializerBinding:
+    """The producer's key and value serializers as one part: which apply to a topic, and applying them.
+
+    ``active``: a serializer is configured, so every record goes through
+    :meth:`serialize` (bytes too); ``prep``: the schema-aware preparation, or
+    None for plain callables.
+    """
+
+    __slots__ = ("active", "key", "prep", "value")
+
+    def __init__(self, key: Serializer | None, value: Serializer | None) -> None:
+        self.key = key
+        self.value = value
+        self.active = key is not None or value is not None
+        # Schema-aware serializers resolve their schema per topic first; None otherwise.
+        self.prep = SerializerPreparation.of(key, value)
+
+    def for_topic(self, topic: str) -> tuple[Serializer | None, Serializer | None]:
+        """``(key, value)`` serializers for ``topic`` (prepared first, if schema-aware)."""
+        if self.prep is not None:
+            return self.prep.bound(topic)
+        return self.key, self.value
+
+    def serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+        """Key and value as bytes: through the serializers, else bytes-like to bytes."""
+        key_ser, value_ser = self.for_topic(topic)
+        value = to_bytes(value, "value", value_ser, topic)
+        if key is not None or key_ser is not None:
+            key = to_bytes(key, "key", key_ser, topic)
+        return key, value

@@ -28,13 +28,13 @@ import ssl
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .config import (
+from ..config import (
     ProducerConfig,
     config_from_properties,
     unknown_setting_message,
 )
-from .errors import ConfigurationError
-from .types import PartitionerFn, Serializer, TokenProvider
+from ..errors import ConfigurationError
+from ..types import PartitionerFn, Serializer, TokenProvider
 
 if TYPE_CHECKING:
     from typing_extensions import Self

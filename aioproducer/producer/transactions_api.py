@@ -31,18 +31,18 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import errors
-from .engine.transactions import TransactionManager
-from .engine.two_phase import end_prepared
-from .engine.txn_coordinator import CoordinatorLink
-from .types import PreparedTransaction
+from .. import errors
+from ..engine.transactions import TransactionManager
+from ..engine.two_phase import end_prepared
+from ..engine.txn_coordinator import CoordinatorLink
+from ..types import PreparedTransaction
 
 if TYPE_CHECKING:
-    from .config import ProducerConfig
-    from .engine.accumulator import RecordAccumulator
-    from .engine.sender import Sender
-    from .logs import ClientLogger
-    from .net.client import KafkaClient
+    from ..config import ProducerConfig
+    from ..engine.accumulator import RecordAccumulator
+    from ..engine.sender import Sender
+    from ..logs import ClientLogger
+    from .running import Running
 
 __all__ = ["TransactionalProducerMixin"]
 
@@ -57,24 +57,25 @@ class TransactionalProducerMixin:
         config: ProducerConfig
         _log: ClientLogger
         _acc: RecordAccumulator
-        _sender: Sender | None
-        _txn: TransactionManager | None
-        _client: KafkaClient | None
+        _running: Running | None
         _max_block: float
 
         def _check_open(self) -> None: ...
+        def _run(self) -> Running: ...
 
         def _wake_sender(self) -> None: ...
 
         async def _wait_batches(self, batches: list[Any], timeout: float | None) -> bool: ...
 
     def _transactions(self) -> TransactionManager:
-        self._check_open()
-        if self._txn is None:
+        txn = self._run().txn
+        if txn is None:
             raise errors.IllegalStateError(
                 "transactions need a transactional_id in the producer configuration"
             )
-        return self._txn
+        return txn
+
+
 
     async def init_transactions(self) -> None:
         """Get the producer id for ``transactional_id``, fencing older producers.
@@ -124,8 +125,8 @@ class TransactionalProducerMixin:
         (TransactionNotCompletedError) otherwise. It never ends a later
         transaction of the same producer.
         """
-        self._check_open()
-        own = self._txn
+        running = self._run()
+        own = running.txn
         if own is not None:
             if own.matches(prepared):
                 await own.complete_prepared(commit)
@@ -140,9 +141,8 @@ class TransactionalProducerMixin:
                     f"{prepared.producer_epoch}): this producer already "
                     f"{'aborted' if commit else 'committed'} it"
                 )
-        assert self._client is not None  # started: _check_open() says so
         link = CoordinatorLink(
-            self._client, self._log, prepared.transactional_id,
+            running.client, self._log, prepared.transactional_id,
             self.config.max_block_ms / 1000, self.config.retry_backoff_ms / 1000,
         )
         await end_prepared(link, prepared, commit)
@@ -165,15 +165,12 @@ class TransactionalProducerMixin:
 
     async def abort_transaction(self) -> None:
         """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
-        self._transactions()
-        await self._abort()
+        running = self._run()
+        await self._abort(self._transactions(), running.sender)
 
-    async def _abort(self) -> None:
-        txn = self._txn
-        assert txn is not None
+    async def _abort(self, txn: TransactionManager, sender: Sender) -> None:
         txn.start_abort()
-        assert self._sender is not None
-        self._sender.abort_queued(
+        sender.abort_queued(
             errors.TransactionAbortedError("the transaction was aborted before this record was sent")
         )
         if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
@@ -207,7 +204,8 @@ class TransactionalProducerMixin:
             raise
 
     async def _abort_quietly(self) -> None:
-        txn = self._txn
+        running = self._running
+        txn = None if running is None else running.txn
         if txn is None or txn.state in (txn.state.FATAL_ERROR, txn.state.READY):
             return
         try:
@@ -230,9 +228,10 @@ class TransactionalProducerMixin:
         TransactionAbortedError when a commit had to be aborted,
         TransactionNotCompletedError when it could be ended neither way.
         """
-        txn = self._txn
-        if txn is None:
+        running = self._running
+        if running is None or running.txn is None:
             return None
+        txn = running.txn
         state = txn.state
         commit_error: BaseException | None = None
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -262,7 +261,7 @@ class TransactionalProducerMixin:
             # What the commit attempt left of close's bound; the abort gets a
             # moment even at 0, to send what it can.
             left = None if deadline is None else max(0.001, deadline - time.monotonic())
-            await asyncio.wait_for(self._abort(), left)
+            await asyncio.wait_for(self._abort(txn, running.sender), left)
         except (errors.KafkaError, asyncio.TimeoutError) as exc:
             self._log.warning("aborting the transaction on close failed: %s", exc)
             tried = f"commit: {commit_error or 'timed out'}; " if commit_error is not None else ""

@@ -30,14 +30,13 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import errors
+from .. import errors
 
 if TYPE_CHECKING:
-    from .bulk.appender import BulkAppender
-    from .engine.accumulator import RecordAccumulator
-    from .engine.batch import ProducerBatch
-    from .engine.sender import Sender
-    from .logs import ClientLogger
+    from ..engine.accumulator import RecordAccumulator
+    from ..engine.batch import ProducerBatch
+    from ..logs import ClientLogger
+    from .running import Running
 
 __all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
 
@@ -118,11 +117,9 @@ class LoopBindingMixin:
 
     if TYPE_CHECKING:  # what Producer provides, for type checkers
         _acc: RecordAccumulator
-        _bulk: BulkAppender | None
-        _sender: Sender | None
+        _running: Running | None
         _log: ClientLogger
         _closed: bool
-        _started: bool
         _plain: bool
 
     #: The loop that started the producer (None before start).
@@ -147,7 +144,7 @@ class LoopBindingMixin:
 
     def _unbind_loop(self) -> None:
         """A start that failed: nothing loop-bound was kept, any loop may start it."""
-        if not self._started:
+        if self._running is None:
             self._loop, self._loop_mark = None, UNBOUND
 
     def _check_loop(self, what: str = "a producer method") -> None:
@@ -167,13 +164,20 @@ class LoopBindingMixin:
             raise errors.ProducerClosedError("create a new producer to go on")
         raise loop_error(owner, what)
 
-    def _check_open(self) -> None:
+    def _run(self) -> Running:
+        """The started producer's parts, for a call on its loop; raise unless started and open."""
         if self._loop_mark._thread_id != _get_ident():
             self._check_loop()
         if self._closed:
             raise errors.ProducerClosedError("create a new producer to go on")
-        if not self._started:
+        running = self._running
+        if running is None:
             raise errors.IllegalStateError("call 'await producer.start()' first")
+        return running
+
+    def _check_open(self) -> None:
+        """Raise unless started, open and called on the producer's loop."""
+        self._run()
 
     def _on_other_loop(self) -> bool:
         """Whether the producer was started on a loop that is not the running one."""
@@ -197,7 +201,8 @@ class LoopBindingMixin:
         if self._closed:
             return
         owner = self._loop
-        assert owner is not None
+        if owner is None:
+            return  # never started: nothing of it runs on any loop
         if not owner.is_closed():
             raise errors.ProducerLoopError(
                 "close() was called from an event loop other than the one this producer was "
@@ -241,16 +246,16 @@ class LoopBindingMixin:
             pending += batch.record_count
             # Only a batch that was sent may be in the log.
             _fail_batch(batch, errors.delivery_error(error, batch.maybe_written or batch.in_flight))
-        if self._bulk is not None:
-            pending += self._bulk.abandon(errors.ProducerLoopError(
+        running = self._running
+        if running is not None:
+            pending += running.bulk.abandon(errors.ProducerLoopError(
                 "the event loop of the producer was closed before this record was buffered "
                 "(it was not sent)"
             ))
-        if self._sender is not None:
             try:
                 # Every batch is decided now: this only settles the memory,
                 # sequence and transaction bookkeeping, and fails nothing twice.
-                self._sender.abort(error)
+                running.sender.abort(error)
             except RuntimeError as exc:
                 self._log.debug("abandoning the records: %s", exc)
         return pending
