@@ -6,7 +6,7 @@ the unkeyed lane (:mod:`.unkeyed_lane`) without a key, or to the keyed lane
 lane when nothing else must be checked first:
 
 * the caller runs on the producer's event loop (the cheap check of
-  :mod:`aioproducer.loop_binding`: the loop's ``_thread_id`` is this thread's);
+  :mod:`aioproducer.producer.loop_binding`: the loop's ``_thread_id`` is this thread's);
 * no yield to the loop is due (``countdown``: records until enqueue gives the
   sender and other tasks a turn; 0 once a record opened a batch);
 * the producer is started, open and not transactional (``plain``);
