@@ -12,8 +12,8 @@ from aioproducer.engine.transaction_version import (
     transaction_v2_enabled,
 )
 from aioproducer.engine.transactions import TransactionManager, TxnState
-from aioproducer.protocol.messages import PRODUCE
-from aioproducer.protocol.txn_messages import ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT
+from aioproducer.protocol.kafka_apis import PRODUCE
+from aioproducer.protocol.kafka_apis import ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT
 
 
 @pytest.mark.parametrize(
