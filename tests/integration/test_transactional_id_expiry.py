@@ -27,12 +27,12 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.engine.transactions import TransactionManager
+from aioproducer.protocol.apis import Api
 from aioproducer.protocol.generated import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
 )
 from aioproducer.protocol.generated.describe_transactions import TransactionState
-from aioproducer.protocol.kafka_apis import Api
 from tests.conftest import _show_log_on_failure
 from tests.support.kafka_broker import KafkaBroker
 from tests.support.verify import read_records

@@ -11,6 +11,7 @@ import asyncio
 import time
 from typing import Any
 
+from aioproducer.protocol.apis import APIS_BY_KEY, Api
 from aioproducer.protocol.framing import (
     FrameDecoder,
     decode_response,
@@ -23,7 +24,6 @@ from aioproducer.protocol.generated.produce import (
     PartitionProduceResponse,
     TopicProduceData,
 )
-from aioproducer.protocol.kafka_apis import APIS_BY_KEY, Api
 from aioproducer.protocol.records import RecordBatchBuilder
 
 __all__ = ["RawClient", "batch_bytes"]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from aioproducer import errors
+from aioproducer.protocol.apis import API_VERSIONS
 from aioproducer.protocol.generated import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -32,7 +33,6 @@ from aioproducer.protocol.generated.txn_offset_commit import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
-from aioproducer.protocol.kafka_apis import API_VERSIONS
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import SUPPORTED_VERSIONS
 from tests.mock import RawClient, batch_bytes

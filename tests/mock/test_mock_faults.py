@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
+from aioproducer.protocol.apis import APIS_BY_KEY
 from aioproducer.protocol.generated import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -30,7 +31,6 @@ from aioproducer.protocol.generated.produce import (
     PartitionProduceResponse,
     TopicProduceResponse,
 )
-from aioproducer.protocol.kafka_apis import APIS_BY_KEY
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.mock import RawClient, batch_bytes

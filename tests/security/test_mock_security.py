@@ -19,18 +19,18 @@ import confluent_kafka
 import pytest
 import scramp  # type: ignore[import-untyped]
 
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
 from aioproducer.protocol.framing import encode_request
 from aioproducer.protocol.generated import (
     ApiVersionsRequest,
     MetadataRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
-)
-from aioproducer.protocol.kafka_apis import (
-    API_VERSIONS,
-    METADATA,
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
 )
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.sasl import validate_unsecured_jwt

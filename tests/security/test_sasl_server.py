@@ -15,18 +15,18 @@ from typing import Any
 import pytest
 import scramp  # type: ignore[import-untyped]
 
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
 from aioproducer.protocol.framing import decode_response, encode_request
 from aioproducer.protocol.generated import (
     ApiVersionsRequest,
     MetadataRequest,
     SaslAuthenticateRequest,
     SaslHandshakeRequest,
-)
-from aioproducer.protocol.kafka_apis import (
-    API_VERSIONS,
-    METADATA,
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
 )
 from aioproducer.testing.mock.sasl import (
     OAuthBearerAuthenticator,

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aioproducer.embedded.broker_process import HOST
+from aioproducer.protocol.apis import Api
 from aioproducer.protocol.generated import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -28,7 +29,6 @@ from aioproducer.protocol.generated.alter_partition_reassignments import (
     ReassignableTopic,
 )
 from aioproducer.protocol.generated.elect_leaders import TopicPartitions
-from aioproducer.protocol.kafka_apis import Api
 
 from .kafka_broker import probe
 

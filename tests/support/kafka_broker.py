@@ -41,10 +41,10 @@ from aioproducer.embedded.broker_process import (
     free_port,
     port_accepts,
 )
+from aioproducer.protocol.apis import METADATA, Api
 from aioproducer.protocol.framing import decode_response, encode_request, read_correlation_id
 from aioproducer.protocol.generated import MetadataRequest, MetadataResponse
 from aioproducer.protocol.generated.metadata import MetadataRequestTopic
-from aioproducer.protocol.kafka_apis import METADATA, Api
 
 __all__ = [
     "KAFKA_VERSION",

@@ -39,12 +39,12 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from aioproducer.embedded.broker_process import HOST, free_port
-from aioproducer.protocol.generated import FindCoordinatorRequest
-from aioproducer.protocol.kafka_apis import (
+from aioproducer.protocol.apis import (
     COORDINATOR_KEY_GROUP,
     COORDINATOR_KEY_TRANSACTION,
     FIND_COORDINATOR,
 )
+from aioproducer.protocol.generated import FindCoordinatorRequest
 
 from .kafka_admin import alter_partition_reassignments, elect_leaders
 from .kafka_broker import KafkaBroker, _random_cluster_id, probe_metadata

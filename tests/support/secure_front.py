@@ -33,6 +33,14 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    APIS_BY_KEY,
+    FIND_COORDINATOR,
+    METADATA,
+    PRODUCE,
+    Api,
+)
 from aioproducer.protocol.framing import (
     FrameDecoder,
     decode_request,
@@ -43,14 +51,6 @@ from aioproducer.protocol.framing import (
 from aioproducer.protocol.generated import MetadataResponse
 from aioproducer.protocol.generated._wire import MessageError
 from aioproducer.protocol.generated.api_versions import ApiVersion
-from aioproducer.protocol.kafka_apis import (
-    API_VERSIONS,
-    APIS_BY_KEY,
-    FIND_COORDINATOR,
-    METADATA,
-    PRODUCE,
-    Api,
-)
 from aioproducer.testing.mock.sasl import OAuthValidator, sasl_server_config
 from aioproducer.testing.mock.sasl_session import SASL_API_VERSIONS, SaslSession, SaslStats
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import errors
+from ...protocol.apis import APIS_BY_KEY
 from ...protocol.generated import (
     AddOffsetsToTxnResponse,
     ApiVersionsResponse,
@@ -46,7 +47,6 @@ from ...protocol.generated.produce import (
     PartitionProduceResponse,
     TopicProduceResponse,
 )
-from ...protocol.kafka_apis import APIS_BY_KEY
 from ...protocol.record_parsing import parse_record_batches
 from ...protocol.records import CorruptBatchError
 from .faults import RequestContext

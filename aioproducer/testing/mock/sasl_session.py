@@ -31,10 +31,10 @@ import enum
 import struct
 from typing import Any
 
+from ...protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, Api
 from ...protocol.framing import decode_request, encode_response
 from ...protocol.generated import SaslAuthenticateResponse, SaslHandshakeResponse
 from ...protocol.generated._wire import MessageError
-from ...protocol.kafka_apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, Api
 from .sasl import Authenticator, SaslFailure, SaslServerConfig, new_authenticator
 
 __all__ = ["SASL_API_VERSIONS", "Reply", "SaslSession", "SaslStats"]

@@ -19,6 +19,7 @@ import ssl
 import struct
 import time
 
+from ...protocol.apis import API_VERSIONS, APIS_BY_KEY
 from ...protocol.framing import (
     FrameDecoder,
     FrameTooLargeError,
@@ -26,7 +27,6 @@ from ...protocol.framing import (
     encode_response,
 )
 from ...protocol.generated._wire import MessageError
-from ...protocol.kafka_apis import API_VERSIONS, APIS_BY_KEY
 from .faults import RequestContext
 from .handlers import (
     SUPPORTED_VERSIONS,
