@@ -14,8 +14,8 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import errors
+from ..protocol.apis import INIT_PRODUCER_ID
 from ..protocol.generated import InitProducerIdRequest
-from ..protocol.kafka_apis import INIT_PRODUCER_ID
 
 if TYPE_CHECKING:
     from ..config import ProducerConfig

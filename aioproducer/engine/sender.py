@@ -32,8 +32,8 @@ from ..config import ProducerConfig
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
 from ..net.connection import BrokerConnection
+from ..protocol.apis import PRODUCE
 from ..protocol.generated import ProduceResponse
-from ..protocol.kafka_apis import PRODUCE
 from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool

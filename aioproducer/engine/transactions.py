@@ -48,7 +48,7 @@ from typing import TypeVar
 from .. import errors
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
-from ..protocol.kafka_apis import (
+from ..protocol.apis import (
     ADD_OFFSETS_TO_TXN,
     ADD_PARTITIONS_TO_TXN,
     COORDINATOR_KEY_GROUP,

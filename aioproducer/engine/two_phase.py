@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 
 from .. import errors
+from ..protocol.apis import COORDINATOR_KEY_TRANSACTION, END_TXN
 from ..protocol.generated import EndTxnRequest
-from ..protocol.kafka_apis import COORDINATOR_KEY_TRANSACTION, END_TXN
 from ..types import PreparedTransaction
 from .txn_coordinator import CoordinatorLink
 

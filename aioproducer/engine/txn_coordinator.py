@@ -21,8 +21,8 @@ from typing import TypeVar
 from .. import errors
 from ..logs import ClientLogger
 from ..net.client import KafkaClient
+from ..protocol.apis import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR, Api
 from ..protocol.generated import FindCoordinatorRequest
-from ..protocol.kafka_apis import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR, Api
 from .transaction_version import choose_version
 
 __all__ = ["CoordinatorLink"]

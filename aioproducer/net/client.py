@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .. import errors
+from ..protocol.apis import METADATA
 from ..protocol.generated import MetadataRequest, MetadataResponse
 from ..protocol.generated.metadata import MetadataRequestTopic
-from ..protocol.kafka_apis import METADATA
 from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
 from .cluster import BrokerInfo, ClusterSnapshot, TopicInfo

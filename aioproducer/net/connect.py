@@ -16,8 +16,8 @@ import ssl
 from typing import Any
 
 from .. import errors
+from ..protocol.apis import API_VERSIONS, APIS_BY_KEY, negotiate_version
 from ..protocol.generated import ApiVersionsRequest
-from ..protocol.kafka_apis import API_VERSIONS, APIS_BY_KEY, negotiate_version
 from .connection import READ_CHUNK, BrokerConnection, TrafficRecorder, ssl_reason
 
 __all__ = ["open_connection"]

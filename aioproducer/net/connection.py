@@ -36,6 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from .. import errors
 from ..logs import ClientLogger
+from ..protocol.apis import Api
 from ..protocol.framing import (
     FrameDecoder,
     decode_response,
@@ -43,7 +44,6 @@ from ..protocol.framing import (
     read_correlation_id,
 )
 from ..protocol.generated._wire import MessageError
-from ..protocol.kafka_apis import Api
 
 __all__ = ["READ_CHUNK", "BrokerConnection", "ThrottleStats", "ssl_reason"]
 

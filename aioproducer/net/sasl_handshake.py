@@ -24,8 +24,8 @@ import logging
 import random
 
 from .. import errors
+from ..protocol.apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from ..protocol.generated import SaslAuthenticateRequest, SaslHandshakeRequest
-from ..protocol.kafka_apis import SASL_AUTHENTICATE, SASL_HANDSHAKE
 from ..sasl.credentials import SaslCredentials, SaslExchange
 from .connection import BrokerConnection
 

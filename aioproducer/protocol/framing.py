@@ -4,7 +4,7 @@ Every Kafka message on the wire is ``int32 size`` followed by ``size`` bytes.
 A request frame holds a request header then the body; a response frame holds a
 response header (just the correlation id, plus tagged fields in header v1) then
 the body. Bodies are Kafka's generated message classes (``protocol/generated``),
-named per API by :mod:`.kafka_apis`. :class:`FrameDecoder` accepts input in
+named per API by :mod:`.apis`. :class:`FrameDecoder` accepts input in
 arbitrary pieces, so the I/O layer can hand it whatever a socket read returned.
 """
 
@@ -14,8 +14,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from .apis import API_VERSIONS, Api
 from .generated._wire import MessageError, skip_tags
-from .kafka_apis import API_VERSIONS, Api
 
 __all__ = [
     "FrameDecoder",

@@ -382,7 +382,7 @@ async def test_perf_interrupted_reports_what_was_delivered_and_exits_130(
 
 @pytest.mark.asyncio
 async def test_perf_exits_1_when_the_buffer_stays_full(kafka_cluster: MockCluster) -> None:
-    from aioproducer.protocol.messages import PRODUCE
+    from aioproducer.protocol.apis import PRODUCE
 
     kafka_cluster.delay_responses(20, api_key=PRODUCE.key)  # acknowledgements stop coming
     code, out, err = await run_cli(

@@ -107,9 +107,9 @@ def _leader_as_seen_by(cluster: KafkaCluster, node: int, topic: str, partition: 
     b = cluster.broker(node)
     body = probe_metadata(b.port, 5.0, [topic], host=b.host, source=b.probe_source)
     assert body is not None, f"node {node} did not answer Metadata"
-    (found,) = [p for t in body["topics"] if t["name"] == topic for p in t["partitions"]
-                if p["partition_index"] == partition]
-    return int(found["leader_id"])
+    (found,) = [p for t in body.topics if t.name == topic for p in t.partitions
+                if p.partition_index == partition]
+    return int(found.leader_id)
 
 
 async def _heal(cluster: KafkaCluster, topic: str) -> None:

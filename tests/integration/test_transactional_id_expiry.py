@@ -27,8 +27,12 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.engine.transactions import TransactionManager
-from aioproducer.protocol.messages import Api
-from aioproducer.protocol.schema import INT16, INT32, INT64, STRING, Array, Field, Struct
+from aioproducer.protocol.apis import Api
+from aioproducer.protocol.generated import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
+from aioproducer.protocol.generated.describe_transactions import TransactionState
 from tests.conftest import _show_log_on_failure
 from tests.support.kafka_broker import KafkaBroker
 from tests.support.verify import read_records
@@ -44,34 +48,8 @@ EXPIRY_HINT = "transactional.id.expiration.ms"
 
 # DescribeTransactions v0 (KIP-664), which the client never sends: here only to
 # see the coordinator's view of an id without changing it.
-DESCRIBE_TRANSACTIONS = Api(
-    key=65,
-    name="DescribeTransactions",
-    min_version=0,
-    max_version=0,
-    flexible_from=0,
-    request=Struct(Field("transactional_ids", Array(STRING))),
-    response=Struct(
-        Field("throttle_time_ms", INT32),
-        Field(
-            "transaction_states",
-            Array(
-                Struct(
-                    Field("error_code", INT16),
-                    Field("transactional_id", STRING),
-                    Field("transaction_state", STRING),
-                    Field("transaction_timeout_ms", INT32),
-                    Field("transaction_start_time_ms", INT64),
-                    Field("producer_id", INT64),
-                    Field("producer_epoch", INT16),
-                    Field(
-                        "topics",
-                        Array(Struct(Field("topic", STRING), Field("partitions", Array(INT32)))),
-                    ),
-                )
-            ),
-        ),
-    ),
+DESCRIBE_TRANSACTIONS: Api[DescribeTransactionsRequest, DescribeTransactionsResponse] = Api(
+    "DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0
 )
 
 
@@ -117,10 +95,11 @@ def _txn(p: Producer) -> TransactionManager:
     return txn
 
 
-def _describe(broker: KafkaBroker, tid: str) -> dict[str, Any] | None:
+def _describe(broker: KafkaBroker, tid: str) -> TransactionState | None:
     """The coordinator's view of ``tid`` (a lone broker coordinates every id), or None."""
-    body = broker.request(DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [tid]})
-    return None if body is None else dict(body["transaction_states"][0])
+    request = DescribeTransactionsRequest(transactional_ids=[tid])
+    body: DescribeTransactionsResponse | None = broker.request(DESCRIBE_TRANSACTIONS, 0, request)
+    return None if body is None else body.transaction_states[0]
 
 
 async def _wait_for(broker: KafkaBroker, tid: str, what: str, done: Any) -> None:
@@ -136,7 +115,7 @@ async def _wait_for(broker: KafkaBroker, tid: str, what: str, done: Any) -> None
 
 async def _wait_until_expired(broker: KafkaBroker, tid: str) -> None:
     not_found = errors.TransactionalIdNotFoundError.code
-    await _wait_for(broker, tid, "expired", lambda s: s["error_code"] == not_found)
+    await _wait_for(broker, tid, "expired", lambda s: s.error_code == not_found)
 
 
 def _names_expiry(exc: BaseException | None) -> None:
@@ -171,7 +150,7 @@ async def test_expired_id_fails_the_transaction_and_the_abort_goes_on(broker, to
             assert isinstance(lost.exception(), errors.TransactionAbortedError)
         assert _txn(p).producer_identity[0] != first_id
         state = await asyncio.to_thread(_describe, kafka, tid)
-        assert state is not None and state["error_code"] == 0, state  # known again
+        assert state is not None and state.error_code == 0, state  # known again
 
         async with p.transaction():
             await p.send(topic, b"after")

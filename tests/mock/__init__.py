@@ -11,16 +11,20 @@ import asyncio
 import time
 from typing import Any
 
-from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.messages import Api
-from aioproducer.protocol.records import RecordBatchBuilder
-from aioproducer.protocol.schema import Message
-from aioproducer.protocol.schema_framing import (
+from aioproducer.protocol.apis import APIS_BY_KEY, Api
+from aioproducer.protocol.framing import (
     FrameDecoder,
     decode_response,
     encode_request,
     read_correlation_id,
 )
+from aioproducer.protocol.generated import ProduceRequest
+from aioproducer.protocol.generated.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    TopicProduceData,
+)
+from aioproducer.protocol.records import RecordBatchBuilder
 
 __all__ = ["RawClient", "batch_bytes"]
 
@@ -70,8 +74,8 @@ class RawClient:
         except (ConnectionError, asyncio.TimeoutError):
             pass
 
-    def send(self, api_key: int, version: int, body: dict[str, Any]) -> int:
-        """Write a request; return its correlation id."""
+    def send(self, api_key: int, version: int, body: Any) -> int:
+        """Write a request (an instance of the API's generated request class); return its correlation id."""
         self._cid += 1
         api = APIS_BY_KEY[api_key]
         self.writer.write(encode_request(api, version, self._cid, "raw", body))
@@ -87,16 +91,16 @@ class RawClient:
         return self._frames.pop(0)
 
     async def receive(
-        self, api: Api, version: int, timeout: float = TIMEOUT
-    ) -> tuple[int, Message]:
+        self, api: Api[Any, Any], version: int, timeout: float = TIMEOUT
+    ) -> tuple[int, Any]:
         frame = await self.read_frame(timeout)
         if frame is None:
             raise ConnectionError("connection closed by the broker")
         return read_correlation_id(frame), decode_response(api, version, frame)
 
     async def request(
-        self, api_key: int, version: int, body: dict[str, Any], timeout: float = TIMEOUT
-    ) -> Message:
+        self, api_key: int, version: int, body: Any, timeout: float = TIMEOUT
+    ) -> Any:
         cid = self.send(api_key, version, body)
         got, response = await self.receive(APIS_BY_KEY[api_key], version, timeout)
         assert got == cid, f"response to correlation id {got}, expected {cid}"
@@ -111,15 +115,19 @@ class RawClient:
         acks: int = -1,
         transactional_id: str | None = None,
         version: int = 9,
-    ) -> Message:
+    ) -> PartitionProduceResponse:
         """One partition's Produce; returns that partition's response."""
-        body = {
-            "transactional_id": transactional_id,
-            "acks": acks,
-            "timeout_ms": 5000,
-            "topic_data": [
-                {"name": topic, "partition_data": [{"index": partition, "records": records}]}
+        body = ProduceRequest(
+            transactional_id=transactional_id,
+            acks=acks,
+            timeout_ms=5000,
+            topic_data=[
+                TopicProduceData(
+                    name=topic,
+                    partition_data=[PartitionProduceData(index=partition, records=records)],
+                )
             ],
-        }
+        )
         response = await self.request(0, version, body)
-        return response.responses[0].partition_responses[0]
+        result: PartitionProduceResponse = response.responses[0].partition_responses[0]
+        return result

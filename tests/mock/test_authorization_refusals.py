@@ -18,6 +18,12 @@ from typing import Any
 import pytest
 
 from aioproducer import RecordMetadata, errors
+from aioproducer.protocol.generated import (
+    InitProducerIdResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from aioproducer.protocol.generated.metadata import MetadataResponseBroker, MetadataResponseTopic
 from aioproducer.testing import MockCluster
 from tests.support.aio import gather_within, within
 from tests.support.producers import make_producer
@@ -35,8 +41,9 @@ async def test_cluster_authorization_refusal_fails_queued_records_at_once() -> N
     async with MockCluster(brokers=1) as cluster:
         cluster.intercept(
             22,
-            lambda body, ctx: {"error_code": CLUSTER_AUTHORIZATION_FAILED, "producer_id": -1,
-                               "producer_epoch": -1},
+            lambda body, ctx: InitProducerIdResponse(
+                error_code=CLUSTER_AUTHORIZATION_FAILED, producer_id=-1, producer_epoch=-1
+            ),
         )
         producer = make_producer(cluster, SETTINGS, enable_idempotence=True)
         await within(producer.start(), 10, "start")
@@ -65,24 +72,25 @@ async def test_topic_refused_by_metadata_is_asked_again_on_the_next_send() -> No
     async with MockCluster(brokers=1, default_partitions=2) as cluster:
         cluster.ensure_topic("secret")
 
-        def refuse_secret(body: Any, ctx: Any) -> dict[str, Any] | None:
+        def refuse_secret(body: MetadataRequest, ctx: Any) -> MetadataResponse | None:
             names = [t.name for t in body.topics or ()]
             if "secret" not in names:
                 return None
-            return {
-                "throttle_time_ms": 0,
-                "brokers": [
-                    {"node_id": n, "host": "127.0.0.1", "port": s.port, "rack": None}
+            return MetadataResponse(
+                throttle_time_ms=0,
+                brokers=[
+                    MetadataResponseBroker(node_id=n, host="127.0.0.1", port=s.port, rack=None)
                     for n, s in cluster.servers.items()
                 ],
-                "cluster_id": cluster.cluster_id,
-                "controller_id": min(cluster.servers),
-                "topics": [
-                    {"error_code": TOPIC_AUTHORIZATION_FAILED if n == "secret" else 3, "name": n,
-                     "partitions": []}
+                cluster_id=cluster.cluster_id,
+                controller_id=min(cluster.servers),
+                topics=[
+                    MetadataResponseTopic(
+                        error_code=TOPIC_AUTHORIZATION_FAILED if n == "secret" else 3, name=n
+                    )
                     for n in names
                 ],
-            }
+            )
 
         cluster.intercept(3, refuse_secret)
         async with make_producer(cluster, SETTINGS) as producer:

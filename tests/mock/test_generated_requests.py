@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aioproducer.net.connect import open_connection
+from aioproducer.protocol.apis import API_VERSIONS, INIT_PRODUCER_ID, METADATA
 from aioproducer.protocol.generated import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -13,7 +14,6 @@ from aioproducer.protocol.generated import (
 )
 from aioproducer.protocol.generated._wire import MessageError
 from aioproducer.protocol.generated.metadata import MetadataRequestTopic
-from aioproducer.protocol.kafka_apis import API_VERSIONS, INIT_PRODUCER_ID, METADATA
 from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio

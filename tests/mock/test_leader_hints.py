@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from aioproducer.protocol.schema import Message
+from aioproducer.protocol.generated import MetadataRequest, MetadataResponse
+from aioproducer.protocol.generated.metadata import (
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.support.aio import until, within
@@ -37,37 +42,37 @@ SETTINGS: dict[str, Any] = {
 def _lagging_metadata(cluster: MockCluster, topic: str, leader: int, epoch: int) -> Any:
     """A Metadata handler answering as a broker whose metadata has not seen the move."""
 
-    def answer(body: Message, ctx: RequestContext) -> dict[str, Any]:
+    def answer(body: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
         state = cluster.topic_states[topic]
-        return {
-            "throttle_time_ms": 0,
-            "brokers": [
-                {"node_id": n, "host": cluster.host, "port": server.port, "rack": None}
+        return MetadataResponse(
+            throttle_time_ms=0,
+            brokers=[
+                MetadataResponseBroker(node_id=n, host=cluster.host, port=server.port, rack=None)
                 for n, server in sorted(cluster.servers.items())
             ],
-            "cluster_id": cluster.cluster_id,
-            "controller_id": 0,
-            "topics": [
-                {
-                    "error_code": 0,
-                    "name": topic,
-                    "topic_id": state.topic_id,
-                    "is_internal": False,
-                    "partitions": [
-                        {
-                            "error_code": 0,
-                            "partition_index": p.index,
-                            "leader_id": leader if p.index == 0 else p.leader,
-                            "leader_epoch": epoch if p.index == 0 else p.leader_epoch,
-                            "replica_nodes": p.replicas,
-                            "isr_nodes": p.replicas,
-                            "offline_replicas": [],
-                        }
+            cluster_id=cluster.cluster_id,
+            controller_id=0,
+            topics=[
+                MetadataResponseTopic(
+                    error_code=0,
+                    name=topic,
+                    topic_id=state.topic_id,
+                    is_internal=False,
+                    partitions=[
+                        MetadataResponsePartition(
+                            error_code=0,
+                            partition_index=p.index,
+                            leader_id=leader if p.index == 0 else p.leader,
+                            leader_epoch=epoch if p.index == 0 else p.leader_epoch,
+                            replica_nodes=list(p.replicas),
+                            isr_nodes=list(p.replicas),
+                            offline_replicas=[],
+                        )
                         for p in state.partitions
                     ],
-                }
+                )
             ],
-        }
+        )
 
     return answer
 

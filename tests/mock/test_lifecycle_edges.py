@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.protocol.messages import INIT_PRODUCER_ID
+from aioproducer.protocol.apis import INIT_PRODUCER_ID
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.txn import TxnStatus
 from tests.support.aio import until

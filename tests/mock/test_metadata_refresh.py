@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aioproducer import errors
-from aioproducer.protocol.schema import Message
+from aioproducer.protocol.generated import MetadataRequest
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.support.aio import until
@@ -210,7 +210,7 @@ async def test_auto_created_topic_passes_through_leader_not_available() -> None:
 async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
     requested: list[set[str]] = []
 
-    def record(body: Message, ctx: RequestContext) -> None:
+    def record(body: MetadataRequest, ctx: RequestContext) -> None:
         requested.append({t.name for t in body.topics or ()})  # then the default answer
 
     async with MockCluster(brokers=2) as cluster:

@@ -9,11 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Any
 
 import pytest
 
 from aioproducer import errors
-from aioproducer.protocol.messages import API_VERSIONS
+from aioproducer.protocol.apis import API_VERSIONS
+from aioproducer.protocol.generated import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    ApiVersionsRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    MetadataRequest,
+    ProduceRequest,
+    TxnOffsetCommitRequest,
+)
+from aioproducer.protocol.generated.add_partitions_to_txn import AddPartitionsToTxnTopic
+from aioproducer.protocol.generated.metadata import MetadataRequestTopic
+from aioproducer.protocol.generated.produce import PartitionProduceData, TopicProduceData
+from aioproducer.protocol.generated.txn_offset_commit import (
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import SUPPORTED_VERSIONS
 from tests.mock import RawClient, batch_bytes
@@ -26,17 +45,34 @@ FENCED = errors.ProducerFencedError.code
 INVALID_TXN_STATE = errors.InvalidTxnStateError.code
 
 
+_VERSIONS_BODY = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+
+
+def _topics(*names: str | None) -> list[MetadataRequestTopic]:
+    return [MetadataRequestTopic(name=n) for n in names]
+
+
 async def _client(cluster: MockCluster, broker: int = 0) -> RawClient:
     return await RawClient.connect(cluster.bootstrap_servers.split(",")[broker])
 
 
 async def _init_pid(
-    client: RawClient, transactional_id: str | None = None, **extra: int
+    client: RawClient, transactional_id: str | None = None
 ) -> tuple[int, int]:
-    body = {"transactional_id": transactional_id, "transaction_timeout_ms": 60000, **extra}
+    body = InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60000)
     response = await client.request(22, 4, body)
     assert response.error_code == NONE, response
     return response.producer_id, response.producer_epoch
+
+
+def _add_partitions(ids: dict[str, Any], *partitions: tuple[str, int]) -> AddPartitionsToTxnRequest:
+    """AddPartitionsToTxn v0-3 (the client form, KIP-890) for ``(topic, partition)`` pairs."""
+    return AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id=ids["transactional_id"],
+        v3_and_below_producer_id=ids["producer_id"],
+        v3_and_below_producer_epoch=ids["producer_epoch"],
+        v3_and_below_topics=[AddPartitionsToTxnTopic(name=t, partitions=[p]) for t, p in partitions],
+    )
 
 
 # -- lifecycle and topics -----------------------------------------------------
@@ -74,14 +110,14 @@ async def test_api_versions_and_kip511_fallback() -> None:
     async with MockCluster(brokers=1) as cluster:
         client = await _client(cluster)
         response = await client.request(
-            18, 3, {"client_software_name": "t", "client_software_version": "1"}
+            18, 3, _VERSIONS_BODY
         )
         advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert response.error_code == NONE
         assert {k: advertised[k] for k in SUPPORTED_VERSIONS} == SUPPORTED_VERSIONS
         # A version newer than the broker knows: a v0-form answer with
         # UNSUPPORTED_VERSION and the ApiVersions range to retry with.
-        client.send(18, 4, {"client_software_name": "t", "client_software_version": "1"})
+        client.send(18, 4, _VERSIONS_BODY)
         _cid, old = await client.receive(API_VERSIONS, 0)
         assert old.error_code == errors.UnsupportedVersionError.code
         assert {k.api_key: k.max_version for k in old.api_keys}[18] == 3
@@ -93,12 +129,7 @@ async def test_metadata_auto_create_and_errors() -> None:
     async with MockCluster(brokers=2, default_partitions=3) as cluster:
         client = await _client(cluster, 1)
         response = await client.request(
-            3,
-            12,
-            {
-                "topics": [{"name": "auto"}, {"name": "bad/name"}],
-                "allow_auto_topic_creation": True,
-            },
+            3, 12, MetadataRequest(topics=_topics("auto", "bad/name"), allow_auto_topic_creation=True)
         )
         assert [b.node_id for b in response.brokers] == [0, 1]
         created, bad = response.topics
@@ -108,7 +139,7 @@ async def test_metadata_auto_create_and_errors() -> None:
         assert bad.error_code == errors.InvalidTopicError.code
         assert cluster.partitions("auto") == [0, 1, 2]
         # ... and the next one has the partitions and their leaders.
-        response = await client.request(3, 12, {"topics": [{"name": "auto"}]})
+        response = await client.request(3, 12, MetadataRequest(topics=_topics("auto")))
         (auto,) = response.topics
         assert auto.error_code == NONE and len(auto.partitions) == 3
         assert [p.leader_id for p in auto.partitions] == [
@@ -116,19 +147,21 @@ async def test_metadata_auto_create_and_errors() -> None:
         ]
 
         refused = await client.request(
-            3, 12, {"topics": [{"name": "nope"}], "allow_auto_topic_creation": False}
+            3, 12, MetadataRequest(topics=_topics("nope"), allow_auto_topic_creation=False)
         )
         assert refused.topics[0].error_code == errors.UnknownTopicOrPartitionError.code
-        by_id = await client.request(3, 12, {"topics": [{"topic_id": auto.topic_id, "name": None}]})
+        by_id = await client.request(
+            3, 12, MetadataRequest(topics=[MetadataRequestTopic(topic_id=auto.topic_id, name=None)])
+        )
         assert by_id.topics[0].name == "auto"
-        everything = await client.request(3, 1, {"topics": None})
+        everything = await client.request(3, 1, MetadataRequest(topics=None))
         assert [t.name for t in everything.topics] == ["auto"]
         await client.close()
 
     async with MockCluster(brokers=1, auto_create_topics=False) as cluster:
         client = await _client(cluster)
         response = await client.request(
-            3, 4, {"topics": [{"name": "x"}], "allow_auto_topic_creation": True}
+            3, 4, MetadataRequest(topics=_topics("x"), allow_auto_topic_creation=True)
         )
         assert response.topics[0].error_code == errors.UnknownTopicOrPartitionError.code
         with pytest.raises(KeyError):
@@ -181,22 +214,18 @@ async def test_produce_offsets_leader_and_validation() -> None:
         assert len(cluster.records("t")) == 3  # none of the rejected batches was written
 
         # acks=0: written, never answered; the next request is answered in turn.
+        fire = PartitionProduceData(index=0, records=batch_bytes([b"fire"]))
         leader.send(
             0,
             9,
-            {
-                "transactional_id": None,
-                "acks": 0,
-                "timeout_ms": 1000,
-                "topic_data": [
-                    {
-                        "name": "t",
-                        "partition_data": [{"index": 0, "records": batch_bytes([b"fire"])}],
-                    }
-                ],
-            },
+            ProduceRequest(
+                transactional_id=None,
+                acks=0,
+                timeout_ms=1000,
+                topic_data=[TopicProduceData(name="t", partition_data=[fire])],
+            ),
         )
-        cid = leader.send(18, 0, {})
+        cid = leader.send(18, 0, ApiVersionsRequest())
         got, _ = await leader.receive(API_VERSIONS, 0)
         assert got == cid
         assert cluster.records("t")[-1].value == b"fire"
@@ -251,12 +280,12 @@ async def test_idempotent_dedup_and_sequence_checks() -> None:
         fresh = await client.request(
             22,
             4,
-            {
-                "transactional_id": None,
-                "transaction_timeout_ms": 1,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-            },
+            InitProducerIdRequest(
+                transactional_id=None,
+                transaction_timeout_ms=1,
+                producer_id=pid,
+                producer_epoch=epoch,
+            ),
         )
         assert fresh.producer_id != pid and fresh.producer_epoch == 0
         assert (await client.produce("t", 0, batch(0, producer=fresh.producer_id, ep=0))).error_code == NONE
@@ -280,7 +309,12 @@ async def test_transactions_commit_abort_and_fencing() -> None:
         client = await _client(cluster)
         pid, epoch = await _init_pid(client, "tx")
         ids = {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch}
-        topics = [{"name": "t", "partitions": [0]}]
+
+        async def end(committed: bool, version: int = 3) -> Any:
+            return await client.request(26, version, EndTxnRequest(**ids, committed=committed))
+
+        async def add() -> Any:
+            return await client.request(24, 3, _add_partitions(ids, ("t", 0)))
 
         def txn_batch(seq: int, value: bytes, ep: int = epoch) -> bytes:
             return batch_bytes([value], producer_id=pid, epoch=ep, sequence=seq, transactional=True)
@@ -289,22 +323,22 @@ async def test_transactions_commit_abort_and_fencing() -> None:
         early = await client.produce("t", 0, txn_batch(0, b"early"), transactional_id="tx")
         assert early.error_code == INVALID_TXN_STATE
         assert (
-            await client.request(26, 3, {**ids, "committed": True})
+            await end(True)
         ).error_code == INVALID_TXN_STATE
 
-        added = await client.request(24, 3, {**ids, "topics": topics})
-        assert added.results_by_topic[0].results_by_partition[0].partition_error_code == NONE
+        added = await add()
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == NONE
         await client.produce("t", 0, txn_batch(0, b"committed"), transactional_id="tx")
         assert cluster.records("t") == []
         assert [r.value for r in cluster.records("t", include_uncommitted=True)] == [b"committed"]
-        assert (await client.request(26, 3, {**ids, "committed": True})).error_code == NONE
+        assert (await end(True)).error_code == NONE
         # A retried EndTxn of the same outcome succeeds again.
-        assert (await client.request(26, 3, {**ids, "committed": True})).error_code == NONE
+        assert (await end(True)).error_code == NONE
 
-        await client.request(24, 3, {**ids, "topics": topics})
+        await add()
         aborted = await client.produce("t", 0, txn_batch(1, b"aborted"), transactional_id="tx")
         assert aborted.base_offset == 2  # offset 1 holds the commit marker
-        assert (await client.request(26, 3, {**ids, "committed": False})).error_code == NONE
+        assert (await end(False)).error_code == NONE
         visible = cluster.records("t")
         assert [(r.value, r.offset, r.transactional) for r in visible] == [(b"committed", 0, True)]
         assert [r.value for r in cluster.records("t", include_uncommitted=True)] == [
@@ -313,43 +347,39 @@ async def test_transactions_commit_abort_and_fencing() -> None:
         ]
 
         # Offsets: TxnOffsetCommit needs AddOffsetsToTxn first; committed with the txn.
-        offsets = {
+        committed = TxnOffsetCommitRequestPartition(
+            partition_index=0, committed_offset=42, committed_metadata=None
+        )
+        offsets = TxnOffsetCommitRequest(
             **ids,
-            "group_id": "g",
-            "topics": [
-                {
-                    "name": "t",
-                    "partitions": [
-                        {"partition_index": 0, "committed_offset": 42, "committed_metadata": None}
-                    ],
-                }
-            ],
-        }
+            group_id="g",
+            topics=[TxnOffsetCommitRequestTopic(name="t", partitions=[committed])],
+        )
         early_offsets = await client.request(28, 3, offsets)
         assert early_offsets.topics[0].partitions[0].error_code == INVALID_TXN_STATE
-        assert (await client.request(25, 3, {**ids, "group_id": "g"})).error_code == NONE
+        assert (await client.request(25, 3, AddOffsetsToTxnRequest(**ids, group_id="g"))).error_code == NONE
         assert (await client.request(28, 3, offsets)).topics[0].partitions[0].error_code == NONE
-        assert (await client.request(26, 3, {**ids, "committed": True})).error_code == NONE
+        assert (await end(True)).error_code == NONE
         assert cluster.coordinator.committed_offsets == {"g": {("t", 0): 42}}
 
         # A second session of the same transactional id fences the first.
         new_pid, new_epoch = await _init_pid(client, "tx")
         assert (new_pid, new_epoch) == (pid, epoch + 1)
-        stale = await client.request(24, 3, {**ids, "topics": topics})
-        assert stale.results_by_topic[0].results_by_partition[0].partition_error_code == FENCED
-        stale_v1 = await client.request(26, 1, {**ids, "committed": True})
+        stale = await add()
+        assert stale.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == FENCED
+        stale_v1 = await end(True, version=1)
         assert stale_v1.error_code == INVALID_EPOCH  # PRODUCER_FENCED exists from v2 (KIP-588)
         zombie = await client.produce("t", 0, txn_batch(2, b"zombie"), transactional_id="tx")
         assert zombie.error_code == INVALID_EPOCH
         retry_init = await client.request(
             22,
             4,
-            {
-                "transactional_id": "tx",
-                "transaction_timeout_ms": 60000,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-            },
+            InitProducerIdRequest(
+                transactional_id="tx",
+                transaction_timeout_ms=60000,
+                producer_id=pid,
+                producer_epoch=epoch,
+            ),
         )
         assert retry_init.error_code == FENCED
         await client.close()
@@ -362,7 +392,7 @@ async def test_init_producer_id_aborts_open_transaction() -> None:
         client = await _client(cluster)
         pid, epoch = await _init_pid(client, "tx")
         ids = {"transactional_id": "tx", "producer_id": pid, "producer_epoch": epoch}
-        await client.request(24, 1, {**ids, "topics": [{"name": "t", "partitions": [0]}]})
+        await client.request(24, 1, _add_partitions(ids, ("t", 0)))
         batch = batch_bytes([b"open"], producer_id=pid, epoch=epoch, sequence=0, transactional=True)
         assert (await client.produce("t", 0, batch, transactional_id="tx")).error_code == NONE
         pid, epoch = await _init_pid(
@@ -372,18 +402,14 @@ async def test_init_producer_id_aborts_open_transaction() -> None:
         assert cluster.records("t") == []
         assert len(cluster.records("t", include_uncommitted=True)) == 1
         bad_timeout = await client.request(
-            22, 4, {"transactional_id": "other", "transaction_timeout_ms": 10**7}
+            22, 4, InitProducerIdRequest(transactional_id="other", transaction_timeout_ms=10**7)
         )
         assert bad_timeout.error_code == errors.InvalidTransactionTimeoutError.code
-        unknown = await client.request(
-            24,
-            3,
-            {
-                **ids,
-                "topics": [{"name": "nope", "partitions": [0]}, {"name": "t", "partitions": [0]}],
-            },
-        )
-        codes = [r.results_by_partition[0].partition_error_code for r in unknown.results_by_topic]
+        unknown = await client.request(24, 3, _add_partitions(ids, ("nope", 0), ("t", 0)))
+        codes = [
+            r.results_by_partition[0].partition_error_code
+            for r in unknown.results_by_topic_v3_and_below
+        ]
         # All or nothing: the known partition is not added either.
         assert codes == [
             errors.UnknownTopicOrPartitionError.code,
@@ -399,14 +425,16 @@ async def test_find_coordinator_shapes() -> None:
         ports = {
             int(a.rsplit(":", 1)[1]): i for i, a in enumerate(cluster.bootstrap_servers.split(","))
         }
-        old = await client.request(10, 1, {"key": "txn-a", "key_type": 1})
+        old = await client.request(10, 1, FindCoordinatorRequest(key="txn-a", key_type=1))
         assert old.error_code == NONE and ports[old.port] == old.node_id == cluster.coordinator_for(
             "txn-a"
         )
-        new = await client.request(10, 4, {"key_type": 0, "coordinator_keys": ["g1", "g2"]})
+        new = await client.request(
+            10, 4, FindCoordinatorRequest(key="", key_type=0, coordinator_keys=["g1", "g2"])
+        )
         assert [c.key for c in new.coordinators] == ["g1", "g2"]
         assert all(ports[c.port] == c.node_id and c.error_code == NONE for c in new.coordinators)
-        bad = await client.request(10, 3, {"key": "x", "key_type": 7})
+        bad = await client.request(10, 3, FindCoordinatorRequest(key="x", key_type=7))
         assert bad.error_code == errors.InvalidRequestError.code
         await asyncio.wait_for(client.close(), 5)
 

@@ -16,7 +16,21 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.schema import Message
+from aioproducer.protocol.generated import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    MetadataRequest,
+    ProduceRequest,
+    ProduceResponse,
+)
+from aioproducer.protocol.generated.metadata import MetadataRequestTopic
+from aioproducer.protocol.generated.produce import (
+    LeaderIdAndEpoch,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
 from tests.mock import RawClient, batch_bytes
@@ -40,7 +54,8 @@ async def _raw(cluster: MockCluster, broker: int = 0) -> RawClient:
     return await RawClient.connect(cluster.bootstrap_servers.split(",")[broker])
 
 
-_VERSIONS_BODY = {"client_software_name": "t", "client_software_version": "1"}
+_VERSIONS_BODY = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+_METADATA_T = MetadataRequest(topics=[MetadataRequestTopic(name="t")])
 
 
 @pytest.mark.asyncio
@@ -74,7 +89,7 @@ async def test_move_leader_client_follows_new_leader() -> None:
         assert cluster.request_count(0, broker=1) == 1
         # Metadata shows the new leader with a bumped leader epoch.
         client = await _raw(cluster, 2)
-        meta = await client.request(3, 12, {"topics": [{"name": "t"}]})
+        meta = await client.request(3, 12, _METADATA_T)
         partition = meta.topics[0].partitions[0]
         assert (partition.leader_id, partition.leader_epoch) == (1, 1)
         stale = await (await _raw(cluster, 0)).produce("t", 0, batch_bytes([b"raw"]))
@@ -88,18 +103,18 @@ async def test_take_leader_offline_until_a_leader_is_elected_again() -> None:
         cluster.create_topic("t", partitions=1)
         cluster.take_leader_offline("t", 0)
         client = await _raw(cluster, 1)
-        meta = await client.request(3, 12, {"topics": [{"name": "t"}]})
+        meta = await client.request(3, 12, _METADATA_T)
         partition = meta.topics[0].partitions[0]
         assert (partition.error_code, partition.leader_id) == (errors.LeaderNotAvailableError.code, -1)
         assert partition.leader_epoch == 1
         old_leader = await _raw(cluster, 0)
         refused = await old_leader.produce("t", 0, batch_bytes([b"raw"]), version=10)
         assert refused.error_code == NOT_LEADER
-        assert refused.get("current_leader") is None  # KIP-951: no leader to name
+        assert refused.current_leader == LeaderIdAndEpoch()  # KIP-951: no leader to name
         await old_leader.close()
         assert cluster.records("t") == []
         assert cluster.move_leader("t", 0, 1) == 1
-        meta = await client.request(3, 12, {"topics": [{"name": "t"}]})
+        meta = await client.request(3, 12, _METADATA_T)
         partition = meta.topics[0].partitions[0]
         assert (partition.error_code, partition.leader_id) == (0, 1)
         assert (await client.produce("t", 0, batch_bytes([b"raw"]))).error_code == 0
@@ -206,12 +221,12 @@ async def test_throttle_answers_at_once_then_mutes_the_channel() -> None:
         client = await _raw(cluster)
         cluster.throttle(0, int(DELAY * 1000))
         start = time.monotonic()
-        response = await client.request(3, 12, {"topics": []})
+        response = await client.request(3, 12, MetadataRequest(topics=[]))
         answered = time.monotonic() - start
         assert response.throttle_time_ms == DELAY * 1000
         cluster.throttle(0, 0)
         # The next request on this connection is read only when the mute ends.
-        assert (await client.request(3, 12, {"topics": []}, timeout=TIMEOUT)).throttle_time_ms == 0
+        assert (await client.request(3, 12, MetadataRequest(topics=[]), timeout=TIMEOUT)).throttle_time_ms == 0
         muted = time.monotonic() - start
         assert answered < DELAY <= muted
         await client.close()
@@ -221,7 +236,7 @@ async def test_throttle_answers_at_once_then_mutes_the_channel() -> None:
 async def test_fail_api_init_producer_id_and_end_txn() -> None:
     async with MockCluster(brokers=2) as cluster:
         first, second = await _raw(cluster, 0), await _raw(cluster, 1)
-        body = {"transactional_id": None, "transaction_timeout_ms": 1000}
+        body = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
         cluster.fail_api(22, COORDINATOR_NOT_AVAILABLE, broker=0)
         assert (await second.request(22, 4, body)).error_code == 0  # other broker unaffected
         failed = await first.request(22, 4, body)
@@ -248,33 +263,32 @@ async def test_intercept_custom_responses() -> None:
         cluster.create_topic("t", partitions=1)
         seen: list[RequestContext] = []
 
-        def fixed_id(body: Message, ctx: RequestContext) -> dict[str, Any]:
+        def fixed_id(body: InitProducerIdRequest, ctx: RequestContext) -> InitProducerIdResponse:
             seen.append(ctx)
-            return {
-                "throttle_time_ms": 0,
-                "error_code": 0,
-                "producer_id": 4242,
-                "producer_epoch": 7,
-            }
+            return InitProducerIdResponse(
+                throttle_time_ms=0, error_code=0, producer_id=4242, producer_epoch=7
+            )
 
         refusals = iter([True])
 
-        async def refuse_once(body: Message, ctx: RequestContext) -> dict[str, Any] | None:
+        async def refuse_once(body: ProduceRequest, ctx: RequestContext) -> ProduceResponse | None:
             await asyncio.sleep(0)
             if not next(refusals, False):
                 return None  # default handling
-            return {
-                "responses": [
-                    {
-                        "name": t.name,
-                        "partition_responses": [
-                            {"index": p.index, "error_code": NOT_ENOUGH_REPLICAS, "base_offset": -1}
+            return ProduceResponse(
+                responses=[
+                    TopicProduceResponse(
+                        name=t.name,
+                        partition_responses=[
+                            PartitionProduceResponse(
+                                index=p.index, error_code=NOT_ENOUGH_REPLICAS, base_offset=-1
+                            )
                             for p in t.partition_data
                         ],
-                    }
+                    )
                     for t in body.topic_data
                 ]
-            }
+            )
 
         cluster.intercept(22, fixed_id)
         cluster.intercept(0, refuse_once)
@@ -286,16 +300,40 @@ async def test_intercept_custom_responses() -> None:
         assert seen[0].broker_id == 0 and seen[0].client_id == "intercepted"
         assert seen[0].api_key == 22 and seen[0].api_version == 4
 
-        def broken(body: Message, ctx: RequestContext) -> None:
+        def broken(body: MetadataRequest, ctx: RequestContext) -> None:
             raise RuntimeError("boom")
 
         cluster.intercept(3, broken)
         client = await _raw(cluster)
-        response = await client.request(3, 12, {"topics": [{"name": "t"}]})
+        response = await client.request(3, 12, _METADATA_T)
         assert response.topics[0].error_code == errors.UnknownServerError.code
         assert [str(e) for e in cluster.handler_errors] == ["boom"]
         cluster.intercept(3, None)
-        assert (await client.request(3, 12, {"topics": [{"name": "t"}]})).topics[0].error_code == 0
+        assert (await client.request(3, 12, _METADATA_T)).topics[0].error_code == 0
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_intercept_answer_of_the_wrong_shape_is_a_server_error() -> None:
+    """A dict, another API's response, or a field the version lacks: UNKNOWN_SERVER_ERROR, kept."""
+    async with MockCluster(brokers=1) as cluster:
+        client = await _raw(cluster)
+        body = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
+        answers: list[Any] = [
+            {"error_code": 0, "producer_id": 1, "producer_epoch": 0},
+            ApiVersionsResponse(),
+            # ongoing_txn_producer_id exists from v6 only (KIP-939); asked at v4.
+            InitProducerIdResponse(producer_id=1, producer_epoch=0, ongoing_txn_producer_id=5),
+        ]
+        cluster.intercept(22, lambda _body, _ctx: answers[len(cluster.handler_errors)])
+        for _ in answers:
+            refused = await client.request(22, 4, body)
+            assert refused.error_code == errors.UnknownServerError.code
+        kinds = [type(e).__name__ for e in cluster.handler_errors]
+        assert kinds == ["TypeError", "TypeError", "UnsupportedVersionError"]
+        assert "InitProducerIdResponse" in str(cluster.handler_errors[0])
+        cluster.intercept(22, None)
+        assert (await client.request(22, 4, body)).error_code == 0
         await client.close()
 
 
@@ -308,13 +346,13 @@ async def test_clear_faults_restores_normal_service() -> None:
         cluster.fail_api(3, COORDINATOR_NOT_AVAILABLE, count=5)
         cluster.delay_responses(5.0)
         cluster.throttle(0, 5000)
-        cluster.intercept(18, lambda body, ctx: {"error_code": 99})
+        cluster.intercept(18, lambda body, ctx: ApiVersionsResponse(error_code=99))
         cluster.drop_connections(after_requests=1)
         cluster.stall_broker(0)
         cluster.clear_faults()
         start = time.monotonic()
         assert (await client.request(18, 3, _VERSIONS_BODY)).error_code == 0
-        assert (await client.request(3, 12, {"topics": []})).throttle_time_ms == 0
+        assert (await client.request(3, 12, MetadataRequest(topics=[]))).throttle_time_ms == 0
         assert (await client.produce("t", 0, batch_bytes([b"raw"]))).error_code == 0
         assert time.monotonic() - start < 4.0  # none of the 5 s delays and throttles
         assert "produce=0" in repr(cluster.faults)

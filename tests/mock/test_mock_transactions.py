@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
+from aioproducer.protocol.generated import InitProducerIdResponse
 from aioproducer.testing import MockCluster
 from tests.support.aio import until
 
@@ -71,7 +72,7 @@ async def test_retried_epoch_bump_whose_answer_was_lost_is_accepted() -> None:
         lost: list[tuple[int, int]] = []
 
         def lose_the_bump_answer(body: Any, ctx: Any) -> Any:
-            if body.get("producer_id", -1) < 0 or lost:
+            if body.producer_id < 0 or lost:
                 return None  # the first InitProducerId, or the retry: served normally
             code, pid, epoch = cluster.coordinator.init_producer_id(
                 body.transactional_id, body.transaction_timeout_ms,
@@ -79,8 +80,7 @@ async def test_retried_epoch_bump_whose_answer_was_lost_is_accepted() -> None:
             )
             lost.append((pid, epoch))
             cluster.drop_connections(ctx.broker_id)  # the answer never arrives
-            return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid,
-                    "producer_epoch": epoch}
+            return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
 
         cluster.intercept(22, lose_the_bump_answer)
         async with Producer(cluster.bootstrap_servers, transactional_id="bump", linger_ms=0) as p:

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.protocol.messages import INIT_PRODUCER_ID
+from aioproducer.protocol.apis import INIT_PRODUCER_ID
 from aioproducer.testing import MockCluster
 from tests.support.aio import within
 

@@ -19,6 +19,20 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, errors
+from aioproducer.protocol.generated import (
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnResponse,
+    EndTxnResponse,
+    TxnOffsetCommitResponse,
+)
+from aioproducer.protocol.generated.add_partitions_to_txn import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnTopicResult,
+)
+from aioproducer.protocol.generated.txn_offset_commit import (
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.txn import TxnStatus
 from tests.mock.test_sender_wakeups import wakeups_after_failure
@@ -216,7 +230,9 @@ async def test_close_says_when_it_can_end_the_transaction_neither_way() -> None:
         await _commit_times_out(cluster, p)
         cluster.resume_broker(cluster.leader("tx", 0))
         # The coordinator stays unavailable: EndTxn is asked again until the bound.
-        cluster.intercept(26, lambda body, ctx: {"error_code": errors.CoordinatorNotAvailableError.code})
+        cluster.intercept(
+            26, lambda body, ctx: EndTxnResponse(error_code=errors.CoordinatorNotAvailableError.code)
+        )
         with pytest.raises(errors.TransactionNotCompletedError, match="could not end"):
             await within(p.close(timeout=2.0), BOUND)
         assert p._closed
@@ -229,13 +245,14 @@ async def test_an_abort_ends_a_transaction_whose_registration_was_never_answered
     async with MockCluster(brokers=1, transaction_version=1) as cluster:
         cluster.create_topic("tx", partitions=1)
 
-        def registered_unanswered(body: Any, ctx: Any) -> dict[str, Any]:
+        def registered_unanswered(body: Any, ctx: Any) -> AddPartitionsToTxnResponse:
             txn = cluster.coordinator.by_id["t"]
             cluster.coordinator.add_partitions(txn, [("tx", 0)])
             loading = errors.CoordinatorLoadInProgressError.code
-            return {"throttle_time_ms": 0, "error_code": 0, "results_by_topic": [
-                {"name": "tx", "results_by_partition": [
-                    {"partition_index": 0, "partition_error_code": loading}]}]}
+            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=[
+                AddPartitionsToTxnTopicResult(name="tx", results_by_partition=[
+                    AddPartitionsToTxnPartitionResult(
+                        partition_index=0, partition_error_code=loading)])])
 
         async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=2000,
                             retry_backoff_ms=20) as p:
@@ -263,11 +280,12 @@ async def test_a_failed_send_offsets_fails_the_queued_batches_at_once() -> None:
         cluster.create_topic("tx", partitions=1)
         refused = errors.GroupAuthorizationFailedError.code
 
-        def refuse(body: Any, ctx: Any) -> dict[str, Any]:
-            return {"throttle_time_ms": 0, "topics": [
-                {"name": t.name, "partitions": [
-                    {"partition_index": q.partition_index, "error_code": refused}
-                    for q in t.partitions]} for t in body.topics]}
+        def refuse(body: Any, ctx: Any) -> TxnOffsetCommitResponse:
+            return TxnOffsetCommitResponse(topics=[
+                TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+                    TxnOffsetCommitResponsePartition(
+                        partition_index=q.partition_index, error_code=refused)
+                    for q in t.partitions]) for t in body.topics])
 
         async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=600_000,
                             delivery_timeout_ms=700_000, max_block_ms=10_000) as p:
@@ -322,7 +340,7 @@ async def test_a_completion_that_committed_says_so_though_the_new_epoch_was_refu
             prepared = await within(p.prepare_transaction(), BOUND)
 
             def newer_producer_first(body: Any, ctx: Any) -> None:
-                if body.get("producer_id", -1) >= 0:  # this producer's bump after EndTxn
+                if body.producer_id >= 0:  # this producer's bump after EndTxn
                     cluster.intercept(22, None)
                     cluster.coordinator.init_producer_id("t", 60_000, -1, -1, ctx.api_version)
 
@@ -345,10 +363,10 @@ async def test_a_prepare_after_an_unanswered_registration_is_not_empty() -> None
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
 
-            def registered_unanswered(body: Any, ctx: Any) -> dict[str, Any]:
+            def registered_unanswered(body: Any, ctx: Any) -> AddOffsetsToTxnResponse:
                 cluster.coordinator.add_offsets(cluster.coordinator.by_id["t"], body.group_id)
-                return {"throttle_time_ms": 0,
-                        "error_code": errors.CoordinatorLoadInProgressError.code}
+                return AddOffsetsToTxnResponse(
+                    error_code=errors.CoordinatorLoadInProgressError.code)
 
             cluster.intercept(25, registered_unanswered)
             with pytest.raises(errors.KafkaTimeoutError):

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from aioproducer import Producer, RecordMetadata
 from aioproducer.engine.accumulator import RecordAccumulator
-from aioproducer.protocol.messages import PRODUCE
+from aioproducer.protocol.apis import PRODUCE
 from aioproducer.protocol.record_parsing import parse_record_batches
 
 __all__ = [

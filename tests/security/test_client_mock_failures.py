@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from aioproducer import Producer, RecordMetadata, errors
+from aioproducer.protocol.generated import InitProducerIdResponse
 from aioproducer.testing import MockCluster
 from tests.security.client_matrix import USERS, plain_producer
 from tests.support.aio import gather_within, within
@@ -212,7 +213,9 @@ async def test_refusal_while_getting_a_producer_id_fails_queued_records() -> Non
     users = dict(USERS)
     async with MockCluster(brokers=1, sasl_mechanisms=["PLAIN"], users=users) as cluster:
         # The broker cannot hand out producer ids for now.
-        cluster.intercept(22, lambda body, ctx: {"error_code": 15, "producer_id": -1, "producer_epoch": -1})
+        cluster.intercept(
+            22, lambda body, ctx: InitProducerIdResponse(error_code=15, producer_id=-1, producer_epoch=-1)
+        )
         producer = plain_producer(cluster, enable_idempotence=True, delivery_timeout_ms=60_000)
         await within(producer.start(), 10, "start")
         try:

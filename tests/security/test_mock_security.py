@@ -19,9 +19,19 @@ import confluent_kafka
 import pytest
 import scramp  # type: ignore[import-untyped]
 
-from aioproducer.protocol.schema_framing import encode_request
-from aioproducer.protocol.messages import API_VERSIONS, METADATA
-from aioproducer.protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
+from aioproducer.protocol.framing import encode_request
+from aioproducer.protocol.generated import (
+    ApiVersionsRequest,
+    MetadataRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock.sasl import validate_unsecured_jwt
 from tests.mock import RawClient
@@ -272,11 +282,11 @@ async def test_librdkafka_reauthenticates_within_the_session_lifetime() -> None:
 async def _raw_sasl(
     client: RawClient, version: int, mechanism: str, token: bytes, auth_version: int = 1
 ) -> Any:
-    client.writer.write(encode_request(SASL_HANDSHAKE, version, 1, "raw", {"mechanism": mechanism}))
+    client.writer.write(encode_request(SASL_HANDSHAKE, version, 1, "raw", SaslHandshakeRequest(mechanism=mechanism)))
     _, handshake = await client.receive(SASL_HANDSHAKE, version)
     assert handshake.error_code == 0, handshake
     client.writer.write(
-        encode_request(SASL_AUTHENTICATE, auth_version, 2, "raw", {"auth_bytes": token})
+        encode_request(SASL_AUTHENTICATE, auth_version, 2, "raw", SaslAuthenticateRequest(auth_bytes=token))
     )
     _, answer = await client.receive(SASL_AUTHENTICATE, auth_version)
     return answer
@@ -289,10 +299,10 @@ PLAIN_TOKEN = b"\x00alice\x00alice-secret"
 async def test_requests_before_authentication_close_the_connection() -> None:
     async with MockCluster(brokers=1, sasl_mechanisms=["PLAIN"], users=USERS) as cluster:
         client = await RawClient.connect(cluster.bootstrap_servers)
-        versions = await client.request(API_VERSIONS.key, 3, {})
+        versions = await client.request(API_VERSIONS.key, 3, ApiVersionsRequest())
         advertised = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
         assert advertised[17] == (0, 1) and advertised[36] == (0, 2)
-        client.send(METADATA.key, 9, {"topics": None})
+        client.send(METADATA.key, 9, MetadataRequest(topics=None))
         assert await client.read_frame() is None  # closed, unanswered
         await client.close()
         assert cluster.topic_states == {}
@@ -309,15 +319,15 @@ async def test_session_expiry_closes_the_connection_and_reauthentication_renews_
         client = await RawClient.connect(cluster.bootstrap_servers)
         answer = await _raw_sasl(client, 1, "PLAIN", PLAIN_TOKEN)
         assert answer.error_code == 0 and 0 < answer.session_lifetime_ms <= 1200
-        await client.request(METADATA.key, 9, {"topics": None})
+        await client.request(METADATA.key, 9, MetadataRequest(topics=None))
         await asyncio.sleep(0.8)
         again = await _raw_sasl(client, 1, "PLAIN", PLAIN_TOKEN)  # re-authenticate in time
         assert again.error_code == 0 and again.session_lifetime_ms > 0
         await asyncio.sleep(0.6)  # past the first session's end, within the second's
-        await client.request(METADATA.key, 9, {"topics": None})
+        await client.request(METADATA.key, 9, MetadataRequest(topics=None))
         assert cluster.sasl_authentications == 2
         await asyncio.sleep(0.7)  # the second session is over
-        client.send(METADATA.key, 9, {"topics": None})
+        client.send(METADATA.key, 9, MetadataRequest(topics=None))
         assert await client.read_frame() is None
         assert cluster.sasl_stats.expired_sessions == 1
         await client.close()
@@ -341,7 +351,7 @@ async def test_handshake_v0_with_raw_tokens() -> None:
     async with MockCluster(brokers=1, sasl_mechanisms=["SCRAM-SHA-256"], users=USERS) as cluster:
         client = await RawClient.connect(cluster.bootstrap_servers)
         client.writer.write(
-            encode_request(SASL_HANDSHAKE, 0, 1, "raw", {"mechanism": "SCRAM-SHA-256"})
+            encode_request(SASL_HANDSHAKE, 0, 1, "raw", SaslHandshakeRequest(mechanism="SCRAM-SHA-256"))
         )
         _, handshake = await client.receive(SASL_HANDSHAKE, 0)
         assert handshake.error_code == 0
@@ -356,7 +366,7 @@ async def test_handshake_v0_with_raw_tokens() -> None:
             frame = await client.read_frame()
             assert frame is not None
             take_answer(frame.decode())
-        await client.request(METADATA.key, 9, {"topics": None})
+        await client.request(METADATA.key, 9, MetadataRequest(topics=None))
         assert cluster.sasl_authentications == 1
         await client.close()
 

@@ -15,9 +15,19 @@ from typing import Any
 import pytest
 import scramp  # type: ignore[import-untyped]
 
-from aioproducer.protocol.schema_framing import decode_response, encode_request
-from aioproducer.protocol.messages import API_VERSIONS, METADATA
-from aioproducer.protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    METADATA,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+)
+from aioproducer.protocol.framing import decode_response, encode_request
+from aioproducer.protocol.generated import (
+    ApiVersionsRequest,
+    MetadataRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
 from aioproducer.testing.mock.sasl import (
     OAuthBearerAuthenticator,
     SaslFailure,
@@ -129,7 +139,7 @@ def test_custom_oauth_validator_refuses_by_raising() -> None:
 # -- the session state machine -------------------------------------------------------
 
 
-def _frame(api: Any, version: int, body: dict[str, Any], cid: int = 1) -> bytes:
+def _frame(api: Any, version: int, body: Any, cid: int = 1) -> bytes:
     return encode_request(api, version, cid, "t", body)[4:]
 
 
@@ -138,10 +148,10 @@ def _answer(api: Any, version: int, data: bytes) -> Any:
 
 
 def _login(session: SaslSession, now: int, version: int = 2) -> Any:
-    handshake = session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), now)
+    handshake = session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")), now)
     assert handshake is not None and not handshake.close
     reply = session.receive(
-        _frame(SASL_AUTHENTICATE, version, {"auth_bytes": b"\x00alice\x00alice-secret"}), now
+        _frame(SASL_AUTHENTICATE, version, SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret")), now
     )
     assert reply is not None
     return reply
@@ -150,28 +160,28 @@ def _login(session: SaslSession, now: int, version: int = 2) -> Any:
 def test_session_gate_and_lifetime() -> None:
     stats = SaslStats()
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS, session_lifetime_ms=1000), stats)
-    assert session.receive(_frame(API_VERSIONS, 3, {}), NOW) is None  # served normally
-    refused = session.receive(_frame(METADATA, 9, {"topics": None}), NOW)
+    assert session.receive(_frame(API_VERSIONS, 3, ApiVersionsRequest()), NOW) is None  # served normally
+    refused = session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW)
     assert refused is not None and refused.close and refused.data == b""
     reply = _login(session, NOW)
     answer = _answer(SASL_AUTHENTICATE, 2, reply.data)
     assert answer.error_code == 0 and answer.session_lifetime_ms == 1000
-    assert session.receive(_frame(METADATA, 9, {"topics": None}), NOW + 999) is None
+    assert session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW + 999) is None
     # Re-authentication just in time starts a new session.
     _login(session, NOW + 999)
-    assert session.receive(_frame(METADATA, 9, {"topics": None}), NOW + 1500) is None
+    assert session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW + 1500) is None
     assert stats.authentications == 2
-    expired = session.receive(_frame(METADATA, 9, {"topics": None}), NOW + 1999)
+    expired = session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW + 1999)
     assert expired is not None and expired.close and stats.expired_sessions == 1
 
 
 def test_session_lifetime_ends_with_the_token() -> None:
     config = SaslServerConfig(["OAUTHBEARER"], session_lifetime_ms=60_000)
     session = SaslSession(config, SaslStats())
-    session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"}), NOW)
+    session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="OAUTHBEARER")), NOW)
     token = unsecured_jwt({"sub": "alice", "exp": NOW / 1000 + 5})
     reply = session.receive(
-        _frame(SASL_AUTHENTICATE, 1, {"auth_bytes": _oauth_message(token)}), NOW
+        _frame(SASL_AUTHENTICATE, 1, SaslAuthenticateRequest(auth_bytes=_oauth_message(token))), NOW
     )
     assert reply is not None
     assert _answer(SASL_AUTHENTICATE, 1, reply.data).session_lifetime_ms == 5000
@@ -180,7 +190,7 @@ def test_session_lifetime_ends_with_the_token() -> None:
 def test_unsupported_mechanism_lists_the_offered_ones() -> None:
     stats = SaslStats()
     session = SaslSession(SaslServerConfig(["SCRAM-SHA-512", "PLAIN"], USERS), stats)
-    reply = session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"}), NOW)
+    reply = session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="GSSAPI")), NOW)
     assert reply is not None and reply.close
     answer = _answer(SASL_HANDSHAKE, 1, reply.data)
     assert answer.error_code == 33 and answer.mechanisms == ["SCRAM-SHA-512", "PLAIN"]
@@ -190,8 +200,8 @@ def test_unsupported_mechanism_lists_the_offered_ones() -> None:
 def test_failed_authentication_answers_58_then_closes() -> None:
     stats = SaslStats()
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS), stats)
-    session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), NOW)
-    reply = session.receive(_frame(SASL_AUTHENTICATE, 0, {"auth_bytes": b"\x00alice\x00no"}), NOW)
+    session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")), NOW)
+    reply = session.receive(_frame(SASL_AUTHENTICATE, 0, SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00no")), NOW)
     assert reply is not None and reply.close
     answer = _answer(SASL_AUTHENTICATE, 0, reply.data)
     assert answer.error_code == 58 and "Invalid username or password" in answer.error_message
@@ -200,8 +210,8 @@ def test_failed_authentication_answers_58_then_closes() -> None:
 
 def test_only_sasl_authenticate_after_a_handshake() -> None:
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS), SaslStats())
-    session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}), NOW)
-    reply = session.receive(_frame(API_VERSIONS, 3, {}), NOW)
+    session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")), NOW)
+    reply = session.receive(_frame(API_VERSIONS, 3, ApiVersionsRequest()), NOW)
     assert reply is not None and reply.close
 
 
@@ -230,10 +240,10 @@ def test_config_keeps_passwords_out_of_repr() -> None:
 def test_sasl_authenticate_after_authentication_is_illegal_but_harmless() -> None:
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS), SaslStats())
     _login(session, NOW)
-    reply = session.receive(_frame(SASL_AUTHENTICATE, 1, {"auth_bytes": b"x"}), NOW)
+    reply = session.receive(_frame(SASL_AUTHENTICATE, 1, SaslAuthenticateRequest(auth_bytes=b"x")), NOW)
     assert reply is not None and not reply.close
     assert _answer(SASL_AUTHENTICATE, 1, reply.data).error_code == 34
-    assert session.receive(_frame(METADATA, 9, {"topics": None}), NOW) is None
+    assert session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW) is None
 
 
 def test_failed_reauthentication_says_so() -> None:
@@ -242,13 +252,13 @@ def test_failed_reauthentication_says_so() -> None:
     session = SaslSession(config, stats)
     reply = None
     for password, cid in (("alice-secret", 1), ("wrong", 3)):
-        session.receive(_frame(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-256"}, cid), NOW)
+        session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), cid), NOW)
         client = scramp.ScramClient(["SCRAM-SHA-256"], "alice", password)
-        first = {"auth_bytes": client.get_client_first().encode()}
+        first = SaslAuthenticateRequest(auth_bytes=client.get_client_first().encode())
         reply = session.receive(_frame(SASL_AUTHENTICATE, 2, first, cid), NOW)
         assert reply is not None
         client.set_server_first(_answer(SASL_AUTHENTICATE, 2, reply.data).auth_bytes.decode())
-        final = {"auth_bytes": client.get_client_final().encode()}
+        final = SaslAuthenticateRequest(auth_bytes=client.get_client_final().encode())
         reply = session.receive(_frame(SASL_AUTHENTICATE, 2, final, cid + 1), NOW)
     assert reply is not None
     answer = _answer(SASL_AUTHENTICATE, 2, reply.data)

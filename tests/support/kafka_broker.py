@@ -41,8 +41,10 @@ from aioproducer.embedded.broker_process import (
     free_port,
     port_accepts,
 )
-from aioproducer.protocol.messages import METADATA, Api
-from aioproducer.protocol.schema_framing import decode_response, encode_request, read_correlation_id
+from aioproducer.protocol.apis import METADATA, Api
+from aioproducer.protocol.framing import decode_response, encode_request, read_correlation_id
+from aioproducer.protocol.generated import MetadataRequest, MetadataResponse
+from aioproducer.protocol.generated.metadata import MetadataRequestTopic
 
 __all__ = [
     "KAFKA_VERSION",
@@ -139,30 +141,35 @@ def probe_metadata(
     *,
     host: str = HOST,
     source: str | None = None,
-) -> Any:
+) -> MetadataResponse | None:
     """One Metadata v4 request to ``host:port``; the decoded body, or None.
 
     ``None`` means the broker did not answer (refused, closed, timed out). Used
     for readiness and, by cluster fixtures, to find partition leaders.
     """
-    body = {
-        "topics": None if topics is None else [{"name": t} for t in topics],
-        "allow_auto_topic_creation": False,
-    }
-    return probe(port, METADATA, 4, body, timeout, host=host, source=source)
+    body = MetadataRequest(
+        topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+        allow_auto_topic_creation=False,
+    )
+    response: MetadataResponse | None = probe(
+        port, METADATA, 4, body, timeout, host=host, source=source
+    )
+    return response
 
 
 def probe(
     port: int,
-    api: Api,
+    api: Api[Any, Any],
     version: int,
-    body: Mapping[str, Any],
+    body: Any,
     timeout: float = 2.0,
     *,
     host: str = HOST,
     source: str | None = None,
 ) -> Any:
     """One request of ``api`` at ``version`` to ``host:port``; the decoded body, or None.
+
+    ``body`` is an instance of ``api.request``; the answer one of ``api.response``.
 
     A blocking, connection-per-call client for fixtures that inspect a broker
     (no aioproducer machinery involved). ``None`` means no answer. ``source``
@@ -449,13 +456,13 @@ class KafkaBroker(BrokerProcess):
     def _what(self) -> str:
         return f"Kafka node {self.node_id} on {self.bootstrap_servers}"
 
-    def request(self, api: Api, version: int, body: Mapping[str, Any], timeout: float = 2.0) -> Any:
+    def request(self, api: Api[Any, Any], version: int, body: Any, timeout: float = 2.0) -> Any:
         """One request to this broker from the probe address (see :func:`probe`)."""
         return probe(self.port, api, version, body, timeout, host=self.host, source=self.probe_source)
 
     def _is_ready(self) -> bool:
         body = probe_metadata(self.port, timeout=1.0, host=self.host, source=self.probe_source)
-        return body is not None and any(b["node_id"] == self.node_id for b in body["brokers"])
+        return body is not None and any(b.node_id == self.node_id for b in body.brokers)
 
     def restart(self) -> None:
         """Stop gracefully (if running) and start again: same ports, same data."""

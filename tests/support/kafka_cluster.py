@@ -39,11 +39,12 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from aioproducer.embedded.broker_process import HOST, free_port
-from aioproducer.protocol.txn_messages import (
+from aioproducer.protocol.apis import (
     COORDINATOR_KEY_GROUP,
     COORDINATOR_KEY_TRANSACTION,
     FIND_COORDINATOR,
 )
+from aioproducer.protocol.generated import FindCoordinatorRequest
 
 from .kafka_admin import alter_partition_reassignments, elect_leaders
 from .kafka_broker import KafkaBroker, _random_cluster_id, probe_metadata
@@ -290,24 +291,24 @@ class KafkaCluster:
         body = self.metadata([topic])
         if body is None:
             return {}
-        for t in body["topics"]:
-            if t["name"] == topic and t["error_code"] == 0:
-                return {p["partition_index"]: p for p in t["partitions"]}
+        for t in body.topics:
+            if t.name == topic and t.error_code == 0:
+                return {p.partition_index: p for p in t.partitions}
         return {}
 
     def leader(self, topic: str, partition: int) -> int:
         """The leader of ``topic``-``partition`` as a live node sees it; -1 if none or unknown."""
         p = self.partitions(topic).get(partition)
-        return -1 if p is None else int(p["leader_id"])
+        return -1 if p is None else int(p.leader_id)
 
     def leaders(self, topic: str) -> dict[int, int]:
         """``{partition: leader}`` of ``topic`` (-1 for a leaderless partition)."""
-        return {n: int(p["leader_id"]) for n, p in self.partitions(topic).items()}
+        return {n: int(p.leader_id) for n, p in self.partitions(topic).items()}
 
     def isr(self, topic: str, partition: int) -> list[int]:
         """The in-sync replicas of ``topic``-``partition``; [] if unknown."""
         p = self.partitions(topic).get(partition)
-        return [] if p is None else sorted(p["isr_nodes"])
+        return [] if p is None else sorted(p.isr_nodes)
 
     def coordinator(
         self,
@@ -328,10 +329,10 @@ class KafkaCluster:
         def check() -> int | None:
             for node in self.live_nodes():
                 body = self.brokers[node].request(
-                    FIND_COORDINATOR, 1, {"key": key, "key_type": key_type}
+                    FIND_COORDINATOR, 1, FindCoordinatorRequest(key=key, key_type=key_type)
                 )
-                if body is not None and body["error_code"] == 0 and body["node_id"] >= 0:
-                    node_id = int(body["node_id"])
+                if body is not None and body.error_code == 0 and body.node_id >= 0:
+                    node_id = int(body.node_id)
                     return None if node_id in not_in else node_id
             return None
 
@@ -340,7 +341,7 @@ class KafkaCluster:
     def replicas(self, topic: str, partition: int) -> list[int]:
         """The replica list of ``topic``-``partition`` in order (the first is preferred)."""
         p = self.partitions(topic).get(partition)
-        return [] if p is None else list(p["replica_nodes"])
+        return [] if p is None else list(p.replica_nodes)
 
     # -- moving leadership on purpose ---------------------------------------------------
 
@@ -377,7 +378,7 @@ class KafkaCluster:
 
         def check() -> bool | None:
             body = self.metadata([])
-            listed = set() if body is None else {b["node_id"] for b in body["brokers"]}
+            listed = set() if body is None else {b.node_id for b in body.brokers}
             return True if wanted <= listed else None
 
         _wait(check, timeout, f"Metadata listing nodes {sorted(wanted)}")
@@ -389,9 +390,9 @@ class KafkaCluster:
 
         def check() -> bool | None:
             p = self.partitions(topic).get(partition)
-            if p is None or list(p["replica_nodes"]) != list(replicas):
+            if p is None or list(p.replica_nodes) != list(replicas):
                 return None
-            return True if sorted(p["isr_nodes"]) == sorted(replicas) else None
+            return True if sorted(p.isr_nodes) == sorted(replicas) else None
 
         _wait(check, timeout, f"{topic}-{partition} on replicas {list(replicas)}, all in sync")
 
@@ -428,7 +429,7 @@ class KafkaCluster:
             chosen = {n: p for n, p in parts.items() if wanted is None or n in wanted}
             if not chosen or (wanted is not None and set(chosen) != wanted):
                 return None
-            isr = {n: sorted(p["isr_nodes"]) for n, p in chosen.items()}
+            isr = {n: sorted(p.isr_nodes) for n, p in chosen.items()}
             return isr if all(len(nodes) == size for nodes in isr.values()) else None
 
         return _wait(check, timeout, f"every partition of {topic} with an ISR of {size}")

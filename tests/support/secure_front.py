@@ -33,17 +33,24 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from aioproducer.protocol.apis import APIS_BY_KEY
-from aioproducer.protocol.schema_framing import (
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    APIS_BY_KEY,
+    FIND_COORDINATOR,
+    METADATA,
+    PRODUCE,
+    Api,
+)
+from aioproducer.protocol.framing import (
     FrameDecoder,
     decode_request,
     decode_response,
     encode_response,
     read_correlation_id,
 )
-from aioproducer.protocol.messages import API_VERSIONS, METADATA, PRODUCE, Api
-from aioproducer.protocol.schema import Message, SchemaError
-from aioproducer.protocol.txn_messages import FIND_COORDINATOR
+from aioproducer.protocol.generated import MetadataResponse
+from aioproducer.protocol.generated._wire import MessageError
+from aioproducer.protocol.generated.api_versions import ApiVersion
 from aioproducer.testing.mock.sasl import OAuthValidator, sasl_server_config
 from aioproducer.testing.mock.sasl_session import SASL_API_VERSIONS, SaslSession, SaslStats
 
@@ -55,8 +62,10 @@ _HEADER = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _TIMEOUT = 10.0
 _UNSUPPORTED_VERSION = 35
+# What a frame that does not decode raises (MessageError: the codecs' own word for it).
+_UNDECODABLE = (MessageError, UnicodeDecodeError, IndexError, struct.error)
 # Answers the front rewrites; it can only let clients use versions it can decode.
-_REWRITTEN: dict[int, Api] = {METADATA.key: METADATA, FIND_COORDINATOR.key: FIND_COORDINATOR}
+_REWRITTEN: dict[int, Api[Any, Any]] = {METADATA.key: METADATA, FIND_COORDINATOR.key: FIND_COORDINATOR}
 
 
 class SecureFront:
@@ -155,16 +164,16 @@ class SecureFront:
             body = decode_response(API_VERSIONS, version, frame)
             if body.error_code == _UNSUPPORTED_VERSION:
                 return _SIZE.pack(len(frame)) + frame
-            body["api_keys"] = self._api_versions(body.api_keys)
+            body.api_keys = self._api_versions(body.api_keys)
         elif api_key in _REWRITTEN:
             body = decode_response(_REWRITTEN[api_key], version, frame)
-            self._point_at_front(body)
+            self._point_at_front(body, version)
         else:
             return _SIZE.pack(len(frame)) + frame
         return encode_response(APIS_BY_KEY[api_key], version, read_correlation_id(frame), body)
 
-    def _api_versions(self, keys: list[Message]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _api_versions(self, keys: list[ApiVersion]) -> list[ApiVersion]:
+        out: list[ApiVersion] = []
         for entry in keys:
             api = _REWRITTEN.get(entry.api_key)
             if api is not None:
@@ -172,21 +181,25 @@ class SecureFront:
                 high = min(entry.max_version, api.max_version)
                 if low > high:
                     continue
-                entry = Message(entry, min_version=low, max_version=high)
+                entry = ApiVersion(api_key=entry.api_key, min_version=low, max_version=high)
             if entry.api_key not in SASL_API_VERSIONS:
-                out.append(dict(entry))
+                out.append(entry)
         if self.sasl_config is not None:
             for key, (low, high) in SASL_API_VERSIONS.items():
-                out.append({"api_key": key, "min_version": low, "max_version": high})
-        return sorted(out, key=lambda e: e["api_key"])
+                out.append(ApiVersion(api_key=key, min_version=low, max_version=high))
+        return sorted(out, key=lambda e: e.api_key)
 
-    def _point_at_front(self, body: Message) -> None:
-        for broker in body.get("brokers") or ():
-            broker["host"], broker["port"] = self.host, self.port
-        for coordinator in body.get("coordinators") or ():
-            coordinator["host"], coordinator["port"] = self.host, self.port
-        if body.get("host") is not None:
-            body["host"], body["port"] = self.host, self.port
+    def _point_at_front(self, body: Any, version: int) -> None:
+        """Name the front wherever a Metadata or FindCoordinator answer names a broker."""
+        if isinstance(body, MetadataResponse):
+            for broker in body.brokers:
+                broker.host, broker.port = self.host, self.port
+            return
+        if version >= 4:  # KIP-699: a batch of coordinators, no top-level address
+            for coordinator in body.coordinators:
+                coordinator.host, coordinator.port = self.host, self.port
+        else:
+            body.host, body.port = self.host, self.port
 
 
 class _Relay:
@@ -276,7 +289,7 @@ class _Relay:
                     api_key, version, answer = entry
                     try:
                         answer.set_result((self.front.rewrite(api_key, version, frame), False))
-                    except (SchemaError, UnicodeDecodeError) as exc:
+                    except _UNDECODABLE as exc:
                         answer.set_exception(exc)
         finally:
             # The broker hung up: so does the front, after what it already answered.
@@ -290,7 +303,7 @@ class _Relay:
             answer = await self.order.get()
             try:
                 data, close = await answer
-            except (SchemaError, UnicodeDecodeError) as exc:
+            except _UNDECODABLE as exc:
                 log.warning("front: cannot rewrite the broker's answer: %s", exc)
                 data, close = b"", True
             if data:
@@ -317,6 +330,6 @@ def _acks_zero(api_key: int, frame: bytes) -> bool:
         return False
     try:
         _api, _version, _cid, _client, body = decode_request(frame, APIS_BY_KEY)
-    except (SchemaError, UnicodeDecodeError):
+    except _UNDECODABLE:
         return False
-    return bool(body.get("acks") == 0)
+    return bool(body.acks == 0)

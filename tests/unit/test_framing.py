@@ -9,6 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aioproducer.protocol.apis import (
+    API_VERSIONS,
+    APIS_BY_KEY,
+    INIT_PRODUCER_ID,
+    METADATA,
+    PRODUCE,
+    negotiate_version,
+)
 from aioproducer.protocol.framing import (
     FrameDecoder,
     FrameTooLargeError,
@@ -37,14 +45,6 @@ from aioproducer.protocol.generated.metadata import (
     MetadataResponseTopic,
 )
 from aioproducer.protocol.generated.produce import PartitionProduceData, TopicProduceData
-from aioproducer.protocol.kafka_apis import (
-    API_VERSIONS,
-    APIS_BY_KEY,
-    INIT_PRODUCER_ID,
-    METADATA,
-    PRODUCE,
-    negotiate_version,
-)
 
 
 def test_decoder_one_byte_at_a_time() -> None:

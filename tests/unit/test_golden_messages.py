@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from aioproducer.protocol.framing import decode_request, decode_response, encode_request
-from aioproducer.protocol.kafka_apis import (
+from aioproducer.protocol.apis import (
     APIS_BY_KEY,
     COORDINATOR_KEY_TRANSACTION,
     FIND_COORDINATOR,
 )
+from aioproducer.protocol.framing import decode_request, decode_response, encode_request
 from aioproducer.protocol.record_parsing import parse_record_batches
 from tests.tools.capture_proxy import REQUEST, Frame, load_frames
 

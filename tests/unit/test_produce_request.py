@@ -14,6 +14,7 @@ from aioproducer.engine.produce_request import (
     produce_body,
 )
 from aioproducer.engine.retry import Written
+from aioproducer.protocol.apis import PRODUCE
 from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.framing import decode_response, encode_response
 from aioproducer.protocol.generated import ProduceResponse
@@ -22,7 +23,6 @@ from aioproducer.protocol.generated.produce import (
     PartitionProduceResponse,
     TopicProduceResponse,
 )
-from aioproducer.protocol.kafka_apis import PRODUCE
 from aioproducer.protocol.record_parsing import parse_record_batches
 
 VERSION = 8  # the first version with record_errors and error_message

@@ -12,8 +12,7 @@ from aioproducer.engine.transaction_version import (
     transaction_v2_enabled,
 )
 from aioproducer.engine.transactions import TransactionManager, TxnState
-from aioproducer.protocol.messages import PRODUCE
-from aioproducer.protocol.txn_messages import ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT
+from aioproducer.protocol.apis import ADD_OFFSETS_TO_TXN, END_TXN, PRODUCE, TXN_OFFSET_COMMIT
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient
 
 from aioproducer import Producer, errors
 from aioproducer.integrations.aiohttp import PRODUCER
-from aioproducer.protocol.messages import PRODUCE
+from aioproducer.protocol.apis import PRODUCE
 from aioproducer.testing import MockCluster
 from examples.aiohttp_service import NDJSON, Settings, create_app
 

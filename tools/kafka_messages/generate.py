@@ -28,7 +28,8 @@ COMMAND = "python -m tools.kafka_messages.generate"
 
 # The APIs aioproducer sends or the mock cluster serves (protocol/apis.py,
 # testing/mock/handlers.py), and the admin APIs of the test harness
-# (tests/support/kafka_admin.py).
+# (tests/support/kafka_admin.py, DescribeTransactions of
+# tests/integration/test_transactional_id_expiry.py).
 APIS = (
     "Produce",
     "Metadata",
@@ -43,6 +44,7 @@ APIS = (
     "SaslAuthenticate",
     "ElectLeaders",
     "AlterPartitionReassignments",
+    "DescribeTransactions",
 )
 
 

@@ -13,6 +13,7 @@ from .alter_partition_reassignments import (
     AlterPartitionReassignmentsResponse,
 )
 from .api_versions import ApiVersionsRequest, ApiVersionsResponse
+from .describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from .elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from .end_txn import EndTxnRequest, EndTxnResponse
 from .find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -32,6 +33,8 @@ __all__ = [
     'AlterPartitionReassignmentsResponse',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
+    'DescribeTransactionsRequest',
+    'DescribeTransactionsResponse',
     'ElectLeadersRequest',
     'ElectLeadersResponse',
     'EndTxnRequest',

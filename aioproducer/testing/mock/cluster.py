@@ -452,9 +452,15 @@ class MockCluster:
         self.faults.add_api_failure(api_key, error_code, count, broker)
 
     def intercept(self, api_key: int, handler: InterceptHandler | None) -> None:
-        """Answer ``api_key`` requests with ``handler(body, ctx)`` (None result: default).
+        """Answer ``api_key`` requests with ``handler(request, ctx)`` (None result: default).
 
-        The handler may be a coroutine function. Passing None removes it.
+        ``request`` is the decoded generated request (e.g. ``ProduceRequest``);
+        the handler returns an instance of the API's generated response class
+        (e.g. ``InitProducerIdResponse(error_code=15)``), encoded at the
+        request's version, or None to let the mock answer. Any other value
+        fails the request with UNKNOWN_SERVER_ERROR and is kept in
+        ``handler_errors``. The handler may be a coroutine function. Passing
+        None removes it.
         """
         if handler is None:
             self.faults.intercepts.pop(api_key, None)

@@ -13,8 +13,6 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ...protocol.schema import Message
-
 __all__ = ["FaultPlan", "InterceptHandler", "RequestContext"]
 
 
@@ -29,8 +27,11 @@ class RequestContext:
     client_id: str | None
 
 
-InterceptResult = Message | dict[str, Any] | None
-InterceptHandler = Callable[[Message, RequestContext], InterceptResult | Awaitable[InterceptResult]]
+# The request is an instance of the API's generated request class
+# (``protocol/generated``); the answer one of its response class, or None to
+# let the mock answer as usual.
+InterceptResult = Any
+InterceptHandler = Callable[[Any, RequestContext], InterceptResult | Awaitable[InterceptResult]]
 
 
 @dataclasses.dataclass

@@ -1,13 +1,15 @@
-"""One handler per API key: a decoded request body in, a response body out.
+"""One handler per API key: a decoded request in, a response out.
 
 Handlers run on the broker that received the request (``ctx.broker_id``) and
-read or change the shared cluster state. A handler returns the response body
-as a dict, encoded by the server at the request's version (fields a version
-lacks are simply not written), or None for a request that gets no answer
-(Produce with acks=0).
+read or change the shared cluster state. Requests and responses are Kafka's
+generated classes (``protocol/generated``); a handler returns an instance of
+the API's response class, encoded by the server at the request's version
+(ignorable fields a version lacks are not written, as in Java's generated
+``*Data`` classes), or None for a request that gets no answer (Produce with
+acks=0).
 
 :data:`SUPPORTED_VERSIONS` is what ApiVersions advertises; every range lies
-within the schema's declared versions, so a client that negotiates never
+within the generated classes' versions, so a client that negotiates never
 sends a version the codecs cannot read.
 """
 
@@ -19,24 +21,55 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import errors
+from ...protocol.apis import APIS_BY_KEY
+from ...protocol.generated import (
+    AddOffsetsToTxnResponse,
+    ApiVersionsResponse,
+    EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    InitProducerIdResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from ...protocol.generated.api_versions import ApiVersion, FinalizedFeatureKey
+from ...protocol.generated.find_coordinator import Coordinator
+from ...protocol.generated.metadata import (
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from ...protocol.generated.produce import (
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    PartitionProduceResponse,
+    TopicProduceResponse,
+)
 from ...protocol.record_parsing import parse_record_batches
 from ...protocol.records import CorruptBatchError
-from ...protocol.schema import Message
 from .faults import RequestContext
 from .log import code_of
 from .sasl_session import SASL_API_VERSIONS
 from .state import ClusterView, TopicState, valid_topic_name
+from .txn_handlers import (
+    TV2_VERSIONS,
+    TXN_HANDLERS,
+    partition_results,
+    tv2,
+    txn_offset_commit_body,
+)
 
 __all__ = [
     "ADVERTISED_ONLY",
     "SUPPORTED_VERSIONS",
+    "TV2_VERSIONS",
     "api_versions_body",
     "error_response",
     "respond",
     "valid_topic_name",
 ]
-
-Body = dict[str, Any]
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (3, 10),  # Produce: v3 is the first with record batch v2 (magic 2)
@@ -57,10 +90,6 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 # request closes the connection.
 ADVERTISED_ONLY: dict[int, tuple[int, int]] = {1: (4, 10)}
 
-# With transaction.version 2 (KIP-890): the versions that carry it, and the
-# TRANSACTION_ABORTABLE ones below them.
-TV2_VERSIONS: dict[int, tuple[int, int]] = {0: (3, 12), 25: (0, 4), 26: (0, 5), 28: (0, 5)}
-
 NONE = 0
 CORRUPT = code_of(errors.CorruptRecordError)
 UNKNOWN_TOPIC = code_of(errors.UnknownTopicOrPartitionError)
@@ -79,9 +108,14 @@ NOT_ATTEMPTED = code_of(errors.OperationNotAttemptedError)
 _BATCH_LENGTH = struct.Struct(">i")
 
 
-async def respond(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body | None:
-    """The response to one request, after scripted failures and intercepts."""
-    no_answer = ctx.api_key == 0 and body.get("acks") == 0
+async def respond(cluster: ClusterView, ctx: RequestContext, body: Any) -> Any | None:
+    """The response to one request, after scripted failures and intercepts.
+
+    An intercept's answer must be an instance of the API's response class; any
+    other value raises TypeError (the server then answers UNKNOWN_SERVER_ERROR
+    and keeps the exception for the test).
+    """
+    no_answer = ctx.api_key == 0 and body.acks == 0
     code = cluster.faults.take_api_failure(ctx.api_key, ctx.broker_id)
     if code is not None:
         return None if no_answer else error_response(cluster, ctx, body, code)
@@ -91,7 +125,13 @@ async def respond(cluster: ClusterView, ctx: RequestContext, body: Message) -> B
         if inspect.isawaitable(result):
             result = await result
         if result is not None:
-            return None if no_answer else dict(result)
+            expected = APIS_BY_KEY[ctx.api_key].response
+            if type(result) is not expected:
+                raise TypeError(
+                    f"intercept of api {ctx.api_key} must return a {expected.__name__} "
+                    f"or None, not {type(result).__name__}"
+                )
+            return None if no_answer else result
     return _HANDLERS[ctx.api_key](cluster, ctx, body)
 
 
@@ -100,85 +140,84 @@ async def respond(cluster: ClusterView, ctx: RequestContext, body: Message) -> B
 
 def api_versions_body(
     error_code: int = NONE, *, sasl: bool = False, transaction_version: int = 1
-) -> Body:
+) -> ApiVersionsResponse:
     """The ApiVersions answer; a SASL listener adds SaslHandshake and SaslAuthenticate,
     transaction.version 2 its API versions and the finalized feature (KIP-584)."""
     tv2 = TV2_VERSIONS if transaction_version >= 2 else {}
     versions = {
         **SUPPORTED_VERSIONS, **ADVERTISED_ONLY, **(SASL_API_VERSIONS if sasl else {}), **tv2
     }
-    keys = [
-        {"api_key": key, "min_version": low, "max_version": high}
-        for key, (low, high) in sorted(versions.items())
-    ]
-    body: Body = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+    response = ApiVersionsResponse(
+        error_code=error_code,
+        api_keys=[
+            ApiVersion(api_key=key, min_version=low, max_version=high)
+            for key, (low, high) in sorted(versions.items())
+        ],
+        throttle_time_ms=0,
+    )
     if tv2:
-        body["finalized_features_epoch"] = 1
-        body["finalized_features"] = [
-            {"name": "transaction.version", "max_version_level": transaction_version,
-             "min_version_level": transaction_version}
+        response.finalized_features_epoch = 1
+        response.finalized_features = [
+            FinalizedFeatureKey(
+                name="transaction.version",
+                max_version_level=transaction_version,
+                min_version_level=transaction_version,
+            )
         ]
-    return body
+    return response
 
 
-def _tv2(cluster: ClusterView, ctx: RequestContext, api_key: int) -> bool:
-    """Whether this request runs transactions v2 (the feature and the version, KIP-890)."""
-    return cluster.transaction_version >= 2 and ctx.api_version >= TV2_VERSIONS[api_key][1]
-
-
-def _api_versions(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
+def _api_versions(cluster: ClusterView, ctx: RequestContext, body: Any) -> ApiVersionsResponse:
     return api_versions_body(
         sasl=cluster.sasl_config is not None, transaction_version=cluster.transaction_version
     )
 
 
-def _brokers(cluster: ClusterView) -> list[Body]:
+def _brokers(cluster: ClusterView) -> list[MetadataResponseBroker]:
     return [
-        {"node_id": node, "host": cluster.host, "port": server.port, "rack": None}
+        MetadataResponseBroker(node_id=node, host=cluster.host, port=server.port, rack=None)
         for node, server in sorted(cluster.servers.items())
     ]
 
 
-def _topic_body(topic: TopicState) -> Body:
-    return {
-        "error_code": NONE,
-        "name": topic.name,
-        "topic_id": topic.topic_id,
-        "is_internal": False,
-        "partitions": [
-            {
-                "error_code": NONE if p.leader >= 0 else LEADER_NOT_AVAILABLE,
-                "partition_index": p.index,
-                "leader_id": p.leader,
-                "leader_epoch": p.leader_epoch,
-                "replica_nodes": p.replicas,
-                "isr_nodes": p.replicas,
-                "offline_replicas": [],
-            }
+def _topic_body(topic: TopicState) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=NONE,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=False,
+        partitions=[
+            MetadataResponsePartition(
+                error_code=NONE if p.leader >= 0 else LEADER_NOT_AVAILABLE,
+                partition_index=p.index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.replicas),
+                offline_replicas=[],
+            )
             for p in topic.partitions
         ],
-    }
+    )
 
 
-def _metadata(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    requested = body.get("topics")
-    # allow_auto_topic_creation exists from v4; older requests always allow it.
-    allow = cluster.auto_create_topics and body.get("allow_auto_topic_creation", True)
-    topics: list[Body] = []
+def _metadata(cluster: ClusterView, ctx: RequestContext, body: MetadataRequest) -> MetadataResponse:
+    requested = body.topics
+    # allow_auto_topic_creation exists from v4; older requests decode it as True.
+    allow = cluster.auto_create_topics and body.allow_auto_topic_creation
+    topics: list[MetadataResponseTopic] = []
     if requested is None:
         topics = [_topic_body(t) for _, t in sorted(cluster.topic_states.items())]
     for entry in requested or ():
-        name = entry.get("name")
+        name = entry.name
         if name is None:
             # v10+: a topic may be named by id alone.
-            found = cluster.topic_by_id(entry.get("topic_id"))
+            found = cluster.topic_by_id(entry.topic_id)
             if found is None:
                 topics.append(
-                    {
-                        "error_code": UNKNOWN_TOPIC_ID,
-                        "name": None,
-                        "topic_id": entry.get("topic_id"),
-                    }
+                    MetadataResponseTopic(
+                        error_code=UNKNOWN_TOPIC_ID, name=None, topic_id=entry.topic_id
+                    )
                 )
             else:
                 topics.append(_topic_body(found))
@@ -186,50 +225,62 @@ def _metadata(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
         topic = cluster.topic_states.get(name)
         if topic is None:
             if not valid_topic_name(name):
-                topics.append({"error_code": INVALID_TOPIC, "name": name})
+                topics.append(MetadataResponseTopic(error_code=INVALID_TOPIC, name=name))
                 continue
             if not allow:
-                topics.append({"error_code": UNKNOWN_TOPIC, "name": name})
+                topics.append(MetadataResponseTopic(error_code=UNKNOWN_TOPIC, name=name))
                 continue
             cluster.ensure_topic(name)
             # As Kafka's KafkaApis does: the response that creates a topic
             # reports LEADER_NOT_AVAILABLE and no partitions; clients ask again.
-            topics.append({"error_code": LEADER_NOT_AVAILABLE, "name": name, "partitions": []})
+            topics.append(MetadataResponseTopic(error_code=LEADER_NOT_AVAILABLE, name=name))
             continue
         topics.append(_topic_body(topic))
     return _metadata_body(cluster, topics)
 
 
-def _metadata_body(cluster: ClusterView, topics: list[Body]) -> Body:
-    return {
-        "throttle_time_ms": 0,
-        "brokers": _brokers(cluster),
-        "cluster_id": cluster.cluster_id,
-        "controller_id": cluster.broker_ids[0],
-        "topics": topics,
-    }
+def _metadata_body(cluster: ClusterView, topics: list[MetadataResponseTopic]) -> MetadataResponse:
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=_brokers(cluster),
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.broker_ids[0],
+        topics=topics,
+    )
 
 
-def _coordinator(cluster: ClusterView, key: str) -> Body:
+def _coordinator(cluster: ClusterView, key: str) -> Coordinator:
     node = cluster.coordinator_for(key)
-    return {
-        "node_id": node,
-        "host": cluster.host,
-        "port": cluster.servers[node].port,
-        "error_code": NONE,
-        "error_message": None,
-    }
+    return Coordinator(
+        key=key,
+        node_id=node,
+        host=cluster.host,
+        port=cluster.servers[node].port,
+        error_code=NONE,
+        error_message=None,
+    )
 
 
-def _find_coordinator(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    key_type = body.get("key_type", 0)
-    if key_type not in (0, 1):
-        return error_response(cluster, ctx, body, INVALID_REQUEST)
+def _find_coordinator(
+    cluster: ClusterView, ctx: RequestContext, body: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
+    if body.key_type not in (0, 1):
+        refused: FindCoordinatorResponse = error_response(cluster, ctx, body, INVALID_REQUEST)
+        return refused
     if ctx.api_version >= 4:  # KIP-699: a batch of keys
-        entries = [{"key": key, **_coordinator(cluster, key)} for key in body.coordinator_keys]
-        return {"throttle_time_ms": 0, "coordinators": entries}
-    return {"throttle_time_ms": 0, **_coordinator(cluster, body.key)}
-
+        return FindCoordinatorResponse(
+            throttle_time_ms=0,
+            coordinators=[_coordinator(cluster, key) for key in body.coordinator_keys],
+        )
+    found = _coordinator(cluster, body.key)
+    return FindCoordinatorResponse(
+        throttle_time_ms=0,
+        error_code=found.error_code,
+        error_message=found.error_message,
+        node_id=found.node_id,
+        host=found.host,
+        port=found.port,
+    )
 
 # -- Produce -----------------------------------------------------------------
 
@@ -246,7 +297,7 @@ def _whole_batches(data: bytes) -> bool:
 
 
 def _produce_partition(
-    cluster: ClusterView, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+    cluster: ClusterView, ctx: RequestContext, body: ProduceRequest, topic: str, index: int, data: Any
 ) -> tuple[int, int]:
     """(error code, base offset) for one partition of a Produce request."""
     if body.acks not in (-1, 0, 1):
@@ -263,7 +314,7 @@ def _produce_partition(
 
 
 def _append_partition(
-    cluster: ClusterView, ctx: RequestContext, body: Message, topic: str, index: int, data: Any
+    cluster: ClusterView, ctx: RequestContext, body: ProduceRequest, topic: str, index: int, data: Any
 ) -> tuple[int, int]:
     """Check and write one partition's batch: (error code, base offset)."""
     state = cluster.topic_states.get(topic)
@@ -300,16 +351,16 @@ def _append_partition(
         # (KIP-890 part 1) and answers INVALID_TXN_STATE when it was not.
         txn = coordinator.transaction_of(batch.producer_id)
         if (
-            _tv2(cluster, ctx, 0)
+            tv2(cluster, ctx, 0)
             and txn is not None
-            and txn.transactional_id == body.get("transactional_id")
+            and txn.transactional_id == body.transactional_id
             and txn.producer_epoch == batch.producer_epoch
         ):
             # Produce v12: the leader adds the partition itself (KIP-890 part 2).
             coordinator.add_partitions(txn, [(topic, index)])
         if (
             txn is None
-            or txn.transactional_id != body.get("transactional_id")
+            or txn.transactional_id != body.transactional_id
             or (topic, index) not in txn.partitions
         ):
             return INVALID_TXN_STATE, -1
@@ -321,7 +372,7 @@ def _append_partition(
     return NONE, partition.log.append(batch, transactional_open=batch.is_transactional)
 
 
-def _produce(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body | None:
+def _produce(cluster: ClusterView, ctx: RequestContext, body: ProduceRequest) -> ProduceResponse | None:
     responses = []
     leaders: set[int] = set()
     for topic_data in body.topic_data:
@@ -330,29 +381,33 @@ def _produce(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body |
             code, base = _produce_partition(
                 cluster, ctx, body, topic_data.name, pdata.index, pdata.records
             )
-            part: Body = {
-                "index": pdata.index,
-                "error_code": code,
-                "base_offset": base,
-                "log_append_time_ms": -1,
-                "log_start_offset": 0 if code == NONE else -1,
-            }
+            part = PartitionProduceResponse(
+                index=pdata.index,
+                error_code=code,
+                base_offset=base,
+                log_append_time_ms=-1,
+                log_start_offset=0 if code == NONE else -1,
+            )
             hint = _current_leader(cluster, ctx, topic_data.name, pdata.index, code)
-            if hint is not None:
-                part["current_leader"] = hint
-                leaders.add(hint["leader_id"])
+            # The tagged hint fields only exist from Produce v10 on (KIP-951).
+            if hint is not None and ctx.api_version >= 10:
+                part.current_leader = hint
+                leaders.add(hint.leader_id)
             parts.append(part)
-        responses.append({"name": topic_data.name, "partition_responses": parts})
+        responses.append(TopicProduceResponse(name=topic_data.name, partition_responses=parts))
     if body.acks == 0:
         return None  # acks=0: written, never answered
-    # The tagged fields only reach the wire from Produce v10 on.
-    endpoints = [b for b in _brokers(cluster) if b["node_id"] in leaders]
-    return {"responses": responses, "throttle_time_ms": 0, "node_endpoints": endpoints}
+    endpoints = [
+        NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in _brokers(cluster)
+        if b.node_id in leaders
+    ]
+    return ProduceResponse(responses=responses, throttle_time_ms=0, node_endpoints=endpoints)
 
 
 def _current_leader(
     cluster: ClusterView, ctx: RequestContext, topic: str, index: int, code: int
-) -> Body | None:
+) -> LeaderIdAndEpoch | None:
     """KIP-951: a partition this broker no longer leads names its leader and epoch."""
     if code != NOT_LEADER or not cluster.leader_hints:
         return None
@@ -362,174 +417,62 @@ def _current_leader(
     partition = state.partitions[index]
     if partition.leader == ctx.broker_id or partition.leader < 0:  # a scripted refusal, or no leader to name
         return None
-    return {"leader_id": partition.leader, "leader_epoch": partition.leader_epoch}
+    return LeaderIdAndEpoch(leader_id=partition.leader, leader_epoch=partition.leader_epoch)
 
 
-# -- producer ids and transactions --------------------------------------------
-
-
-def _init_producer_id(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    code, pid, epoch = cluster.coordinator.init_producer_id(
-        body.transactional_id,
-        body.transaction_timeout_ms,
-        body.get("producer_id", -1),
-        body.get("producer_epoch", -1),
-        ctx.api_version,
-    )
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
-
-
-def _partition_results(topics: list[Message], codes: Callable[[str, int], int]) -> list[Body]:
-    return [
-        {
-            "name": t.name,
-            "results_by_partition": [
-                {"partition_index": p, "partition_error_code": codes(t.name, p)}
-                for p in t.partitions
-            ],
-        }
-        for t in topics
-    ]
-
-
-def _add_partitions_to_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    code, txn = cluster.coordinator.check(
-        24, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
-    )
-    if txn is None:
-        return {
-            "throttle_time_ms": 0,
-            "results_by_topic": _partition_results(body.topics, lambda _t, _p: code),
-        }
-    unknown = {
-        (t.name, p)
-        for t in body.topics
-        for p in t.partitions
-        if not cluster.has_partition(t.name, p)
-    }
-    if unknown:
-        # All or nothing, as Kafka: the known partitions are not added.
-        results = _partition_results(
-            body.topics, lambda t, p: UNKNOWN_TOPIC if (t, p) in unknown else NOT_ATTEMPTED
-        )
-        return {"throttle_time_ms": 0, "results_by_topic": results}
-    cluster.coordinator.add_partitions(
-        txn, [(t.name, p) for t in body.topics for p in t.partitions]
-    )
-    return {
-        "throttle_time_ms": 0,
-        "results_by_topic": _partition_results(body.topics, lambda _t, _p: NONE),
-    }
-
-
-def _add_offsets_to_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    code, txn = cluster.coordinator.check(
-        25, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
-    )
-    if txn is not None:
-        cluster.coordinator.add_offsets(txn, body.group_id)
-    return {"throttle_time_ms": 0, "error_code": code}
-
-
-def _txn_offset_commit(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    code, txn = cluster.coordinator.check(
-        28, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
-    )
-    if txn is not None:
-        if _tv2(cluster, ctx, 28):
-            # TxnOffsetCommit v5 adds the group's offsets partition (KIP-890 part 2).
-            cluster.coordinator.add_offsets(txn, body.group_id)
-        offsets = {
-            (t.name, p.partition_index): p.committed_offset
-            for t in body.topics
-            for p in t.partitions
-        }
-        code = cluster.coordinator.txn_offset_commit(txn, body.group_id, offsets)
-    return _txn_offset_commit_body(body, code)
-
-
-def _txn_offset_commit_body(body: Message, code: int) -> Body:
-    topics = [
-        {
-            "name": t.name,
-            "partitions": [
-                {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
-            ],
-        }
-        for t in body.topics
-    ]
-    return {"throttle_time_ms": 0, "topics": topics}
-
-
-def _end_txn(cluster: ClusterView, ctx: RequestContext, body: Message) -> Body:
-    coordinator = cluster.coordinator
-    if _tv2(cluster, ctx, 26):
-        code, pid, epoch = coordinator.end_txn_v2(
-            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
-        )
-        return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
-    code, txn = coordinator.check(
-        26, ctx.api_version, body.transactional_id, body.producer_id, body.producer_epoch
-    )
-    if txn is not None:
-        code = coordinator.end_txn(txn, body.committed)
-    return {"throttle_time_ms": 0, "error_code": code}
-
-
-_HANDLERS: dict[int, Callable[[ClusterView, RequestContext, Message], Body | None]] = {
+_HANDLERS: dict[int, Callable[[ClusterView, RequestContext, Any], Any]] = {
     0: _produce,
     3: _metadata,
     10: _find_coordinator,
     18: _api_versions,
-    22: _init_producer_id,
-    24: _add_partitions_to_txn,
-    25: _add_offsets_to_txn,
-    26: _end_txn,
-    28: _txn_offset_commit,
+    **TXN_HANDLERS,
 }
 
 
-def error_response(cluster: ClusterView, ctx: RequestContext, body: Message, code: int) -> Body:
+def error_response(cluster: ClusterView, ctx: RequestContext, body: Any, code: int) -> Any:
     """A response that answers ``code`` wherever the API has an error field."""
     key, version = ctx.api_key, ctx.api_version
     if key == 0:
-        return {
-            "throttle_time_ms": 0,
-            "responses": [
-                {
-                    "name": t.name,
-                    "partition_responses": [
-                        {
-                            "index": p.index,
-                            "error_code": code,
-                            "base_offset": -1,
-                            "log_start_offset": -1,
-                        }
+        return ProduceResponse(
+            throttle_time_ms=0,
+            responses=[
+                TopicProduceResponse(
+                    name=t.name,
+                    partition_responses=[
+                        PartitionProduceResponse(
+                            index=p.index, error_code=code, base_offset=-1, log_start_offset=-1
+                        )
                         for p in t.partition_data
                     ],
-                }
+                )
                 for t in body.topic_data
             ],
-        }
+        )
     if key == 3:
         topics = [
-            {"error_code": code, "name": t.get("name"), "topic_id": t.get("topic_id")}
-            for t in body.get("topics") or ()
+            MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id)
+            for t in body.topics or ()
         ]
         return _metadata_body(cluster, topics)
     if key == 18:
         return api_versions_body(code, sasl=cluster.sasl_config is not None)
-    if key == 10 and version >= 4:
-        return {
-            "throttle_time_ms": 0,
-            "coordinators": [{"key": k, "error_code": code} for k in body.coordinator_keys],
-        }
+    if key == 10:
+        if version >= 4:
+            return FindCoordinatorResponse(
+                throttle_time_ms=0,
+                coordinators=[
+                    Coordinator(key=k, error_code=code, error_message=None)
+                    for k in body.coordinator_keys
+                ],
+            )
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=None)
     if key == 24:
-        return {
-            "throttle_time_ms": 0,
-            "results_by_topic": _partition_results(body.topics, lambda _t, _p: code),
-        }
+        return partition_results(body.v3_and_below_topics, lambda _t, _p: code)
     if key == 28:
-        return _txn_offset_commit_body(body, code)
-    # InitProducerId, FindCoordinator v1-3, AddOffsetsToTxn, EndTxn: one error_code.
-    return {"throttle_time_ms": 0, "error_code": code}
+        return txn_offset_commit_body(body, code)
+    if key == 22:
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=code)
+    if key == 25:
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code)
+    # EndTxn: one error_code.
+    return EndTxnResponse(throttle_time_ms=0, error_code=code)

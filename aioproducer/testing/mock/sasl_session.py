@@ -31,10 +31,10 @@ import enum
 import struct
 from typing import Any
 
-from ...protocol.messages import API_VERSIONS, Api
-from ...protocol.sasl_messages import SASL_AUTHENTICATE, SASL_HANDSHAKE
-from ...protocol.schema import SchemaError
-from ...protocol.schema_framing import decode_request, encode_response
+from ...protocol.apis import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE, Api
+from ...protocol.framing import decode_request, encode_response
+from ...protocol.generated import SaslAuthenticateResponse, SaslHandshakeResponse
+from ...protocol.generated._wire import MessageError
 from .sasl import Authenticator, SaslFailure, SaslServerConfig, new_authenticator
 
 __all__ = ["SASL_API_VERSIONS", "Reply", "SaslSession", "SaslStats"]
@@ -45,7 +45,7 @@ SASL_API_VERSIONS: dict[int, tuple[int, int]] = {
     SASL_AUTHENTICATE.key: (SASL_AUTHENTICATE.min_version, SASL_AUTHENTICATE.max_version),
 }
 
-_SASL_APIS: dict[int, Api] = {
+_SASL_APIS: dict[int, Api[Any, Any]] = {
     SASL_HANDSHAKE.key: SASL_HANDSHAKE,
     SASL_AUTHENTICATE.key: SASL_AUTHENTICATE,
 }
@@ -160,64 +160,60 @@ class SaslSession:
     def _decoded(self, frame: bytes, now_ms: int) -> Reply:
         try:
             api, version, correlation_id, _client, body = decode_request(frame, _SASL_APIS)
-        except (SchemaError, UnicodeDecodeError, ValueError):
+        except (MessageError, UnicodeDecodeError, ValueError, IndexError):
             return _REFUSE
+        response: SaslHandshakeResponse | SaslAuthenticateResponse
         if api is SASL_HANDSHAKE:
             response, close = self._handshake(version, body.mechanism)
         elif self.authenticated:
             # Kafka's KafkaApis answers this; the connection stays usable.
             response, close = (
-                {
-                    "error_code": _ILLEGAL_SASL_STATE,
-                    "error_message": "SaslAuthenticate request received after successful "
+                SaslAuthenticateResponse(
+                    error_code=_ILLEGAL_SASL_STATE,
+                    error_message="SaslAuthenticate request received after successful "
                     "authentication",
-                    "auth_bytes": b"",
-                    "session_lifetime_ms": 0,
-                },
+                ),
                 False,
             )
         else:
             response, close = self._authenticate(version, body.auth_bytes, now_ms)
         return Reply(encode_response(api, version, correlation_id, response), close)
 
-    def _handshake(self, version: int, mechanism: str | None) -> tuple[dict[str, Any], bool]:
+    def _handshake(self, version: int, mechanism: str | None) -> tuple[SaslHandshakeResponse, bool]:
         offered = list(self.config.mechanisms)
         if mechanism not in offered:
             self._fail(mechanism or "")
-            return {"error_code": _UNSUPPORTED_SASL_MECHANISM, "mechanisms": offered}, True
+            return SaslHandshakeResponse(_UNSUPPORTED_SASL_MECHANISM, offered), True
         if self._state is _State.AUTHENTICATED and mechanism != self.mechanism:
             # KIP-368: re-authentication keeps the mechanism.
             self._fail(mechanism)
-            return {"error_code": _ILLEGAL_SASL_STATE, "mechanisms": offered}, True
+            return SaslHandshakeResponse(_ILLEGAL_SASL_STATE, offered), True
         if self._state is _State.AUTHENTICATED and version == 0:
-            return {"error_code": _ILLEGAL_SASL_STATE, "mechanisms": offered}, True
+            return SaslHandshakeResponse(_ILLEGAL_SASL_STATE, offered), True
         self._exchange = new_authenticator(mechanism, self.config)
         if self._state is _State.AUTHENTICATED:
             self._exchange.phase = "re-authentication"
         self.mechanism = mechanism
         self._state = _State.AUTHENTICATING
         self._raw_tokens = version == 0
-        return {"error_code": _NONE, "mechanisms": offered}, False
+        return SaslHandshakeResponse(_NONE, offered), False
 
-    def _authenticate(self, version: int, token: bytes, now_ms: int) -> tuple[dict[str, Any], bool]:
+    def _authenticate(
+        self, version: int, token: bytes, now_ms: int
+    ) -> tuple[SaslAuthenticateResponse, bool]:
         try:
             answer = self._step(token, now_ms)
         except SaslFailure as exc:
-            return {
-                "error_code": _SASL_AUTHENTICATION_FAILED,
-                "error_message": str(exc),
-                "auth_bytes": b"",
-                "session_lifetime_ms": 0,
-            }, True
+            response = SaslAuthenticateResponse(
+                error_code=_SASL_AUTHENTICATION_FAILED, error_message=str(exc)
+            )
+            return response, True
         lifetime = 0
         if self.authenticated and self.expires_at_ms is not None:
             lifetime = self.expires_at_ms - now_ms
-        return {
-            "error_code": _NONE,
-            "error_message": None,
-            "auth_bytes": answer,
-            "session_lifetime_ms": lifetime,
-        }, False
+        return SaslAuthenticateResponse(
+            error_code=_NONE, error_message=None, auth_bytes=answer, session_lifetime_ms=lifetime
+        ), False
 
     def _raw_token(self, token: bytes, now_ms: int) -> Reply:
         try:
