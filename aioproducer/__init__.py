@@ -11,9 +11,18 @@ from .producer import Producer
 from .types import BulkProgress, BulkResult, BulkSendError, PreparedTransaction, RecordMetadata
 
 __all__ = [
-    "BulkProgress", "BulkResult", "BulkSendError", "PreparedTransaction", "Producer", "ProducerConfig",
+    "BulkProgress",
+    "BulkResult",
+    "BulkSendError",
+    "PreparedTransaction",
+    "Producer",
+    "ProducerConfig",
     "ProducerLoopError",
-    "RecordHandle", "RecordMetadata", "__version__", "check_topic", "errors",
+    "RecordHandle",
+    "RecordMetadata",
+    "__version__",
+    "check_topic",
+    "errors",
     "types",
 ]
 # pyproject.toml's version is the one source: read from the installed distribution's metadata.

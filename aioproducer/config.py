@@ -95,14 +95,16 @@ class ProducerConfig(_Derived):
         "client.id",
     )
     acks: int | str = _setting(
-        "all", 'Replicas a write waits for: 0 (none), 1 (the leader), "all" (every in-sync one).',
+        "all",
+        'Replicas a write waits for: 0 (none), 1 (the leader), "all" (every in-sync one).',
         "acks",
     )
     compression: str = _setting(
         "none", 'Batch compression: "none", "gzip", "snappy", "lz4" or "zstd".', "compression.type"
     )
     compression_level: int | None = _setting(
-        None, "Level of the compression codec (KIP-390; Java: compression.<codec>.level); "
+        None,
+        "Level of the compression codec (KIP-390; Java: compression.<codec>.level); "
         "None: the codec's default.",
     )
     batch_size: int = _setting(16384, "Upper bound of a batch's uncompressed bytes.", "batch.size")
@@ -110,68 +112,85 @@ class ProducerConfig(_Derived):
         5, "How long a batch waits for more records before it is sent (ms).", "linger.ms"
     )
     buffer_memory: int = _setting(
-        32 << 20, "Bound on the bytes of all records buffered and not yet acknowledged.",
+        32 << 20,
+        "Bound on the bytes of all records buffered and not yet acknowledged.",
         "buffer.memory",
     )
     max_block_ms: int = _setting(
-        60000, "Longest wait of enqueue/send for metadata and buffer space, and of start() "
-        "for the cluster (ms).", "max.block.ms",
+        60000,
+        "Longest wait of enqueue/send for metadata and buffer space, and of start() "
+        "for the cluster (ms).",
+        "max.block.ms",
     )
     max_request_size: int = _setting(
         1 << 20, "Largest request in bytes; a larger record is refused at once.", "max.request.size"
     )
     request_timeout_ms: int = _setting(
-        30000, "A request unanswered this long closes its connection and is retried (ms).",
+        30000,
+        "A request unanswered this long closes its connection and is retried (ms).",
         "request.timeout.ms",
     )
     delivery_timeout_ms: int = _setting(
-        120000, "Bound on a record's whole life, retries included (ms; KIP-91).",
+        120000,
+        "Bound on a record's whole life, retries included (ms; KIP-91).",
         "delivery.timeout.ms",
     )
     retries: int = _setting(
         _INT32_MAX, "Retries of a retriable error (delivery_timeout_ms bounds them too).", "retries"
     )
     retry_backoff_ms: int = _setting(
-        100, "First wait before a retry (ms); it doubles, with jitter, up to "
-        "retry_backoff_max_ms (KIP-580).", "retry.backoff.ms",
+        100,
+        "First wait before a retry (ms); it doubles, with jitter, up to "
+        "retry_backoff_max_ms (KIP-580).",
+        "retry.backoff.ms",
     )
     retry_backoff_max_ms: int = _setting(
         1000, "Longest wait before a retry (ms).", "retry.backoff.max.ms"
     )
     max_in_flight_requests_per_connection: int = _setting(
-        5, "Produce requests awaiting an answer per broker (at most 5 with idempotence).",
+        5,
+        "Produce requests awaiting an answer per broker (at most 5 with idempotence).",
         "max.in.flight.requests.per.connection",
     )
     # None means "True unless acks/retries/max in flight conflict", as in Java 3.x.
     enable_idempotence: bool | None = _setting(
-        None, "Write each record once per partition despite retries; None: on unless acks, "
-        "retries or max_in_flight_requests_per_connection conflict.", "enable.idempotence",
+        None,
+        "Write each record once per partition despite retries; None: on unless acks, "
+        "retries or max_in_flight_requests_per_connection conflict.",
+        "enable.idempotence",
     )
     transactional_id: str | None = _setting(
         None, "Enables transactions under this id (implies idempotence).", "transactional.id"
     )
     transaction_timeout_ms: int = _setting(
-        60000, "How long the coordinator lets a transaction stay open before aborting it (ms).",
+        60000,
+        "How long the coordinator lets a transaction stay open before aborting it (ms).",
         "transaction.timeout.ms",
     )
     partitioner: PartitionerFn | None = _setting(
-        None, "Callable (topic, key_bytes, num_partitions, available) -> partition; "
-        "None: Kafka's default partitioner.", "partitioner.class",
+        None,
+        "Callable (topic, key_bytes, num_partitions, available) -> partition; "
+        "None: Kafka's default partitioner.",
+        "partitioner.class",
     )
     key_serializer: Serializer | None = _setting(
-        None, "Callable turning a key into bytes; None: keys must be bytes-like.",
+        None,
+        "Callable turning a key into bytes; None: keys must be bytes-like.",
         "key.serializer",
     )
     value_serializer: Serializer | None = _setting(
-        None, "Callable turning a value into bytes; None: values must be bytes-like.",
+        None,
+        "Callable turning a value into bytes; None: values must be bytes-like.",
         "value.serializer",
     )
     metadata_max_age_ms: int = _setting(
         300000, "Metadata is refreshed at least this often (ms).", "metadata.max.age.ms"
     )
     reconnect_backoff_ms: int = _setting(
-        50, "First wait before reconnecting to a broker (ms); it doubles, with jitter, up to "
-        "reconnect_backoff_max_ms.", "reconnect.backoff.ms",
+        50,
+        "First wait before reconnecting to a broker (ms); it doubles, with jitter, up to "
+        "reconnect_backoff_max_ms.",
+        "reconnect.backoff.ms",
     )
     reconnect_backoff_max_ms: int = _setting(
         1000, "Longest wait before reconnecting to a broker (ms).", "reconnect.backoff.max.ms"
@@ -192,42 +211,53 @@ class ProducerConfig(_Derived):
         2, "Sample windows that rates and averages are computed over.", "metrics.num.samples"
     )
     interceptors: Sequence[Any] = _setting(
-        (), "Objects with on_send and/or on_acknowledgement hooks, called in order "
+        (),
+        "Objects with on_send and/or on_acknowledgement hooks, called in order "
         "(Java: interceptor.classes).",
     )
     metadata_max_idle_ms: int = _setting(
-        300000, "A topic no record went to for this long leaves metadata refreshes (ms).",
+        300000,
+        "A topic no record went to for this long leaves metadata refreshes (ms).",
         "metadata.max.idle.ms",
     )
     metadata_recovery_strategy: str = _setting(
-        "rebootstrap", '"rebootstrap": start again from bootstrap_servers when no known broker '
-        'answers (KIP-899); "none": never.', "metadata.recovery.strategy",
+        "rebootstrap",
+        '"rebootstrap": start again from bootstrap_servers when no known broker '
+        'answers (KIP-899); "none": never.',
+        "metadata.recovery.strategy",
     )
     metadata_recovery_rebootstrap_trigger_ms: int = _setting(
-        300000, "How long no known broker answers metadata before a rebootstrap (ms).",
+        300000,
+        "How long no known broker answers metadata before a rebootstrap (ms).",
         "metadata.recovery.rebootstrap.trigger.ms",
     )
     partitioner_adaptive_partitioning: bool = _setting(
-        True, "Unkeyed records go less to partitions whose brokers fall behind (KIP-794).",
+        True,
+        "Unkeyed records go less to partitions whose brokers fall behind (KIP-794).",
         "partitioner.adaptive.partitioning.enable",
     )
     partitioner_availability_timeout_ms: int = _setting(
-        0, "With adaptive partitioning, skip partitions whose broker left batches unsent this "
-        "long (ms; 0: never).", "partitioner.availability.timeout.ms",
+        0,
+        "With adaptive partitioning, skip partitions whose broker left batches unsent this "
+        "long (ms; 0: never).",
+        "partitioner.availability.timeout.ms",
     )
     partitioner_ignore_keys: bool = _setting(
-        False, "Spread keyed records over partitions as unkeyed ones are.",
+        False,
+        "Spread keyed records over partitions as unkeyed ones are.",
         "partitioner.ignore.keys",
     )
     security_protocol: str = _setting(
-        "PLAINTEXT", '"PLAINTEXT", "SSL" (TLS), "SASL_PLAINTEXT" or "SASL_SSL".',
+        "PLAINTEXT",
+        '"PLAINTEXT", "SSL" (TLS), "SASL_PLAINTEXT" or "SASL_SSL".',
         "security.protocol",
     )
     ssl_context: ssl.SSLContext | None = _setting(
         None, "An ssl.SSLContext of your own; wins over the ssl_* file settings."
     )
     ssl_cafile: str | None = _setting(
-        None, "PEM file of the CAs that sign the brokers' certificates; None: the system CAs.",
+        None,
+        "PEM file of the CAs that sign the brokers' certificates; None: the system CAs.",
         "ssl.truststore.location",
     )
     ssl_certfile: str | None = _setting(
@@ -240,7 +270,8 @@ class ProducerConfig(_Derived):
         None, "Password of ssl_keyfile.", "ssl.key.password", secret=True
     )
     ssl_check_hostname: bool = _setting(
-        True, "Check each broker's certificate against its host name.",
+        True,
+        "Check each broker's certificate against its host name.",
         "ssl.endpoint.identification.algorithm",
     )
     sasl_mechanism: str | None = _setting(
@@ -253,18 +284,20 @@ class ProducerConfig(_Derived):
         None, "Password for PLAIN and SCRAM (Java: in sasl.jaas.config).", secret=True
     )
     sasl_oauth_token_provider: TokenProvider | None = _setting(
-        None, "OAUTHBEARER tokens from an object with async token() -> str; "
-        "not with a token endpoint."
+        None,
+        "OAUTHBEARER tokens from an object with async token() -> str; not with a token endpoint.",
     )
     sasl_oauthbearer_token_endpoint_url: str | None = _setting(
-        None, "OAUTHBEARER tokens from this OIDC endpoint, by client credentials (KIP-768).",
+        None,
+        "OAUTHBEARER tokens from this OIDC endpoint, by client credentials (KIP-768).",
         "sasl.oauthbearer.token.endpoint.url",
     )
     sasl_oauthbearer_client_id: str | None = _setting(
         None, "Client id at the token endpoint (Java: clientId in sasl.jaas.config)."
     )
     sasl_oauthbearer_client_secret: str | None = _setting(
-        None, "Client secret at the token endpoint (Java: clientSecret in sasl.jaas.config).",
+        None,
+        "Client secret at the token endpoint (Java: clientSecret in sasl.jaas.config).",
         secret=True,
     )
     sasl_oauthbearer_scope: str | None = _setting(
@@ -330,10 +363,16 @@ class ProducerConfig(_Derived):
                 f"delivery_timeout_ms ({self.delivery_timeout_ms}) must be at least "
                 f"linger_ms + request_timeout_ms ({self.linger_ms + self.request_timeout_ms})"
             )
-        for name in ("allow_auto_create_topics", "partitioner_adaptive_partitioning",
-                     "partitioner_ignore_keys", "metrics_enabled"):
+        for name in (
+            "allow_auto_create_topics",
+            "partitioner_adaptive_partitioning",
+            "partitioner_ignore_keys",
+            "metrics_enabled",
+        ):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigurationError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise ConfigurationError(
+                    f"{name} must be True or False, got {getattr(self, name)!r}"
+                )
         if self.metadata_recovery_strategy not in ("rebootstrap", "none"):
             raise ConfigurationError(
                 'metadata_recovery_strategy must be "rebootstrap" or "none", '
@@ -343,14 +382,18 @@ class ProducerConfig(_Derived):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ConfigurationError(f"{name} must be callable, got {value!r}")
-        if isinstance(self.interceptors, (str, bytes)) or not isinstance(self.interceptors, Iterable):
+        if isinstance(self.interceptors, (str, bytes)) or not isinstance(
+            self.interceptors, Iterable
+        ):
             raise ConfigurationError(
                 f"interceptors must be a list of objects, got {self.interceptors!r}"
             )
         self.interceptors = tuple(self.interceptors)
         for hook in self.interceptors:
-            if not (callable(getattr(hook, "on_send", None))
-                    or callable(getattr(hook, "on_acknowledgement", None))):
+            if not (
+                callable(getattr(hook, "on_send", None))
+                or callable(getattr(hook, "on_acknowledgement", None))
+            ):
                 raise ConfigurationError(
                     f"interceptor {hook!r} has neither an on_send nor an on_acknowledgement method"
                 )

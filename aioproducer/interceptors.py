@@ -109,7 +109,12 @@ class InterceptorChain:
         more = f" ({suppressed} more since the last report)" if suppressed else ""
         self._log.warning(
             "interceptor %s.%s failed for topic %r: %r%s; the record goes on unchanged",
-            name, method, topic, exc, more, exc_info=exc,
+            name,
+            method,
+            topic,
+            exc,
+            more,
+            exc_info=exc,
         )
 
 
@@ -135,8 +140,12 @@ async def intercepted_enqueue(
     record = chain.on_send(ProducerRecord(topic, value, *args, **options))
     try:
         fut = await enqueue(
-            record.topic, record.value, key=record.key, partition=record.partition,
-            timestamp_ms=record.timestamp_ms, headers=record.headers,
+            record.topic,
+            record.value,
+            key=record.key,
+            partition=record.partition,
+            timestamp_ms=record.timestamp_ms,
+            headers=record.headers,
         )
     except Exception as exc:
         chain.on_acknowledgement(failed_metadata(record), exc)

@@ -27,7 +27,9 @@ class ClientLogger(_Adapter):
     def __init__(self, logger: logging.Logger, client_id: str) -> None:
         super().__init__(logger, {"client_id": client_id})
 
-    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
         extra = dict(self.extra or {})
         extra.update(kwargs.get("extra") or {})
         kwargs["extra"] = extra

@@ -140,11 +140,17 @@ def measure(records: int, runs: int, handles: bool = False) -> dict[str, list[fl
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help="print one JSON line (benchmarks.run reads it)")
-    parser.add_argument("--handles", action="store_true", help="also with record handles instead of futures")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON line (benchmarks.run reads it)"
+    )
+    parser.add_argument(
+        "--handles", action="store_true", help="also with record handles instead of futures"
+    )
     args = parser.parse_args(argv)
     costs = measure(args.records, args.runs, args.handles)
     if args.json:

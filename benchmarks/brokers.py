@@ -50,8 +50,12 @@ def log_place() -> tuple[str | None, str]:
 
 
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--broker", choices=BROKERS, default="kafka",
-                        help="the local broker to start: Apache Kafka (default) or Tansu")
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="kafka",
+        help="the local broker to start: Apache Kafka (default) or Tansu",
+    )
     parser.add_argument("--bootstrap", help="an existing broker instead of starting one")
 
 
@@ -84,8 +88,10 @@ def broker_for(
         broker = KafkaBroker(heap=KAFKA_HEAP, workdir=workdir, properties=KAFKA_PROPERTIES)
         broker.start()
         announce(f"started Apache Kafka {KAFKA_VERSION} at {broker.bootstrap_servers} ({place})")
-        yield (broker.bootstrap_servers,
-               f"local Apache Kafka {KAFKA_VERSION} (one KRaft broker, {place})")
+        yield (
+            broker.bootstrap_servers,
+            f"local Apache Kafka {KAFKA_VERSION} (one KRaft broker, {place})",
+        )
     finally:
         if broker is not None:
             broker.stop()

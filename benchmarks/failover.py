@@ -104,17 +104,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kills", type=int, default=5, help="kills per client (default 5)")
     p.add_argument("--rate", type=int, default=10_000, help="records per second (default 10000)")
     p.add_argument("--size", type=int, default=100, help="value size in bytes (default 100)")
-    p.add_argument("--clients", default=",".join(CLIENTS), help=f"comma list of {','.join(CLIENTS)}")
-    p.add_argument("--warmup", type=float, default=5.0,
-                   help="seconds of steady sending before the kill (default 5)")
-    p.add_argument("--after", type=float, default=12.0,
-                   help="seconds from the kill to the client's stop (default 12)")
-    p.add_argument("--compression", default="none", help="every client's compression (default none)")
+    p.add_argument(
+        "--clients", default=",".join(CLIENTS), help=f"comma list of {','.join(CLIENTS)}"
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=5.0,
+        help="seconds of steady sending before the kill (default 5)",
+    )
+    p.add_argument(
+        "--after",
+        type=float,
+        default=12.0,
+        help="seconds from the kill to the client's stop (default 12)",
+    )
+    p.add_argument(
+        "--compression", default="none", help="every client's compression (default none)"
+    )
     p.add_argument("--timeout", type=float, default=300.0, help="seconds a client process may take")
     p.add_argument("--json", help="write every kill's figures to this file")
-    p.add_argument("--output", help="put the table into this Markdown page, between its markers "
-                                    f"{MARK_BEGIN} and {MARK_END}")
-    p.add_argument("--from-json", help="no run: redraw the table from a --json file of an earlier run")
+    p.add_argument(
+        "--output",
+        help="put the table into this Markdown page, between its markers "
+        f"{MARK_BEGIN} and {MARK_END}",
+    )
+    p.add_argument(
+        "--from-json", help="no run: redraw the table from a --json file of an earlier run"
+    )
     p.add_argument("--no-verify", action="store_true", help="skip reading the records back")
     args = p.parse_args(argv)
     args.client_list = [c.strip() for c in args.clients.split(",") if c.strip()]
@@ -126,9 +143,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def client_command(client: str, bootstrap: str, topic: str, out: str, args: argparse.Namespace) -> list[str]:
-    common = ["--bootstrap", bootstrap, "--topic", topic, "--rate", str(args.rate),
-              "--size", str(args.size), "--compression", args.compression, "--out", out]
+def client_command(
+    client: str, bootstrap: str, topic: str, out: str, args: argparse.Namespace
+) -> list[str]:
+    common = [
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--rate",
+        str(args.rate),
+        "--size",
+        str(args.size),
+        "--compression",
+        args.compression,
+        "--out",
+        out,
+    ]
     if client == "java":
         from tests.support.javac import compile_java
 
@@ -158,7 +189,9 @@ def failover_seconds(kill_us: int, ack_us: list[int]) -> float | None:
     return (after[0] - kill_us) / 1e6 if after else None
 
 
-def latency_ms(kill_us: int, due_us: list[int], ack_us: list[int]) -> tuple[float | None, float | None]:
+def latency_ms(
+    kill_us: int, due_us: list[int], ack_us: list[int]
+) -> tuple[float | None, float | None]:
     """p99 and max send->ack of the acknowledged records due from 1 s before the kill."""
     lat = sorted(
         (a - d) / 1000 for d, a in zip(due_us, ack_us) if d >= kill_us - BEFORE_KILL_US and a > 0
@@ -178,8 +211,14 @@ def one_kill(cluster: KafkaCluster, client: str, round_no: int, args: argparse.N
         out = str(Path(tmp) / "records.json")
         cmd = client_command(client, cluster.bootstrap_servers, topic, out, args)
         with open(Path(tmp) / "stderr", "w+") as stderr:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=stderr, text=True, cwd=REPO_ROOT)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                cwd=REPO_ROOT,
+            )
             watchdog = threading.Timer(args.timeout, proc.kill)
             watchdog.start()
             node = -1
@@ -215,8 +254,19 @@ def one_kill(cluster: KafkaCluster, client: str, round_no: int, args: argparse.N
     on_broker = None
     if not args.no_verify:
         on_broker = count_records(cluster.bootstrap_servers, topic, sent - failed + 1, timeout=120)
-    return Kill(client, round_no, node, elected_s, failover_seconds(kill_us, acks), p99, worst,
-                sent, failed, on_broker, data.get("first_error"))
+    return Kill(
+        client,
+        round_no,
+        node,
+        elected_s,
+        failover_seconds(kill_us, acks),
+        p99,
+        worst,
+        sent,
+        failed,
+        on_broker,
+        data.get("first_error"),
+    )
 
 
 def _median(values: list[float | None], fmt: str) -> str:
@@ -253,8 +303,15 @@ def table(kills: list[Kill], args: argparse.Namespace) -> str:
             lines.append(f"| {NAMES[client]} | failed | | | | | | |")
             continue
         checks = [k.count_ok for k in mine]
-        held = "not checked" if all(c is None for c in checks) else (
-            "yes" if all(checks) else f"no ({sum(1 for c in checks if c is False)} of {len(mine)} kills)")
+        held = (
+            "not checked"
+            if all(c is None for c in checks)
+            else (
+                "yes"
+                if all(checks)
+                else f"no ({sum(1 for c in checks if c is False)} of {len(mine)} kills)"
+            )
+        )
         lines.append(
             f"| {NAMES[client]} | {_median([k.failover_s for k in mine], '{:.2f}')} "
             f"| {_median([k.p99_ms for k in mine], '{:.0f}')} "
@@ -292,8 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     try:
         cluster.start()
-        print(f"cluster of 3 nodes serving after {cluster.startup_seconds:.1f} s at "
-              f"{cluster.bootstrap_servers}", file=sys.stderr)
+        print(
+            f"cluster of 3 nodes serving after {cluster.startup_seconds:.1f} s at "
+            f"{cluster.bootstrap_servers}",
+            file=sys.stderr,
+        )
         for round_no in range(args.kills):
             shift = round_no % len(args.client_list)
             for client in args.client_list[shift:] + args.client_list[:shift]:
@@ -304,10 +364,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {client} kill {round_no + 1}: FAILED {exc}", file=sys.stderr)
                     continue
                 kills.append(kill)
-                print(f"  {client} kill {round_no + 1}: node {kill.node}, failover "
-                      f"{kill.failover_s} s, p99 {kill.p99_ms} ms, max {kill.max_ms} ms, "
-                      f"new leader seen after {kill.elected_s:.2f} s, {kill.failed} failed, "
-                      f"on broker {kill.on_broker}/{kill.sent - kill.failed + 1}", file=sys.stderr)
+                print(
+                    f"  {client} kill {round_no + 1}: node {kill.node}, failover "
+                    f"{kill.failover_s} s, p99 {kill.p99_ms} ms, max {kill.max_ms} ms, "
+                    f"new leader seen after {kill.elected_s:.2f} s, {kill.failed} failed, "
+                    f"on broker {kill.on_broker}/{kill.sent - kill.failed + 1}",
+                    file=sys.stderr,
+                )
     finally:
         cluster.stop()
         cluster.cleanup()

@@ -81,8 +81,15 @@ class Record:
 
     def write(self, path: str) -> None:
         with open(path, "w") as f:
-            json.dump({"failed": self.failed, "first_error": self.first_error,
-                       "due_us": self.due_us, "ack_us": self.ack_us}, f)
+            json.dump(
+                {
+                    "failed": self.failed,
+                    "first_error": self.first_error,
+                    "due_us": self.due_us,
+                    "ack_us": self.ack_us,
+                },
+                f,
+            )
 
 
 def _outcome(fut: asyncio.Future[Any]) -> object | None:
@@ -94,9 +101,14 @@ async def run_aioproducer(args: argparse.Namespace, hints: bool) -> Record:
 
     value = os.urandom(args.size)
     log = Record()
-    producer = Producer(args.bootstrap, acks="all", enable_idempotence=True, linger_ms=5,
-                        compression=args.compression,
-                        client_id="aioproducer-failover-bench")
+    producer = Producer(
+        args.bootstrap,
+        acks="all",
+        enable_idempotence=True,
+        linger_ms=5,
+        compression=args.compression,
+        client_id="aioproducer-failover-bench",
+    )
     await producer.start()
     try:
         if not hints:
@@ -128,11 +140,16 @@ def run_librdkafka(args: argparse.Namespace) -> Record:
 
     value = os.urandom(args.size)
     log = Record()
-    producer = Producer({
-        "bootstrap.servers": args.bootstrap, "acks": "all", "enable.idempotence": True,
-        "linger.ms": 5, "compression.type": args.compression,
-        "client.id": "librdkafka-failover-bench",
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "compression.type": args.compression,
+            "client.id": "librdkafka-failover-bench",
+        }
+    )
     warm: list[object] = []
     producer.produce(args.topic, value, on_delivery=lambda err, _msg: warm.append(err))
     producer.flush(120)
@@ -146,8 +163,9 @@ def run_librdkafka(args: argparse.Namespace) -> Record:
         due_now = int((time.monotonic() - start) * args.rate) + 1
         while sent < due_now:
             index = log.add(start_us + int(sent * 1e6 / args.rate))
-            producer.produce(args.topic, value,
-                             on_delivery=lambda err, _msg, i=index: log.done(i, err))
+            producer.produce(
+                args.topic, value, on_delivery=lambda err, _msg, i=index: log.done(i, err)
+            )
             sent += 1
         producer.poll(_TICK)
     left = producer.flush(300)

@@ -29,11 +29,15 @@ def _per_call(fn: Callable[[], object], number: int, repeat: int = 7) -> float:
 def _request(topics: int, partitions: int, size: int) -> ProduceRequest:
     records = bytes(size)
     return ProduceRequest(
-        transactional_id=None, acks=-1, timeout_ms=30000,
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=30000,
         topic_data=[
             pr.TopicProduceData(
                 name=f"topic-{t}",
-                partition_data=[pr.PartitionProduceData(index=p, records=records) for p in range(partitions)],
+                partition_data=[
+                    pr.PartitionProduceData(index=p, records=records) for p in range(partitions)
+                ],
             )
             for t in range(topics)
         ],

@@ -144,8 +144,12 @@ def _child(args: argparse.Namespace) -> None:
     if args.split:
         for collect in (True, False):
             shares = _split(args.split, args.records, args.size, collect)
-            print(f"compiled={records.COMPILED} gc={'on' if collect else 'off'}: "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1])))
+            print(
+                f"compiled={records.COMPILED} gc={'on' if collect else 'off'}: "
+                + ", ".join(
+                    f"{k} {v:.3f}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1])
+                )
+            )
         return
 
     if args.profile:
@@ -168,8 +172,17 @@ def _measure(pattern: str, pure: bool, args: argparse.Namespace) -> dict[str, fl
     env.pop("AIOPRODUCER_NO_EXTENSIONS", None)
     if pure:
         env["AIOPRODUCER_NO_EXTENSIONS"] = "1"
-    cmd = [sys.executable, "-m", "benchmarks.kernels", "--child", pattern,
-           "--records", str(args.records), "--size", str(args.size)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.kernels",
+        "--child",
+        pattern,
+        "--records",
+        str(args.records),
+        "--size",
+        str(args.size),
+    ]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
     return result
@@ -193,9 +206,21 @@ def main() -> None:
             if pure:
                 env["AIOPRODUCER_NO_EXTENSIONS"] = "1"
             subprocess.run(
-                [sys.executable, "-m", "benchmarks.kernels", "--child", args.split, "--split",
-                 args.split, "--records", str(args.records), "--size", str(args.size)],
-                env=env, check=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.kernels",
+                    "--child",
+                    args.split,
+                    "--split",
+                    args.split,
+                    "--records",
+                    str(args.records),
+                    "--size",
+                    str(args.size),
+                ],
+                env=env,
+                check=True,
             )
         return
     if args.child or args.profile:
@@ -210,10 +235,12 @@ def main() -> None:
                     sys.exit("the compiled kernels are not built (pip install -e .)")
                 runs[pure].append(result["cpu_us"])
         compiled, pure_ = statistics.median(runs[False]), statistics.median(runs[True])
-        print(f"pattern {pattern}: compiled {compiled:.2f} us/record, pure {pure_:.2f} us/record, "
-              f"compiled/pure {compiled / pure_:.2f} "
-              f"(medians of {args.rounds}; compiled {[round(x, 2) for x in runs[False]]}, "
-              f"pure {[round(x, 2) for x in runs[True]]})")
+        print(
+            f"pattern {pattern}: compiled {compiled:.2f} us/record, pure {pure_:.2f} us/record, "
+            f"compiled/pure {compiled / pure_:.2f} "
+            f"(medians of {args.rounds}; compiled {[round(x, 2) for x in runs[False]]}, "
+            f"pure {[round(x, 2) for x in runs[True]]})"
+        )
 
 
 if __name__ == "__main__":

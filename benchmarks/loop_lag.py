@@ -82,7 +82,9 @@ class CallbackTimes:
 
     def __init__(self, gc_pauses: GcPauses) -> None:
         self._gc = gc_pauses
-        self.slow: list[tuple[float, float, float, float, str]] = []  # start; wall, cpu, gc ms; name
+        self.slow: list[
+            tuple[float, float, float, float, str]
+        ] = []  # start; wall, cpu, gc ms; name
 
     @contextmanager
     def installed(self) -> Iterator[None]:
@@ -152,8 +154,12 @@ async def measure(
     # Compressible but not trivial: repeated text with a counter.
     values = [(b"event %08d " % i) * 20 + os.urandom(16) for i in range(1000)]
     async with Producer(
-        bootstrap, compression=codec, batch_size=batch_size, linger_ms=50,
-        max_request_size=4 * batch_size, buffer_memory=64 << 20,
+        bootstrap,
+        compression=codec,
+        batch_size=batch_size,
+        linger_ms=50,
+        max_request_size=4 * batch_size,
+        buffer_memory=64 << 20,
     ) as producer:
         await producer.send("loop-lag", b"warm-up")
         if freeze:
@@ -186,7 +192,9 @@ def summary(ticks: list[tuple[float, float]]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--bootstrap")
     parser.add_argument("--codec", default="gzip", choices=["gzip", "zstd", "lz4", "snappy"])
     parser.add_argument("--batch-size", type=int, default=1 << 20)
@@ -205,8 +213,14 @@ def main() -> None:
                 pauses = GcPauses()
                 times = CallbackTimes(pauses)
                 run = measure(
-                    bootstrap, args.codec, args.batch_size, args.records, threshold, args.path,
-                    freeze=args.gc_freeze, gc_pauses=pauses,
+                    bootstrap,
+                    args.codec,
+                    args.batch_size,
+                    args.records,
+                    threshold,
+                    args.path,
+                    freeze=args.gc_freeze,
+                    gc_pauses=pauses,
                 )
                 if args.attribute:
                     with times.installed():

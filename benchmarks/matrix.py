@@ -39,16 +39,16 @@ CLIENT_APIS: dict[str, dict[str, str]] = {
     "confluent": {
         "a": "`produce(on_delivery=cb)` + `poll(0)` per record, then `flush()`",
         "b": "`produce(on_delivery=cb)` + `poll(0)` per record, then `poll()` until each next "
-             "1,000 delivery reports arrived",
+        "1,000 delivery reports arrived",
         "c": "`confluent_kafka.aio.AIOProducer`: `await (await produce())`; it resolves futures "
-             "only when its next internal batch of 1,000 records goes to librdkafka or its 1 s "
-             "buffer timer fires, so 1,000 tasks waiting on one record each mostly wait for the "
-             "timer (3,000 records per run to keep the run short)",
+        "only when its next internal batch of 1,000 records goes to librdkafka or its 1 s "
+        "buffer timer fires, so 1,000 tasks waiting on one record each mostly wait for the "
+        "timer (3,000 records per run to keep the run short)",
         "d": "`produce()` + `poll(0)` per record, one producer-wide delivery callback, `flush()`",
     },
     "confluent_bridge": {
         "c": "classic `Producer`, a `poll()` thread, each delivery callback resolves an asyncio "
-             "future via `call_soon_threadsafe`",
+        "future via `call_soon_threadsafe`",
     },
     "kafka_python": {
         "a": "`send()` per record, keep the futures, `flush()`",
@@ -57,7 +57,7 @@ CLIENT_APIS: dict[str, dict[str, str]] = {
     "java": {
         "a": "Java `KafkaProducer.send(record, callback)` per record, then `flush()`",
         "b": "Java `KafkaProducer.send(record, callback)` per record, keep the `Future`s, then "
-             "`get()` 1,000 at a time",
+        "`get()` 1,000 at a time",
     },
 }
 
@@ -100,13 +100,21 @@ class Case:
 
 def _case(pattern: str, client: str, size: int, idem: bool, loop: str, records: int) -> Case:
     loop = loop if uses_loop(client, pattern) else "-"
-    return Case(pattern, client, Variant(size, idem, loop),
-                min(records, RECORD_CAPS.get((client, pattern), records)))
+    return Case(
+        pattern,
+        client,
+        Variant(size, idem, loop),
+        min(records, RECORD_CAPS.get((client, pattern), records)),
+    )
 
 
 def _grid(
-    patterns: str, clients: tuple[str, ...], sizes: list[int], idems: list[bool],
-    loops: list[str], records: int,
+    patterns: str,
+    clients: tuple[str, ...],
+    sizes: list[int],
+    idems: list[bool],
+    loops: list[str],
+    records: int,
 ) -> list[Case]:
     out: list[Case] = []
     for pattern, client, size, idem, loop in itertools.product(
@@ -120,7 +128,9 @@ def _grid(
     return out
 
 
-def default_matrix(records: int, clients: tuple[str, ...] = CLIENTS, patterns: str = "abcd") -> list[Case]:
+def default_matrix(
+    records: int, clients: tuple[str, ...] = CLIENTS, patterns: str = "abcd"
+) -> list[Case]:
     """The curated matrix (see the module docstring), restricted to ``clients``/``patterns``."""
     ad = "".join(p for p in "ad" if p in patterns)
     acd = "".join(p for p in "acd" if p in patterns)
@@ -137,8 +147,12 @@ def default_matrix(records: int, clients: tuple[str, ...] = CLIENTS, patterns: s
 
 
 def custom_matrix(
-    records: int, clients: tuple[str, ...], patterns: str, sizes: list[int],
-    idems: list[bool], loops: list[str],
+    records: int,
+    clients: tuple[str, ...],
+    patterns: str,
+    sizes: list[int],
+    idems: list[bool],
+    loops: list[str],
 ) -> list[Case]:
     """Every combination of the given settings."""
     return list(dict.fromkeys(_grid(patterns, clients, sizes, idems, loops, records)))

@@ -24,12 +24,18 @@ from aioproducer import Producer, errors
 from aioproducer.embedded import LocalBroker
 
 
-async def fill(bootstrap: str, broker: LocalBroker, buffer_mb: int, value_size: int, path: str) -> None:
+async def fill(
+    bootstrap: str, broker: LocalBroker, buffer_mb: int, value_size: int, path: str
+) -> None:
     process = psutil.Process()
     value = b"v" * value_size
     async with Producer(
-        bootstrap, buffer_memory=buffer_mb << 20, max_block_ms=1000, linger_ms=5,
-        delivery_timeout_ms=600_000, request_timeout_ms=300_000,
+        bootstrap,
+        buffer_memory=buffer_mb << 20,
+        max_block_ms=1000,
+        linger_ms=5,
+        delivery_timeout_ms=600_000,
+        request_timeout_ms=300_000,
     ) as producer:
         await producer.send("memory", b"warm-up")
         gc.collect()
@@ -64,13 +70,17 @@ async def fill(bootstrap: str, broker: LocalBroker, buffer_mb: int, value_size: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--buffer-mb", type=int, default=32)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--path", choices=["enqueue", "bulk"], default="enqueue")
     args = parser.parse_args()
     with LocalBroker() as broker:
-        asyncio.run(fill(broker.bootstrap_servers, broker, args.buffer_mb, args.value_size, args.path))
+        asyncio.run(
+            fill(broker.bootstrap_servers, broker, args.buffer_mb, args.value_size, args.path)
+        )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,18 @@ from aioproducer import Producer
 @contextlib.contextmanager
 def mock_broker() -> Iterator[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aioproducer.cli", "mock-broker", "--brokers", "1",
-         "--port", "0", "--partitions", "4"],
+        [
+            sys.executable,
+            "-m",
+            "aioproducer.cli",
+            "mock-broker",
+            "--brokers",
+            "1",
+            "--port",
+            "0",
+            "--partitions",
+            "4",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -67,11 +77,13 @@ def main() -> None:
     args = parser.parse_args()
     runs: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
     for i in range(args.repeat):
-        for on in ((True, False) if i % 2 else (False, True)):
+        for on in (True, False) if i % 2 else (False, True):
             # A fresh mock broker per run: it keeps every record in memory.
             with contextlib.ExitStack() as stack:
                 bootstrap = args.bootstrap or stack.enter_context(mock_broker())
-                runs[on].append(asyncio.run(one_run(bootstrap, args.records, on, f"overhead-{i}-{on}")))
+                runs[on].append(
+                    asyncio.run(one_run(bootstrap, args.records, on, f"overhead-{i}-{on}"))
+                )
     rows = []
     for on in (False, True):
         wall = statistics.median(w for w, _c in runs[on])
@@ -80,14 +92,18 @@ def main() -> None:
     print(f"{args.records} records x {args.repeat} runs each (medians)")
     print(f"{'metrics':>8} {'wall s':>8} {'CPU s':>8} {'CPU us/record':>14} {'records/s':>10}")
     for on, wall, cpu in rows:
-        print(f"{'on' if on else 'off':>8} {wall:8.3f} {cpu:8.3f} {cpu / args.records * 1e6:14.2f} "
-              f"{args.records / wall:10.0f}")
+        print(
+            f"{'on' if on else 'off':>8} {wall:8.3f} {cpu:8.3f} {cpu / args.records * 1e6:14.2f} "
+            f"{args.records / wall:10.0f}"
+        )
     (_, off_wall, off_cpu), (_, on_wall, on_cpu) = rows
     print(f"on/off: wall {on_wall / off_wall:.3f}, CPU {on_cpu / off_cpu:.3f} (medians)")
     # The best run of each is the least disturbed by other load on a shared machine.
     best = {on: (min(w for w, _c in runs[on]), min(c for _w, c in runs[on])) for on in runs}
-    print(f"on/off: wall {best[True][0] / best[False][0]:.3f}, "
-          f"CPU {best[True][1] / best[False][1]:.3f} (best runs)")
+    print(
+        f"on/off: wall {best[True][0] / best[False][0]:.3f}, "
+        f"CPU {best[True][1] / best[False][1]:.3f} (best runs)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"records": args.records, "runs": {str(k): v for k, v in runs.items()}}, f)

@@ -82,8 +82,9 @@ def summarize(rows: list[dict[str, Any]]) -> list[Summary]:
     out: dict[tuple[Any, ...], Summary] = {}
     for r in rows:
         v = Variant(r["size"], r["idempotence"], r["loop"])
-        s = out.setdefault((r["pattern"], r["client"], v),
-                           Summary(r["pattern"], r["client"], v, r["records"]))
+        s = out.setdefault(
+            (r["pattern"], r["client"], v), Summary(r["pattern"], r["client"], v, r["records"])
+        )
         if r["status"] != "ok":
             s.status, s.error = r["status"], r.get("error", "")
             continue
@@ -92,8 +93,10 @@ def summarize(rows: list[dict[str, Any]]) -> list[Summary]:
         if "broker_count" in r:
             s.counted += 1
             if r["broker_count"] != r["expected_count"]:
-                s.mismatches.append(f"{r['broker_count']:,} != {r['expected_count']:,}"
-                                    + (f" ({r['count_error']})" if r.get("count_error") else ""))
+                s.mismatches.append(
+                    f"{r['broker_count']:,} != {r['expected_count']:,}"
+                    + (f" ({r['count_error']})" if r.get("count_error") else "")
+                )
     return list(out.values())
 
 
@@ -107,8 +110,11 @@ def floor_note(summaries: list[Summary], meta: dict[str, Any]) -> str | None:
     def spread(values: list[float]) -> str:
         return f"{statistics.median(values):.2f} µs ({min(values):.2f}-{max(values):.2f})"
 
-    parts = [f"pattern {p} {spread([f[p] for f in floors])}" for p in ("a", "b")
-             if all(p in f for f in floors)]
+    parts = [
+        f"pattern {p} {spread([f[p] for f in floors])}"
+        for p in ("a", "b")
+        if all(p in f for f in floors)
+    ]
     if not parts:
         return None
     a_runs = [f["a"] for f in floors if "a" in f]
@@ -117,13 +123,21 @@ def floor_note(summaries: list[Summary], meta: dict[str, Any]) -> str | None:
         f"idempotence {'on' if s.variant.idempotence else 'off'} "
         f"{statistics.median(s.cpus):.2f} µs, {statistics.median(s.cpus) - floor_a:+.2f} µs"
         for s in summaries
-        if floor_a is not None and s.pattern == "a" and s.client == "aioproducer" and s.cpus
-        and s.variant.size == 100 and s.variant.loop == "asyncio"
+        if floor_a is not None
+        and s.pattern == "a"
+        and s.client == "aioproducer"
+        and s.cpus
+        and s.variant.size == 100
+        and s.variant.loop == "asyncio"
     ]
-    note = (f"asyncio floor (`benchmarks.asyncio_floor`, one run at the start of each repeat, "
-            f"CPU per record, median and min-max of {len(floors)}): " + "; ".join(parts) + ".")
+    note = (
+        f"asyncio floor (`benchmarks.asyncio_floor`, one run at the start of each repeat, "
+        f"CPU per record, median and min-max of {len(floors)}): " + "; ".join(parts) + "."
+    )
     if above:
-        note += " aioproducer in pattern a (100 B): " + "; ".join(above) + " from the floor's median."
+        note += (
+            " aioproducer in pattern a (100 B): " + "; ".join(above) + " from the floor's median."
+        )
     return note
 
 
@@ -140,10 +154,15 @@ def baseline(summaries: list[Summary], s: Summary, client: str) -> tuple[Summary
     candidates += [Variant(v.size, False, lp) for lp in loops]
     for i, want in enumerate(candidates):
         for other in summaries:
-            if (other.pattern == s.pattern and other.client == client
-                    and other.variant == want and other.rate is not None):
+            if (
+                other.pattern == s.pattern
+                and other.client == client
+                and other.variant == want
+                and other.rate is not None
+            ):
                 exact = want.idempotence == v.idempotence and (
-                    want.loop == v.loop or "-" in (want.loop, v.loop) or i == 0)
+                    want.loop == v.loop or "-" in (want.loop, v.loop) or i == 0
+                )
                 return other, exact
     return None, False
 
@@ -151,12 +170,18 @@ def baseline(summaries: list[Summary], s: Summary, client: str) -> tuple[Summary
 def failure_notes(rows: list[dict[str, Any]]) -> list[str]:
     """Explanations for failures whose cause is known (not guessed from the message alone)."""
     notes = []
-    if any(r["client"] == "aiokafka" and r["status"] == "failed" and r["idempotence"]
-           and "UnknownError" in r.get("error", "") for r in rows):
+    if any(
+        r["client"] == "aiokafka"
+        and r["status"] == "failed"
+        and r["idempotence"]
+        and "UnknownError" in r.get("error", "")
+        for r in rows
+    ):
         notes.append(
             "aiokafka's idempotent producer starts with InitProducerId v0, the only version it "
             "sends; this broker answers it with UNKNOWN_SERVER_ERROR (-1), so aiokafka's "
-            "idempotence-on rows fail and only its idempotence-off rows are measured.")
+            "idempotence-on rows fail and only its idempotence-off rows are measured."
+        )
     return notes
 
 
@@ -183,34 +208,64 @@ def _count_cell(s: Summary) -> str:
 def _table_rows(summaries: list[Summary], pattern: str) -> list[list[str]]:
     order = {c: i for i, c in enumerate(CLIENTS)}
     # A client without an event loop ("-") shares the asyncio rows' heading.
-    variants = sorted({s.variant.label: s.variant for s in summaries if s.pattern == pattern}.values(),
-                      key=lambda v: (v.loop not in ("asyncio", "-"), v.size, not v.idempotence))
+    variants = sorted(
+        {s.variant.label: s.variant for s in summaries if s.pattern == pattern}.values(),
+        key=lambda v: (v.loop not in ("asyncio", "-"), v.size, not v.idempotence),
+    )
     rows: list[list[str]] = []
     for v in variants:
-        group = sorted((s for s in summaries if s.pattern == pattern and s.variant.label == v.label),
-                       key=lambda s: order.get(s.client, 99))
+        group = sorted(
+            (s for s in summaries if s.pattern == pattern and s.variant.label == v.label),
+            key=lambda s: order.get(s.client, 99),
+        )
         for s in group:
             name = display_name(s.client, pattern)
             if s.records != max(x.records for x in summaries):
                 name += f" ({s.records:,} records)"
             if s.status != "ok":
-                rows.append([v.label, name, s.status.upper(), "", "", "", "", "",
-                             s.error.replace("|", "/")[:120]])
+                rows.append(
+                    [
+                        v.label,
+                        name,
+                        s.status.upper(),
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        s.error.replace("|", "/")[:120],
+                    ]
+                )
                 continue
             ak, ak_exact = baseline(summaries, s, BASELINE_AIOKAFKA)
             rd, rd_exact = baseline(summaries, s, BASELINE_LIBRDKAFKA)
-            rows.append([
-                v.label, name,
-                _spread(s.rates, ",.0f"), _spread(s.cpus, ".2f"),
-                _ratio(s.rate, ak, ak_exact, "rate"), _ratio(s.cpu, ak, ak_exact, "cpu"),
-                _ratio(s.rate, rd, rd_exact, "rate"), _ratio(s.cpu, rd, rd_exact, "cpu"),
-                _count_cell(s),
-            ])
+            rows.append(
+                [
+                    v.label,
+                    name,
+                    _spread(s.rates, ",.0f"),
+                    _spread(s.cpus, ".2f"),
+                    _ratio(s.rate, ak, ak_exact, "rate"),
+                    _ratio(s.cpu, ak, ak_exact, "cpu"),
+                    _ratio(s.rate, rd, rd_exact, "rate"),
+                    _ratio(s.cpu, rd, rd_exact, "cpu"),
+                    _count_cell(s),
+                ]
+            )
     return rows
 
 
-HEADERS = ["setting", "client", "records/s", "CPU µs/record", "rate ÷ aiokafka",
-           "CPU ÷ aiokafka", "rate ÷ librdkafka", "CPU ÷ librdkafka", "broker count"]
+HEADERS = [
+    "setting",
+    "client",
+    "records/s",
+    "CPU µs/record",
+    "rate ÷ aiokafka",
+    "CPU ÷ aiokafka",
+    "rate ÷ librdkafka",
+    "CPU ÷ librdkafka",
+    "broker count",
+]
 
 
 def text_tables(summaries: list[Summary]) -> str:
@@ -236,43 +291,61 @@ def markdown(
     lines = [
         "# Benchmarks",
         "",
-        (f"Generated by `python -m benchmarks.run{' --quick' if mode == 'quick' else ''}` on "
-        f"{meta.get('date', '?')} ({mode} mode: {meta.get('records', 0):,} records per run, "
-        f"median of {meta.get('repeat', 1)} run(s), spread min–max in brackets). "
-        "Regenerate with `python -m benchmarks.run`; `python -m benchmarks.report` redraws this "
-        "page and the chart from `docs/benchmarks.json`."),
+        (
+            f"Generated by `python -m benchmarks.run{' --quick' if mode == 'quick' else ''}` on "
+            f"{meta.get('date', '?')} ({mode} mode: {meta.get('records', 0):,} records per run, "
+            f"median of {meta.get('repeat', 1)} run(s), spread min–max in brackets). "
+            "Regenerate with `python -m benchmarks.run`; `python -m benchmarks.report` redraws this "
+            "page and the chart from `docs/benchmarks.json`."
+        ),
         "",
-        (f"- Host: {meta.get('cpus', '?')} CPUs ({meta.get('cpu', '?')}), Python "
-        f"{meta.get('python', '?')}; broker: {meta.get('broker', '?')} on the same host"
-        f"{', warmed up by untimed runs first' if meta.get('warmed_up') else ''}. "
-        f"Load average {meta.get('load_before', 0):.1f} before and "
-        f"{meta.get('load_after', 0):.1f} after the run, which took "
-        f"{meta.get('elapsed_s', 0) / 60:.1f} min."),
+        (
+            f"- Host: {meta.get('cpus', '?')} CPUs ({meta.get('cpu', '?')}), Python "
+            f"{meta.get('python', '?')}; broker: {meta.get('broker', '?')} on the same host"
+            f"{', warmed up by untimed runs first' if meta.get('warmed_up') else ''}. "
+            f"Load average {meta.get('load_before', 0):.1f} before and "
+            f"{meta.get('load_after', 0):.1f} after the run, which took "
+            f"{meta.get('elapsed_s', 0) / 60:.1f} min."
+        ),
         f"- aioproducer at commit {meta.get('aioproducer_commit', '?')}; {versions}.",
-        (f"- Every client: `acks=all`, linger {meta.get('linger_ms', 5)} ms, batch size "
-        f"{meta.get('batch_size', 16384):,} B, compression {meta.get('compression', 'none')}, "
-        "no keys, random values, a fresh "
-        f"topic of {meta.get('partitions', 4)} partitions per run; each run in its own process."),
-        ("- Measured span: from the first record to the last acknowledgement, after one warm-up "
-        "record. CPU = user + system time of the whole client process (all threads, so "
-        "librdkafka's and kafka-python's I/O threads count; for Java the whole JVM, garbage "
-        "collector and JIT compiler included, read from /proc at the span's edges)."),
-        ("- After each run librdkafka reads the topic back from offset 0 and counts the records "
-        "(`broker count`: runs whose count matched / runs)."),
-        ("- Ratios compare medians of the same pattern and setting: rate above 1x is faster, CPU "
-        "below 1x is cheaper. `*`: the baseline row is the nearest one measured (idempotence off, "
-        "or the asyncio loop), because the exact one is missing or failed."),
-        ("- The default matrix: 100 B values with idempotence on and off in every pattern; 1 KiB "
-        "values only in patterns a and d (without kafka-python); uvloop only in patterns a, c "
-        "and d (for the clients whose speed depends on the loop), to fit a full run in about 15 "
-        "minutes on two cores."),
+        (
+            f"- Every client: `acks=all`, linger {meta.get('linger_ms', 5)} ms, batch size "
+            f"{meta.get('batch_size', 16384):,} B, compression {meta.get('compression', 'none')}, "
+            "no keys, random values, a fresh "
+            f"topic of {meta.get('partitions', 4)} partitions per run; each run in its own process."
+        ),
+        (
+            "- Measured span: from the first record to the last acknowledgement, after one warm-up "
+            "record. CPU = user + system time of the whole client process (all threads, so "
+            "librdkafka's and kafka-python's I/O threads count; for Java the whole JVM, garbage "
+            "collector and JIT compiler included, read from /proc at the span's edges)."
+        ),
+        (
+            "- After each run librdkafka reads the topic back from offset 0 and counts the records "
+            "(`broker count`: runs whose count matched / runs)."
+        ),
+        (
+            "- Ratios compare medians of the same pattern and setting: rate above 1x is faster, CPU "
+            "below 1x is cheaper. `*`: the baseline row is the nearest one measured (idempotence off, "
+            "or the asyncio loop), because the exact one is missing or failed."
+        ),
+        (
+            "- The default matrix: 100 B values with idempotence on and off in every pattern; 1 KiB "
+            "values only in patterns a and d (without kafka-python); uvloop only in patterns a, c "
+            "and d (for the clients whose speed depends on the loop), to fit a full run in about 15 "
+            "minutes on two cores."
+        ),
         *(f"- {n}" for n in notes),
         *([f"- {n}"] if (n := floor_note(summaries, meta)) else []),
-        ("- Send->ack latency at a fixed rate: [latency.md](latency.md) "
-        "(`python -m benchmarks.latency`)."),
+        (
+            "- Send->ack latency at a fixed rate: [latency.md](latency.md) "
+            "(`python -m benchmarks.latency`)."
+        ),
         "",
-        ("The broker shares the CPUs with the clients, so absolute numbers depend on the host; "
-        "compare ratios within one run."),
+        (
+            "The broker shares the CPUs with the clients, so absolute numbers depend on the host; "
+            "compare ratios within one run."
+        ),
         "",
     ]
     if chart:
@@ -318,8 +391,16 @@ def write_chart(summaries: list[Summary], path: Path) -> str | None:
             for k, label in enumerate(labels):
                 xs, ys, lo, hi = [], [], [], []
                 for i, c in enumerate(clients):
-                    s = next((s for s in shown if s.pattern == pattern and s.client == c
-                              and s.variant.label.replace("100 B, ", "") == label), None)
+                    s = next(
+                        (
+                            s
+                            for s in shown
+                            if s.pattern == pattern
+                            and s.client == c
+                            and s.variant.label.replace("100 B, ", "") == label
+                        ),
+                        None,
+                    )
                     if s is None:
                         continue
                     med = getattr(s, attr)
@@ -330,10 +411,13 @@ def write_chart(summaries: list[Summary], path: Path) -> str | None:
                 if xs:
                     ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=label)
             ax.set_xticks(range(len(clients)))
-            ax.set_xticklabels([CHART_NAMES.get((c, pattern), CHART_NAMES.get((c, ""), c))
-                                for c in clients], fontsize=7)
-            ax.yaxis.set_major_formatter(FuncFormatter(
-                lambda y, _pos: f"{y / 1000:,.0f}k" if y >= 1000 else f"{y:g}"))
+            ax.set_xticklabels(
+                [CHART_NAMES.get((c, pattern), CHART_NAMES.get((c, ""), c)) for c in clients],
+                fontsize=7,
+            )
+            ax.yaxis.set_major_formatter(
+                FuncFormatter(lambda y, _pos: f"{y / 1000:,.0f}k" if y >= 1000 else f"{y:g}")
+            )
             ax.set_title(f"({pattern}) {title}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=7)
@@ -350,8 +434,14 @@ def main(argv: list[str] | None = None) -> int:
     summaries = summarize(data["runs"])
     chart = source.with_suffix(".png")
     note = write_chart(summaries, chart)
-    source.with_suffix(".md").write_text(markdown(
-        summaries, data["meta"], chart.name if note is None else None, failure_notes(data["runs"])))
+    source.with_suffix(".md").write_text(
+        markdown(
+            summaries,
+            data["meta"],
+            chart.name if note is None else None,
+            failure_notes(data["runs"]),
+        )
+    )
     print(text_tables(summaries))
     return 0
 

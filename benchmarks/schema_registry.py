@@ -53,43 +53,62 @@ async def serve():
 asyncio.run(serve())
 """
 
-AVRO = json.dumps({
-    "type": "record", "name": "Event", "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "user", "type": "string"},
-        {"name": "amount", "type": "double"},
-        {"name": "quantity", "type": "int"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "country", "type": "string"},
-        {"name": "created_ms", "type": "long"},
-        {"name": "score", "type": "float"},
-        {"name": "coupon", "type": ["null", "string"], "default": None},
-        {"name": "city", "type": "string"},
-    ],
-})
-JSON_SCHEMA = json.dumps({
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "bench.Event",
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"}, "user": {"type": "string"}, "amount": {"type": "number"},
-        "quantity": {"type": "integer", "minimum": 0}, "paid": {"type": "boolean"},
-        "country": {"type": "string", "maxLength": 2}, "created_ms": {"type": "integer"},
-        "score": {"type": "number"}, "coupon": {"type": ["null", "string"]},
-        "city": {"type": "string"},
-    },
-    "required": ["id", "user", "amount", "quantity", "paid", "created_ms"],
-    "additionalProperties": False,
-})
+AVRO = json.dumps(
+    {
+        "type": "record",
+        "name": "Event",
+        "namespace": "bench",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "user", "type": "string"},
+            {"name": "amount", "type": "double"},
+            {"name": "quantity", "type": "int"},
+            {"name": "paid", "type": "boolean"},
+            {"name": "country", "type": "string"},
+            {"name": "created_ms", "type": "long"},
+            {"name": "score", "type": "float"},
+            {"name": "coupon", "type": ["null", "string"], "default": None},
+            {"name": "city", "type": "string"},
+        ],
+    }
+)
+JSON_SCHEMA = json.dumps(
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "bench.Event",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "user": {"type": "string"},
+            "amount": {"type": "number"},
+            "quantity": {"type": "integer", "minimum": 0},
+            "paid": {"type": "boolean"},
+            "country": {"type": "string", "maxLength": 2},
+            "created_ms": {"type": "integer"},
+            "score": {"type": "number"},
+            "coupon": {"type": ["null", "string"]},
+            "city": {"type": "string"},
+        },
+        "required": ["id", "user", "amount", "quantity", "paid", "created_ms"],
+        "additionalProperties": False,
+    }
+)
 CHUNK = 10_000
 
 
 def make_records(n: int) -> list[dict[str, Any]]:
     return [
         {
-            "id": i, "user": f"user-{i % 5000}", "amount": i * 0.25, "quantity": i % 17,
-            "paid": i % 2 == 0, "country": "NL", "created_ms": 1_700_000_000_000 + i,
-            "score": 0.5, "coupon": None if i % 3 else f"C{i % 100}", "city": "Amsterdam",
+            "id": i,
+            "user": f"user-{i % 5000}",
+            "amount": i * 0.25,
+            "quantity": i % 17,
+            "paid": i % 2 == 0,
+            "country": "NL",
+            "created_ms": 1_700_000_000_000 + i,
+            "score": 0.5,
+            "coupon": None if i % 3 else f"C{i % 100}",
+            "city": "Amsterdam",
         }
         for i in range(n)
     ]
@@ -132,7 +151,9 @@ def _confluent(url: str, fmt: str) -> Any:
     return JSONSerializer(JSON_SCHEMA, client)
 
 
-def measure_format(url: str, fmt: str, records: list[dict[str, Any]], rounds: int) -> dict[str, float]:
+def measure_format(
+    url: str, fmt: str, records: list[dict[str, Any]], rounds: int
+) -> dict[str, float]:
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     from aioproducer.bulk.input import bytes_column
@@ -148,7 +169,9 @@ def measure_format(url: str, fmt: str, records: list[dict[str, Any]], rounds: in
     expected = [theirs(r, ctx) for r in sample]
     mismatched = sum(a != b for a, b in zip(expected, (ours(r, topic) for r in sample)))
     if mismatched:
-        raise SystemExit(f"{fmt}: {mismatched} of {len(sample)} payloads differ from confluent-kafka's")
+        raise SystemExit(
+            f"{fmt}: {mismatched} of {len(sample)} payloads differ from confluent-kafka's"
+        )
 
     def confluent_run() -> None:
         for r in records:
@@ -161,7 +184,9 @@ def measure_format(url: str, fmt: str, records: list[dict[str, Any]], rounds: in
     def bulk() -> None:
         for first in range(0, n, CHUNK):
             loop.run_until_complete(ours.prepare(topic))  # once per call, as enqueue_many
-            out = bytes_column(records[first:first + CHUNK], "values", ours.for_topic(topic), topic)
+            out = bytes_column(
+                records[first : first + CHUNK], "values", ours.for_topic(topic), topic
+            )
             assert len(out) == min(CHUNK, n - first)
 
     samples: dict[str, list[float]] = {"confluent": [], "per_record": [], "bulk": []}
@@ -243,25 +268,33 @@ def main(argv: list[str] | None = None) -> int:
         assert registry.stdout is not None
         url = registry.stdout.readline().strip()
         records = make_records(args.records)
-        print(f"{args.records:,} records of 10 fields, median of {args.rounds} round(s), "
-              f"CPU µs per record (ratio to confluent-kafka's)\n")
+        print(
+            f"{args.records:,} records of 10 fields, median of {args.rounds} round(s), "
+            f"CPU µs per record (ratio to confluent-kafka's)\n"
+        )
         print("| format | confluent-kafka | aioproducer per record | aioproducer bulk |")
         print("|---|---|---|---|")
         for fmt in formats:
             got = measure_format(url, fmt, records, args.rounds)
             base = got["confluent"]
-            print(f"| {'Avro' if fmt == 'avro' else 'JSON Schema'} | {base:.2f} | "
-                  f"{got['per_record']:.2f} ({got['per_record'] / base:.2f}x) | "
-                  f"{got['bulk']:.2f} ({got['bulk'] / base:.2f}x) |")
-        print(f"\nLoop lag while a cold client resolves {args.subjects} schemas at once "
-              f"(ticker asking for 1 ms; {args.lag_rounds} runs, new topics each)\n")
+            print(
+                f"| {'Avro' if fmt == 'avro' else 'JSON Schema'} | {base:.2f} | "
+                f"{got['per_record']:.2f} ({got['per_record'] / base:.2f}x) | "
+                f"{got['bulk']:.2f} ({got['bulk'] / base:.2f}x) |"
+            )
+        print(
+            f"\nLoop lag while a cold client resolves {args.subjects} schemas at once "
+            f"(ticker asking for 1 ms; {args.lag_rounds} runs, new topics each)\n"
+        )
         print("| format | p50 ms | p99 ms | max ms | loop CPU per tick, p99 / max ms | ticks |")
         print("|---|---|---|---|---|---|")
         for fmt in formats:
             lags, cpus = asyncio.run(_lag_rounds(url, fmt, args.subjects, args.lag_rounds))
-            print(f"| {'Avro' if fmt == 'avro' else 'JSON Schema'} | {_pct(lags, 0.5):.2f} | "
-                  f"{_pct(lags, 0.99):.2f} | {max(lags) * 1e3:.2f} | "
-                  f"{_pct(cpus, 0.99):.2f} / {max(cpus) * 1e3:.2f} | {len(lags)} |")
+            print(
+                f"| {'Avro' if fmt == 'avro' else 'JSON Schema'} | {_pct(lags, 0.5):.2f} | "
+                f"{_pct(lags, 0.99):.2f} | {max(lags) * 1e3:.2f} | "
+                f"{_pct(cpus, 0.99):.2f} / {max(cpus) * 1e3:.2f} | {len(lags)} |"
+            )
     finally:
         if registry.stdin is not None:
             registry.stdin.close()

@@ -23,7 +23,9 @@ def _leader(topic: str, partition: int) -> int:
 
 def pass_cost(partitions: int, passes: int = 2000) -> float:
     """Microseconds per pass."""
-    acc = RecordAccumulator(batch_size=16384, linger_ms=0, codec=Codec.NONE, delivery_timeout_ms=120000)
+    acc = RecordAccumulator(
+        batch_size=16384, linger_ms=0, codec=Codec.NONE, delivery_timeout_ms=120000
+    )
     now = 0.0
     for p in range(partitions):
         acc.append(("t", p), 0, None, b"v", None, None, now)
@@ -43,7 +45,9 @@ def main() -> None:
     base = pass_cost(1)
     for n in (1, 1000, 8000):
         cost = pass_cost(n)
-        print(f"{n:>5} partitions written: {cost:7.1f} us per pass ({cost / base:5.1f}x one partition)")
+        print(
+            f"{n:>5} partitions written: {cost:7.1f} us per pass ({cost / base:5.1f}x one partition)"
+        )
 
 
 if __name__ == "__main__":

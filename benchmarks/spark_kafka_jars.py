@@ -48,18 +48,24 @@ def spark_kafka_jars(timeout: float = 600.0) -> list[Path]:
 
     cache = REPO_ROOT / ".cache" / "spark-kafka" / pyspark.__version__ / "jars"
     if not (cache / ".complete").is_file():
-        print(f"fetching spark-sql-kafka-0-10 for pyspark {pyspark.__version__} ({FETCH})",
-              flush=True)
+        print(
+            f"fetching spark-sql-kafka-0-10 for pyspark {pyspark.__version__} ({FETCH})", flush=True
+        )
         try:
             proc = subprocess.run(
-                ["bash", str(FETCH), pyspark.__version__], capture_output=True, text=True,
-                timeout=timeout, check=False, env={**os.environ, "PYTHON": sys.executable},
+                ["bash", str(FETCH), pyspark.__version__],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                env={**os.environ, "PYTHON": sys.executable},
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SparkKafkaUnavailable(f"{FETCH} did not run: {exc}") from exc
         if proc.returncode != 0 or not (cache / ".complete").is_file():
-            raise SparkKafkaUnavailable(f"{FETCH} failed (exit {proc.returncode}):\n"
-                                        f"{proc.stderr[-2000:]}")
+            raise SparkKafkaUnavailable(
+                f"{FETCH} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+            )
         if "WARNING" in proc.stderr:
             print(proc.stderr.strip().splitlines()[0], flush=True)
     provided = {artifact_name(j.name) for j in _pyspark_jars().glob("*.jar")}

@@ -98,13 +98,15 @@ def _confluent_partition_writer(bootstrap: str, topic: str) -> Callable[[Iterato
     def write(rows: Iterator[Any]) -> None:
         from confluent_kafka import KafkaException, Producer
 
-        producer = Producer({
-            "bootstrap.servers": bootstrap,
-            "linger.ms": LINGER_MS,
-            "batch.size": BATCH_SIZE,
-            "acks": "all",
-            "enable.idempotence": True,
-        })
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": LINGER_MS,
+                "batch.size": BATCH_SIZE,
+                "acks": "all",
+                "enable.idempotence": True,
+            }
+        )
         failures: list[Any] = []
 
         def on_delivery(err: Any, _msg: Any) -> None:
@@ -158,8 +160,14 @@ def timed_write(name: str, df: Any, rows: int, bootstrap: str, partitions: int) 
 
 
 def run(
-    bootstrap: str, rows: int, size: int, repeat: int, partitions: int, sinks: list[str],
-    warmup_rows: int = 20_000, master: str = "local[2]",
+    bootstrap: str,
+    rows: int,
+    size: int,
+    repeat: int,
+    partitions: int,
+    sinks: list[str],
+    warmup_rows: int = 20_000,
+    master: str = "local[2]",
 ) -> dict[str, float]:
     from aioproducer.spark import local_session
 
@@ -168,13 +176,19 @@ def run(
         conf["spark.jars"] = ",".join(str(j) for j in spark_kafka_jars())
     if master.startswith("spark://"):
         # Two executors of one core each, as local[2] has two cores; jobs wait for both.
-        conf.update({
-            "spark.executor.cores": "1", "spark.cores.max": "2", "spark.executor.memory": "1g",
-            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        })
+        conf.update(
+            {
+                "spark.executor.cores": "1",
+                "spark.cores.max": "2",
+                "spark.executor.memory": "1g",
+                "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+            }
+        )
     spark = local_session("aioproducer-spark-bench", master=master, **conf)
     try:
+
         def frame(n: int) -> Any:
             return spark.range(n, numPartitions=2).selectExpr(
                 "cast(id as string) as key",
@@ -209,46 +223,77 @@ def _spark_master(master: str) -> Iterator[str]:
         return
     from tests.support.spark_standalone import SparkStandalone
 
-    with tempfile.TemporaryDirectory(prefix="spark-bench-") as scratch, \
-            SparkStandalone(Path(scratch), python=sys.executable, worker_memory="2g") as cluster:
+    with (
+        tempfile.TemporaryDirectory(prefix="spark-bench-") as scratch,
+        SparkStandalone(Path(scratch), python=sys.executable, worker_memory="2g") as cluster,
+    ):
         yield cluster.master_url
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_broker_arguments(parser)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="value size in bytes")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds; the best of each sink is kept")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds; the best of each sink is kept"
+    )
     parser.add_argument("--partitions", type=int, default=4, help="partitions of each topic")
-    parser.add_argument("--warmup-rows", type=int, default=20_000,
-                        help="rows each sink writes once before the measured rounds")
-    parser.add_argument("--master", default="local[2]",
-                        help="local[2], or 'standalone': a master and two 1-core workers started "
-                             "for the run (tests/support/spark_standalone.py)")
-    parser.add_argument("--sinks", default=",".join(SINKS),
-                        help=f"comma list of {','.join(SINKS)} (default: all)")
+    parser.add_argument(
+        "--warmup-rows",
+        type=int,
+        default=20_000,
+        help="rows each sink writes once before the measured rounds",
+    )
+    parser.add_argument(
+        "--master",
+        default="local[2]",
+        help="local[2], or 'standalone': a master and two 1-core workers started "
+        "for the run (tests/support/spark_standalone.py)",
+    )
+    parser.add_argument(
+        "--sinks", default=",".join(SINKS), help=f"comma list of {','.join(SINKS)} (default: all)"
+    )
     args = parser.parse_args()
     sinks = [s.strip() for s in args.sinks.split(",") if s.strip()]
     if unknown := [s for s in sinks if s not in SINKS]:
         parser.error(f"unknown sinks: {', '.join(unknown)}")
     try:
-        with broker_for(args.broker, args.bootstrap) as (bootstrap, broker), \
-                _spark_master(args.master) as master:
-            best = run(bootstrap, args.rows, args.size, args.repeat, args.partitions, sinks,
-                       args.warmup_rows, master)
+        with (
+            broker_for(args.broker, args.bootstrap) as (bootstrap, broker),
+            _spark_master(args.master) as master,
+        ):
+            best = run(
+                bootstrap,
+                args.rows,
+                args.size,
+                args.repeat,
+                args.partitions,
+                sinks,
+                args.warmup_rows,
+                master,
+            )
     except SparkKafkaUnavailable as exc:
-        print(f"Spark's Kafka sink is unavailable: {exc}\n(leave it out with --sinks)",
-              file=sys.stderr)
+        print(
+            f"Spark's Kafka sink is unavailable: {exc}\n(leave it out with --sinks)",
+            file=sys.stderr,
+        )
         return 2
-    print(f"\n{args.rows:,} rows x {args.size} B values, {args.master}, {broker}, "
-          f"best of {args.repeat}:")
+    print(
+        f"\n{args.rows:,} rows x {args.size} B values, {args.master}, {broker}, "
+        f"best of {args.repeat}:"
+    )
     for name in sinks:
         print(f"  {LABELS[name]:<34} {best[name]:>10,.0f} rows/s")
     for name in sinks[1:]:
         print(f"  {'ratio ' + sinks[0] + ' / ' + name:<45} {best[sinks[0]] / best[name]:>5.2f}")
-    if "aioproducer-exactly-once" in sinks and "spark-kafka" in sinks and sinks[0] != (
-            "aioproducer-exactly-once"):
+    if (
+        "aioproducer-exactly-once" in sinks
+        and "spark-kafka" in sinks
+        and sinks[0] != ("aioproducer-exactly-once")
+    ):
         ratio = best["aioproducer-exactly-once"] / best["spark-kafka"]
         print(f"  {'ratio aioproducer-exactly-once / spark-kafka':<45} {ratio:>5.2f}")
     return 0

@@ -145,8 +145,7 @@ async def load(args: argparse.Namespace) -> dict[str, Any]:
 
 def schedule(impls: list[str], rounds: int) -> list[tuple[int, str]]:
     """``(round, impl)`` in run order: every round runs each once, the order alternating."""
-    return [(r, impl) for r in range(1, rounds + 1)
-            for impl in (impls if r % 2 else impls[::-1])]
+    return [(r, impl) for r in range(1, rounds + 1) for impl in (impls if r % 2 else impls[::-1])]
 
 
 def _wait_ready(server: subprocess.Popen[str], impl: str, timeout: float) -> str:
@@ -184,8 +183,13 @@ def malloc_settings(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_once(
-    args: argparse.Namespace, settings: ProducerSettings, impl: str, clients: int,
-    round_no: int, bootstrap: str, workdir: Path,
+    args: argparse.Namespace,
+    settings: ProducerSettings,
+    impl: str,
+    clients: int,
+    round_no: int,
+    bootstrap: str,
+    workdir: Path,
 ) -> dict[str, Any]:
     """One run of ``impl`` under ``clients`` connections on a fresh topic, read back after."""
     from tests.support.verify import create_topic, read_records
@@ -199,8 +203,17 @@ def run_once(
         Path(args.profile).mkdir(parents=True, exist_ok=True)
     cpu_raw = Path(args.profile or ".") / f"{run_id}-{uuid.uuid4().hex[:6]}.cpu.raw"
     server = subprocess.Popen(
-        [*python, "--role", "serve", "--impl", impl, "--bootstrap", bootstrap, *settings.cli(),
-         *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else [])],
+        [
+            *python,
+            "--role",
+            "serve",
+            "--impl",
+            impl,
+            "--bootstrap",
+            bootstrap,
+            *settings.cli(),
+            *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else []),
+        ],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -213,9 +226,25 @@ def run_once(
         sampled = profiling_context(args, server.pid, run_id, profile)
         with sampled:
             proc = subprocess.run(
-                [*python, "--role", "load", "--url", url, "--topic", topic,
-                 "--clients", str(clients), "--requests", str(args.requests),
-                 "--size", str(args.size), "--run-id", run_id, "--ids-file", str(ids_file)],
+                [
+                    *python,
+                    "--role",
+                    "load",
+                    "--url",
+                    url,
+                    "--topic",
+                    topic,
+                    "--clients",
+                    str(clients),
+                    "--requests",
+                    str(args.requests),
+                    "--size",
+                    str(args.size),
+                    "--run-id",
+                    run_id,
+                    "--ids-file",
+                    str(ids_file),
+                ],
                 cwd=REPO_ROOT,
                 env=env,
                 capture_output=True,
@@ -237,8 +266,11 @@ def run_once(
         profile["stats"] = web_profile.read_stats(rest or "")
         if cpu_raw.exists():
             cpu = web_profile.attribute(cpu_raw.read_text(), web_profile.package_dir(impl))
-            profile.update(cpu_samples=sum(cpu.values()), cpu_counts=dict(cpu),
-                           cpu_shares=web_profile.shares(cpu))
+            profile.update(
+                cpu_samples=sum(cpu.values()),
+                cpu_counts=dict(cpu),
+                cpu_shares=web_profile.shares(cpu),
+            )
         result["profile"] = profile
 
     acked = [i for i in ids_file.read_text().split("\n") if i]
@@ -246,7 +278,11 @@ def run_once(
     stored = collections.Counter(json.loads(r.value or b"{}").get("id") for r in records)
     _delete_topic(bootstrap, topic)
     result.update(
-        impl=impl, clients=clients, round=round_no, status="ok", topic=topic,
+        impl=impl,
+        clients=clients,
+        round=round_no,
+        status="ok",
+        topic=topic,
         missing=sum(1 for i in acked if stored[i] == 0),
         duplicated=sum(1 for n in stored.values() if n > 1),
         stored=len(records),
@@ -264,19 +300,31 @@ def profiling_context(
         return
     raw = Path(args.profile) / f"{run_id}-{uuid.uuid4().hex[:6]}.raw"
     broker = args.broker_pid
-    before = (web_profile.cpu_seconds(pid), broker and web_profile.cpu_seconds(broker),
-              resource.getrusage(resource.RUSAGE_CHILDREN))
+    before = (
+        web_profile.cpu_seconds(pid),
+        broker and web_profile.cpu_seconds(broker),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     with web_profile.py_spy(pid, raw):
         yield
-        after = (web_profile.cpu_seconds(pid), broker and web_profile.cpu_seconds(broker),
-                 resource.getrusage(resource.RUSAGE_CHILDREN))
-    counts = web_profile.attribute(raw.read_text(), web_profile.package_dir(run_id.split("-", 1)[0]))
+        after = (
+            web_profile.cpu_seconds(pid),
+            broker and web_profile.cpu_seconds(broker),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    counts = web_profile.attribute(
+        raw.read_text(), web_profile.package_dir(run_id.split("-", 1)[0])
+    )
     children = (after[2].ru_utime + after[2].ru_stime) - (before[2].ru_utime + before[2].ru_stime)
     profile.update(
-        samples=sum(counts.values()), counts=dict(counts), shares=web_profile.shares(counts),
-        cpu_s={"service": after[0] - before[0],
-               "broker": None if broker is None else after[1] - before[1],
-               "load": children},
+        samples=sum(counts.values()),
+        counts=dict(counts),
+        shares=web_profile.shares(counts),
+        cpu_s={
+            "service": after[0] - before[0],
+            "broker": None if broker is None else after[1] - before[1],
+            "load": children,
+        },
     )
 
 
@@ -298,12 +346,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--role", choices=["run", "serve", "load"], default="run", help=argparse.SUPPRESS
     )
     parser.add_argument("--impls", default=",".join(IMPLS), help="comma list (default: both)")
-    parser.add_argument("--clients", type=_positive_ints, default=[1000],
-                        help="concurrent clients, a comma list runs each (1000)")
-    parser.add_argument("--requests", type=int, default=100_000,
-                        help="requests per run (100000)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds; each runs every implementation once, order alternating (3)")
+    parser.add_argument(
+        "--clients",
+        type=_positive_ints,
+        default=[1000],
+        help="concurrent clients, a comma list runs each (1000)",
+    )
+    parser.add_argument("--requests", type=int, default=100_000, help="requests per run (100000)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds; each runs every implementation once, order alternating (3)",
+    )
     parser.add_argument("--size", type=int, default=100, help="padding bytes per event (100)")
     parser.add_argument("--partitions", type=int, default=4)
     # The producer settings, the same for both implementations.
@@ -311,14 +366,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--linger-ms", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=16384)
     parser.add_argument("--compression", choices=COMPRESSIONS, default="none")
-    parser.add_argument("--idempotence", choices=["on", "off"], default="off",
-                        help="for both producers (off); aiokafka's InitProducerId fails on Tansu")
+    parser.add_argument(
+        "--idempotence",
+        choices=["on", "off"],
+        default="off",
+        help="for both producers (off); aiokafka's InitProducerId fails on Tansu",
+    )
     add_broker_arguments(parser)
     parser.add_argument("--timeout", type=float, default=1800, help="bound on one load run (s)")
     parser.add_argument("--json", metavar="PATH", help="write every run and the summary here")
-    parser.add_argument("--profile", metavar="DIR",
-                        help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)")
-    parser.add_argument("--malloc-as-is", action="store_true", help="leave glibc's malloc thresholds alone")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)",
+    )
+    parser.add_argument(
+        "--malloc-as-is", action="store_true", help="leave glibc's malloc thresholds alone"
+    )
     parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu-profile", help=argparse.SUPPRESS)
     # Internal, for the child processes.
@@ -353,42 +417,68 @@ def main(argv: list[str] | None = None) -> int:
     order = schedule(args.impl_list, args.rounds)
     runs: list[dict[str, Any]] = []
     meta: dict[str, Any] = {
-        "producer": asdict(settings), "clients": args.clients, "requests": args.requests,
-        "size": args.size, "partitions": args.partitions, "rounds": args.rounds,
-        "impls": args.impl_list, "python": sys.version.split()[0], "cpus": os.cpu_count(),
+        "producer": asdict(settings),
+        "clients": args.clients,
+        "requests": args.requests,
+        "size": args.size,
+        "partitions": args.partitions,
+        "rounds": args.rounds,
+        "impls": args.impl_list,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
         "malloc": malloc_settings(args),
     }
     try:
-        with tempfile.TemporaryDirectory() as tmp, broker_for(
-            args.broker, args.bootstrap, announce=lambda m: print(m, file=sys.stderr, flush=True)
-        ) as (bootstrap, broker):
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            broker_for(
+                args.broker,
+                args.bootstrap,
+                announce=lambda m: print(m, file=sys.stderr, flush=True),
+            ) as (bootstrap, broker),
+        ):
             meta["broker"] = broker
-            args.broker_pid = (web_profile.listener_pid(int(bootstrap.split(",")[0].rsplit(":", 1)[1]))
-                               if args.profile is not None else None)
-            print(f"broker: {broker}\nproducers (both): {settings.describe()}\n"
-                  f"load: clients {','.join(map(str, args.clients))}, {args.requests} requests "
-                  f"per run, {args.size}-byte padding, {args.partitions} partitions, "
-                  f"{args.rounds} round(s), order alternating\n"
-                  f"malloc: {malloc_settings(args) or 'as is'} "
-                  f"for the service and the load generator", flush=True)
+            args.broker_pid = (
+                web_profile.listener_pid(int(bootstrap.split(",")[0].rsplit(":", 1)[1]))
+                if args.profile is not None
+                else None
+            )
+            print(
+                f"broker: {broker}\nproducers (both): {settings.describe()}\n"
+                f"load: clients {','.join(map(str, args.clients))}, {args.requests} requests "
+                f"per run, {args.size}-byte padding, {args.partitions} partitions, "
+                f"{args.rounds} round(s), order alternating\n"
+                f"malloc: {malloc_settings(args) or 'as is'} "
+                f"for the service and the load generator",
+                flush=True,
+            )
             for clients in args.clients:
                 for round_no, impl in order:
                     try:
-                        run = run_once(args, settings, impl, clients, round_no, bootstrap,
-                                       Path(tmp))
+                        run = run_once(
+                            args, settings, impl, clients, round_no, bootstrap, Path(tmp)
+                        )
                     except Exception as exc:  # noqa: BLE001 - report it, run the others
-                        run = {"impl": impl, "clients": clients, "round": round_no,
-                               "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-                        print(f"round {round_no} clients {clients} {impl}: FAILED: {exc}",
-                              flush=True)
+                        run = {
+                            "impl": impl,
+                            "clients": clients,
+                            "round": round_no,
+                            "status": "failed",
+                            "error": f"{type(exc).__name__}: {exc}",
+                        }
+                        print(
+                            f"round {round_no} clients {clients} {impl}: FAILED: {exc}", flush=True
+                        )
                     else:
                         print(run_line(run), flush=True)
                         if "profile" in run:
                             print("    " + web_profile.describe(run), flush=True)
                     runs.append(run)
     except KafkaJarsUnavailable as exc:
-        print(f"cannot start Apache Kafka: {exc} (or pass --broker tansu / --bootstrap)",
-              file=sys.stderr)
+        print(
+            f"cannot start Apache Kafka: {exc} (or pass --broker tansu / --bootstrap)",
+            file=sys.stderr,
+        )
         return 2
     summary = summarize(runs)
     print()

@@ -98,8 +98,19 @@ def shares(counts: collections.Counter[str]) -> dict[str, float]:
 def py_spy(pid: int, output: Path) -> Iterator[None]:
     """Sample ``pid`` with py-spy for the block; the raw stacks land in ``output``."""
     exe = Path(sys.executable).with_name("py-spy")
-    cmd = [str(exe) if exe.exists() else "py-spy", "record", "--format", "raw",
-           "--rate", str(PY_SPY_RATE), "--full-filenames", "--pid", str(pid), "-o", str(output)]
+    cmd = [
+        str(exe) if exe.exists() else "py-spy",
+        "record",
+        "--format",
+        "raw",
+        "--rate",
+        str(PY_SPY_RATE),
+        "--full-filenames",
+        "--pid",
+        str(pid),
+        "-o",
+        str(output),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         yield
@@ -222,8 +233,9 @@ class CpuSampler:
         signal.setitimer(signal.ITIMER_PROF, 0)
         lines = []
         for codes, n in self.stacks.items():
-            frames = ";".join(f"{c.co_qualname} ({c.co_filename}:{c.co_firstlineno})"
-                              for c in reversed(codes))
+            frames = ";".join(
+                f"{c.co_qualname} ({c.co_filename}:{c.co_firstlineno})" for c in reversed(codes)
+            )
             lines.append(f"{frames} {n}")
         output.write_text("\n".join(lines) + "\n")
 
@@ -232,14 +244,16 @@ def read_stats(stdout: str) -> dict[str, int]:
     """The counters a service printed on its way out ({} if none)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(STATS_PREFIX):
-            return dict(json.loads(line[len(STATS_PREFIX):]))
+            return dict(json.loads(line[len(STATS_PREFIX) :]))
     return {}
 
 
 def _shares_line(what: str, sh: dict[str, float], samples: int) -> str:
-    return (f"{what}: producer {sh['producer']:.1%} (inclusive) aiohttp {sh['aiohttp']:.1%} "
-            f"asyncio {sh['asyncio']:.1%} json/handler {sh['json/handler']:.1%} "
-            f"other {sh['other']:.1%} of {samples} samples")
+    return (
+        f"{what}: producer {sh['producer']:.1%} (inclusive) aiohttp {sh['aiohttp']:.1%} "
+        f"asyncio {sh['asyncio']:.1%} json/handler {sh['json/handler']:.1%} "
+        f"other {sh['other']:.1%} of {samples} samples"
+    )
 
 
 def describe(run: dict[str, Any]) -> str:
@@ -253,8 +267,10 @@ def describe(run: dict[str, Any]) -> str:
     if p.get("cpu_shares"):
         parts.append(_shares_line("on CPU", p["cpu_shares"], p["cpu_samples"]))
     cpu = p["cpu_s"]
-    parts.append("CPU us/request: " + " ".join(
-        f"{k} {v / ok * 1e6:.0f}" for k, v in cpu.items() if v is not None))
+    parts.append(
+        "CPU us/request: "
+        + " ".join(f"{k} {v / ok * 1e6:.0f}" for k, v in cpu.items() if v is not None)
+    )
     st = p.get("stats") or {}
     if st.get("requests"):
         parts.append(
@@ -262,5 +278,6 @@ def describe(run: dict[str, Any]) -> str:
             f"{st['records'] / st['requests']:.1f} records and "
             f"{st['batches'] / st['requests']:.2f} batches per request; "
             f"loop iterations/request {st.get('loop_iterations', 0) / ok:.2f}, "
-            f"timers/request {st.get('timers', 0) / ok:.2f}")
+            f"timers/request {st.get('timers', 0) / ok:.2f}"
+        )
     return "\n    ".join(parts)

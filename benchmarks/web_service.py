@@ -35,29 +35,49 @@ class ProducerSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ProducerSettings:
-        return cls(args.acks, args.linger_ms, args.batch_size, args.compression,
-                   args.idempotence == "on")
+        return cls(
+            args.acks, args.linger_ms, args.batch_size, args.compression, args.idempotence == "on"
+        )
 
     def cli(self) -> list[str]:
         """The options that give a service process these settings."""
-        return ["--acks", self.acks, "--linger-ms", str(self.linger_ms),
-                "--batch-size", str(self.batch_size), "--compression", self.compression,
-                "--idempotence", "on" if self.idempotence else "off"]
+        return [
+            "--acks",
+            self.acks,
+            "--linger-ms",
+            str(self.linger_ms),
+            "--batch-size",
+            str(self.batch_size),
+            "--compression",
+            self.compression,
+            "--idempotence",
+            "on" if self.idempotence else "off",
+        ]
 
     def describe(self) -> str:
-        return (f"acks={self.acks} linger_ms={self.linger_ms} batch_size={self.batch_size} "
-                f"compression={self.compression} "
-                f"idempotence={'on' if self.idempotence else 'off'}")
+        return (
+            f"acks={self.acks} linger_ms={self.linger_ms} batch_size={self.batch_size} "
+            f"compression={self.compression} "
+            f"idempotence={'on' if self.idempotence else 'off'}"
+        )
 
     def aioproducer_kwargs(self) -> dict[str, Any]:
-        return {"acks": self.acks, "linger_ms": self.linger_ms, "batch_size": self.batch_size,
-                "compression": self.compression, "enable_idempotence": self.idempotence}
+        return {
+            "acks": self.acks,
+            "linger_ms": self.linger_ms,
+            "batch_size": self.batch_size,
+            "compression": self.compression,
+            "enable_idempotence": self.idempotence,
+        }
 
     def aiokafka_kwargs(self) -> dict[str, Any]:
-        return {"acks": "all" if self.acks == "all" else int(self.acks),
-                "linger_ms": self.linger_ms, "max_batch_size": self.batch_size,
-                "compression_type": None if self.compression == "none" else self.compression,
-                "enable_idempotence": self.idempotence}
+        return {
+            "acks": "all" if self.acks == "all" else int(self.acks),
+            "linger_ms": self.linger_ms,
+            "max_batch_size": self.batch_size,
+            "compression_type": None if self.compression == "none" else self.compression,
+            "enable_idempotence": self.idempotence,
+        }
 
 
 # -- the service (role "serve") ----------------------------------------------------------------
@@ -69,9 +89,7 @@ class AiokafkaAdapter:
     def __init__(self, bootstrap: str, settings: ProducerSettings) -> None:
         from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, **settings.aiokafka_kwargs()
-        )
+        self._producer = AIOKafkaProducer(bootstrap_servers=bootstrap, **settings.aiokafka_kwargs())
 
     async def start(self) -> None:
         await self._producer.start()

@@ -36,21 +36,35 @@ from aioproducer.schema_registry import (
 
 CLOSE_TIMEOUT = 10.0  # seconds that pending records get at shutdown
 
-ORDER_SCHEMA = json.dumps({
-    "type": "record", "name": "Order", "namespace": "shop",
-    "fields": [
-        {"name": "order_id", "type": "string"},
-        {"name": "customer", "type": "string"},
-        {"name": "amount", "type": "double"},
-        {"name": "currency", "type": "string", "default": "EUR"},
-        {"name": "items", "type": {"type": "array", "items": {
-            "type": "record", "name": "Item",
-            "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}],
-        }}},
-        {"name": "placed_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "note", "type": ["null", "string"], "default": None},
-    ],
-})
+ORDER_SCHEMA = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
+        "fields": [
+            {"name": "order_id", "type": "string"},
+            {"name": "customer", "type": "string"},
+            {"name": "amount", "type": "double"},
+            {"name": "currency", "type": "string", "default": "EUR"},
+            {
+                "name": "items",
+                "type": {
+                    "type": "array",
+                    "items": {
+                        "type": "record",
+                        "name": "Item",
+                        "fields": [
+                            {"name": "sku", "type": "string"},
+                            {"name": "qty", "type": "int"},
+                        ],
+                    },
+                },
+            },
+            {"name": "placed_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "note", "type": ["null", "string"], "default": None},
+        ],
+    }
+)
 
 
 # FastAPI validates request bodies into these dataclasses.
@@ -79,7 +93,9 @@ ProducerDep = Annotated[Producer, Depends(get_producer)]
 
 
 def create_app(
-    bootstrap_servers: str, registry_config: dict[str, str], topic: str = "orders",
+    bootstrap_servers: str,
+    registry_config: dict[str, str],
+    topic: str = "orders",
     **config: Any,
 ) -> FastAPI:
     """The service; ``registry_config`` takes Confluent's names (``schema.registry.url``, ...)."""

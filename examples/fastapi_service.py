@@ -30,8 +30,11 @@ def create_app(bootstrap_servers: str, **config: Any) -> FastAPI:
     async def publish(topic: str, event: dict[str, Any], producer: ProducerDep) -> dict[str, int]:
         key = event.get("id")
         md = await send_within(
-            producer, topic, json.dumps(event).encode(),
-            key=None if key is None else str(key).encode(), timeout=PRODUCE_TIMEOUT,
+            producer,
+            topic,
+            json.dumps(event).encode(),
+            key=None if key is None else str(key).encode(),
+            timeout=PRODUCE_TIMEOUT,
         )
         return {"partition": md.partition, "offset": md.offset}
 

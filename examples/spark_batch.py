@@ -75,10 +75,14 @@ def run(bootstrap: str, orders: int, fmt: str, topic: str) -> int:
             path = generate_orders(spark, Path(tmp), orders, fmt)
             print(f"generated {orders:,} orders as {fmt} in {path}")
             if fmt == "csv":
-                source = spark.read.option("header", "true").schema(
-                    "order_id long, customer string, country string, amount double, "
-                    "status string, ordered_at timestamp"
-                ).csv(path)
+                source = (
+                    spark.read.option("header", "true")
+                    .schema(
+                        "order_id long, customer string, country string, amount double, "
+                        "status string, ordered_at timestamp"
+                    )
+                    .csv(path)
+                )
             else:
                 source = spark.read.parquet(path)
             source.createOrReplaceTempView("orders")
@@ -105,8 +109,12 @@ def run(bootstrap: str, orders: int, fmt: str, topic: str) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)"
+    )
     parser.add_argument("--topic", default="orders-enriched")
     parser.add_argument("--orders", type=int, default=50_000)
     parser.add_argument("--format", dest="fmt", default="csv", choices=["csv", "parquet"])
@@ -114,7 +122,9 @@ def main() -> int:
     # The sink logs one summary line per committed write.
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    with bootstrap_or_local(args.bootstrap, announce=lambda a: print(f"started a local broker at {a}")) as bs:
+    with bootstrap_or_local(
+        args.bootstrap, announce=lambda a: print(f"started a local broker at {a}")
+    ) as bs:
         return run(bs, args.orders, args.fmt, args.topic)
 
 

@@ -103,16 +103,26 @@ def run(bootstrap: str, topic: str, batches: int, rows_per_second: int, transact
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--bootstrap", help="host:port of a Kafka cluster (default: start a local broker)"
+    )
     parser.add_argument("--topic", default="sensor-readings")
-    parser.add_argument("--batches", type=int, default=5, help="micro-batches with data before stopping")
+    parser.add_argument(
+        "--batches", type=int, default=5, help="micro-batches with data before stopping"
+    )
     parser.add_argument("--rows-per-second", type=int, default=2_000)
-    parser.add_argument("--transactional", action="store_true", help="one Kafka transaction per task")
+    parser.add_argument(
+        "--transactional", action="store_true", help="one Kafka transaction per task"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    with bootstrap_or_local(args.bootstrap, announce=lambda a: print(f"started a local broker at {a}")) as bs:
+    with bootstrap_or_local(
+        args.bootstrap, announce=lambda a: print(f"started a local broker at {a}")
+    ) as bs:
         return run(bs, args.topic, args.batches, args.rows_per_second, args.transactional)
 
 

@@ -4,6 +4,7 @@ from typing import Any
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
 def _partition_for_key(key: bytes | bytearray | memoryview, num_partitions: int, /) -> int: ...
 def _time_to_switch(produced: int, limit: int, filled: int, size: int, /) -> bool: ...
+
 class RecordBatchBuilder:
     """The compiled twin of aioproducer.protocol.records.RecordBatchBuilderPy (see _builder.c)."""
 
@@ -68,14 +69,22 @@ class BatchCore:
     max_record_size: int
     batch_size: int
     def append_unkeyed(
-        self, timestamp_ms: int, value: Any, reserve: int, bound: int, produced: dict[str, int],
-        topic: str, limit: int, /
+        self,
+        timestamp_ms: int,
+        value: Any,
+        reserve: int,
+        bound: int,
+        produced: dict[str, int],
+        topic: str,
+        limit: int,
+        /,
     ) -> int: ...
     def append_keyed(
         self, timestamp_ms: int, key: Any, value: Any, reserve: int, bound: int, /
     ) -> int: ...
 
 def register_open_state(state: object, /) -> None: ...
+
 class BufferCounter:
     """The compiled twin of aioproducer.engine.buffer_pool.BufferCounterPy (see _counter.c)."""
 
@@ -90,7 +99,9 @@ class BufferCounter:
     def set_exhausted(self, flag: object, /) -> None: ...
 
 def byte_lengths(column: list[Any], out: Any, /) -> bool: ...
-def reservations(out: Any, fixed: int, value_lengths: Any, key_lengths: Any, limit: int, /) -> int: ...
+def reservations(
+    out: Any, fixed: int, value_lengths: Any, key_lengths: Any, limit: int, /
+) -> int: ...
 def fill_counting(out: Any, start: int, count: int, first: int, /) -> None: ...
 
 UNKEYED_RECORD_BOUND: int
@@ -108,7 +119,9 @@ class UnkeyedLane:
     pool: Any
     produced: Any
     wake: Any
-    def __init__(self, sticky: Any, pool: Any, client: Any, max_size: int, wake: Callable[[], None]) -> None: ...
+    def __init__(
+        self, sticky: Any, pool: Any, client: Any, max_size: int, wake: Callable[[], None]
+    ) -> None: ...
     def append(self, topic: str, value: bytes, /) -> Any: ...
 
 class KeyedLane:
@@ -119,7 +132,9 @@ class KeyedLane:
     max_size: Any
     pool: Any
     wake: Any
-    def __init__(self, deques: Any, pool: Any, client: Any, max_size: int, wake: Callable[[], None]) -> None: ...
+    def __init__(
+        self, deques: Any, pool: Any, client: Any, max_size: int, wake: Callable[[], None]
+    ) -> None: ...
     def append(self, topic: str, key: bytes, value: bytes, /) -> Any: ...
 
 class EnqueueShortcut:

@@ -141,8 +141,16 @@ class BulkAppender:
             self._txn.check_can_send()
 
     async def enqueue_many(
-        self, topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any,
-        *, serializers: tuple[Any, Any] | None = None, progress: BulkProgress | None = None,
+        self,
+        topic: str,
+        values: Any,
+        keys: Any,
+        headers: Any,
+        partition: Any,
+        timestamp_ms: Any,
+        *,
+        serializers: tuple[Any, Any] | None = None,
+        progress: BulkProgress | None = None,
     ) -> asyncio.Future[BulkResult]:
         """``serializers``: (key, value) for this topic; the configured ones when None.
 
@@ -157,8 +165,14 @@ class BulkAppender:
             (cfg.key_serializer, cfg.value_serializer) if serializers is None else serializers
         )
         cols = read_columns(
-            topic, values, keys, headers, partition, timestamp_ms,
-            key_serializer=key_ser, value_serializer=value_ser,
+            topic,
+            values,
+            keys,
+            headers,
+            partition,
+            timestamp_ms,
+            key_serializer=key_ser,
+            value_serializer=value_ser,
         )
         totals = record_reservations(cols, cfg.max_request_size, cfg.buffer_memory)
         deadline = self._admission.deadline()
@@ -181,8 +195,12 @@ class BulkAppender:
         now_ms = int(time.time() * 1000)
         future: asyncio.Future[BulkResult] = asyncio.get_running_loop().create_future()
         call = BulkCall(
-            topic, future, cols.value_lengths, cols.key_lengths,
-            now_ms if cols.timestamp is None else cols.timestamp, cols.timestamps,
+            topic,
+            future,
+            cols.value_lengths,
+            cols.key_lengths,
+            now_ms if cols.timestamp is None else cols.timestamp,
+            cols.timestamps,
         )
         if cols.count == 0:
             future.set_result(BulkResult(call))
@@ -343,7 +361,12 @@ class BulkAppender:
         while True:
             span, batch = entry[1], entry[2]
             count = batch.append_run(
-                call.timestamp, cols.values, i, stop, cols.keys, cols.common_headers,
+                call.timestamp,
+                cols.values,
+                i,
+                stop,
+                cols.keys,
+                cols.common_headers,
                 lengths=cols.value_lengths,
             )
             if count:
@@ -394,7 +417,9 @@ class BulkAppender:
                 )
                 if taken:
                     placed = order[pos : pos + taken]
-                    for i, ordinal in zip(placed, range(span.first + span.count, span.first + span.count + taken)):
+                    for i, ordinal in zip(
+                        placed, range(span.first + span.count, span.first + span.count + taken)
+                    ):
                         ords[i] = ordinal
                     span.count += taken
                     batch.reserve(sum([totals[i + 1] - totals[i] for i in placed]))

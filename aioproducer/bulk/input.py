@@ -82,7 +82,9 @@ def _arrow_views(arr: Any, code: Literal["i", "q"]) -> list[memoryview | None]:
         swapped.byteswap()
         offsets = swapped
     data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
-    views: list[memoryview | None] = list(map(data.__getitem__, map(slice, offsets[:-1], offsets[1:])))
+    views: list[memoryview | None] = list(
+        map(data.__getitem__, map(slice, offsets[:-1], offsets[1:]))
+    )
     if arr.null_count:
         for i, valid in enumerate(arr.is_valid().to_pylist()):
             if not valid:
@@ -196,7 +198,9 @@ def _per_record_or_one(value: Any, n: int, what: str) -> tuple[Any, list[Any] | 
     if value is None or isinstance(value, int):
         return value, None
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{what} must be an int, None or a sequence of them, got {type(value).__name__}")
+        raise TypeError(
+            f"{what} must be an int, None or a sequence of them, got {type(value).__name__}"
+        )
     if len(value) != n:
         raise ValueError(f"{what} has {len(value)} entries for {n} values")
     return None, list(value)
@@ -325,7 +329,9 @@ def read_columns(
     _headers(headers, n, cols)
     cols.timestamp, cols.timestamps = _per_record_or_one(timestamp_ms, n, "timestamp_ms")
     for i, ts in enumerate(cols.timestamps or (cols.timestamp,)):
-        _check_int(ts, f"timestamp_ms[{i}]" if cols.timestamps else "timestamp_ms", 0, MAX_TIMESTAMP_MS)
+        _check_int(
+            ts, f"timestamp_ms[{i}]" if cols.timestamps else "timestamp_ms", 0, MAX_TIMESTAMP_MS
+        )
     cols.partition, cols.partitions = _per_record_or_one(partition, n, "partition")
     for i, p in enumerate(cols.partitions or (cols.partition,)):
         _check_int(p, f"partition[{i}]" if cols.partitions else "partition", 0)

@@ -53,7 +53,12 @@ def _per_record(column: Any, n: int, one_for_all: bool) -> list[Any]:
 
 
 def _records(
-    topic: str, values: Any, keys: Any, headers: Any, partition: Any, timestamp_ms: Any,
+    topic: str,
+    values: Any,
+    keys: Any,
+    headers: Any,
+    partition: Any,
+    timestamp_ms: Any,
     serializers: tuple[Serializer, Serializer],
 ) -> list[ProducerRecord]:
     vals = _as_list(values, "values", topic, serializers[1])
@@ -137,7 +142,9 @@ def _acknowledge(
             chain.on_acknowledgement(failed_metadata(record), asyncio.CancelledError())
         return
     exc = future.exception()
-    result = future.result() if exc is None else exc.result if isinstance(exc, BulkSendError) else None
+    result = (
+        future.result() if exc is None else exc.result if isinstance(exc, BulkSendError) else None
+    )
     for i, record in enumerate(records):
         if result is None:
             chain.on_acknowledgement(failed_metadata(record), exc)

@@ -122,9 +122,7 @@ class BulkCall:
         if self._pending == 0 and not self._future.done():
             result = BulkResult(self)
             if result.errors:
-                self._future.set_exception(
-                    BulkSendError(result.describe_errors(), result)
-                )
+                self._future.set_exception(BulkSendError(result.describe_errors(), result))
             else:
                 self._future.set_result(result)
 

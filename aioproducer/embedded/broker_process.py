@@ -295,7 +295,9 @@ class BrokerProcess:
             if states and all(state in "Tt" for state in states):
                 return
             time.sleep(0.002)
-        raise BrokerStartError(f"broker pid {self._proc.pid} did not stop within {timeout} s of SIGSTOP")
+        raise BrokerStartError(
+            f"broker pid {self._proc.pid} did not stop within {timeout} s of SIGSTOP"
+        )
 
     # -- helpers ----------------------------------------------------------------------
 

@@ -121,7 +121,10 @@ class RecordAccumulator:
         if sizes is None:
             sizes = pack_sizes(-1 if key is None else len(key), -1 if value is None else len(value))
         batch = self.open_batch(tp)
-        if batch is None or batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, bound) is None:
+        if (
+            batch is None
+            or batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, bound) is None
+        ):
             batch = self.new_batch(tp, now)
             batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, bound)
         return batch
@@ -172,7 +175,9 @@ class RecordAccumulator:
         shortcut (:mod:`.keyed_lane`) reads it per record; only this class changes it."""
         return self._deques
 
-    def ready(self, now: float, leader_of: LeaderLookup, *, memory_exhausted: bool = False) -> ReadyResult:
+    def ready(
+        self, now: float, leader_of: LeaderLookup, *, memory_exhausted: bool = False
+    ) -> ReadyResult:
         """Which leaders have a batch worth sending now, and when to look again.
 
         A partition's head batch is sendable when it is full, or has lingered
@@ -226,9 +231,16 @@ class RecordAccumulator:
         batch goes at its linger, as one a byte short of full does).
         """
         dq = self._deques.get((batch.topic, batch.partition))
-        if (memory_exhausted or self.flushing > 0 or self.closing or dq is None or len(dq) != 1
-                or dq[0] is not batch or batch.is_full()
-                or leader_of(batch.topic, batch.partition) is None):
+        if (
+            memory_exhausted
+            or self.flushing > 0
+            or self.closing
+            or dq is None
+            or len(dq) != 1
+            or dq[0] is not batch
+            or batch.is_full()
+            or leader_of(batch.topic, batch.partition) is None
+        ):
             return -math.inf
         return batch.created + self.linger
 

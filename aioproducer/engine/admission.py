@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from .partitioner import PartitionerFn, choose_partition, goes_sticky
 
 if TYPE_CHECKING:
-
     from ..net.client import KafkaClient
     from ..net.cluster import TopicInfo
     from ..net.metadata_wait import MetadataWait
@@ -155,7 +154,9 @@ class Admission:
         if self._txn is not None:
             self._txn.add_partition(tp)
 
-    def batch_for(self, tp: TopicPartition, topic: str, now: float, *, new: bool = False) -> ProducerBatch:
+    def batch_for(
+        self, tp: TopicPartition, topic: str, now: float, *, new: bool = False
+    ) -> ProducerBatch:
         """``tp``'s open batch, or (``new``, or none open) a new one, announced."""
         batch = None if new else self._acc.open_batch(tp)
         if batch is None:
@@ -201,8 +202,10 @@ class Admission:
             if txn is not None:
                 txn.check_can_send()  # add_partition below then cannot fail
             batch = acc.open_batch(tp)
-            handle = None if batch is None else batch.try_append(
-                timestamp_ms, key, value, headers, sizes, reserve, size
+            handle = (
+                None
+                if batch is None
+                else batch.try_append(timestamp_ms, key, value, headers, sizes, reserve, size)
             )
             opened = handle is None
             if batch is None or handle is None:

@@ -335,7 +335,10 @@ class ProducerBatch(BatchCore):
         headers: Sequence[tuple[str, bytes | None]] | None,
     ) -> bool:
         """Append a record of a split batch (its handle follows it there); False if it has no room."""
-        return self.state is OPEN and self.builder.append(timestamp_ms, key, value, headers) is not None
+        return (
+            self.state is OPEN
+            and self.builder.append(timestamp_ms, key, value, headers) is not None
+        )
 
     def add_span(self, span: Span) -> None:
         """File a span of bulk records; they follow the records appended so far."""
@@ -423,7 +426,9 @@ class ProducerBatch(BatchCore):
         self.base_sequence = base_sequence
         if self.payload is not None:
             self.payload = restamp_producer_state(
-                self.payload, producer_id=producer_id, producer_epoch=producer_epoch,
+                self.payload,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
                 base_sequence=base_sequence,
             )
 
@@ -535,4 +540,3 @@ class ProducerBatch(BatchCore):
                 pass  # the call's future is set; its callbacks needed the closed loop
         self.outcome.fail(exc)
         self._wake_waiters()
-

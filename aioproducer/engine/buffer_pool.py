@@ -79,7 +79,9 @@ class BufferCounterPy:
         """``n`` bytes come back."""
         n = _size(n)
         if self._available > _INT64_MAX - n:
-            raise ValueError(f"cannot give {n} bytes: {self._available} available, 2**63 - 1 at most")
+            raise ValueError(
+                f"cannot give {n} bytes: {self._available} available, 2**63 - 1 at most"
+            )
         self._available += n
 
     def set_exhausted(self, flag: object) -> None:

@@ -94,7 +94,9 @@ class KeyedLanePy:
             # once the record is appended, nothing may fail.
             now = time_ns() // 1_000_000
             handle: RecordHandlePy = batch.outcome.handle(
-                batch.record_count, now, ((len(key) + 1) << 32) | (len(value) + 1)  # pack_sizes
+                batch.record_count,
+                now,
+                ((len(key) + 1) << 32) | (len(value) + 1),  # pack_sizes
             )
             appended = batch.append_keyed(now, key, value, reserve, size)
         except BaseException:

@@ -60,7 +60,9 @@ def _key_buffers(arr: Any) -> tuple[np.ndarray, np.ndarray]:
     _validity, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=dtype, count=arr.offset + len(arr) + 1)
     offsets = offsets[arr.offset :].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    data = (
+        np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    )
     return offsets, data
 
 

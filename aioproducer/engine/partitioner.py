@@ -208,6 +208,7 @@ def next_sticky_partition(
 
 # -- an explicit or custom partition ------------------------------------------
 
+
 def choose_partition(
     topic: str,
     partition: int | None,
@@ -232,7 +233,11 @@ def choose_partition(
         return partition
     if custom is not None:
         chosen = custom(topic, key, num_partitions, info.available)
-        if isinstance(chosen, bool) or not isinstance(chosen, int) or not 0 <= chosen < num_partitions:
+        if (
+            isinstance(chosen, bool)
+            or not isinstance(chosen, int)
+            or not 0 <= chosen < num_partitions
+        ):
             raise errors.InvalidPartitionError(
                 f"the partitioner returned {chosen!r} for topic {topic!r} with "
                 f"{num_partitions} partitions"

@@ -90,7 +90,8 @@ def produce_body(
         acks=acks,
         timeout_ms=timeout_ms,
         topic_data=[
-            TopicProduceData(name=topic, partition_data=parts) for topic, parts in topic_data.items()
+            TopicProduceData(name=topic, partition_data=parts)
+            for topic, parts in topic_data.items()
         ],
     )
 
@@ -162,7 +163,9 @@ def leader_hints(
             hint = part.current_leader  # -1/-1 when absent (below v10, or not told)
             if hint.leader_id >= 0 and hint.leader_epoch >= 0:
                 leaders[(topic.name, part.index)] = (hint.leader_id, hint.leader_epoch)
-    brokers = [
-        BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints
-    ] if leaders else []
+    brokers = (
+        [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
+        if leaders
+        else []
+    )
     return leaders, brokers

@@ -44,7 +44,6 @@ def _refused_for_good(exc: BaseException | None) -> bool:
     )
 
 
-
 class ProducerIdMixin:
     """Producer id acquisition for :class:`~aioproducer.engine.sender.Sender`."""
 
@@ -133,7 +132,8 @@ class ProducerIdMixin:
             )
             self._log.log(
                 logging.DEBUG if transient else logging.WARNING,
-                "could not get a producer id: %s", exc,
+                "could not get a producer id: %s",
+                exc,
             )
             if _refused_for_good(exc):
                 # Refused by TLS or SASL, or not authorized: nothing queued can
@@ -147,11 +147,14 @@ class ProducerIdMixin:
             reason = seq.bump_reason
             renumbered = seq.reset(response.producer_id, response.producer_epoch)
             self._log.info(
-                "producer id %s epoch %s%s", seq.producer_id, seq.epoch,
-                f" ({len(renumbered)} pending batches renumbered after: {reason})" if reason else "",
+                "producer id %s epoch %s%s",
+                seq.producer_id,
+                seq.epoch,
+                f" ({len(renumbered)} pending batches renumbered after: {reason})"
+                if reason
+                else "",
             )
         finally:
             self.wakeup()
 
     # -- shutdown ----------------------------------------------------------
-

@@ -72,9 +72,15 @@ def register_record_metadata_py(cls: type) -> None:
     fields = getattr(cls, "_fields", None) if isinstance(cls, type) else None
     # What the compiled twin checks: a plain tuple subclass of six fields, no
     # instance dict, not a struct sequence.
-    if (type(fields) is not tuple or len(fields) != 6 or cls.__base__ is not tuple
-            or cls.__basicsize__ != tuple.__basicsize__ or cls.__itemsize__ != tuple.__itemsize__
-            or cls.__dictoffset__ or hasattr(cls, "n_fields")):
+    if (
+        type(fields) is not tuple
+        or len(fields) != 6
+        or cls.__base__ is not tuple
+        or cls.__basicsize__ != tuple.__basicsize__
+        or cls.__itemsize__ != tuple.__itemsize__
+        or cls.__dictoffset__
+        or hasattr(cls, "n_fields")
+    ):
         raise TypeError("register_record_metadata() takes a NamedTuple class of six fields")
     _fast_metadata = cls
 
@@ -172,11 +178,15 @@ class BatchOutcomePy:
         if self._state != _PENDING:
             return
         starts, parts = list(starts), list(parts)
-        if (not parts or len(starts) != len(parts)
-                or any(type(s) is not int for s in starts)
-                or any(type(p) is not BatchOutcomePy for p in parts)
-                or starts[0] != 0 or any(a >= b for a, b in itertools.pairwise(starts))
-                or starts[-1] > _INT64_MAX):
+        if (
+            not parts
+            or len(starts) != len(parts)
+            or any(type(s) is not int for s in starts)
+            or any(type(p) is not BatchOutcomePy for p in parts)
+            or starts[0] != 0
+            or any(a >= b for a, b in itertools.pairwise(starts))
+            or starts[-1] > _INT64_MAX
+        ):
             raise ValueError("a split needs parts, the first starting at record 0")
         self._moved = (starts, parts)
         self._state = _MOVED
@@ -251,7 +261,9 @@ class RecordHandlePy:
         self._sizes = sizes
         self._cancelled = False
         self._cancel_message: Any = None
-        self._callbacks: list[tuple[Callable[[Any], object], contextvars.Context | None]] | None = None
+        self._callbacks: list[tuple[Callable[[Any], object], contextvars.Context | None]] | None = (
+            None
+        )
         self._metadata: RecordMetadata | None = None
         # asyncio's mark of a future-like object (asyncio.isfuture): True while
         # a task waits on it, as Future.__await__ sets it.

@@ -195,9 +195,7 @@ _RESET_PRODUCER_CODES = frozenset(
 
 
 # The batch exceeds the broker's max.message.bytes or its segment size.
-_TOO_LARGE_CODES = frozenset(
-    {errors.RecordTooLargeError.code, errors.RecordListTooLargeError.code}
-)
+_TOO_LARGE_CODES = frozenset({errors.RecordTooLargeError.code, errors.RecordListTooLargeError.code})
 
 
 def _too_large(error: BaseException, batch_bytes: int) -> BaseException:
@@ -219,8 +217,13 @@ def _too_large(error: BaseException, batch_bytes: int) -> BaseException:
 
 
 def expiry_error(
-    record_count: int, tp: tuple[str, int], waited_s: float, delivery_timeout_ms: int,
-    in_flight: bool, last: BaseException | None, pid_error: BaseException | None,
+    record_count: int,
+    tp: tuple[str, int],
+    waited_s: float,
+    delivery_timeout_ms: int,
+    in_flight: bool,
+    last: BaseException | None,
+    pid_error: BaseException | None,
 ) -> errors.KafkaTimeoutError:
     """The error of a batch past ``delivery_timeout_ms`` (KIP-91): how long it waited,
     where it was, and the last error its partition (or the producer id) met, as its cause."""

@@ -58,6 +58,7 @@ __all__ = ["Sender"]
 
 log = logging.getLogger("aioproducer.engine.sender")
 
+
 class Sender(ProducerIdMixin):
     def __init__(
         self,
@@ -266,15 +267,24 @@ class Sender(ProducerIdMixin):
             # could strand one) still fails at its deadline instead of hanging flush().
             self._next_stranded_check = now + 1.0
             expired.extend(
-                b for b in list(self._acc.incomplete)
-                if b.deadline <= now and not b.decided and not b.in_flight and b not in expired
+                b
+                for b in list(self._acc.incomplete)
+                if b.deadline <= now
+                and not b.decided
+                and not b.in_flight
+                and b not in expired
                 and not self._acc.is_queued(b)
             )
         for batch in expired:
             tp = (batch.topic, batch.partition)
             exc = expiry_error(
-                batch.record_count, tp, now - batch.created, self._config.delivery_timeout_ms,
-                batch.in_flight, self._last_error.get(tp), self._pid_error,
+                batch.record_count,
+                tp,
+                now - batch.created,
+                self._config.delivery_timeout_ms,
+                batch.in_flight,
+                self._last_error.get(tp),
+                self._pid_error,
             )
             self._finish(batch, exc)
         if earliest is not None:
@@ -313,13 +323,17 @@ class Sender(ProducerIdMixin):
             response = await fut  # None with acks=0: the broker never answers
             if self._metrics is not None and response is not None:
                 self._metrics.produce_response(
-                    conn.node_id, (time.monotonic() - sent_at) * 1000,
-                    response.throttle_time_ms, time.monotonic(),
+                    conn.node_id,
+                    (time.monotonic() - sent_at) * 1000,
+                    response.throttle_time_ms,
+                    time.monotonic(),
                 )
         except errors.KafkaError as exc:
             self._apply_all(batches, exc)
         except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
-            self._log.exception("produce request to %r failed", conn, extra={"broker": conn.node_id})
+            self._log.exception(
+                "produce request to %r failed", conn, extra={"broker": conn.node_id}
+            )
             self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
         else:
             unanswered = set(batches)  # those _apply has not taken yet
@@ -333,7 +347,9 @@ class Sender(ProducerIdMixin):
                     self._apply_response(batches, response, conn.node_id, unanswered)
             except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
                 self._log.exception(
-                    "handling the produce response from %r failed", conn, extra={"broker": conn.node_id}
+                    "handling the produce response from %r failed",
+                    conn,
+                    extra={"broker": conn.node_id},
                 )
                 self._apply_all(
                     [b for b in batches if b in unanswered],
@@ -483,7 +499,10 @@ class Sender(ProducerIdMixin):
             if sent_to is not None and self._client.snapshot.leader_for(*tp) not in (None, sent_to):
                 backoff = 0.0
             self._log.debug(
-                "retrying %r after %s in %.3fs", batch, error, backoff,
+                "retrying %r after %s in %.3fs",
+                batch,
+                error,
+                backoff,
                 extra={"partition": f"{tp[0]}-{tp[1]}"},
             )
             if self._metrics is not None:
@@ -498,7 +517,10 @@ class Sender(ProducerIdMixin):
         parts = self._acc.split(batch)
         self._log.info(
             "%s-%s: a batch of %d records was too large for the broker; retrying it as %d batches",
-            batch.topic, batch.partition, batch.record_count, len(parts),
+            batch.topic,
+            batch.partition,
+            batch.record_count,
+            len(parts),
             extra={"partition": f"{batch.topic}-{batch.partition}"},
         )
         if self._seq is not None and batch.base_sequence >= 0:

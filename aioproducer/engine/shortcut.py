@@ -72,9 +72,15 @@ class EnqueueShortcutPy:
         headers: Any,
     ) -> RecordHandlePy | None:
         """The record's handle once a lane appended it; None with nothing appended."""
-        if (self.loop_mark._thread_id != get_ident() or self.countdown <= 0 or not self.plain
-                or partition is not None or headers is not None or timestamp_ms is not None
-                or type(value) is not bytes):
+        if (
+            self.loop_mark._thread_id != get_ident()
+            or self.countdown <= 0
+            or not self.plain
+            or partition is not None
+            or headers is not None
+            or timestamp_ms is not None
+            or type(value) is not bytes
+        ):
             return None
         # Counted down before anything is appended: once a lane has appended
         # the record, nothing may fail before its future is returned. (So the

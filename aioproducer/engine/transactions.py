@@ -101,7 +101,6 @@ _ABORTABLE = frozenset(
 _UNMAPPED = errors.InvalidProducerIdMappingError
 
 
-
 class TransactionManager:
     def __init__(
         self,
@@ -204,7 +203,8 @@ class TransactionManager:
         if isinstance(self.error, errors.ProducerFencedError):
             return self.error
         return errors.TransactionAbortedError(
-            "the transaction was aborted, which voids this record" if self.error is None
+            "the transaction was aborted, which voids this record"
+            if self.error is None
             else f"the transaction failed, which voids this record: {self.error}"
         )
 
@@ -250,7 +250,9 @@ class TransactionManager:
         if code == errors.ProducerFencedError.code:
             if self.state is TxnState.FATAL_ERROR and exc is self.error:
                 return errors.ProducerFencedError(str(exc))  # already recorded (void_error)
-            fenced = errors.ProducerFencedError(f"transactional id {self.transactional_id!r}; {detail}")
+            fenced = errors.ProducerFencedError(
+                f"transactional id {self.transactional_id!r}; {detail}"
+            )
             self._to_fatal(fenced)
             return errors.ProducerFencedError(str(fenced))
         if code == errors.InvalidProducerEpochError.code:
@@ -267,7 +269,8 @@ class TransactionManager:
             exc = errors.InvalidProducerIdMappingError(
                 f"transactional id {self.transactional_id!r} is no longer mapped to producer id "
                 f"{self._seq.producer_id}: it expired (transactional.id.expiration.ms) or a newer "
-                f"producer took it; abort the transaction, which gets a new producer id. {detail}")
+                f"producer took it; abort the transaction, which gets a new producer id. {detail}"
+            )
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             self.state = TxnState.ABORTABLE_ERROR
             self.error = exc
@@ -293,7 +296,9 @@ class TransactionManager:
 
     async def init(self) -> None:
         if self.state is not TxnState.UNINITIALIZED:
-            raise errors.IllegalStateError(f"init_transactions() already called (state: {self.state.value})")
+            raise errors.IllegalStateError(
+                f"init_transactions() already called (state: {self.state.value})"
+            )
         deadline = time.monotonic() + self._max_block
         body = init_producer_id_request(self.transactional_id, self._timeout_ms)
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
@@ -302,7 +307,9 @@ class TransactionManager:
         self.v2 = transaction_v2_enabled(self._client.finalized_features)
         self._log.info(
             "transactional id %r: producer id %s epoch %s (transactions v%d)",
-            self.transactional_id, response.producer_id, response.producer_epoch,
+            self.transactional_id,
+            response.producer_id,
+            response.producer_epoch,
             2 if self.v2 else 1,
         )
 
@@ -360,7 +367,8 @@ class TransactionManager:
                 if identity[0] != self._seq.producer_id:
                     self._log.info(
                         "transactional id %r: epoch exhausted, new producer id %s",
-                        self.transactional_id, identity[0],
+                        self.transactional_id,
+                        identity[0],
                     )
                 self._seq.reset(*identity)
                 self.epoch_bump_needed = False
@@ -371,7 +379,8 @@ class TransactionManager:
         was_v2, self.v2 = self.v2, transaction_v2_enabled(self._client.finalized_features)
         upgraded = self.v2 and not was_v2
         if (
-            (not commit and self.epoch_bump_needed) or upgraded
+            (not commit and self.epoch_bump_needed)
+            or upgraded
             or (fresh_epoch and ended_on_same_epoch)
         ):
             # Sequences of a failed batch were never acknowledged: continue on a
@@ -497,8 +506,12 @@ class TransactionManager:
                 self._to_ready()
                 after = "; this producer goes on with a new epoch"
             raise not_completed_error(
-                self.transactional_id, identity, commit, ended_otherwise,
-                isinstance(exc, _UNMAPPED), after,
+                self.transactional_id,
+                identity,
+                commit,
+                ended_otherwise,
+                isinstance(exc, _UNMAPPED),
+                after,
             ) from exc
         if not empty:  # an empty one ends nothing: completing it again is harmless
             self._completed.remember(identity, commit)
@@ -517,8 +530,11 @@ class TransactionManager:
         topics = offset_commit_topics(offsets)
         while topics:
             response = await self._request_to_coordinator_of(
-                TXN_OFFSET_COMMIT, offset_commit_request(txn_id, group_id, pid, epoch, topics),
-                group_id, COORDINATOR_KEY_GROUP, deadline,
+                TXN_OFFSET_COMMIT,
+                offset_commit_request(txn_id, group_id, pid, epoch, topics),
+                group_id,
+                COORDINATOR_KEY_GROUP,
+                deadline,
             )
             topics, failure = offsets_to_retry(response, topics, group_id)
             if failure is not None:
@@ -560,7 +576,11 @@ class TransactionManager:
         )
 
     async def _request_to_coordinator_of(
-        self, api: Api[Req, Resp], body: Req | Callable[[int], Req], key: str, key_type: int,
+        self,
+        api: Api[Req, Resp],
+        body: Req | Callable[[int], Req],
+        key: str,
+        key_type: int,
         deadline: float,
     ) -> Resp:
         """A coordinator round trip (:class:`CoordinatorLink`) whose fencing or

@@ -22,14 +22,19 @@ __all__ = ["CompletedOutcomes", "PreparedTransaction", "end_prepared", "not_comp
 
 
 def not_completed_error(
-    transactional_id: str, identity: tuple[int, int], commit: bool, ended_otherwise: bool,
-    id_expired: bool, after: str,
+    transactional_id: str,
+    identity: tuple[int, int],
+    commit: bool,
+    ended_otherwise: bool,
+    id_expired: bool,
+    after: str,
 ) -> errors.TransactionNotCompletedError:
     """Why a producer's own prepared transaction could not be completed as asked:
     ended the other way (``ended_otherwise``), or aborted by a newer producer or the
     coordinator's timeout; ``after`` says what becomes of the producer."""
     gone = (
-        f"it was already {'aborted' if commit else 'committed'}" if ended_otherwise
+        f"it was already {'aborted' if commit else 'committed'}"
+        if ended_otherwise
         else "it was aborted by a newer producer with this id or by the coordinator "
         "after transaction_timeout_ms"
     )
@@ -85,11 +90,16 @@ async def end_prepared(link: CoordinatorLink, prepared: PreparedTransaction, com
     what = "commit" if commit else "abort"
     try:
         await link.request(
-            END_TXN, body, prepared.transactional_id, COORDINATOR_KEY_TRANSACTION,
-            time.monotonic() + link.max_block, v2=prepared.transaction_version >= 2,
+            END_TXN,
+            body,
+            prepared.transactional_id,
+            COORDINATOR_KEY_TRANSACTION,
+            time.monotonic() + link.max_block,
+            v2=prepared.transaction_version >= 2,
         )
     except (
-        errors.ProducerFencedError, errors.InvalidTxnStateError,
+        errors.ProducerFencedError,
+        errors.InvalidTxnStateError,
         errors.InvalidProducerIdMappingError,  # the id expired since: its transaction is gone
     ) as exc:
         raise errors.TransactionNotCompletedError(

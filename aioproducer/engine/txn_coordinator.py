@@ -31,13 +31,17 @@ Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
 # Answers that mean "ask again", possibly after finding the coordinator anew.
-RETRY_CODES = frozenset({
-    errors.CoordinatorNotAvailableError.code,
-    errors.NotCoordinatorError.code,
-    errors.CoordinatorLoadInProgressError.code,
-    errors.ConcurrentTransactionsError.code,
-})
-_REFIND_CODES = frozenset({errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code})
+RETRY_CODES = frozenset(
+    {
+        errors.CoordinatorNotAvailableError.code,
+        errors.NotCoordinatorError.code,
+        errors.CoordinatorLoadInProgressError.code,
+        errors.ConcurrentTransactionsError.code,
+    }
+)
+_REFIND_CODES = frozenset(
+    {errors.CoordinatorNotAvailableError.code, errors.NotCoordinatorError.code}
+)
 # This producer has been replaced by a newer one with the same transactional id.
 _FENCED_CODES = frozenset({errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code})
 
@@ -46,8 +50,12 @@ class CoordinatorLink:
     """Requests to the coordinator of a transactional id (or of a group), retried within a deadline."""
 
     def __init__(
-        self, client: KafkaClient, log: ClientLogger, transactional_id: str,
-        max_block: float, backoff: float,
+        self,
+        client: KafkaClient,
+        log: ClientLogger,
+        transactional_id: str,
+        max_block: float,
+        backoff: float,
     ) -> None:
         self._client = client
         self._log = log
@@ -80,7 +88,11 @@ class CoordinatorLink:
                 else:
                     body = FindCoordinatorRequest(key=key, key_type=key_type)
                 response = await conn.request(FIND_COORDINATOR, body, version=version)
-            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
+            except (
+                errors.KafkaConnectionError,
+                errors.RequestTimedOutError,
+                asyncio.TimeoutError,
+            ) as exc:
                 self._log.debug(
                     "FindCoordinator via broker %s failed: %s", node, exc, extra={"broker": node}
                 )
@@ -88,7 +100,9 @@ class CoordinatorLink:
                 continue
             if version >= 4:
                 if not response.coordinators:
-                    raise errors.CorruptResponseError(f"FindCoordinator for {key!r} named no coordinator")
+                    raise errors.CorruptResponseError(
+                        f"FindCoordinator for {key!r} named no coordinator"
+                    )
                 entry = response.coordinators[0]
                 code, node_id = entry.error_code, entry.node_id
             else:
@@ -103,8 +117,14 @@ class CoordinatorLink:
             return node_id
 
     async def request(
-        self, api: Api[Req, Resp], body: Req | Callable[[int], Req], key: str, key_type: int,
-        deadline: float, *, v2: bool,
+        self,
+        api: Api[Req, Resp],
+        body: Req | Callable[[int], Req],
+        key: str,
+        key_type: int,
+        deadline: float,
+        *,
+        v2: bool,
     ) -> Resp:
         """Send ``api`` to the coordinator of ``key``, finding it again and retrying as needed.
 
@@ -122,14 +142,23 @@ class CoordinatorLink:
                 if txn:
                     self._coordinator = coordinator
             try:
-                conn = await self._client.connection(coordinator, max(0.0, deadline - time.monotonic()))
+                conn = await self._client.connection(
+                    coordinator, max(0.0, deadline - time.monotonic())
+                )
                 version = choose_version(api.key, conn.version_for(api), v2=v2)
                 self.requests_sent[api.name] += 1
                 request = body(version) if callable(body) else body
                 response = await conn.request(api, request, version=version)
-            except (errors.KafkaConnectionError, errors.RequestTimedOutError, asyncio.TimeoutError) as exc:
+            except (
+                errors.KafkaConnectionError,
+                errors.RequestTimedOutError,
+                asyncio.TimeoutError,
+            ) as exc:
                 self._log.debug(
-                    "%s to coordinator broker %s failed: %s", api.name, coordinator, exc,
+                    "%s to coordinator broker %s failed: %s",
+                    api.name,
+                    coordinator,
+                    exc,
                     extra={"broker": coordinator},
                 )
                 coordinator = None
@@ -152,5 +181,7 @@ class CoordinatorLink:
                     "the transaction must be aborted"
                 )
             if code:
-                errors.raise_for_code(code, f"{api.name} for transactional id {self.transactional_id!r}")
+                errors.raise_for_code(
+                    code, f"{api.name} for transactional id {self.transactional_id!r}"
+                )
             return response

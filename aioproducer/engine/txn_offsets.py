@@ -53,8 +53,7 @@ def offsets_to_retry(
                 continue
             if code in RETRY_CODES or code in _OFFSET_RETRY_CODES:
                 entry = next(
-                    e for e in sent.get(topic.name, ())
-                    if e.partition_index == part.partition_index
+                    e for e in sent.get(topic.name, ()) if e.partition_index == part.partition_index
                 )
                 retry.setdefault(topic.name, []).append(entry)
                 continue

@@ -40,7 +40,9 @@ TopicPartition = tuple[str, int]
 
 def init_producer_id_request(transactional_id: str, timeout_ms: int) -> InitProducerIdRequest:
     """A producer id and epoch for ``transactional_id``; fences its older producers."""
-    return InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms)
+    return InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=timeout_ms
+    )
 
 
 def bump_epoch_request(
@@ -109,7 +111,9 @@ def add_offsets_request(
 ) -> AddOffsetsToTxnRequest:
     """AddOffsetsToTxn: the group's offsets partition joins the transaction (v1 only)."""
     return AddOffsetsToTxnRequest(
-        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=epoch,
         group_id=group_id,
     )
 
@@ -132,6 +136,8 @@ def end_txn_request(
 ) -> EndTxnRequest:
     """EndTxn: commit or abort the transaction of this producer id and epoch."""
     return EndTxnRequest(
-        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=epoch,
         committed=commit,
     )

@@ -107,7 +107,9 @@ class UnkeyedLanePy:
             # The handle first (its delta is the record count before the append):
             # once the record is appended, nothing may fail.
             now = time_ns() // 1_000_000
-            handle: RecordHandlePy = batch.outcome.handle(batch.record_count, now, len(value) + 1)  # pack_sizes(-1, len(value))
+            handle: RecordHandlePy = batch.outcome.handle(
+                batch.record_count, now, len(value) + 1
+            )  # pack_sizes(-1, len(value))
             # One call appends it and counts it for the sticky partitioner.
             appended = batch.append_unkeyed(
                 now, value, reserve, size, self.produced, topic, self.batch_size

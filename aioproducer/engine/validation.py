@@ -13,7 +13,14 @@ from typing import Any
 from .. import errors
 from .batch import RECORD_HANDLE_OVERHEAD
 
-__all__ = ["MAX_TIMESTAMP_MS", "MAX_TOPIC_LENGTH", "check_headers", "check_record_size", "check_topic", "to_bytes"]
+__all__ = [
+    "MAX_TIMESTAMP_MS",
+    "MAX_TOPIC_LENGTH",
+    "check_headers",
+    "check_record_size",
+    "check_topic",
+    "to_bytes",
+]
 
 # A record batch's timestamps are int64 (milliseconds since the epoch).
 MAX_TIMESTAMP_MS = 2**63 - 1
@@ -62,9 +69,7 @@ def to_bytes(
                 f"the {what} serializer failed for topic {topic!r}: {exc!r}"
             ) from exc
         if obj is not None and not isinstance(obj, (bytes, bytearray, memoryview)):
-            raise TypeError(
-                f"the {what} serializer returned {type(obj).__name__}, not bytes"
-            )
+            raise TypeError(f"the {what} serializer returned {type(obj).__name__}, not bytes")
     if obj is None or type(obj) is bytes:
         return obj
     if isinstance(obj, (bytearray, memoryview)):

@@ -132,7 +132,9 @@ def status_for(exc: BaseException) -> int:
         return 413
     if isinstance(exc, (errors.InvalidTopicError, errors.InvalidPartitionError)):
         return 400
-    if isinstance(exc, (errors.KafkaTimeoutError, errors.ProducerClosedError, asyncio.TimeoutError)):
+    if isinstance(
+        exc, (errors.KafkaTimeoutError, errors.ProducerClosedError, asyncio.TimeoutError)
+    ):
         return 503
     if getattr(exc, "retriable", False):
         return 503
@@ -140,7 +142,11 @@ def status_for(exc: BaseException) -> int:
 
 
 # Errors of the program, not of the cluster: a 5xx answer with safe_to_retry would hide them.
-_PROGRAMMING_ERRORS = (errors.SerializationError, errors.IllegalStateError, errors.ConfigurationError)
+_PROGRAMMING_ERRORS = (
+    errors.SerializationError,
+    errors.IllegalStateError,
+    errors.ConfigurationError,
+)
 
 
 def _refusal(status: int, message: str, safe_to_retry: bool, retry_after: int) -> HTTPException:
@@ -181,13 +187,19 @@ async def send_within(
         # it buffered nothing.
         handle = await asyncio.wait_for(
             producer.enqueue(
-                topic, value, key=key, partition=partition, headers=headers,
+                topic,
+                value,
+                key=key,
+                partition=partition,
+                headers=headers,
                 timestamp_ms=timestamp_ms,
             ),
             timeout,
         )
     except asyncio.TimeoutError:
-        raise _refusal(503, f"the record was not buffered within {timeout} s", True, retry_after) from None
+        raise _refusal(
+            503, f"the record was not buffered within {timeout} s", True, retry_after
+        ) from None
     except errors.KafkaError as exc:
         if isinstance(exc, _PROGRAMMING_ERRORS):
             raise

@@ -171,7 +171,8 @@ class BrokerConnections(abc.ABC):
             self._log.log(
                 logging.WARNING if node_id >= 0 else logging.DEBUG,
                 "lost the connection to %s: %s; reconnecting",
-                self.describe_node(node_id), conn.closed_error,
+                self.describe_node(node_id),
+                conn.closed_error,
                 extra={"broker": node_id},
             )
 
@@ -193,6 +194,7 @@ class BrokerConnections(abc.ABC):
         """Requests awaiting a response on the connection to ``node_id``."""
         conn = self._conns.get(node_id)
         return 0 if conn is None or conn.closed else conn.in_flight
+
     def authentication_failure(self, node_id: int) -> BaseException | None:
         """The TLS/SASL error of the last connection attempt to ``node_id``, if any."""
         return self._auth_failures.get(node_id)
@@ -235,7 +237,9 @@ class BrokerConnections(abc.ABC):
         except BaseException as exc:
             if errors.is_authentication_failure(exc):
                 self._log.error(
-                    "connection to %s refused: %s", self.describe_node(node_id), exc,
+                    "connection to %s refused: %s",
+                    self.describe_node(node_id),
+                    exc,
                     extra={"broker": node_id},
                 )
                 self._auth_failures[node_id] = exc
@@ -247,7 +251,10 @@ class BrokerConnections(abc.ABC):
             self._retry_at[node_id] = time.monotonic() + delay
             self._log.debug(
                 "connecting to %s failed (%s); retry in %.3fs",
-                self.describe_node(node_id), exc, delay, extra={"broker": node_id},
+                self.describe_node(node_id),
+                exc,
+                delay,
+                extra={"broker": node_id},
             )
             if node_id >= 0:
                 self.request_update()
@@ -285,13 +292,16 @@ class BrokerConnections(abc.ABC):
         if suppressed is None:
             return
         what = (
-            f"bootstrap server {format_address(host, port)}" if node_id < 0
+            f"bootstrap server {format_address(host, port)}"
+            if node_id < 0
             else self.describe_node(node_id)
         )
         self._log.warning(
             "cannot connect to %s (%s): is a broker listening there? Retrying; this warning "
             "repeats at most every %.0f s%s",
-            what, getattr(exc, "message", None) or exc, self._unreachable.interval,
+            what,
+            getattr(exc, "message", None) or exc,
+            self._unreachable.interval,
             f" ({suppressed} more failed attempts since the last one)" if suppressed else "",
             extra={"broker": node_id},
         )
@@ -377,7 +387,8 @@ class BrokerConnections(abc.ABC):
                 self._connection_lost(node_id, conn)
             elif conn.in_flight == 0 and now - conn.last_used > self._max_idle:
                 self._log.debug(
-                    "closing the idle connection to %s", self.describe_node(node_id),
+                    "closing the idle connection to %s",
+                    self.describe_node(node_id),
                     extra={"broker": node_id},
                 )
                 del self._conns[node_id]

@@ -155,7 +155,9 @@ class KafkaClient(BrokerConnections):
         self.metadata_requests = 0
 
     def __repr__(self) -> str:
-        return f"<KafkaClient brokers={sorted(self.snapshot.brokers)} connected={sorted(self._conns)}>"
+        return (
+            f"<KafkaClient brokers={sorted(self.snapshot.brokers)} connected={sorted(self._conns)}>"
+        )
 
     # -- metadata ----------------------------------------------------------
 
@@ -197,7 +199,10 @@ class KafkaClient(BrokerConnections):
         for topic, partition in sorted(moved):
             self._log.debug(
                 "%s-%d: new leader %s (epoch %s) named by a produce answer",
-                topic, partition, leaders[(topic, partition)][0], leaders[(topic, partition)][1],
+                topic,
+                partition,
+                leaders[(topic, partition)][0],
+                leaders[(topic, partition)][1],
                 extra={"partition": f"{topic}-{partition}"},
             )
         return moved
@@ -290,7 +295,9 @@ class KafkaClient(BrokerConnections):
                 )
                 self.metadata_requests += 1
                 self._log.debug(
-                    "metadata request to broker %s for %d topic(s)", node_id, len(topics),
+                    "metadata request to broker %s for %d topic(s)",
+                    node_id,
+                    len(topics),
                     extra={"broker": node_id},
                 )
                 response = await conn.request(METADATA, body, version=version)

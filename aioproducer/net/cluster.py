@@ -126,7 +126,9 @@ class ClusterSnapshot:
             current = info.partitions[partition]
             if epoch <= current.leader_epoch or leader == current.leader:
                 continue
-            changed.setdefault(topic, {})[partition] = PartitionInfo(topic, partition, leader, epoch)
+            changed.setdefault(topic, {})[partition] = PartitionInfo(
+                topic, partition, leader, epoch
+            )
         if not changed:
             return self
         topics = dict(self.topics)
@@ -134,7 +136,9 @@ class ClusterSnapshot:
             info = topics[topic]
             parts = tuple(updates.get(p.partition, p) for p in info.partitions)
             available = tuple(p.partition for p in parts if p.leader >= 0 and p.leader in known)
-            topics[topic] = TopicInfo(topic, info.error_code, parts, available, info.tps, info.topic_id)
+            topics[topic] = TopicInfo(
+                topic, info.error_code, parts, available, info.tps, info.topic_id
+            )
         return ClusterSnapshot(
             brokers=known,
             topics=topics,

@@ -46,7 +46,11 @@ async def open_connection(
     """
     tls: dict[str, Any] = {}
     if ssl_context is not None:
-        tls = {"ssl": ssl_context, "server_hostname": host, "ssl_handshake_timeout": connect_timeout}
+        tls = {
+            "ssl": ssl_context,
+            "server_hostname": host,
+            "ssl_handshake_timeout": connect_timeout,
+        }
     try:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(host, port, limit=READ_CHUNK, **tls), connect_timeout
@@ -68,8 +72,14 @@ async def open_connection(
     if sock is not None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn = BrokerConnection(
-        node_id, host, port, reader, writer, client_id=client_id,
-        request_timeout_ms=request_timeout_ms, traffic=traffic,
+        node_id,
+        host,
+        port,
+        reader,
+        writer,
+        client_id=client_id,
+        request_timeout_ms=request_timeout_ms,
+        traffic=traffic,
     )
     try:
         conn.api_versions = await _negotiate(conn, client_software_version, connect_timeout)
@@ -100,7 +110,9 @@ async def open_connection(
     return conn
 
 
-async def _negotiate(conn: BrokerConnection, software_version: str, timeout: float) -> dict[int, int]:
+async def _negotiate(
+    conn: BrokerConnection, software_version: str, timeout: float
+) -> dict[int, int]:
     body = ApiVersionsRequest(
         client_software_name="aioproducer", client_software_version=software_version
     )

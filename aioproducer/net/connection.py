@@ -355,7 +355,9 @@ class BrokerConnection:
             except asyncio.TimeoutError:
                 self._fail_all(
                     errors.RequestTimedOutError(
-                        self._describe(f"socket not writable for {self.request_timeout * 1000:.0f} ms")
+                        self._describe(
+                            f"socket not writable for {self.request_timeout * 1000:.0f} ms"
+                        )
                     )
                 )
             except (OSError, ConnectionError) as exc:
@@ -410,7 +412,8 @@ class BrokerConnection:
         pending = self._pending.pop(cid, None)
         if pending is None and cid in self._unanswered:
             self._log.debug(
-                "%s", self._describe(f"dropped a response to request {cid}, sent acks=0"),
+                "%s",
+                self._describe(f"dropped a response to request {cid}, sent acks=0"),
                 extra={"broker": self.node_id},
             )
             return

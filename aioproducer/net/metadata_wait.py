@@ -95,7 +95,9 @@ class MetadataWait:
             )
         return info
 
-    def waiting(self, topic: str, partition: int | None) -> Callable[[TopicInfo | None, float], float]:
+    def waiting(
+        self, topic: str, partition: int | None
+    ) -> Callable[[TopicInfo | None, float], float]:
         """The ``on_wait`` of :meth:`KafkaClient.partitions_for` for a record of ``topic``."""
         return functools.partial(self._waiting, topic, partition)
 
@@ -122,8 +124,12 @@ class MetadataWait:
                 level,
                 "%s for the metadata of topic %r%s (partitions known: %s), up to "
                 "max_block_ms=%.0f%s%s",
-                head, topic, wanted, "none" if known is None else known,
-                self._max_block * 1000, said,
+                head,
+                topic,
+                wanted,
+                "none" if known is None else known,
+                self._max_block * 1000,
+                said,
                 f" ({left_out} similar lines left out)" if left_out else "",
                 extra={"topic": topic, "partition": partition, "partitions_known": known},
             )

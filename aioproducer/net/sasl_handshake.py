@@ -39,9 +39,7 @@ def reauthentication_delay(session_lifetime_ms: int, rand: float) -> float:
     return session_lifetime_ms * (0.85 + 0.10 * rand) / 1000
 
 
-async def authenticate(
-    conn: BrokerConnection, credentials: SaslCredentials, timeout: float
-) -> int:
+async def authenticate(conn: BrokerConnection, credentials: SaslCredentials, timeout: float) -> int:
     """Run the SASL exchange on ``conn``; return the session lifetime in ms (0: none).
 
     Schedules re-authentication when the broker announces a lifetime.
@@ -71,7 +69,10 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
     handshake_version = min(conn.api_versions.get(SASL_HANDSHAKE.key, 1), 1)
     try:
         response = await conn.request(
-            SASL_HANDSHAKE, SaslHandshakeRequest(mechanism=mechanism), version=handshake_version, urgent=urgent
+            SASL_HANDSHAKE,
+            SaslHandshakeRequest(mechanism=mechanism),
+            version=handshake_version,
+            urgent=urgent,
         )
     except errors.ConnectionLostError as exc:
         # Kafka answers an unknown mechanism with code 33; some brokers (Tansu
@@ -89,7 +90,9 @@ async def _exchange(conn: BrokerConnection, credentials: SaslCredentials, *, urg
     if handshake_version == 0 or SASL_AUTHENTICATE.key not in conn.api_versions:
         # SaslHandshake v0 means raw tokens without SaslAuthenticate framing,
         # which only brokers before 1.0 speak.
-        raise errors.UnsupportedVersionError(f"{where} does not support SaslAuthenticate (Kafka < 1.0)")
+        raise errors.UnsupportedVersionError(
+            f"{where} does not support SaslAuthenticate (Kafka < 1.0)"
+        )
     exchange = credentials.exchange()
     try:
         message: bytes | None = await _first_message(exchange, where)
@@ -126,7 +129,9 @@ async def _first_message(exchange: SaslExchange, where: str) -> bytes:
         ) from exc
 
 
-async def _reauthenticate(conn: BrokerConnection, credentials: SaslCredentials, timeout: float) -> None:
+async def _reauthenticate(
+    conn: BrokerConnection, credentials: SaslCredentials, timeout: float
+) -> None:
     """Renew the session; the connection holds new requests meanwhile and writes them after."""
     try:
         await conn.wait_quiet(timeout)

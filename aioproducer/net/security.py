@@ -47,6 +47,7 @@ class SecuritySettings(Protocol):
     sasl_oauthbearer_client_secret: str | None
     sasl_oauthbearer_scope: str | None
 
+
 __all__ = ["SECURITY_PROTOCOLS", "Security", "build_security", "build_ssl_context"]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -80,13 +81,19 @@ def build_ssl_context(
     check_hostname: bool = True,
 ) -> ssl.SSLContext:
     """A client context: system CAs (or ``cafile``), a client certificate for mTLS."""
-    for name, path in (("ssl_cafile", cafile), ("ssl_certfile", certfile), ("ssl_keyfile", keyfile)):
+    for name, path in (
+        ("ssl_cafile", cafile),
+        ("ssl_certfile", certfile),
+        ("ssl_keyfile", keyfile),
+    ):
         if path is not None and not os.path.isfile(path):
             raise ConfigurationError(f"{name}: no such file: {path!r}")
     try:
         context = ssl.create_default_context(cafile=cafile)
     except (ssl.SSLError, ValueError) as exc:
-        raise ConfigurationError(f"ssl_cafile {cafile!r} holds no usable PEM certificate: {exc}") from None
+        raise ConfigurationError(
+            f"ssl_cafile {cafile!r} holds no usable PEM certificate: {exc}"
+        ) from None
     if certfile is not None:
         _load_cert_chain(context, certfile, keyfile, password)
     elif keyfile is not None:
@@ -131,7 +138,9 @@ def _load_cert_chain(
         # The password is never part of OpenSSL's message.
         reason = str(exc.reason or exc)
         if asked and "MISMATCH" not in reason.upper():
-            problem = f"ssl_password does not decrypt the private key in {key_setting} {key!r} ({reason})"
+            problem = (
+                f"ssl_password does not decrypt the private key in {key_setting} {key!r} ({reason})"
+            )
         else:
             problem = (
                 f"ssl_certfile {certfile!r} / ssl_keyfile {key!r} could not be loaded "
@@ -155,7 +164,9 @@ def build_security(config: SecuritySettings) -> Security:
     uses_ssl = protocol in ("SSL", "SASL_SSL")
     uses_sasl = protocol.startswith("SASL_")
     if not isinstance(config.ssl_check_hostname, bool):
-        raise ConfigurationError(f"ssl_check_hostname must be True or False, got {config.ssl_check_hostname!r}")
+        raise ConfigurationError(
+            f"ssl_check_hostname must be True or False, got {config.ssl_check_hostname!r}"
+        )
     context: ssl.SSLContext | None = None
     if uses_ssl:
         if config.ssl_context is not None:
@@ -203,7 +214,9 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
             f"sasl_mechanism {config.sasl_mechanism!r} is not supported (supported: {', '.join(MECHANISMS)})"
         )
     if mechanism != "OAUTHBEARER":
-        oauth = [n for n in _SASL_FIELDS if n.startswith("sasl_oauth") and getattr(config, n) is not None]
+        oauth = [
+            n for n in _SASL_FIELDS if n.startswith("sasl_oauth") and getattr(config, n) is not None
+        ]
         if oauth:
             raise ConfigurationError(f"{', '.join(oauth)} only apply to sasl_mechanism=OAUTHBEARER")
         if not config.sasl_plain_username:

@@ -48,8 +48,14 @@ class BulkAPI:
         self._interceptors = interceptors
 
     async def enqueue_many(
-        self, topic: str, values: Any, keys: Any, headers: Any, partition: Any,
-        timestamp_ms: Any, progress: BulkProgress | None,
+        self,
+        topic: str,
+        values: Any,
+        keys: Any,
+        headers: Any,
+        partition: Any,
+        timestamp_ms: Any,
+        progress: BulkProgress | None,
     ) -> asyncio.Future[BulkResult]:
         """``Producer.enqueue_many``: claims ``progress`` and fills it, cancelled or not."""
         if progress is None:
@@ -66,8 +72,14 @@ class BulkAPI:
             raise
 
     async def _enqueue_many(
-        self, topic: str, values: Any, keys: Any, headers: Any, partition: Any,
-        timestamp_ms: Any, progress: BulkProgress,
+        self,
+        topic: str,
+        values: Any,
+        keys: Any,
+        headers: Any,
+        partition: Any,
+        timestamp_ms: Any,
+        progress: BulkProgress,
     ) -> asyncio.Future[BulkResult]:
         bulk = self._run().bulk
         prep = self._serializers.prep
@@ -81,7 +93,15 @@ class BulkAPI:
         enqueue = functools.partial(bulk.enqueue_many, serializers=serializers, progress=progress)
         if self._interceptors is not None:
             return await intercepted_enqueue_many(
-                self._interceptors, enqueue,
-                topic, values, keys, headers, partition, timestamp_ms, serializers, progress,
+                self._interceptors,
+                enqueue,
+                topic,
+                values,
+                keys,
+                headers,
+                partition,
+                timestamp_ms,
+                serializers,
+                progress,
             )
         return await enqueue(topic, values, keys, headers, partition, timestamp_ms)

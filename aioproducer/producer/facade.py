@@ -80,7 +80,9 @@ _client_numbers = itertools.count(1)
 
 
 class Producer(
-    LoopBindingMixin, LifecycleMixin, TransactionalProducerMixin,
+    LoopBindingMixin,
+    LifecycleMixin,
+    TransactionalProducerMixin,
     ProducerConstructor,
 ):
     """An asyncio Kafka producer with the Java producer's semantics.
@@ -143,7 +145,9 @@ class Producer(
         self._max_block = config.max_block_ms / 1000
         self._metadata_wait = MetadataWait(self._log, self._max_block)
         self._serializers = SerializerBinding(config.key_serializer, config.value_serializer)
-        self._max_record = min(config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD)
+        self._max_record = min(
+            config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD
+        )
         # The largest record bound the unkeyed fast path of enqueue takes.
         self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
         self._custom_partitioner = config.partitioner
@@ -153,7 +157,8 @@ class Producer(
             enabled=config.metrics_enabled,
         )
         add_producer_gauges(
-            self._metrics, self._pool,
+            self._metrics,
+            self._pool,
             sender=lambda: None if self._running is None else self._running.sender,
             client=lambda: None if self._running is None else self._running.client,
             interceptors=lambda: self._interceptors,
@@ -261,7 +266,11 @@ class Producer(
             # now, the record would never resolve or land outside any
             # transaction (Java checks again in maybeAddPartition after its waits).
             running = self._check_can_send()
-        if type(value) is not bytes or (key is not None and type(key) is not bytes) or serializers.active:
+        if (
+            type(value) is not bytes
+            or (key is not None and type(key) is not bytes)
+            or serializers.active
+        ):
             key, value = serializers.serialize(topic, key, value)
         if headers is not None:
             headers = check_headers(headers)
@@ -270,8 +279,11 @@ class Producer(
             header_size = 1
         if timestamp_ms is None:
             timestamp_ms = time_ns() // 1_000_000
-        elif (isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int)
-              or not 0 <= timestamp_ms <= MAX_TIMESTAMP_MS):
+        elif (
+            isinstance(timestamp_ms, bool)
+            or not isinstance(timestamp_ms, int)
+            or not 0 <= timestamp_ms <= MAX_TIMESTAMP_MS
+        ):
             raise ValueError(
                 f"timestamp_ms must be an int from 0 to 2**63-1 (ms since the epoch), "
                 f"got {timestamp_ms!r}"
@@ -282,31 +294,52 @@ class Producer(
         size = MAX_RECORD_OVERHEAD + header_size + key_size + value_size + 12
         if size + RECORD_BATCH_OVERHEAD > self._max_record:
             check_record_size(
-                size + RECORD_BATCH_OVERHEAD, self.config.max_request_size, self.config.buffer_memory
+                size + RECORD_BATCH_OVERHEAD,
+                self.config.max_request_size,
+                self.config.buffer_memory,
             )
         reserve = size + RECORD_HANDLE_OVERHEAD  # the record's future and bookkeeping too
         # 3. The topic's metadata, then buffer memory: the only waits, within max_block_ms.
         admission = running.admission
         info = running.client.snapshot.topics.get(topic)
-        if (info is None or not info.partitions
-                or (type(partition) is int and partition >= len(info.partitions))
-                or not self._pool.try_reserve(reserve)):
+        if (
+            info is None
+            or not info.partitions
+            or (type(partition) is int and partition >= len(info.partitions))
+            or not self._pool.try_reserve(reserve)
+        ):
             info = await self._wait_for_room(admission, topic, info, partition, reserve)
         # 4. Its partition and batch: nothing waits from here on.
         return admission.place(
-            topic, info, partition, key, value, headers, timestamp_ms,
+            topic,
+            info,
+            partition,
+            key,
+            value,
+            headers,
+            timestamp_ms,
             ((key_size + 1) << 32) | (value_size + 1),  # batch.pack_sizes, inlined
-            size, reserve,
+            size,
+            reserve,
         )
 
     async def _wait_for_room(
-        self, admission: Admission, topic: str, info: TopicInfo | None, partition: int | None, reserve: int
+        self,
+        admission: Admission,
+        topic: str,
+        info: TopicInfo | None,
+        partition: int | None,
+        reserve: int,
     ) -> TopicInfo:
         """Step 3 when something must be waited for: the topic's metadata (an unknown
         topic, or a partition not in the metadata, added since the last refresh?), then
         ``reserve`` bytes of buffer memory (not reserved yet), within ``max_block_ms``."""
         deadline = admission.deadline()
-        if info is None or not info.partitions or (type(partition) is int and partition >= len(info.partitions)):
+        if (
+            info is None
+            or not info.partitions
+            or (type(partition) is int and partition >= len(info.partitions))
+        ):
             info = await admission.topic_info(topic, partition)
         await admission.reserve(reserve, deadline)
         # We waited: the producer or the transaction may have moved on.
@@ -344,8 +377,15 @@ class Producer(
     # -- bulk ------------------------------------------------------------------
 
     async def enqueue_many(
-        self, topic: str, values: Any, *, keys: Any = None, headers: Any = None,
-        partition: Any = None, timestamp_ms: Any = None, progress: BulkProgress | None = None,
+        self,
+        topic: str,
+        values: Any,
+        *,
+        keys: Any = None,
+        headers: Any = None,
+        partition: Any = None,
+        timestamp_ms: Any = None,
+        progress: BulkProgress | None = None,
     ) -> asyncio.Future[BulkResult]:
         """Buffer many records of ``topic`` in one pass; one future for all (see :mod:`~aioproducer.bulk`).
 
@@ -438,7 +478,16 @@ class Producer(
     def _parts(self) -> Parts:
         """What start() wires together (see running.Running.build)."""
         return Parts(
-            self.config, self.client_id, self._acc, self._pool, self._sticky, self._metrics,
-            self._metadata_wait, self._shortcut, self._max_block, self._max_unkeyed,
-            self._serializers.active, self._check_open,
+            self.config,
+            self.client_id,
+            self._acc,
+            self._pool,
+            self._sticky,
+            self._metrics,
+            self._metadata_wait,
+            self._shortcut,
+            self._max_block,
+            self._max_unkeyed,
+            self._serializers.active,
+            self._check_open,
         )

@@ -47,8 +47,8 @@ ADVICE = (
     "thread, run calls on the producer's loop with asyncio.run_coroutine_threadsafe). With "
     "pytest-asyncio, a fixture that makes a producer and the tests using it must run on one "
     "loop: give them the same loop scope, e.g. a function-scoped fixture for tests on the "
-    "function loop (the default), or @pytest_asyncio.fixture(scope=\"module\", "
-    "loop_scope=\"module\") with @pytest.mark.asyncio(loop_scope=\"module\") on the tests."
+    'function loop (the default), or @pytest_asyncio.fixture(scope="module", '
+    'loop_scope="module") with @pytest.mark.asyncio(loop_scope="module") on the tests.'
 )
 
 
@@ -83,7 +83,10 @@ class _RunningIn:
 
 def _mark(loop: asyncio.AbstractEventLoop) -> Any:
     """The per-call mark of ``loop``, which is running in this thread now."""
-    if isinstance(loop, asyncio.BaseEventLoop) and getattr(loop, "_thread_id", None) == _get_ident():
+    if (
+        isinstance(loop, asyncio.BaseEventLoop)
+        and getattr(loop, "_thread_id", None) == _get_ident()
+    ):
         return loop
     return _RunningIn(loop)
 
@@ -93,8 +96,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
 
 
 def loop_error(owner: asyncio.AbstractEventLoop, what: str) -> errors.ProducerLoopError:
@@ -221,7 +222,8 @@ class LoopBindingMixin:
             return
         self._log.warning(
             "closed from another event loop after its own loop had closed: %d record(s) "
-            "never acknowledged were failed", pending,
+            "never acknowledged were failed",
+            pending,
         )
         raise errors.ProducerLoopError(
             f"{pending} record(s) were never acknowledged (they may or may not have been "
@@ -248,10 +250,12 @@ class LoopBindingMixin:
             _fail_batch(batch, errors.delivery_error(error, batch.maybe_written or batch.in_flight))
         running = self._running
         if running is not None:
-            pending += running.bulk.abandon(errors.ProducerLoopError(
-                "the event loop of the producer was closed before this record was buffered "
-                "(it was not sent)"
-            ))
+            pending += running.bulk.abandon(
+                errors.ProducerLoopError(
+                    "the event loop of the producer was closed before this record was buffered "
+                    "(it was not sent)"
+                )
+            )
             try:
                 # Every batch is decided now: this only settles the memory,
                 # sequence and transaction bookkeeping, and fails nothing twice.

@@ -111,17 +111,33 @@ class Running:
                 retry_backoff_ms=cfg.retry_backoff_ms,
                 wake_sender=lambda: sender.wakeup(),
             )
-        sender = Sender(cfg, client, acc, pool, seq, txn, parts.metrics if cfg.metrics_enabled else None)
+        sender = Sender(
+            cfg, client, acc, pool, seq, txn, parts.metrics if cfg.metrics_enabled else None
+        )
         sender.start()
         admission = Admission(
-            accumulator=acc, pool=pool, sticky=parts.sticky, client=client,
-            sender=sender, txn=txn, shortcut=parts.shortcut,
+            accumulator=acc,
+            pool=pool,
+            sticky=parts.sticky,
+            client=client,
+            sender=sender,
+            txn=txn,
+            shortcut=parts.shortcut,
             partitioner=cfg.partitioner,
-            ignore_keys=cfg.partitioner_ignore_keys, max_block=parts.max_block,
-            metadata_wait=parts.metadata_wait, fills_lanes=not parts.serializing,
+            ignore_keys=cfg.partitioner_ignore_keys,
+            max_block=parts.max_block,
+            metadata_wait=parts.metadata_wait,
+            fills_lanes=not parts.serializing,
         )
         bulk = BulkAppender(
-            cfg, client, admission, parts.sticky, txn, sender.wakeup, parts.check_open, parts.metadata_wait,
+            cfg,
+            client,
+            admission,
+            parts.sticky,
+            txn,
+            sender.wakeup,
+            parts.check_open,
+            parts.metadata_wait,
         )
         # The lanes wake the sender for a batch they fill, as Admission.place does.
         lane = UnkeyedLane(parts.sticky, pool, client, parts.max_unkeyed, sender.wakeup)

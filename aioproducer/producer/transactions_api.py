@@ -50,6 +50,7 @@ __all__ = ["TransactionalProducerMixin"]
 # The producer itself, typed without importing producer.py (which imports this module).
 _P = TypeVar("_P", bound="TransactionalProducerMixin")
 
+
 class TransactionalProducerMixin:
     """Transaction methods of :class:`~aioproducer.Producer`; not used on its own."""
 
@@ -74,8 +75,6 @@ class TransactionalProducerMixin:
                 "transactions need a transactional_id in the producer configuration"
             )
         return txn
-
-
 
     async def init_transactions(self) -> None:
         """Get the producer id for ``transactional_id``, fencing older producers.
@@ -142,8 +141,11 @@ class TransactionalProducerMixin:
                     f"{'aborted' if commit else 'committed'} it"
                 )
         link = CoordinatorLink(
-            running.client, self._log, prepared.transactional_id,
-            self.config.max_block_ms / 1000, self.config.retry_backoff_ms / 1000,
+            running.client,
+            self._log,
+            prepared.transactional_id,
+            self.config.max_block_ms / 1000,
+            self.config.retry_backoff_ms / 1000,
         )
         await end_prepared(link, prepared, commit)
 
@@ -171,7 +173,9 @@ class TransactionalProducerMixin:
     async def _abort(self, txn: TransactionManager, sender: Sender) -> None:
         txn.start_abort()
         sender.abort_queued(
-            errors.TransactionAbortedError("the transaction was aborted before this record was sent")
+            errors.TransactionAbortedError(
+                "the transaction was aborted before this record was sent"
+            )
         )
         if not await self._wait_batches(list(self._acc.incomplete), self._max_block):
             raise errors.KafkaTimeoutError(
@@ -236,7 +240,9 @@ class TransactionalProducerMixin:
         commit_error: BaseException | None = None
         deadline = None if timeout is None else time.monotonic() + timeout
         if state is state.COMMITTING and not txn.preparing:
-            self._log.info("finishing on close the commit of %r that timed out", txn.transactional_id)
+            self._log.info(
+                "finishing on close the commit of %r that timed out", txn.transactional_id
+            )
             try:
                 await asyncio.wait_for(self._commit_on_close(txn), timeout)
                 return None
@@ -253,10 +259,17 @@ class TransactionalProducerMixin:
                     )
                     error.__cause__ = exc
                     return error
-        elif state not in (state.IN_TRANSACTION, state.ABORTABLE_ERROR, state.ABORTING, state.COMMITTING):
+        elif state not in (
+            state.IN_TRANSACTION,
+            state.ABORTABLE_ERROR,
+            state.ABORTING,
+            state.COMMITTING,
+        ):
             return None
         else:
-            self._log.info("aborting the incomplete transaction of %r on close", txn.transactional_id)
+            self._log.info(
+                "aborting the incomplete transaction of %r on close", txn.transactional_id
+            )
         try:
             # What the commit attempt left of close's bound; the abort gets a
             # moment even at 0, to send what it can.

@@ -153,9 +153,17 @@ SASL_AUTHENTICATE: Api[SaslAuthenticateRequest, SaslAuthenticateResponse] = Api(
 APIS_BY_KEY: dict[int, Api[Any, Any]] = {
     api.key: api
     for api in (
-        API_VERSIONS, METADATA, PRODUCE, FIND_COORDINATOR, INIT_PRODUCER_ID,
-        ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT,
-        SASL_HANDSHAKE, SASL_AUTHENTICATE,
+        API_VERSIONS,
+        METADATA,
+        PRODUCE,
+        FIND_COORDINATOR,
+        INIT_PRODUCER_ID,
+        ADD_PARTITIONS_TO_TXN,
+        ADD_OFFSETS_TO_TXN,
+        END_TXN,
+        TXN_OFFSET_COMMIT,
+        SASL_HANDSHAKE,
+        SASL_AUTHENTICATE,
     )
 }
 

@@ -145,7 +145,9 @@ def _headers_bytes_pure(headers: Iterable[Any]) -> bytes:
             try:
                 kb = plain(name, "")
             except TypeError:
-                raise type_error(name, f"headers[{i}]", "name must be a str or bytes-like") from None
+                raise type_error(
+                    name, f"headers[{i}]", "name must be a str or bytes-like"
+                ) from None
         klen = len(kb)
         out += table[klen << 1] if klen < 8192 else _varint_bytes(klen)
         out += kb
@@ -155,7 +157,9 @@ def _headers_bytes_pure(headers: Iterable[Any]) -> bytes:
             try:
                 vb = hvalue if type(hvalue) is bytes else plain(hvalue, "")
             except TypeError:
-                raise type_error(hvalue, f"headers[{i}]", "value must be bytes-like or None") from None
+                raise type_error(
+                    hvalue, f"headers[{i}]", "value must be bytes-like or None"
+                ) from None
             vlen = len(vb)
             out += table[vlen << 1] if vlen < 8192 else _varint_bytes(vlen)
             out += vb
@@ -238,7 +242,9 @@ class RecordBatchBuilderPy:
         self.codec = codec if type(codec) is Codec else Codec(codec)
         self.batch_size = operator.index(batch_size)
         self.is_transactional = bool(is_transactional)
-        self.compression_level = None if compression_level is None else operator.index(compression_level)
+        self.compression_level = (
+            None if compression_level is None else operator.index(compression_level)
+        )
         self.record_count = 0
         self.base_timestamp = -1
         self.max_timestamp = -1
@@ -371,22 +377,36 @@ class RecordBatchBuilderPy:
         parts: list[bytes | bytearray | memoryview] = []
         extend = parts.extend
         uniform = -1
-        if (keys is None and order is None and lengths is not None
-                and type(lengths) in LENGTH_TYPES
-                and stop - start >= _UNIFORM_MIN_RUN and 0 <= start and stop <= len(lengths)):
+        if (
+            keys is None
+            and order is None
+            and lengths is not None
+            and type(lengths) in LENGTH_TYPES
+            and stop - start >= _UNIFORM_MIN_RUN
+            and 0 <= start
+            and stop <= len(lengths)
+        ):
             # Only the records that could fit are looked at: a record takes at
             # least 7 bytes besides its value (one per varint and attributes).
             # Past them the batch is full whatever the lengths are.
             window = min(stop, start + max(0, room) // (max(0, lengths[start]) + 7) + 1)
             run = lengths[start:window]
             # Taken only if the values really are plain bytes of that length.
-            if (len(run) >= _UNIFORM_MIN_RUN and run[0] >= 0 and min(run) == max(run)
-                    and plain_run(values, start, window, run[0])):
+            if (
+                len(run) >= _UNIFORM_MIN_RUN
+                and run[0] >= 0
+                and min(run) == max(run)
+                and plain_run(values, start, window, run[0])
+            ):
                 uniform = run[0]
         if uniform >= 0:
-            count += encode_uniform_run(parts, values, start, window, uniform, fixed, hdr, count, room)
+            count += encode_uniform_run(
+                parts, values, start, window, uniform, fixed, hdr, count, room
+            )
         elif keys is None:
-            count = encode_unkeyed_loop(parts, values, indices, fixed, hdr, count, room, table, plain_at)
+            count = encode_unkeyed_loop(
+                parts, values, indices, fixed, hdr, count, room, table, plain_at
+            )
         else:
             for i in indices:
                 value = values[i]
@@ -480,8 +500,16 @@ class RecordBatchBuilderPy:
         buf = self._buf
         if self.codec == Codec.NONE:
             _TAIL.pack_into(
-                buf, _ATTRIBUTES_OFFSET, attributes, count - 1, self.base_timestamp,
-                self.max_timestamp, producer_id, producer_epoch, base_sequence, count,
+                buf,
+                _ATTRIBUTES_OFFSET,
+                attributes,
+                count - 1,
+                self.base_timestamp,
+                self.max_timestamp,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                count,
             )
             _HEAD.pack_into(buf, 0, 0, len(buf) - 12, _NO_PARTITION_LEADER_EPOCH, MAGIC)
             _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
@@ -516,7 +544,10 @@ else:
 
 
 def restamp_producer_state(
-    batch: bytes | bytearray | memoryview, *, producer_id: int, producer_epoch: int,
+    batch: bytes | bytearray | memoryview,
+    *,
+    producer_id: int,
+    producer_epoch: int,
     base_sequence: int,
 ) -> bytes:
     """Rewrite a built batch's producer id, epoch and base sequence.

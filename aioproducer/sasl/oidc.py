@@ -71,9 +71,13 @@ class ClientCredentialsTokenProvider:
         if not 0 < refresh_window <= 1:
             raise errors.ConfigurationError("refresh_window must be in (0, 1]")
         if not 0 <= refresh_window_jitter <= 1 - refresh_window:
-            raise errors.ConfigurationError("refresh_window_jitter must be in [0, 1 - refresh_window]")
+            raise errors.ConfigurationError(
+                "refresh_window_jitter must be in [0, 1 - refresh_window]"
+            )
         if refresh_min_period_s < 0 or refresh_buffer_s < 0:
-            raise errors.ConfigurationError("refresh_min_period_s and refresh_buffer_s must be >= 0")
+            raise errors.ConfigurationError(
+                "refresh_min_period_s and refresh_buffer_s must be >= 0"
+            )
         if not 0 < retry_backoff_ms <= retry_backoff_max_ms:
             raise errors.ConfigurationError("need 0 < retry_backoff_ms <= retry_backoff_max_ms")
         self.token_endpoint_url = token_endpoint_url
@@ -125,14 +129,17 @@ class ClientCredentialsTokenProvider:
         url = self.token_endpoint_url
         failure: str | None = None
         try:
-            async with aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self._timeout)
-            ) as session, session.post(
-                url,
-                data=data,
-                headers={"Accept": "application/json", "Authorization": self._basic_auth()},
-                ssl=self._ssl if self._ssl is not None else True,
-            ) as response:
+            async with (
+                aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=self._timeout)
+                ) as session,
+                session.post(
+                    url,
+                    data=data,
+                    headers={"Accept": "application/json", "Authorization": self._basic_auth()},
+                    ssl=self._ssl if self._ssl is not None else True,
+                ) as response,
+            ):
                 raw = await response.read()
                 status = response.status
                 charset = response.get_encoding() if raw else "utf-8"
@@ -148,10 +155,14 @@ class ClientCredentialsTokenProvider:
             # Raised outside the handler, so the aiohttp error is not chained
             # (__context__) to it either. Unreachable for now: retried like a
             # broker connection.
-            raise errors.ConnectionFailedError(f"OAUTHBEARER: token endpoint {url} failed: {failure}")
+            raise errors.ConnectionFailedError(
+                f"OAUTHBEARER: token endpoint {url} failed: {failure}"
+            )
         body = raw.decode(charset, "replace")
         if status >= 500:
-            raise errors.ConnectionFailedError(f"OAUTHBEARER: token endpoint {url} answered HTTP {status}")
+            raise errors.ConnectionFailedError(
+                f"OAUTHBEARER: token endpoint {url} answered HTTP {status}"
+            )
         if status != 200:
             # 4xx: the endpoint refused these client credentials. Its answer is
             # shown, with anything that echoes the credentials blanked out.

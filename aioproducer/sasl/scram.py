@@ -139,7 +139,9 @@ class ScramExchange:
         return hmac.new(key, message, self._hash).digest()
 
     def _failure(self, why: str) -> errors.KafkaError:
-        return errors.SaslAuthenticationError(f"{self.mechanism} for user {self._username!r}: {why}")
+        return errors.SaslAuthenticationError(
+            f"{self.mechanism} for user {self._username!r}: {why}"
+        )
 
 
 def _attributes(message: str) -> dict[str, str]:

@@ -172,8 +172,12 @@ class RefreshingToken:
             self._token = token
             self._expires_at = started + lifetime
             delay = refresh_delay(
-                lifetime, random.random(), window=self._window, jitter=self._jitter,
-                min_period=self._min_period, buffer=self._buffer,
+                lifetime,
+                random.random(),
+                window=self._window,
+                jitter=self._jitter,
+                min_period=self._min_period,
+                buffer=self._buffer,
             )
             self._refresh_at = started + delay
             self._failures = 0
@@ -194,7 +198,10 @@ class RefreshingToken:
         log.warning(
             "refreshing the token from %s failed (%s); the current token stays in use "
             "(valid %.1f s more), next attempt in %.1f s",
-            self._describe, exc.message or exc, remaining, delay,
+            self._describe,
+            exc.message or exc,
+            remaining,
+            delay,
         )
         # Callers keep the current token until the retry, instead of each
         # starting a fetch of its own.

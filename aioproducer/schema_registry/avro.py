@@ -49,7 +49,7 @@ def _without_length(encoded: bytes) -> bytes:
     i = 0
     while encoded[i] & 0x80:
         i += 1
-    return encoded[i + 1:]
+    return encoded[i + 1 :]
 
 
 def _fastavro() -> Any:
@@ -73,8 +73,12 @@ class AvroSerializer(SchemaSerializer):
     schema_type: ClassVar[str] = "AVRO"
 
     def __init__(
-        self, client: Any, schema_str: str | None = None, *,
-        to_dict: Callable[[Any], Any] | None = None, **options: Any,
+        self,
+        client: Any,
+        schema_str: str | None = None,
+        *,
+        to_dict: Callable[[Any], Any] | None = None,
+        **options: Any,
     ) -> None:
         self._to_dict = to_dict
         super().__init__(client, schema_str, **options)
@@ -158,8 +162,9 @@ class AvroSerializer(SchemaSerializer):
             append = ends.append
             for obj in objs:
                 if obj is not None:
-                    write_data(buf, obj if to_dict is None else to_dict(obj), schema, named, "",
-                               options)
+                    write_data(
+                        buf, obj if to_dict is None else to_dict(obj), schema, named, "", options
+                    )
                 append(len(buf))
             data = memoryview(buf)
             out: list[bytes | None] = []

@@ -41,10 +41,17 @@ CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 # Statuses that mean "try again": the registry is starting, overloaded or
 # forwarding to a leader that moved.
 RETRIABLE = frozenset({500, 502, 503, 504})
-COMPATIBILITY_LEVELS = frozenset({
-    "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE",
-    "FULL", "FULL_TRANSITIVE",
-})
+COMPATIBILITY_LEVELS = frozenset(
+    {
+        "NONE",
+        "BACKWARD",
+        "BACKWARD_TRANSITIVE",
+        "FORWARD",
+        "FORWARD_TRANSITIVE",
+        "FULL",
+        "FULL_TRANSITIVE",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -118,8 +125,13 @@ def _import_aiohttp() -> Any:
     return aiohttp
 
 
-_FINAL_ALERTS = ("CERTIFICATE", "UNKNOWN_CA", "HANDSHAKE_FAILURE", "ACCESS_DENIED",
-                 "PROTOCOL_VERSION")
+_FINAL_ALERTS = (
+    "CERTIFICATE",
+    "UNKNOWN_CA",
+    "HANDSHAKE_FAILURE",
+    "ACCESS_DENIED",
+    "PROTOCOL_VERSION",
+)
 _SSL_REASON = re.compile(r"\[SSL: ([A-Z0-9_]+)\]")
 
 
@@ -133,8 +145,11 @@ def _ssl_reason(exc: BaseException) -> tuple[str, str] | None:
     for _ in range(5):
         if seen is None:
             break
-        for candidate in (getattr(seen, "certificate_error", None),
-                          getattr(seen, "os_error", None), seen):
+        for candidate in (
+            getattr(seen, "certificate_error", None),
+            getattr(seen, "os_error", None),
+            seen,
+        ):
             if isinstance(candidate, ssl_module.SSLCertVerificationError):
                 detail = getattr(candidate, "verify_message", None) or candidate
                 return "CERTIFICATE_VERIFY_FAILED", str(detail)
@@ -157,7 +172,9 @@ def _describe(exc: BaseException, url: str, timeout_s: float) -> tuple[str, bool
     if tls is not None:
         reason, detail = tls
         if reason == "CERTIFICATE_VERIFY_FAILED":
-            what = f"TLS: the registry's certificate is not trusted ({detail}); check ssl.ca.location"
+            what = (
+                f"TLS: the registry's certificate is not trusted ({detail}); check ssl.ca.location"
+            )
             return what, True
         if "ALERT" in reason:
             what = (
@@ -260,7 +277,10 @@ class SchemaRegistryClient:
         if basic_auth is not None and bearer_token is not None:
             raise ConfigurationError("Schema Registry: basic auth and a bearer token both given")
         if (
-            timeout_s <= 0 or max_retries < 0 or retry_backoff_s < 0 or cache_capacity < 1
+            timeout_s <= 0
+            or max_retries < 0
+            or retry_backoff_s < 0
+            or cache_capacity < 1
             or max_in_flight < 1
         ):
             raise ConfigurationError(
@@ -340,8 +360,13 @@ class SchemaRegistryClient:
     # -- the HTTP exchange -----------------------------------------------------
 
     async def _request(
-        self, method: str, path: str, body: Any = None, params: Mapping[str, str] | None = None,
-        *, subject: str | None = None,
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        *,
+        subject: str | None = None,
     ) -> Any:
         """One REST call with bounded retries; the decoded JSON answer or a typed error.
 
@@ -387,7 +412,7 @@ class SchemaRegistryClient:
                 raise errors.SchemaRegistryUnavailableError(
                     f"Schema Registry {label} failed after {attempt + 1} attempt(s): {last}"
                 )
-            delay = min(self._backoff * (2 ** attempt), self._backoff_max)
+            delay = min(self._backoff * (2**attempt), self._backoff_max)
             log.debug("Schema Registry %s: %s; retrying in %.3fs", label, last, delay)
             attempt += 1
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
@@ -427,8 +452,11 @@ class SchemaRegistryClient:
         if cached is not None:
             return int(cached)
         answer = await self._request(
-            "POST", "/subjects/{subject}/versions", schema.body(),
-            {"normalize": "true" if normalize else "false"}, subject=subject,
+            "POST",
+            "/subjects/{subject}/versions",
+            schema.body(),
+            {"normalize": "true" if normalize else "false"},
+            subject=subject,
         )
         schema_id = int(answer["id"])
         self._ids.put(key, schema_id)
@@ -440,8 +468,11 @@ class SchemaRegistryClient:
     ) -> RegisteredSchema:
         """The version of ``subject`` holding ``schema`` (SchemaNotFoundError if none)."""
         answer = await self._request(
-            "POST", "/subjects/{subject}", schema.body(),
-            {"normalize": "true" if normalize else "false"}, subject=subject,
+            "POST",
+            "/subjects/{subject}",
+            schema.body(),
+            {"normalize": "true" if normalize else "false"},
+            subject=subject,
         )
         found = self._registered(answer, subject)
         self._ids.put((subject, schema, normalize), found.schema_id)
@@ -488,7 +519,9 @@ class SchemaRegistryClient:
     ) -> bool:
         """Whether ``schema`` may be registered under ``subject`` (its compatibility level)."""
         answer = await self._request(
-            "POST", f"/compatibility/subjects/{{subject}}/versions/{version}", schema.body(),
+            "POST",
+            f"/compatibility/subjects/{{subject}}/versions/{version}",
+            schema.body(),
             subject=subject,
         )
         return bool(answer.get("is_compatible"))

@@ -22,28 +22,30 @@ from ..errors import ConfigurationError
 
 __all__ = ["PREFIX", "PROPERTIES", "client_kwargs", "ssl_context"]
 
-PROPERTIES = frozenset({
-    "url",
-    "basic.auth.user.info",
-    "basic.auth.credentials.source",
-    "bearer.auth.token",
-    "bearer.auth.credentials.source",
-    "bearer.auth.logical.cluster",
-    "bearer.auth.identity.pool.id",
-    "ssl.ca.location",
-    "ssl.certificate.location",
-    "ssl.key.location",
-    "ssl.key.password",
-    "ssl.endpoint.identification.algorithm",
-    "request.timeout.ms",
-    "timeout",
-    "max.retries",
-    "retries.wait.ms",
-    "retries.max.wait.ms",
-    "latest.cache.ttl.secs",
-    "cache.latest.ttl.sec",
-    "cache.capacity",
-})
+PROPERTIES = frozenset(
+    {
+        "url",
+        "basic.auth.user.info",
+        "basic.auth.credentials.source",
+        "bearer.auth.token",
+        "bearer.auth.credentials.source",
+        "bearer.auth.logical.cluster",
+        "bearer.auth.identity.pool.id",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "ssl.key.password",
+        "ssl.endpoint.identification.algorithm",
+        "request.timeout.ms",
+        "timeout",
+        "max.retries",
+        "retries.wait.ms",
+        "retries.max.wait.ms",
+        "latest.cache.ttl.secs",
+        "cache.latest.ttl.sec",
+        "cache.capacity",
+    }
+)
 #: The prefix Confluent's clients put before a registry property name (optional here).
 PREFIX = "schema.registry."
 

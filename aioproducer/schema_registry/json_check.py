@@ -31,16 +31,50 @@ __all__ = ["compile_check"]
 Check = Callable[[Any], bool]
 
 # Keywords that assert nothing about a value (annotations, containers of subschemas).
-_ANNOTATIONS = frozenset({
-    "$schema", "$id", "id", "$comment", "title", "description", "default", "examples",
-    "readOnly", "writeOnly", "deprecated", "definitions", "$defs", "format",
-})
-_SUPPORTED = frozenset({
-    "type", "properties", "required", "additionalProperties", "items", "enum", "const",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-    "pattern", "minItems", "maxItems", "minProperties", "maxProperties",
-    "allOf", "anyOf", "oneOf", "not",
-})
+_ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "id",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+        "definitions",
+        "$defs",
+        "format",
+    }
+)
+_SUPPORTED = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+    }
+)
 
 
 class _Unsupported(Exception):
@@ -167,8 +201,10 @@ class _Compiler:
     def _numbers(self, schema: dict[str, Any]) -> list[Check]:
         out: list[Check] = []
         for keyword, holds in (
-            ("minimum", lambda v, b: v >= b), ("maximum", lambda v, b: v <= b),
-            ("exclusiveMinimum", lambda v, b: v > b), ("exclusiveMaximum", lambda v, b: v < b),
+            ("minimum", lambda v, b: v >= b),
+            ("maximum", lambda v, b: v <= b),
+            ("exclusiveMinimum", lambda v, b: v > b),
+            ("exclusiveMaximum", lambda v, b: v < b),
         ):
             if keyword not in schema:
                 continue
@@ -184,9 +220,9 @@ class _Compiler:
         if low is not None or high is not None:
             lo = 0 if low is None else int(low)
             hi = None if high is None else int(high)
-            out.append(lambda x: not isinstance(x, str) or (
-                len(x) >= lo and (hi is None or len(x) <= hi)
-            ))
+            out.append(
+                lambda x: not isinstance(x, str) or (len(x) >= lo and (hi is None or len(x) <= hi))
+            )
         if "pattern" in schema:
             search = re.compile(schema["pattern"]).search
             out.append(lambda x: not isinstance(x, str) or search(x) is not None)
@@ -204,9 +240,9 @@ class _Compiler:
         if low is not None or high is not None:
             lo = 0 if low is None else int(low)
             hi = None if high is None else int(high)
-            out.append(lambda x: not isinstance(x, list) or (
-                len(x) >= lo and (hi is None or len(x) <= hi)
-            ))
+            out.append(
+                lambda x: not isinstance(x, list) or (len(x) >= lo and (hi is None or len(x) <= hi))
+            )
         return out
 
     def _objects(self, schema: dict[str, Any]) -> list[Check]:
@@ -242,9 +278,9 @@ class _Compiler:
         if low is not None or high is not None:
             lo = 0 if low is None else int(low)
             hi = None if high is None else int(high)
-            out.append(lambda x: not isinstance(x, dict) or (
-                len(x) >= lo and (hi is None or len(x) <= hi)
-            ))
+            out.append(
+                lambda x: not isinstance(x, dict) or (len(x) >= lo and (hi is None or len(x) <= hi))
+            )
         return out
 
     def _combinators(self, schema: dict[str, Any]) -> list[Check]:

@@ -34,8 +34,13 @@ class JsonSchemaSerializer(SchemaSerializer):
     schema_type: ClassVar[str] = "JSON"
 
     def __init__(
-        self, client: Any, schema_str: str | None = None, *, validate: bool = True,
-        to_dict: Callable[[Any], Any] | None = None, **options: Any,
+        self,
+        client: Any,
+        schema_str: str | None = None,
+        *,
+        validate: bool = True,
+        to_dict: Callable[[Any], Any] | None = None,
+        **options: Any,
     ) -> None:
         self._validate = validate
         self._to_dict = to_dict

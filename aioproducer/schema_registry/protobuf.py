@@ -72,8 +72,12 @@ class ProtobufSerializer(SchemaSerializer):
     schema_type: ClassVar[str] = "PROTOBUF"
 
     def __init__(
-        self, client: Any, message_type: type, *,
-        reference_subject: Callable[[str], str] | None = None, **options: Any,
+        self,
+        client: Any,
+        message_type: type,
+        *,
+        reference_subject: Callable[[str], str] | None = None,
+        **options: Any,
     ) -> None:
         descriptor = getattr(message_type, "DESCRIPTOR", None)
         if descriptor is None or not hasattr(descriptor, "full_name"):

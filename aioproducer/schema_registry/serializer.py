@@ -52,7 +52,7 @@ def split_wire(data: bytes) -> tuple[int, bytes]:
     if len(data) < _HEADER.size or data[0] != MAGIC_BYTE:
         raise SerializationError("not in Confluent's wire format (magic byte 0, 4-byte id)")
     _, schema_id = _HEADER.unpack_from(data)
-    return schema_id, bytes(data[_HEADER.size:])
+    return schema_id, bytes(data[_HEADER.size :])
 
 
 def topic_name_strategy(topic: str, is_key: bool, record_name: str | None) -> str:

@@ -81,7 +81,8 @@ def _worker_probe() -> Any:
 def _python_error(text: str) -> str:
     """The last Python exception line in a Spark error's text (its JVM trace around it), or ''."""
     lines = [
-        line.strip() for line in text.splitlines()
+        line.strip()
+        for line in text.splitlines()
         if re.match(r"\s*[A-Za-z_.]*(Error|Exception): ", line)
     ]
     return lines[-1] if lines else (text.strip().splitlines() or [""])[0]
@@ -113,7 +114,9 @@ def check_python_workers(spark: SparkSession, timeout: float = PROBE_TIMEOUT) ->
         if configured
         else "PYSPARK_PYTHON is not set, so they run python3 from PATH"
     )
-    fix = f"set PYSPARK_PYTHON={sys.executable} (this driver's interpreter) before the session starts"
+    fix = (
+        f"set PYSPARK_PYTHON={sys.executable} (this driver's interpreter) before the session starts"
+    )
     group = f"aioproducer-worker-probe-{uuid.uuid4().hex}"
     timed_out = threading.Event()
 

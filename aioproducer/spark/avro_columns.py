@@ -77,13 +77,12 @@ def plan_avro(schema: StructType, plan: ColumnPlan, options: SinkOptions) -> Sin
         struct = _struct_of(schema, index)
         derived = avro_schema(struct, column.record_name, column.record_namespace, which)
         _parse(derived, which)
-        columns[which] = replace(
-            column, schema_str=json.dumps(derived), spark_type=struct.json()
-        )
+        columns[which] = replace(column, schema_str=json.dumps(derived), spark_type=struct.json())
     avro = replace(avro, value=columns.get("value", avro.value), key=columns.get("key", avro.key))
     topic = options.topic
     checked = [
-        c for c in avro.columns
+        c
+        for c in avro.columns
         if topic is not None or c.subject_name_strategy == "RecordNameStrategy"
     ]
     if checked:
@@ -115,9 +114,7 @@ async def _check_with_registry(
                 _check_fits(which, json.loads(latest.schema.schema_str), column, subject)
 
 
-def _check_fits(
-    which: str, latest: Any, column: AvroColumnOptions, subject: str
-) -> None:
+def _check_fits(which: str, latest: Any, column: AvroColumnOptions, subject: str) -> None:
     """The struct's fields against the latest version's record (use.latest.version)."""
     if not isinstance(latest, dict) or latest.get("type") != "record":
         raise ConfigurationError(
@@ -148,7 +145,10 @@ class _Column:
     """One Avro column of a task: its serializer, and the per-row fix-up of decoded values."""
 
     def __init__(
-        self, client: SchemaRegistryClient, avro: AvroOptions, column: AvroColumnOptions,
+        self,
+        client: SchemaRegistryClient,
+        avro: AvroOptions,
+        column: AvroColumnOptions,
         arrow: bool,
     ) -> None:
         self.which = column.which
@@ -179,7 +179,8 @@ class _Column:
                     serialize(v)
                 except SchemaValidationError as exc:
                     where = (
-                        f"row {first_row + i + 1} of this task" if first_row is not None
+                        f"row {first_row + i + 1} of this task"
+                        if first_row is not None
                         else f"row {i + 1} of this chunk's rows for topic {topic!r}"
                     )
                     raise SinkWriteError(f"{where}: the {self.which} column's {exc}") from exc
@@ -257,9 +258,6 @@ class AvroEncoder:
         await self._client.close()
 
 
-def avro_encoder(
-    options: SinkOptions, loop: asyncio.AbstractEventLoop
-) -> AvroEncoder | None:
+def avro_encoder(options: SinkOptions, loop: asyncio.AbstractEventLoop) -> AvroEncoder | None:
     """The task's encoder, or None when no column is written as Avro."""
     return None if options.avro is None else AvroEncoder(options.avro, loop)
-

@@ -26,14 +26,16 @@ __all__ = ["AvroColumnOptions", "AvroOptions", "is_avro_option", "parse_avro_opt
 FORMATS = ("bytes", "avro")
 
 # Confluent's registry client properties that do not carry the prefix.
-_AUTH = frozenset({
-    "basic.auth.user.info",
-    "basic.auth.credentials.source",
-    "bearer.auth.token",
-    "bearer.auth.credentials.source",
-    "bearer.auth.logical.cluster",
-    "bearer.auth.identity.pool.id",
-})
+_AUTH = frozenset(
+    {
+        "basic.auth.user.info",
+        "basic.auth.credentials.source",
+        "bearer.auth.token",
+        "bearer.auth.credentials.source",
+        "bearer.auth.logical.cluster",
+        "bearer.auth.identity.pool.id",
+    }
+)
 _SECRETS = frozenset({"basic.auth.user.info", "bearer.auth.token", "ssl.key.password"})
 _SERIALIZER = frozenset({"auto.register.schemas", "use.latest.version", "normalize.schemas"})
 _PER_COLUMN = ("format", "subject.name.strategy", "avro.record.name", "avro.record.namespace")
@@ -70,7 +72,11 @@ class AvroColumnOptions:
     @property
     def full_name(self) -> str:
         """The record's full name (what RecordNameStrategy uses)."""
-        return f"{self.record_namespace}.{self.record_name}" if self.record_namespace else self.record_name
+        return (
+            f"{self.record_namespace}.{self.record_name}"
+            if self.record_namespace
+            else self.record_name
+        )
 
     @property
     def which(self) -> str:
@@ -173,9 +179,7 @@ def parse_avro_options(opts: Mapping[str, str]) -> AvroOptions | None:
     """Check this module's options (lower-case names); None when no column is Avro."""
     value = _column("value", opts)
     key = _column("key", opts)
-    registry = {
-        k: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX) or k in _AUTH
-    }
+    registry = {k: v for k, v in opts.items() if k.startswith(REGISTRY_PREFIX) or k in _AUTH}
     if value is None and key is None:
         stray = sorted(k for k in opts if not k.endswith(".format"))
         if stray:
@@ -205,9 +209,8 @@ def parse_avro_options(opts: Mapping[str, str]) -> AvroOptions | None:
         registry=registry,
         value=value,
         key=key,
-        auto_register_schemas=not use_latest and (
-            auto is None or _bool("auto.register.schemas", auto)
-        ),
+        auto_register_schemas=not use_latest
+        and (auto is None or _bool("auto.register.schemas", auto)),
         use_latest_version=use_latest,
         normalize_schemas=_bool("normalize.schemas", opts.get("normalize.schemas", "false")),
     )

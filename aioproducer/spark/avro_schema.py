@@ -68,8 +68,12 @@ def _type(dt: DataType, nullable: bool, name: str, namespace: str, path: str) ->
     elif isinstance(dt, BinaryType):
         avro = "bytes"
     elif isinstance(dt, DecimalType):
-        avro = {"type": "bytes", "logicalType": "decimal",
-                "precision": dt.precision, "scale": dt.scale}
+        avro = {
+            "type": "bytes",
+            "logicalType": "decimal",
+            "precision": dt.precision,
+            "scale": dt.scale,
+        }
     elif isinstance(dt, DateType):
         avro = {"type": "int", "logicalType": "date"}
     elif isinstance(dt, TimestampType):
@@ -79,17 +83,20 @@ def _type(dt: DataType, nullable: bool, name: str, namespace: str, path: str) ->
     elif isinstance(dt, NullType):
         return "null"
     elif isinstance(dt, ArrayType):
-        avro = {"type": "array",
-                "items": _type(dt.elementType, dt.containsNull, name, namespace, f"{path}[]")}
+        avro = {
+            "type": "array",
+            "items": _type(dt.elementType, dt.containsNull, name, namespace, f"{path}[]"),
+        }
     elif isinstance(dt, MapType):
         if not isinstance(dt.keyType, _STRINGS):
             raise SinkSchemaError(
                 f"field {path!r} is a map with {dt.keyType.simpleString()} keys; Avro maps "
                 "have string keys (cast the keys to string)"
             )
-        avro = {"type": "map", "values": _type(
-            dt.valueType, dt.valueContainsNull, name, namespace, f"{path}{{}}"
-        )}
+        avro = {
+            "type": "map",
+            "values": _type(dt.valueType, dt.valueContainsNull, name, namespace, f"{path}{{}}"),
+        }
     elif isinstance(dt, StructType):
         avro = _record(dt, name, namespace, path)
     else:

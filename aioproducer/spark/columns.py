@@ -113,14 +113,16 @@ class TopicColumns:
         """The rows as ``(topic, value, key, partition, timestamp_ms, headers)`` (tests, logs)."""
         n = len(self)
         none = [None] * n
-        return list(zip(
-            [self.topic] * n,
-            _plain(self.values),
-            none if self.keys is None else _plain(self.keys),
-            self.partitions or none,
-            self.timestamps or none,
-            self.headers or none,
-        ))
+        return list(
+            zip(
+                [self.topic] * n,
+                _plain(self.values),
+                none if self.keys is None else _plain(self.keys),
+                self.partitions or none,
+                self.timestamps or none,
+                self.headers or none,
+            )
+        )
 
 
 def _plain(column: Any) -> list[bytes | None]:
@@ -288,15 +290,17 @@ def _split_by_topic(
     for topic in topics:
         rows = pc.indices_nonzero(pc.equal(topic_col, topic))
         picked = rows.to_pylist()
-        out.append(TopicColumns(
-            topic,
-            columns.values.take(rows),
-            None if columns.keys is None else columns.keys.take(rows),
-            *(
-                None if column is None else [column[i] for i in picked]
-                for column in (columns.partitions, columns.timestamps, columns.headers)
-            ),
-        ))
+        out.append(
+            TopicColumns(
+                topic,
+                columns.values.take(rows),
+                None if columns.keys is None else columns.keys.take(rows),
+                *(
+                    None if column is None else [column[i] for i in picked]
+                    for column in (columns.partitions, columns.timestamps, columns.headers)
+                ),
+            )
+        )
     return out
 
 
@@ -379,7 +383,8 @@ def row_chunks(rows: Iterable[Any], plan: ColumnPlan) -> Iterator[Chunk]:
             columns = parts.get(topic)
             if columns is None:
                 columns = parts[topic] = TopicColumns(
-                    topic, [],
+                    topic,
+                    [],
                     [] if plan.key is not None else None,
                     [] if plan.partition is not None else None,
                     [] if plan.timestamp is not None else None,

@@ -58,7 +58,9 @@ async def _each(
     return list(await asyncio.gather(*(one(item) for item in items)))
 
 
-async def _complete(options: SinkOptions, prepared: list[PreparedTransaction], commit: bool) -> list[Outcome]:
+async def _complete(
+    options: SinkOptions, prepared: list[PreparedTransaction], commit: bool
+) -> list[Outcome]:
     if not prepared:
         return []
     props = options.driver_properties()
@@ -82,7 +84,9 @@ async def _fence(options: SinkOptions, partitions: list[int]) -> list[Outcome]:
 
 
 def _describe(outcomes: list[Outcome]) -> str:
-    return "; ".join(f"{tid}: {type(exc).__name__}: {exc}" for tid, exc in outcomes if exc is not None)
+    return "; ".join(
+        f"{tid}: {type(exc).__name__}: {exc}" for tid, exc in outcomes if exc is not None
+    )
 
 
 def commit_job(options: SinkOptions, messages: Sequence[Any]) -> int:

@@ -134,9 +134,11 @@ def parse_options(options: Mapping[str, Any]) -> SinkOptions:
         name = str(raw_name).strip().lower()
         value = "" if raw_value is None else str(raw_value)
         if name.startswith(KAFKA_PREFIX):
-            prop = name[len(KAFKA_PREFIX):]
+            prop = name[len(KAFKA_PREFIX) :]
             if prop in _RESERVED:
-                raise ConfigurationError(f"option 'kafka.{prop}' is not supported: {_RESERVED[prop]}")
+                raise ConfigurationError(
+                    f"option 'kafka.{prop}' is not supported: {_RESERVED[prop]}"
+                )
             props[prop] = value
         elif name == "topic":
             topic = value.strip()

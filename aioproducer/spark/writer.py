@@ -183,10 +183,16 @@ async def _produce(
                 break
             pending = loop.run_in_executor(pool, next, chunks, None)
             for part in chunk.parts:
-                outstanding.add(await producer.enqueue_many(
-                    part.topic, part.values, keys=part.keys, partition=part.partitions,
-                    timestamp_ms=part.timestamps, headers=part.headers,
-                ))
+                outstanding.add(
+                    await producer.enqueue_many(
+                        part.topic,
+                        part.values,
+                        keys=part.keys,
+                        partition=part.partitions,
+                        timestamp_ms=part.timestamps,
+                        headers=part.headers,
+                    )
+                )
             error = outstanding.first_error()
             if error is not None:
                 raise error
@@ -208,7 +214,8 @@ async def _produce(
         raise _task_failure(
             f"partition {partition_id} (attempt {attempt}) failed after {records} records "
             f"were handed to the producer: {exc}",
-            written, options.transactional,
+            written,
+            options.transactional,
         ) from exc
     except errors.KafkaError as exc:
         # None: raised by a call, which buffered nothing of its own.
@@ -216,7 +223,8 @@ async def _produce(
         raise _task_failure(
             f"partition {partition_id} (attempt {attempt}) failed after {records} records "
             f"were handed to the producer: {type(exc).__name__}: {exc}",
-            written, options.transactional,
+            written,
+            options.transactional,
         ) from exc
     except (TypeError, ValueError) as exc:
         # Bad row content the producer refused (e.g. a negative timestamp): the
@@ -224,7 +232,8 @@ async def _produce(
         raise _task_failure(
             f"partition {partition_id} (attempt {attempt}) has a record the producer "
             f"rejected: {type(exc).__name__}: {exc}",
-            outstanding.may_have_written(), options.transactional,
+            outstanding.may_have_written(),
+            options.transactional,
         ) from exc
     finally:
         if pending is not None:

@@ -135,7 +135,9 @@ def instrument(
     provider = meter_provider or otel_metrics.get_meter_provider()
     instruments = _INSTRUMENTS.get(provider)
     if instruments is None:
-        instruments = _INSTRUMENTS[provider] = ProducerInstruments(provider.get_meter("aioproducer"))
+        instruments = _INSTRUMENTS[provider] = ProducerInstruments(
+            provider.get_meter("aioproducer")
+        )
     instruments.track(producer)
     return instruments
 

@@ -98,7 +98,9 @@ class ProducerMetrics:
         self._retries = s("record-retries", meter=("record-retry", "records retried"))
         self._errors = s("record-errors", meter=("record-error", "records that failed"))
         self._record_size = s("record-size", avg=("record-size-avg", "bytes per record, encoded"))
-        self._record_size_max = s("record-size-max", max_=("record-size-max", "largest record, bytes"))
+        self._record_size_max = s(
+            "record-size-max", max_=("record-size-max", "largest record, bytes")
+        )
         self._batch_size = s(
             "batch-size",
             avg=("batch-size-avg", "bytes per batch sent"),
@@ -106,7 +108,10 @@ class ProducerMetrics:
         )
         self._queue_time = s(
             "queue-time",
-            avg=("record-queue-time-avg", "ms a batch waited in the accumulator before it was sent"),
+            avg=(
+                "record-queue-time-avg",
+                "ms a batch waited in the accumulator before it was sent",
+            ),
             max_=("record-queue-time-max", "longest wait of a batch in the accumulator, ms"),
         )
         self._compression = s(
@@ -130,13 +135,17 @@ class ProducerMetrics:
             count=True,
         )
         self._outgoing = s("bytes-sent", meter=("outgoing-byte", "bytes sent to brokers"))
-        self._responses = s("responses-received", meter=("response", "responses received"), count=True)
+        self._responses = s(
+            "responses-received", meter=("response", "responses received"), count=True
+        )
         self._incoming = s("bytes-received", meter=("incoming-byte", "bytes received from brokers"))
         self._connections = s(
             "connections-created", meter=("connection-creation", "connections opened"), count=True
         )
         self._closes = s(
-            "connections-closed", meter=("connection-close", "connections lost or closed"), count=True
+            "connections-closed",
+            meter=("connection-close", "connections lost or closed"),
+            count=True,
         )
 
     @classmethod
@@ -156,7 +165,10 @@ class ProducerMetrics:
     # -- registration -------------------------------------------------------
 
     def name(self, name: str, group: str, description: str = "", **tags: str) -> MetricName:
-        all_tags = {"client-id": self.client_id, **{k.replace("_", "-"): v for k, v in tags.items()}}
+        all_tags = {
+            "client-id": self.client_id,
+            **{k.replace("_", "-"): v for k, v in tags.items()},
+        }
         return MetricName(name, group, tuple(sorted(all_tags.items())), description)
 
     def _sensor(
@@ -183,9 +195,13 @@ class ProducerMetrics:
             prefix, what = meter
             windowed = WindowedCount(cfg) if count else None
             total = CumulativeCount() if count else CumulativeSum()
-            reg.add(self.name(f"{prefix}-rate", group, f"{what}, per second", **tags),
-                    sensor.add(Rate(cfg, windowed)))
-            reg.add(self.name(f"{prefix}-total", group, f"{what}, total", **tags), sensor.add(total))
+            reg.add(
+                self.name(f"{prefix}-rate", group, f"{what}, per second", **tags),
+                sensor.add(Rate(cfg, windowed)),
+            )
+            reg.add(
+                self.name(f"{prefix}-total", group, f"{what}, total", **tags), sensor.add(total)
+            )
         if avg is not None:
             reg.add(self.name(avg[0], group, avg[1], **tags), sensor.add(Avg(cfg)))
         if max_ is not None:
@@ -205,12 +221,31 @@ class ProducerMetrics:
             tags = {"topic": topic}
             t = self._sensor
             sensors = self._topics[topic] = (
-                t(f"topic.{topic}.records", TOPIC_GROUP, tags, meter=("record-send", "records sent")),
+                t(
+                    f"topic.{topic}.records",
+                    TOPIC_GROUP,
+                    tags,
+                    meter=("record-send", "records sent"),
+                ),
                 t(f"topic.{topic}.bytes", TOPIC_GROUP, tags, meter=("byte", "batch bytes sent")),
-                t(f"topic.{topic}.compression", TOPIC_GROUP, tags,
-                  avg=("compression-rate", "compressed/uncompressed batch size")),
-                t(f"topic.{topic}.retries", TOPIC_GROUP, tags, meter=("record-retry", "records retried")),
-                t(f"topic.{topic}.errors", TOPIC_GROUP, tags, meter=("record-error", "records failed")),
+                t(
+                    f"topic.{topic}.compression",
+                    TOPIC_GROUP,
+                    tags,
+                    avg=("compression-rate", "compressed/uncompressed batch size"),
+                ),
+                t(
+                    f"topic.{topic}.retries",
+                    TOPIC_GROUP,
+                    tags,
+                    meter=("record-retry", "records retried"),
+                ),
+                t(
+                    f"topic.{topic}.errors",
+                    TOPIC_GROUP,
+                    tags,
+                    meter=("record-error", "records failed"),
+                ),
             )
         return sensors
 
@@ -225,20 +260,47 @@ class ProducerMetrics:
             t = self._sensor
             key = f"node-{node_id}"
             traffic = NodeTraffic(
-                t(f"{key}.requests", NODE_GROUP, tags, meter=("request", "requests sent"),
-                  count=True, avg=("request-size-avg", "bytes per request"),
-                  max_=("request-size-max", "largest request, bytes"), parents=(self._requests,)),
-                t(f"{key}.bytes-sent", NODE_GROUP, tags, meter=("outgoing-byte", "bytes sent"),
-                  parents=(self._outgoing,)),
-                t(f"{key}.responses", NODE_GROUP, tags, meter=("response", "responses received"),
-                  count=True, parents=(self._responses,)),
-                t(f"{key}.bytes-received", NODE_GROUP, tags,
-                  meter=("incoming-byte", "bytes received"), parents=(self._incoming,)),
+                t(
+                    f"{key}.requests",
+                    NODE_GROUP,
+                    tags,
+                    meter=("request", "requests sent"),
+                    count=True,
+                    avg=("request-size-avg", "bytes per request"),
+                    max_=("request-size-max", "largest request, bytes"),
+                    parents=(self._requests,),
+                ),
+                t(
+                    f"{key}.bytes-sent",
+                    NODE_GROUP,
+                    tags,
+                    meter=("outgoing-byte", "bytes sent"),
+                    parents=(self._outgoing,),
+                ),
+                t(
+                    f"{key}.responses",
+                    NODE_GROUP,
+                    tags,
+                    meter=("response", "responses received"),
+                    count=True,
+                    parents=(self._responses,),
+                ),
+                t(
+                    f"{key}.bytes-received",
+                    NODE_GROUP,
+                    tags,
+                    meter=("incoming-byte", "bytes received"),
+                    parents=(self._incoming,),
+                ),
             )
-            latency = t(f"{key}.latency", NODE_GROUP, tags,
-                        avg=("request-latency-avg", "Produce round trip, ms"),
-                        max_=("request-latency-max", "slowest Produce round trip, ms"),
-                        parents=(self._latency,))
+            latency = t(
+                f"{key}.latency",
+                NODE_GROUP,
+                tags,
+                avg=("request-latency-avg", "Produce round trip, ms"),
+                max_=("request-latency-max", "slowest Produce round trip, ms"),
+                parents=(self._latency,),
+            )
             entry = self._nodes[node_id] = (traffic, latency)
         return entry
 
@@ -309,7 +371,9 @@ class ProducerMetrics:
             t_bytes.record_summary(sums[2], sums[3], int(t_n), now)
             t_compression.record_summary(sums[4], sums[5], int(t_n), now)
 
-    def produce_response(self, node_id: int, latency_ms: float, throttle_ms: int, now: float) -> None:
+    def produce_response(
+        self, node_id: int, latency_ms: float, throttle_ms: int, now: float
+    ) -> None:
         self._node(node_id)[1].record(latency_ms, now)
         self._throttle.record(throttle_ms, now)
 

@@ -37,8 +37,14 @@ from .producer_metrics import NODE_GROUP, PRODUCER_GROUP, TOPIC_GROUP
 __all__ = ["ProducerCollector", "register"]
 
 NAMESPACE = "kafka_producer"
-_PREFIXES = {PRODUCER_GROUP: NAMESPACE, TOPIC_GROUP: f"{NAMESPACE}_topic", NODE_GROUP: f"{NAMESPACE}_node"}
-_COLLECTORS: weakref.WeakKeyDictionary[CollectorRegistry, ProducerCollector] = weakref.WeakKeyDictionary()
+_PREFIXES = {
+    PRODUCER_GROUP: NAMESPACE,
+    TOPIC_GROUP: f"{NAMESPACE}_topic",
+    NODE_GROUP: f"{NAMESPACE}_node",
+}
+_COLLECTORS: weakref.WeakKeyDictionary[CollectorRegistry, ProducerCollector] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def family_name(name: str, group: str) -> str:

@@ -77,9 +77,11 @@ class _Checker:
                 schema = schema.get("type")
             elif isinstance(schema, dict) and schema.get("type") in PRIMITIVES:
                 schema = schema["type"]  # {"type": "long", "logicalType": ...}
-            elif isinstance(schema, dict) and schema.get("type") in names and schema.get(
-                "type"
-            ) not in ("record", "enum", "fixed", "array", "map", "error"):
+            elif (
+                isinstance(schema, dict)
+                and schema.get("type") in names
+                and schema.get("type") not in ("record", "enum", "fixed", "array", "map", "error")
+            ):
                 schema = names[schema["type"]]
             else:
                 return schema

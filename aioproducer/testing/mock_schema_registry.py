@@ -39,8 +39,15 @@ if TYPE_CHECKING:
 __all__ = ["MockSchemaRegistry", "RecordedRequest"]
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE",
-          "FULL", "FULL_TRANSITIVE")
+LEVELS = (
+    "NONE",
+    "BACKWARD",
+    "BACKWARD_TRANSITIVE",
+    "FORWARD",
+    "FORWARD_TRANSITIVE",
+    "FULL",
+    "FULL_TRANSITIVE",
+)
 
 
 @dataclass(frozen=True)
@@ -141,9 +148,11 @@ class MockSchemaRegistry:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        self.requests.append(RecordedRequest(
-            request.method, request.path, dict(request.query), dict(request.headers)
-        ))
+        self.requests.append(
+            RecordedRequest(
+                request.method, request.path, dict(request.query), dict(request.headers)
+            )
+        )
         try:
             if self._failures:
                 status = self._failures.pop(0)
@@ -264,8 +273,10 @@ class MockSchemaRegistry:
             return self._json({"id": sid})
         if not self._compatible(subject, kind, schema, versions):
             raise _Error(
-                409, 409, "Schema being registered is incompatible with an earlier schema for "
-                f"subject \"{subject}\"",
+                409,
+                409,
+                "Schema being registered is incompatible with an earlier schema for "
+                f'subject "{subject}"',
             )
         if sid is None:
             sid = max(self.schemas, default=0) + 1
@@ -298,8 +309,9 @@ class MockSchemaRegistry:
     async def _get_version_schema(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
         number = self._version_index(subject, request.match_info["version"])
-        return web.Response(text=self._version_body(subject, number)["schema"],
-                            content_type=CONTENT_TYPE)
+        return web.Response(
+            text=self._version_body(subject, number)["schema"], content_type=CONTENT_TYPE
+        )
 
     def _schema_of(self, request: web.Request) -> tuple[int, tuple[str, str, list[Any]]]:
         try:
@@ -319,19 +331,23 @@ class MockSchemaRegistry:
 
     async def _id_versions(self, request: web.Request) -> web.Response:
         sid, _ = self._schema_of(request)
-        return self._json([
-            {"subject": s, "version": i + 1}
-            for s, ids in sorted(self.subjects.items()) for i, x in enumerate(ids) if x == sid
-        ])
+        return self._json(
+            [
+                {"subject": s, "version": i + 1}
+                for s, ids in sorted(self.subjects.items())
+                for i, x in enumerate(ids)
+                if x == sid
+            ]
+        )
 
     async def _compatibility(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
         number = self._version_index(subject, request.match_info["version"])
         kind, schema, _ = await self._body(request)
         versions = self.subjects[subject]
-        against = versions if self.level(subject).endswith("_TRANSITIVE") else [
-            versions[number - 1]
-        ]
+        against = (
+            versions if self.level(subject).endswith("_TRANSITIVE") else [versions[number - 1]]
+        )
         ok = self._compatible(subject, kind, schema, against)
         return self._json({"is_compatible": ok})
 
@@ -357,7 +373,8 @@ class MockSchemaRegistry:
         if level is None:
             if request.query.get("defaultToGlobal") != "true":
                 raise _Error(
-                    404, 40408,
+                    404,
+                    40408,
                     f"Subject '{subject}' does not have subject-level compatibility configured",
                 )
             level = self.compatibility

@@ -36,10 +36,21 @@ __all__ = ["canonical"]
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 # Attributes Avro's parser gives a meaning to; every other one is a property
 # (``logicalType``, ``precision``, custom ones), which ``Schema.equals`` compares.
-_SCHEMA_RESERVED = frozenset({
-    "doc", "fields", "items", "name", "namespace", "size", "symbols", "values", "type",
-    "aliases", "default",
-})
+_SCHEMA_RESERVED = frozenset(
+    {
+        "doc",
+        "fields",
+        "items",
+        "name",
+        "namespace",
+        "size",
+        "symbols",
+        "values",
+        "type",
+        "aliases",
+        "default",
+    }
+)
 _FIELD_RESERVED = frozenset({"name", "type", "doc", "default", "aliases", "order"})
 _PROTO_TOKEN = re.compile(
     r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|[A-Za-z0-9_.+-]+|\S',
@@ -55,8 +66,9 @@ def canonical(kind: str, text: str, *, normalize: bool = False) -> str:
     if kind == "AVRO":
         return json.dumps(_avro(json.loads(text), ""), sort_keys=True, separators=(",", ":"))
     if kind == "JSON":
-        return json.dumps(json.loads(text), sort_keys=normalize, separators=(",", ":"),
-                          ensure_ascii=False)
+        return json.dumps(
+            json.loads(text), sort_keys=normalize, separators=(",", ":"), ensure_ascii=False
+        )
     if kind == "PROTOBUF":
         return _protobuf(text)
     raise ValueError(f"unknown schema type {kind}")
@@ -154,8 +166,9 @@ def _protobuf(text: str) -> str:
     descriptor = _descriptor(text)
     if descriptor is not None:
         return "descriptor:" + descriptor
-    tokens = [" ".join(t.split()) if t.startswith(("//", "/*")) else t
-              for t in _PROTO_TOKEN.findall(text)]
+    tokens = [
+        " ".join(t.split()) if t.startswith(("//", "/*")) else t for t in _PROTO_TOKEN.findall(text)
+    ]
     return "text:" + "\x00".join(tokens)
 
 

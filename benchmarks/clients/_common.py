@@ -175,7 +175,9 @@ def main(
             return 3
     bench = patterns.get(cfg.pattern)
     if bench is None:
-        _emit({**base, "status": "skipped", "error": f"{client} has no API for pattern {cfg.pattern}"})
+        _emit(
+            {**base, "status": "skipped", "error": f"{client} has no API for pattern {cfg.pattern}"}
+        )
         return 3
     try:
         if inspect.iscoroutinefunction(bench):
@@ -216,8 +218,10 @@ def check_futures(futures: Iterable[asyncio.Future[Any]], expected: int) -> None
     failed = [f for f in futures if f.done() and (f.cancelled() or f.exception() is not None)]
     if len(futures) != expected or not_done or failed:
         first = failed[0] if failed else None
-        detail = "cancelled" if first is not None and first.cancelled() else (
-            repr(first.exception()) if first is not None else "-"
+        detail = (
+            "cancelled"
+            if first is not None and first.cancelled()
+            else (repr(first.exception()) if first is not None else "-")
         )
         raise RuntimeError(
             f"{len(futures)} futures for {expected} records: {not_done} pending, "

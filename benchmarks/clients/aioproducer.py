@@ -65,8 +65,13 @@ async def latency(cfg: Config, span: Span) -> dict[str, Any]:
         return await paced_latency(cfg, span, lambda: enqueue(topic, value), producer.flush)
 
 
-PATTERNS = {"a": futures_then_wait, "b": futures_then_wait, "c": concurrent_send, "d": bulk,
-            "latency": latency}
+PATTERNS = {
+    "a": futures_then_wait,
+    "b": futures_then_wait,
+    "c": concurrent_send,
+    "d": bulk,
+    "latency": latency,
+}
 
 if __name__ == "__main__":
     sys.exit(main("aioproducer", "aioproducer", PATTERNS))

@@ -161,8 +161,13 @@ async def latency(cfg: Config, span: Span) -> dict[str, Any]:
         await producer.close()
 
 
-PATTERNS = {"a": callbacks_then_wait, "b": callbacks_then_wait, "c": concurrent_send, "d": produce_poll,
-            "latency": latency}
+PATTERNS = {
+    "a": callbacks_then_wait,
+    "b": callbacks_then_wait,
+    "c": concurrent_send,
+    "d": produce_poll,
+    "latency": latency,
+}
 
 if __name__ == "__main__":
     sys.exit(main("confluent", "confluent_kafka", PATTERNS))

@@ -67,7 +67,7 @@ def proc_cpu_s(pid: int) -> float | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
@@ -92,11 +92,28 @@ def command(cfg: Config, warmup: int = WARMUP) -> list[str]:
     program = compile_java([SOURCE], "bench")
     return program.command(
         "ProducerBench",
-        "--bootstrap", cfg.bootstrap, "--topic", cfg.topic, "--pattern", cfg.pattern,
-        "--records", str(cfg.records), "--size", str(cfg.size), "--linger-ms", str(cfg.linger_ms),
-        "--batch-size", str(cfg.batch_size), "--idempotence", "on" if cfg.idempotence else "off",
-        "--compression", cfg.compression, "--chunk", str(cfg.chunk),
-        "--warmup-records", str(warmup),
+        "--bootstrap",
+        cfg.bootstrap,
+        "--topic",
+        cfg.topic,
+        "--pattern",
+        cfg.pattern,
+        "--records",
+        str(cfg.records),
+        "--size",
+        str(cfg.size),
+        "--linger-ms",
+        str(cfg.linger_ms),
+        "--batch-size",
+        str(cfg.batch_size),
+        "--idempotence",
+        "on" if cfg.idempotence else "off",
+        "--compression",
+        cfg.compression,
+        "--chunk",
+        str(cfg.chunk),
+        "--warmup-records",
+        str(warmup),
         jvm_options=JVM_OPTIONS,
     )
 
@@ -107,7 +124,11 @@ def measure(cfg: Config, warmup: int = WARMUP) -> dict[str, Any]:
     children0 = _children_cpu_s()
     with tempfile.TemporaryFile("w+") as stderr:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
             # This process runs no thread, so preexec_fn is safe here.
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509
         )
@@ -134,8 +155,10 @@ def measure(cfg: Config, warmup: int = WARMUP) -> dict[str, Any]:
             raise RuntimeError(f"the JVM exited with {code}: {stderr.read()[-2000:]}")
     process_cpu = _children_cpu_s() - children0
     if done["failed"] or done["acked"] != cfg.records:
-        raise RuntimeError(f"{done['acked']} of {cfg.records} records acknowledged, "
-                           f"{done['failed']} failed, first: {done['first_error']}")
+        raise RuntimeError(
+            f"{done['acked']} of {cfg.records} records acknowledged, "
+            f"{done['failed']} failed, first: {done['first_error']}"
+        )
     jvm_cpu = done["jvm_cpu_ns"] / 1e9
     # /proc counts in clock ticks (10 ms): the JVM's own nanosecond reading of the
     # same quantity stands in where /proc is missing.
@@ -159,11 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     if "--warmup-records" in argv:  # this client's own option, beside the shared ones
         at = argv.index("--warmup-records")
         warmup = int(argv[at + 1])
-        del argv[at:at + 2]
+        del argv[at : at + 2]
     cfg = parse_args(argv)
     base: dict[str, Any] = {
-        "client": "java", "pattern": cfg.pattern, "records": cfg.records, "size": cfg.size,
-        "idempotence": cfg.idempotence, "loop": cfg.loop, "warmup_records": warmup,
+        "client": "java",
+        "pattern": cfg.pattern,
+        "records": cfg.records,
+        "size": cfg.size,
+        "idempotence": cfg.idempotence,
+        "loop": cfg.loop,
+        "warmup_records": warmup,
         "topic": cfg.topic,
     }
     if cfg.pattern not in PATTERNS:

@@ -76,8 +76,10 @@ def config_table() -> str:
         props = [java] if java else by_field.get(field.name, [])
         java_cell = "<br>".join(_code(p) for p in props) if props else "—"
         doc = " ".join(str(field.metadata.get("doc") or "").split())
-        type_name = field.type if isinstance(field.type, str) else getattr(
-            field.type, "__name__", str(field.type)
+        type_name = (
+            field.type
+            if isinstance(field.type, str)
+            else getattr(field.type, "__name__", str(field.type))
         )
         rows.append(
             f'| <span id="{field.name}"></span>{_code(field.name)} | {_code(str(type_name))} '

@@ -49,9 +49,13 @@ def _dotted(node: ast.AST) -> str | None:
 
 
 def _kernel_attrs(node: ast.AST) -> list[str]:
-    return [n.attr for n in ast.walk(node)
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-            and n.value.id == "kernels"]
+    return [
+        n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "kernels"
+    ]
 
 
 def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -78,8 +82,11 @@ def _pure_for_name(name: str, tree: ast.Module, statements: list[ast.stmt]) -> s
         cls_name, _, attr = name.rpartition(".")
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name):
             for stmt in cls.body:
-                if (isinstance(stmt, ast.Assign) and _targets(stmt) == [attr]
-                        and isinstance(stmt.value, ast.Name)):
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and _targets(stmt) == [attr]
+                    and isinstance(stmt.value, ast.Name)
+                ):
                     return f"{cls_name}.{stmt.value.id}"
             if any(isinstance(s, ast.FunctionDef) and s.name == f"_{attr}_pure" for s in cls.body):
                 return f"{cls_name}._{attr}_pure"
@@ -90,8 +97,12 @@ def _pure_for_name(name: str, tree: ast.Module, statements: list[ast.stmt]) -> s
         targets = _targets(stmt)
         if targets == [name] and isinstance(stmt.value, ast.Name):
             return stmt.value.id  # the other branch: name = NamePy
-        if (isinstance(stmt.value, ast.Name) and stmt.value.id == name
-                and len(targets) == 1 and targets[0].endswith(("_pure", "Py", "_py"))):
+        if (
+            isinstance(stmt.value, ast.Name)
+            and stmt.value.id == name
+            and len(targets) == 1
+            and targets[0].endswith(("_pure", "Py", "_py"))
+        ):
             return targets[0]  # _name_pure = name, before the kernel replaces it
     defined = {s.name for s in statements if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
     for candidate in (f"_{name}_pure", f"{name}_pure", f"{name}Py"):
@@ -107,8 +118,13 @@ def _pure_for_function(func: ast.FunctionDef, tree: ast.Module) -> str | None:
         return pure[0]
     # A compiled-only step (`_plain_lengths`, None without the kernels) whose callers fall
     # back to the general function it narrows (`_lengths`).
-    general = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-               and n.name != func.name and func.name.endswith("_" + n.name.lstrip("_"))]
+    general = [
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef)
+        and n.name != func.name
+        and func.name.endswith("_" + n.name.lstrip("_"))
+    ]
     return general[0] if general else None
 
 
@@ -118,8 +134,9 @@ def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef]]:
         if isinstance(node, ast.FunctionDef):
             out.append((node.name, node))
         elif isinstance(node, ast.ClassDef):
-            out.extend((f"{node.name}.{f.name}", f) for f in node.body
-                       if isinstance(f, ast.FunctionDef))
+            out.extend(
+                (f"{node.name}.{f.name}", f) for f in node.body if isinstance(f, ast.FunctionDef)
+            )
     return out
 
 
@@ -140,8 +157,11 @@ def twins(package: Path = PACKAGE) -> list[Twin]:
                     if isinstance(value, ast.IfExp):
                         arms = [a for a in (value.body, value.orelse) if not _kernel_attrs(a)]
                         pure = _dotted(arms[0]) if arms else None
-                    found.append(Twin(module, name, kernels[0],
-                                      pure or _pure_for_name(name, tree, statements)))
+                    found.append(
+                        Twin(
+                            module, name, kernels[0], pure or _pure_for_name(name, tree, statements)
+                        )
+                    )
         for qualname, func in _functions(tree):
             for kernel in dict.fromkeys(_kernel_attrs(func)):
                 found.append(Twin(module, f"{qualname}()", kernel, _pure_for_function(func, tree)))
@@ -162,30 +182,48 @@ def tests_naming(pure: str, package: Path = PACKAGE) -> list[str]:
     bare = pure.rsplit(".", 1)[-1]
     word = re.compile(rf"\b{re.escape(bare)}\b")
     unit = package.parent / "tests" / "unit"
-    return [p.relative_to(package.parent).as_posix() for p in sorted(unit.glob("test_*.py"))
-            if word.search(p.read_text())]
+    return [
+        p.relative_to(package.parent).as_posix()
+        for p in sorted(unit.glob("test_*.py"))
+        if word.search(p.read_text())
+    ]
 
 
 def twin_table(package: Path = PACKAGE) -> str:
     rows = [
-        ("| where the choice is made | what it sets | compiled (C) | pure-Python reference "
-         "| compared in |"),
+        (
+            "| where the choice is made | what it sets | compiled (C) | pure-Python reference "
+            "| compared in |"
+        ),
         "|---|---|---|---|---|",
     ]
     found = twins(package)
     for twin in found:
         source = c_source(twin.kernel, package)
         if source is None:
-            log.warning("%s uses kernels.%s, which no C source of aioproducer/_speedups defines",
-                        twin.module, twin.kernel)
+            log.warning(
+                "%s uses kernels.%s, which no C source of aioproducer/_speedups defines",
+                twin.module,
+                twin.kernel,
+            )
         if twin.pure is None:
-            log.warning("%s: no pure-Python reference found for kernels.%s (%s); name it as "
-                        "docs/hooks/twin_reference.py describes", twin.module, twin.kernel,
-                        twin.chooses)
+            log.warning(
+                "%s: no pure-Python reference found for kernels.%s (%s); name it as "
+                "docs/hooks/twin_reference.py describes",
+                twin.module,
+                twin.kernel,
+                twin.chooses,
+            )
         compared = tests_naming(twin.pure, package) if twin.pure else []
         if not compared:  # e.g. RecordHandlePy: made and tested through BatchOutcomePy
-            compared = sorted({t for other in found if other.module == twin.module and other.pure
-                               for t in tests_naming(other.pure, package)})
+            compared = sorted(
+                {
+                    t
+                    for other in found
+                    if other.module == twin.module and other.pure
+                    for t in tests_naming(other.pure, package)
+                }
+            )
         rows.append(
             f"| `{twin.module}` | `{twin.chooses}` | `{twin.kernel}` in `{source}` "
             f"| `{twin.pure}` | {', '.join(f'`{t}`' for t in compared) or '-'} |"

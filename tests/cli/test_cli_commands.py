@@ -356,7 +356,6 @@ def test_latency_percentiles_use_the_nearest_rank() -> None:
 async def test_perf_interrupted_reports_what_was_delivered_and_exits_130(
     kafka_cluster: MockCluster,
 ) -> None:
-
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "aioproducer.cli", "perf", "--topic", "stopped",
         "--num-records", "1000000", "--record-size", "10", "--throughput", "500", "--json",

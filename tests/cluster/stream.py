@@ -141,7 +141,9 @@ class SteadyStream:
         self._stop.set()
         if self._task is not None:
             await asyncio.wait_for(self._task, 10)
-        _done, pending = await asyncio.wait(self.futures, timeout=timeout) if self.futures else ((), ())
+        _done, pending = (
+            await asyncio.wait(self.futures, timeout=timeout) if self.futures else ((), ())
+        )
         assert not pending, (
             f"{len(pending)} of {len(self.futures)} futures unresolved {timeout} s after the "
             f"stream stopped"
@@ -205,7 +207,9 @@ def assert_exactly_once(
     lost = acked - set(got)
     assert not lost, f"{len(lost)} acknowledged records missing, e.g. {sorted(lost)[:3]}"
     strays = set(got) - acked
-    assert not strays, f"{len(strays)} records read back that were not acknowledged, e.g. {sorted(strays)[:3]}"
+    assert not strays, (
+        f"{len(strays)} records read back that were not acknowledged, e.g. {sorted(strays)[:3]}"
+    )
     by_position = {(r.partition, r.offset): r for r in records}
     partitions_of_key: dict[bytes, set[int]] = defaultdict(set)
     for value, result in zip(values, results):

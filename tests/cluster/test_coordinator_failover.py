@@ -96,7 +96,11 @@ class Transactions:
         values = [v for v, _ in self.committed]
         results = [r for _, r in self.committed]
         records = await read_back(
-            bootstrap, self.topic, len(values), timeout=60, grace=2.0,
+            bootstrap,
+            self.topic,
+            len(values),
+            timeout=60,
+            grace=2.0,
             isolation_level="read_committed",
         )
         assert_exactly_once(values, results, records)
@@ -159,8 +163,10 @@ async def test_coordinator_killed_mid_transaction_and_before_commit(
     finally:
         await within(producer.close(), 60, "close")
 
-    print(f"\ncommitted records {len(txns.committed)}, aborted transactions {txns.aborted}, "
-          f"commit errors {txns.commit_errors}")
+    print(
+        f"\ncommitted records {len(txns.committed)}, aborted transactions {txns.aborted}, "
+        f"commit errors {txns.commit_errors}"
+    )
     await txns.check_committed(cluster.bootstrap_servers)
     assert txns.aborted >= 1
 
@@ -173,8 +179,12 @@ async def test_transaction_with_records_expired_in_a_failover_aborts_and_the_nex
     topic = cluster_topic(3)
     txn_id = f"cluster-txn-{uuid.uuid4().hex[:8]}"
     producer = make_producer(
-        cluster, SETTINGS, compression="lz4", transactional_id=txn_id,
-        request_timeout_ms=1500, delivery_timeout_ms=3000,
+        cluster,
+        SETTINGS,
+        compression="lz4",
+        transactional_id=txn_id,
+        request_timeout_ms=1500,
+        delivery_timeout_ms=3000,
     )
     await within(producer.start(), 30, "start")
     txns = Transactions(producer, topic)

@@ -64,7 +64,5 @@ async def test_records_expiring_during_a_failover_fail_typed_and_the_rest_go_in_
     records = await read_back(
         cluster.bootstrap_servers, topic, len(results) - len(failures), timeout=60, grace=3.0
     )
-    assert_exactly_once(
-        stream.values, results, records, failed_ok=True, failed_may_be_written=True
-    )
+    assert_exactly_once(stream.values, results, records, failed_ok=True, failed_may_be_written=True)
     print(f"\n{fault}: {len(results)} sent, {len(failures)} expired, {len(records)} read back")

@@ -102,12 +102,12 @@ async def test_isr_shrinks_below_min_insync_while_acks_all_writes_wait(
     # follower fetched them once back, and the high watermark passed them.
     got = {r.value for r in records}
     written = [v for v, r in zip(stream.values, results) if r in failed and v in got]
-    print(f"{len(failed)} records failed, {len(written)} of them written; "
-          f"{len(records)} read back of {stream.sent} sent")
+    print(
+        f"{len(failed)} records failed, {len(written)} of them written; "
+        f"{len(records)} read back of {stream.sent} sent"
+    )
     assert written, "no record that failed after its append was read back"
     # Each is there once and in order, and every acknowledged record where its
     # metadata says: the producer neither renumbered a batch the broker held
     # nor let a later one pass it.
-    assert_exactly_once(
-        stream.values, results, records, failed_ok=True, failed_may_be_written=True
-    )
+    assert_exactly_once(stream.values, results, records, failed_ok=True, failed_may_be_written=True)

@@ -26,7 +26,9 @@ async def _led_by(cluster: KafkaCluster, topic: str, node: int) -> set[int]:
     return led
 
 
-async def test_sigkill_leader_three_times_while_producing(cluster: KafkaCluster, cluster_topic) -> None:
+async def test_sigkill_leader_three_times_while_producing(
+    cluster: KafkaCluster, cluster_topic
+) -> None:
     topic = cluster_topic(3)
     async with streaming(cluster, topic, rate=1000, compression="lz4") as stream:
         await stream.wait_acked(500, 60, "before the first kill")
@@ -89,9 +91,7 @@ async def test_leader_paused_beyond_request_timeout_while_producing(
             # The stall lasts twice the request timeout at least, whatever the
             # fencing took: requests written before it must have timed out.
             await asyncio.sleep(max(0.0, 2 * request_timeout_ms / 1000 - (loop.time() - paused_at)))
-            await stream.wait_acked(
-                1000, 60, f"while node {leader} is paused", partitions=led
-            )
+            await stream.wait_acked(1000, 60, f"while node {leader} is paused", partitions=led)
         finally:
             await asyncio.to_thread(cluster.resume, leader)
         await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
@@ -113,9 +113,7 @@ async def test_rolling_restart_of_every_node_while_producing(
             assert node not in led.values(), f"node {node} still leads after its shutdown: {led}"
             # The partitions it led (if any) take records again.
             moved = {p for p, leader in before.items() if leader == node}
-            await stream.wait_acked(
-                500, 60, f"while node {node} is down", partitions=moved or None
-            )
+            await stream.wait_acked(500, 60, f"while node {node} is down", partitions=moved or None)
             await asyncio.to_thread(cluster.start, node)
             await asyncio.to_thread(cluster.wait_for_isr, topic, 3)
             await stream.wait_acked(300, 60, f"after node {node} came back")

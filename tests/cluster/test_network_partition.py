@@ -63,7 +63,9 @@ def netns_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
     cluster = KafkaCluster(workdir=tmp_path_factory.mktemp("kafka-netns"), network=network)
     try:
         cluster.start()
-        print(f"\nKafka cluster in network namespaces serving after {cluster.startup_seconds:.1f} s")
+        print(
+            f"\nKafka cluster in network namespaces serving after {cluster.startup_seconds:.1f} s"
+        )
         yield cluster
     finally:
         cluster.stop()
@@ -71,7 +73,9 @@ def netns_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClu
 
 
 @pytest.fixture
-def partitionable(request: pytest.FixtureRequest, netns_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
+def partitionable(
+    request: pytest.FixtureRequest, netns_cluster: KafkaCluster
+) -> Iterator[KafkaCluster]:
     """The namespaced cluster, whole; links healed and every node listed again after the test."""
     for node, broker in netns_cluster.brokers.items():
         _show_log_on_failure(request, f"Kafka node {node}", broker)
@@ -107,8 +111,13 @@ def _leader_as_seen_by(cluster: KafkaCluster, node: int, topic: str, partition: 
     b = cluster.broker(node)
     body = probe_metadata(b.port, 5.0, [topic], host=b.host, source=b.probe_source)
     assert body is not None, f"node {node} did not answer Metadata"
-    (found,) = [p for t in body.topics if t.name == topic for p in t.partitions
-                if p.partition_index == partition]
+    (found,) = [
+        p
+        for t in body.topics
+        if t.name == topic
+        for p in t.partitions
+        if p.partition_index == partition
+    ]
     return int(found.leader_id)
 
 
@@ -157,7 +166,11 @@ async def test_leader_cut_off_from_controllers_answers_not_leader_when_it_hears_
     # leader and elects another: the requests are still waiting at the old
     # leader when it hears the quorum again.
     producer = make_producer(
-        cluster, SETTINGS, compression="zstd", request_timeout_ms=60_000, delivery_timeout_ms=180_000
+        cluster,
+        SETTINGS,
+        compression="zstd",
+        request_timeout_ms=60_000,
+        delivery_timeout_ms=180_000,
     )
     await within(producer.start(), 30, "start")
     stream = SteadyStream(producer, topic, rate=1000).start()
@@ -168,23 +181,33 @@ async def test_leader_cut_off_from_controllers_answers_not_leader_when_it_hears_
         new = await asyncio.to_thread(cluster.wait_for_leader, topic, 0, not_in={old}, timeout=90)
         caplog.clear()
         await _heal(cluster, topic)
-        await stream.wait_acked(500, 60, f"partition 0 after node {old} heard of {new}", partitions={0})
+        await stream.wait_acked(
+            500, 60, f"partition 0 after node {old} heard of {new}", partitions={0}
+        )
         messages = [r.getMessage() for r in caplog.records]
         refused = [m for m in messages if "NOT_LEADER_OR_FOLLOWER" in m and f"{topic}-0" in m]
         assert refused, f"node {old} never answered NOT_LEADER_OR_FOLLOWER for {topic}-0"
-        hinted = [m for m in messages if f"{topic}-0: new leader {new} " in m and "produce answer" in m]
-        assert hinted, f"no produce answer named node {new} as the new leader of {topic}-0 (KIP-951)"
+        hinted = [
+            m for m in messages if f"{topic}-0: new leader {new} " in m and "produce answer" in m
+        ]
+        assert hinted, (
+            f"no produce answer named node {new} as the new leader of {topic}-0 (KIP-951)"
+        )
         await finish(cluster, stream)
     finally:
         await within(producer.close(), 60, "close")
 
 
-async def test_leader_cut_off_from_the_producer_only(partitionable: KafkaCluster, make_topic) -> None:
+async def test_leader_cut_off_from_the_producer_only(
+    partitionable: KafkaCluster, make_topic
+) -> None:
     """Answers lost, writes kept: other partitions flow; after the move, retries land once."""
     cluster, net = partitionable, _network(partitionable)
     topic = make_topic(3)
     request_timeout_ms = 3000
-    producer = make_producer(cluster, SETTINGS, compression="lz4", request_timeout_ms=request_timeout_ms)
+    producer = make_producer(
+        cluster, SETTINGS, compression="lz4", request_timeout_ms=request_timeout_ms
+    )
     await within(producer.start(), 30, "start")
     stream = SteadyStream(producer, topic, rate=1000).start()
     loop = asyncio.get_running_loop()

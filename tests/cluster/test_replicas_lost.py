@@ -75,7 +75,9 @@ async def test_two_nodes_down_records_wait_until_one_returns(
     cluster: KafkaCluster, cluster_topic
 ) -> None:
     topic = cluster_topic(1)
-    async with streaming(cluster, topic, rate=500, compression="zstd", request_timeout_ms=3000) as stream:
+    async with streaming(
+        cluster, topic, rate=500, compression="zstd", request_timeout_ms=3000
+    ) as stream:
         await stream.wait_acked(300, 60, "before nodes are lost")
         first, second = await _kill_followers(cluster, topic, 2)
         # Nothing can be acknowledged now; wait beyond several request timeouts.

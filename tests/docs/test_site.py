@@ -98,7 +98,9 @@ def test_the_roles_hook_keeps_the_target_and_sphinx_tilde_form() -> None:
 
 def test_every_error_class_is_on_the_troubleshooting_page(site: Path) -> None:
     page = _text(site / "troubleshooting" / "index.html")
-    missing = [c.__name__ for c in _all_error_classes() if not re.search(rf"\b{c.__name__}\b", page)]
+    missing = [
+        c.__name__ for c in _all_error_classes() if not re.search(rf"\b{c.__name__}\b", page)
+    ]
     assert not missing, f"not on the troubleshooting page: {missing}"
 
 
@@ -143,7 +145,9 @@ def test_a_field_doc_and_java_name_from_metadata_are_used(monkeypatch: pytest.Mo
     assert row.endswith("| <code>l.ms</code> | How long a batch &#124; waits. |")
 
 
-def test_a_client_error_class_without_a_section_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_client_error_class_without_a_section_is_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     hook = _load_hook("error_reference")
     page = type("Page", (), {"file": type("File", (), {"src_uri": "troubleshooting.md"})()})()
     markdown = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")

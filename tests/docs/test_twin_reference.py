@@ -57,15 +57,25 @@ def test_every_choice_point_of_the_package_has_its_twin_and_a_test(hook: ModuleT
 
 
 def test_the_conventions_find_each_kind_of_reference(hook: ModuleType, tmp_path: Path) -> None:
-    pkg = _package(tmp_path, {
-        "a.py": "def f_pure(x):\n    return x\n\nf = f_pure if kernels is None else kernels.f\n",
-        "b.py": ("def g(x):\n    return x\n\n_g_pure = g\nif kernels is not None:\n"
-                 "    g = kernels.g\n"),
-        "c.py": ("class C:\n    def _m_pure(self):\n        pass\n    m = _m_pure\n\n"
-                 "if kernels is not None:\n    C.m = kernels.bind_m(C)\n"),
-        "d.py": ("def _n(col):\n    return col\n\ndef _plain_n(col):\n"
-                 "    if kernels is None:\n        return None\n    return kernels.n(col)\n"),
-    }, ["f", "g", "bind_m", "n"])
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": "def f_pure(x):\n    return x\n\nf = f_pure if kernels is None else kernels.f\n",
+            "b.py": (
+                "def g(x):\n    return x\n\n_g_pure = g\nif kernels is not None:\n"
+                "    g = kernels.g\n"
+            ),
+            "c.py": (
+                "class C:\n    def _m_pure(self):\n        pass\n    m = _m_pure\n\n"
+                "if kernels is not None:\n    C.m = kernels.bind_m(C)\n"
+            ),
+            "d.py": (
+                "def _n(col):\n    return col\n\ndef _plain_n(col):\n"
+                "    if kernels is None:\n        return None\n    return kernels.n(col)\n"
+            ),
+        },
+        ["f", "g", "bind_m", "n"],
+    )
     found = {(t.chooses, t.kernel): t.pure for t in hook.twins(pkg)}
     assert found == {
         ("f", "f"): "f_pure",
@@ -76,12 +86,18 @@ def test_the_conventions_find_each_kind_of_reference(hook: ModuleType, tmp_path:
 
 
 def test_a_choice_without_reference_or_c_source_warns(
-    hook: ModuleType, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    hook: ModuleType,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    pkg = _package(tmp_path, {
-        "a.py": "if kernels is not None:\n    h = kernels.h\n",
-        "b.py": "def k_pure(x):\n    return x\n\nk = k_pure if kernels is None else kernels.k\n",
-    }, ["h"])
+    pkg = _package(
+        tmp_path,
+        {
+            "a.py": "if kernels is not None:\n    h = kernels.h\n",
+            "b.py": "def k_pure(x):\n    return x\n\nk = k_pure if kernels is None else kernels.k\n",
+        },
+        ["h"],
+    )
     (tmp_path / "tests" / "unit").mkdir(parents=True)
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.twin_reference"):
         hook.twin_table(pkg)

@@ -243,5 +243,6 @@ def main() -> None:
         print("captured kafka-python", file=sys.stderr)
     (HERE / "records.json").write_text(_records_json() + "\n")
 
+
 if __name__ == "__main__":
     main()

@@ -226,5 +226,6 @@ def main() -> None:
         )
         print("captured kafka-python transactional", *log, sep="\n  ", file=sys.stderr)
 
+
 if __name__ == "__main__":
     main()

@@ -32,19 +32,30 @@ def producer_bench() -> JavaProgram:
 
 
 def _args(compression: str) -> argparse.Namespace:
-    return argparse.Namespace(timeout=180.0, linger_ms=5, batch_size=16384, partitions=2,
-                              no_verify=False, compression=compression)
+    return argparse.Namespace(
+        timeout=180.0,
+        linger_ms=5,
+        batch_size=16384,
+        partitions=2,
+        no_verify=False,
+        compression=compression,
+    )
 
 
-@pytest.mark.parametrize(("pattern", "idempotence", "compression"),
-                         [("a", True, "none"), ("b", False, "lz4")])
+@pytest.mark.parametrize(
+    ("pattern", "idempotence", "compression"), [("a", True, "none"), ("b", False, "lz4")]
+)
 def test_java_bench_reports_a_row_that_the_broker_confirms(
-    kafka_bootstrap: str, producer_bench: JavaProgram, pattern: str, idempotence: bool,
+    kafka_bootstrap: str,
+    producer_bench: JavaProgram,
+    pattern: str,
+    idempotence: bool,
     compression: str,
 ) -> None:
     case = matrix.Case(pattern, "java", matrix.Variant(100, idempotence, "-"), RECORDS)
-    row = run.measure(_args(compression), kafka_bootstrap, case,
-                      extra=["--warmup-records", str(WARMUP)])
+    row = run.measure(
+        _args(compression), kafka_bootstrap, case, extra=["--warmup-records", str(WARMUP)]
+    )
     assert row["status"] == "ok", row
     assert row["warmup_records"] == WARMUP
     assert row["broker_count"] == row["expected_count"] == RECORDS + WARMUP, row
@@ -57,9 +68,24 @@ def test_java_bench_reports_a_row_that_the_broker_confirms(
 def test_java_bench_has_no_pattern_c_or_d(tmp_path) -> None:  # type: ignore[no-untyped-def]
     for pattern in "cd":
         proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.clients.java", "--bootstrap", "127.0.0.1:1",
-             "--topic", "t", "--pattern", pattern, "--records", "10"],
-            capture_output=True, text=True, timeout=60, check=False, cwd=run.REPO_ROOT,
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.clients.java",
+                "--bootstrap",
+                "127.0.0.1:1",
+                "--topic",
+                "t",
+                "--pattern",
+                pattern,
+                "--records",
+                "10",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=run.REPO_ROOT,
         )
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert proc.returncode == 3 and result["status"] == "skipped", (proc.stdout, proc.stderr)
@@ -69,8 +95,12 @@ def test_java_bench_has_no_pattern_c_or_d(tmp_path) -> None:  # type: ignore[no-
 def test_default_matrix_runs_java_in_patterns_a_and_b_without_an_event_loop() -> None:
     cases = [c for c in matrix.default_matrix(1000) if c.client == "java"]
     assert {(c.pattern, c.variant.size, c.variant.idempotence) for c in cases} == {
-        ("a", 100, True), ("a", 100, False), ("b", 100, True), ("b", 100, False),
-        ("a", 1024, True), ("a", 1024, False),
+        ("a", 100, True),
+        ("a", 100, False),
+        ("b", 100, True),
+        ("b", 100, False),
+        ("a", 1024, True),
+        ("a", 1024, False),
     }
     assert {c.variant.loop for c in cases} == {"-"}
 

@@ -25,7 +25,9 @@ async def test_keyed_bulk_records_land_where_java_puts_them_in_order_with_header
     values = [b"event-%06d" % i for i in range(n)]
     headers = [[("seq", b"%d" % i)] for i in range(n)]
     async with Producer(kafka_bootstrap, linger_ms=5, batch_size=8192) as p:
-        result = await within(p.send_many(topic, values, keys=keys, headers=headers), 60, "send_many")
+        result = await within(
+            p.send_many(topic, values, keys=keys, headers=headers), 60, "send_many"
+        )
     got = await read_back(kafka_bootstrap, topic, expected=n)
     assert len(got) == n
     by_place = {(r.partition, r.offset): r for r in got}
@@ -73,13 +75,16 @@ async def test_arrow_key_column_lands_where_librdkafka_murmur2_puts_each_key(
     key_column = pa.array(keys, pa.string())
     async with Producer(kafka_bootstrap, linger_ms=5) as p:
         futures = [
-            await p.enqueue_many(bulk_topic, pa.array(values[i : i + 2500]), keys=key_column.slice(i, 2500))
+            await p.enqueue_many(
+                bulk_topic, pa.array(values[i : i + 2500]), keys=key_column.slice(i, 2500)
+            )
             for i in (0, 2500)
         ]
         await within(p.flush(), 60, "flush")
         assert all(f.result().errors == {} for f in futures)
     produce_with_librdkafka(
-        kafka_bootstrap, rdkafka_topic,
+        kafka_bootstrap,
+        rdkafka_topic,
         [{"key": k.encode(), "value": v} for k, v in zip(keys, values)],
         config={"partitioner": "murmur2_random"},
     )
@@ -99,7 +104,9 @@ async def test_bulk_in_a_committed_transaction(kafka_bootstrap: str, topic_facto
     async with Producer(kafka_bootstrap, transactional_id=f"bulk-{uuid.uuid4().hex[:8]}") as p:
         await within(p.init_transactions(), 30, "init_transactions")
         async with p.transaction():
-            fut = await p.enqueue_many(topic, [b"t%d" % i for i in range(500)], keys=[b"%d" % i for i in range(500)])
+            fut = await p.enqueue_many(
+                topic, [b"t%d" % i for i in range(500)], keys=[b"%d" % i for i in range(500)]
+            )
         assert fut.done() and len(fut.result()) == 500  # commit flushed them
     records = read_records(kafka_bootstrap, topic, 500, isolation_level="read_committed")
     assert sorted(r.value for r in records) == sorted(b"t%d" % i for i in range(500))

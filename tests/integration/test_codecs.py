@@ -28,9 +28,7 @@ async def test_large_single_batch_is_readable(kafka_bootstrap: str, topic_factor
     headers = [("codec", codec.encode()), ("ü", b"\x00")]
     # All records are appended before the sender runs, and 1 MiB holds them all:
     # one batch, compressed off the event loop (it is larger than 64 KiB).
-    async with Producer(
-        kafka_bootstrap, compression=codec, batch_size=1 << 20, linger_ms=500
-    ) as p:
+    async with Producer(kafka_bootstrap, compression=codec, batch_size=1 << 20, linger_ms=500) as p:
         futs = [
             await p.enqueue(topic, v, key=f"k{i}".encode(), headers=headers)
             for i, v in enumerate(values)

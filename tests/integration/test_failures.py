@@ -130,7 +130,7 @@ async def test_killed_broker_fails_pending_records_within_delivery_timeout(
         elapsed = time.monotonic() - started
         assert elapsed < delivery_timeout_ms / 1000 + 5
         # Those before the kill may have made it; everything else failed, typed.
-        assert all(isinstance(r, errors.KafkaError) for r in results[len(before):]), results
+        assert all(isinstance(r, errors.KafkaError) for r in results[len(before) :]), results
         assert all(isinstance(r, (errors.KafkaError, RecordMetadata)) for r in results)
     finally:
         started = time.monotonic()

@@ -24,7 +24,9 @@ RECORDS = 100_000
 KEYS = 500
 
 
-async def produce_through_a_stall(broker: KafkaBroker, topic: str, idempotent: bool) -> tuple[int, int]:
+async def produce_through_a_stall(
+    broker: KafkaBroker, topic: str, idempotent: bool
+) -> tuple[int, int]:
     """Produce RECORDS keyed records, freezing the broker for 3 s on the way.
 
     Returns (records acknowledged, batches retried).

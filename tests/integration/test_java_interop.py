@@ -42,7 +42,9 @@ def java_reader() -> JavaProgram:
         skip_or_fail(exc)
 
 
-async def java_read(bootstrap: str, topic: str, expected: int, **kwargs: Any) -> list[ConsumedRecord]:
+async def java_read(
+    bootstrap: str, topic: str, expected: int, **kwargs: Any
+) -> list[ConsumedRecord]:
     # The JVM blocks; a thread keeps the event loop (and any open producer) running.
     return await asyncio.to_thread(java_read_records, bootstrap, topic, expected, **kwargs)
 
@@ -76,7 +78,9 @@ def mixed_records(n: int, seed: str, explicit_ts: bool = True) -> Sent:
             value = b""
         else:
             # Compressible text and random bytes, so every codec has work on both.
-            value = f"value {i:05d} ".encode() * rand.randrange(1, 40) + rand.randbytes(rand.randrange(64))
+            value = f"value {i:05d} ".encode() * rand.randrange(1, 40) + rand.randbytes(
+                rand.randrange(64)
+            )
         headers: Headers = []
         if i % 3 == 0:
             headers = [("trace", b"%d" % i), ("nothing", None), ("ü-名", b"\x00\xff")]
@@ -88,8 +92,11 @@ def mixed_records(n: int, seed: str, explicit_ts: bool = True) -> Sent:
 
 
 def check_read_back(
-    got: Sequence[ConsumedRecord], sent: Sent, metadata: Sequence[RecordMetadata],
-    t_before: int, t_after: int,
+    got: Sequence[ConsumedRecord],
+    sent: Sent,
+    metadata: Sequence[RecordMetadata],
+    t_before: int,
+    t_after: int,
 ) -> None:
     """Each record read by Java is where its metadata says, with every field as sent."""
     assert len(got) == len(sent.values), f"Java read {len(got)} records of {len(sent.values)}"
@@ -122,7 +129,9 @@ async def test_per_record_path_is_read_back_by_java(
     t_before = now_ms()
     # 128 KiB batches and a long linger: big batches (compressed off the event
     # loop past 64 KiB) beside the small ones the null-key partition fills.
-    async with Producer(kafka_bootstrap, compression=codec, batch_size=128 * 1024, linger_ms=200) as p:
+    async with Producer(
+        kafka_bootstrap, compression=codec, batch_size=128 * 1024, linger_ms=200
+    ) as p:
         futures = [
             await p.enqueue(topic, v, key=k, headers=h, timestamp_ms=ts)
             for k, v, h, ts in zip(sent.keys, sent.values, sent.headers, sent.timestamps)
@@ -142,20 +151,30 @@ async def test_bulk_path_is_read_back_by_java(
     lists = mixed_records(700, f"bulk-{codec}")
     arrow = mixed_records(500, f"arrow-{codec}", explicit_ts=False)
     t_before = now_ms()
-    async with Producer(kafka_bootstrap, compression=codec, batch_size=64 * 1024, linger_ms=20) as p:
+    async with Producer(
+        kafka_bootstrap, compression=codec, batch_size=64 * 1024, linger_ms=20
+    ) as p:
         # Lists with per-record headers and timestamps (null keys, values and header values) ...
         lists.timestamps = [ts if ts is not None else now_ms() for ts in lists.timestamps]
         listed = await within(
-            p.send_many(topic, lists.values, keys=lists.keys, headers=lists.headers,
-                        timestamp_ms=lists.timestamps),
-            60, "send_many",
+            p.send_many(
+                topic,
+                lists.values,
+                keys=lists.keys,
+                headers=lists.headers,
+                timestamp_ms=lists.timestamps,
+            ),
+            60,
+            "send_many",
         )
         # ... and Arrow columns through enqueue_many, one headers list for every record.
         shared: Headers = [("batch", b"arrow"), ("null", None)]
         futures = [
             await p.enqueue_many(
-                topic, pa.array(arrow.values[i:i + 200], pa.binary()),
-                keys=pa.array(arrow.keys[i:i + 200], pa.binary()), headers=shared,
+                topic,
+                pa.array(arrow.values[i : i + 200], pa.binary()),
+                keys=pa.array(arrow.keys[i : i + 200], pa.binary()),
+                headers=shared,
             )
             for i in range(0, 500, 200)
         ]
@@ -199,7 +218,9 @@ async def test_transactions_read_committed_and_uncommitted_by_java(
     topic = topic_factory(3)
     committed: list[bytes] = []
     aborted: list[bytes] = []
-    async with Producer(kafka_bootstrap, transactional_id=_tid(), compression="zstd", linger_ms=5) as p:
+    async with Producer(
+        kafka_bootstrap, transactional_id=_tid(), compression="zstd", linger_ms=5
+    ) as p:
         await p.init_transactions()
         async with p.transaction():
             for i in range(100):
@@ -216,11 +237,13 @@ async def test_transactions_read_committed_and_uncommitted_by_java(
             values = [b"c2-%d" % i for i in range(200)]
             await p.send_many(topic, values, headers=[("txn", None)])
             committed += values
-    got = await java_read(kafka_bootstrap, topic, len(committed), isolation_level="read_committed",
-                          grace=2.0)
+    got = await java_read(
+        kafka_bootstrap, topic, len(committed), isolation_level="read_committed", grace=2.0
+    )
     assert sorted(r.value or b"" for r in got) == sorted(committed)
-    everything = await java_read(kafka_bootstrap, topic, len(committed) + len(aborted),
-                                 isolation_level="read_uncommitted")
+    everything = await java_read(
+        kafka_bootstrap, topic, len(committed) + len(aborted), isolation_level="read_uncommitted"
+    )
     assert sorted(r.value or b"" for r in everything) == sorted(committed + aborted)
     # Control records (commit/abort markers) take offsets but are never returned.
     by_partition: dict[int, list[int]] = {}
@@ -240,8 +263,9 @@ async def test_open_transaction_is_invisible_to_read_committed_until_commit(
             await p.send(topic, b"before")
         await p.begin_transaction()
         await p.send(topic, b"pending")  # acknowledged, but its transaction is open
-        during = await java_read(kafka_bootstrap, topic, 1, isolation_level="read_committed",
-                                 grace=2.0)
+        during = await java_read(
+            kafka_bootstrap, topic, 1, isolation_level="read_committed", grace=2.0
+        )
         dirty = await java_read(kafka_bootstrap, topic, 2, isolation_level="read_uncommitted")
         await p.commit_transaction()
     after = await java_read(kafka_bootstrap, topic, 2, isolation_level="read_committed")
@@ -271,8 +295,11 @@ async def test_key_partitions_equal_javas_for_random_keys(
         per_record = [md.partition for md in await gather_within(futures, 60, "sends")]
         bulk = await within(p.send_many(topic, [b""] * len(keys), keys=keys), 60, "send_many")
         arrow = await within(
-            p.send_many(topic, pa.array([b""] * len(keys), pa.binary()), keys=pa.array(keys, pa.binary())),
-            60, "send_many (Arrow keys)",
+            p.send_many(
+                topic, pa.array([b""] * len(keys), pa.binary()), keys=pa.array(keys, pa.binary())
+            ),
+            60,
+            "send_many (Arrow keys)",
         )
     count, java = await asyncio.to_thread(java_key_partitions, kafka_bootstrap, topic, keys)
     assert count == partitions
@@ -282,5 +309,9 @@ async def test_key_partitions_equal_javas_for_random_keys(
         ("send_many", [bulk[i].partition for i in range(len(keys))]),
         ("send_many with Arrow keys", [arrow[i].partition for i in range(len(keys))]),
     ):
-        wrong = [(keys[i][:12].hex(), len(keys[i]), ours[i], java[i]) for i in range(len(keys)) if ours[i] != java[i]]
+        wrong = [
+            (keys[i][:12].hex(), len(keys[i]), ours[i], java[i])
+            for i in range(len(keys))
+            if ours[i] != java[i]
+        ]
         assert not wrong, f"{name}: {len(wrong)} keys differ from Java, first {wrong[:3]}"

@@ -97,7 +97,9 @@ async def test_unkeyed_records_stick_to_a_partition_per_batch(
 
 
 @pytest.mark.asyncio
-async def test_custom_partitioner_and_explicit_partition(kafka_bootstrap: str, topic_factory) -> None:
+async def test_custom_partitioner_and_explicit_partition(
+    kafka_bootstrap: str, topic_factory
+) -> None:
     """A custom callable decides unless the record names its partition."""
     topic = topic_factory(5)
     calls: list[tuple[str, bytes | None, int, tuple[int, ...]]] = []

@@ -44,9 +44,7 @@ def _cases() -> list[dict]:
     ]
 
 
-async def test_key_value_headers_timestamps_round_trip(
-    kafka_bootstrap: str, topic_factory
-) -> None:
+async def test_key_value_headers_timestamps_round_trip(kafka_bootstrap: str, topic_factory) -> None:
     topic = topic_factory(3)
     cases = _cases()
     async with Producer(kafka_bootstrap, linger_ms=20) as p:

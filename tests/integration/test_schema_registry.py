@@ -40,31 +40,49 @@ from tests.schema_registry.protos import Header, Money, Order
 
 pytestmark = pytest.mark.asyncio
 
-AVRO_KEY = json.dumps({
-    "type": "record", "name": "OrderKey", "namespace": "shop",
-    "fields": [{"name": "id", "type": "long"}, {"name": "region", "type": "string"}],
-})
-AVRO_VALUE = json.dumps({
-    "type": "record", "name": "Order", "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "item", "type": "string"},
-        {"name": "price", "type": "double"},
-        {"name": "note", "type": ["null", "string"], "default": None},
-    ],
-})
-JSON_KEY = json.dumps({
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "shop.OrderKey",
-    "type": "object", "properties": {"id": {"type": "integer"}, "region": {"type": "string"}},
-    "required": ["id", "region"],
-})
-JSON_VALUE = json.dumps({
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "shop.Order",
-    "type": "object",
-    "properties": {"id": {"type": "integer"}, "item": {"type": "string"},
-                   "price": {"type": "number"}},
-    "required": ["id", "item"],
-})
+AVRO_KEY = json.dumps(
+    {
+        "type": "record",
+        "name": "OrderKey",
+        "namespace": "shop",
+        "fields": [{"name": "id", "type": "long"}, {"name": "region", "type": "string"}],
+    }
+)
+AVRO_VALUE = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "item", "type": "string"},
+            {"name": "price", "type": "double"},
+            {"name": "note", "type": ["null", "string"], "default": None},
+        ],
+    }
+)
+JSON_KEY = json.dumps(
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "shop.OrderKey",
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "region": {"type": "string"}},
+        "required": ["id", "region"],
+    }
+)
+JSON_VALUE = json.dumps(
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "shop.Order",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer"},
+            "item": {"type": "string"},
+            "price": {"type": "number"},
+        },
+        "required": ["id", "item"],
+    }
+)
 COUNT = 30  # 1 by send, 1 by enqueue, the rest by send_many
 
 
@@ -98,7 +116,8 @@ FORMATS = [
         lambda reg, is_key: AvroSerializer(reg, AVRO_KEY if is_key else AVRO_VALUE, is_key=is_key),
         lambda c, is_key: c_avro.AvroSerializer(c, AVRO_KEY if is_key else AVRO_VALUE),
         lambda c, is_key: c_avro.AvroDeserializer(c),
-        _avro_key, _avro_value,
+        _avro_key,
+        _avro_value,
     ),
     Format(
         "json",
@@ -107,7 +126,8 @@ FORMATS = [
         ),
         lambda c, is_key: c_json.JSONSerializer(JSON_KEY if is_key else JSON_VALUE, c),
         lambda c, is_key: c_json.JSONDeserializer(None, schema_registry_client=c),
-        _avro_key, _json_value,
+        _avro_key,
+        _json_value,
     ),
     Format(
         "protobuf",
@@ -127,15 +147,18 @@ async def test_keys_and_values_decode_with_confluents_deserializers(
     topic = topic_factory(3)
     keys = [fmt.key(i) for i in range(COUNT)]
     values = [fmt.value(i) for i in range(COUNT)]
-    async with SchemaRegistryClient(schema_registry.url) as registry, Producer(
-        kafka_bootstrap, linger_ms=5,
-        key_serializer=fmt.ours(registry, True), value_serializer=fmt.ours(registry, False),
-    ) as producer:
+    async with (
+        SchemaRegistryClient(schema_registry.url) as registry,
+        Producer(
+            kafka_bootstrap,
+            linger_ms=5,
+            key_serializer=fmt.ours(registry, True),
+            value_serializer=fmt.ours(registry, False),
+        ) as producer,
+    ):
         first = await within(producer.send(topic, values[0], key=keys[0]), 30, "send")
         fut = await producer.enqueue(topic, values[1], key=keys[1])
-        result = await within(
-            producer.send_many(topic, values[2:], keys=keys[2:]), 30, "send_many"
-        )
+        result = await within(producer.send_many(topic, values[2:], keys=keys[2:]), 30, "send_many")
         (second,) = await gather_within([fut], 30, "enqueue's future")
     assert first.topic == topic and second.topic == topic
     assert not result.errors
@@ -154,8 +177,12 @@ async def test_keys_and_values_decode_with_confluents_deserializers(
         sk, sv = fmt.theirs(client, True), fmt.theirs(client, False)
         decoded_keys = [dk(r.key, key_ctx) for r in by_order]
         decoded_values = [dv(r.value, value_ctx) for r in by_order]
-        return (decoded_keys, decoded_values, [sk(k, key_ctx) for k in keys],
-                [sv(v, value_ctx) for v in values])
+        return (
+            decoded_keys,
+            decoded_values,
+            [sk(k, key_ctx) for k in keys],
+            [sv(v, value_ctx) for v in values],
+        )
 
     decoded_keys, decoded_values, their_keys, their_values = await asyncio.to_thread(
         confluent_side, schema_registry.url

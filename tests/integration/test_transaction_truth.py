@@ -55,8 +55,10 @@ async def test_a_replayed_completion_never_ends_a_later_transaction(  # type: ig
 ) -> None:
     _version, bootstrap = txn_broker
     topic = topic_factory(1, bootstrap=bootstrap)
-    async with Producer(bootstrap, transactional_id=_tid(), max_block_ms=20_000) as p, \
-            Producer(bootstrap, max_block_ms=20_000) as courier:
+    async with (
+        Producer(bootstrap, transactional_id=_tid(), max_block_ms=20_000) as p,
+        Producer(bootstrap, max_block_ms=20_000) as courier,
+    ):
         await within(p.init_transactions(), BOUND)
         await p.begin_transaction()
         await within(p.send(topic, b"first"), BOUND)
@@ -80,8 +82,13 @@ async def test_close_after_a_commit_timed_out_finishes_the_commit(  # type: igno
     broker = pausable_txn_broker
     bootstrap = broker.bootstrap_servers
     topic = topic_factory(1, bootstrap=bootstrap)
-    p = Producer(bootstrap, transactional_id=_tid(), max_block_ms=4_000,
-                 request_timeout_ms=30_000, delivery_timeout_ms=120_000)
+    p = Producer(
+        bootstrap,
+        transactional_id=_tid(),
+        max_block_ms=4_000,
+        request_timeout_ms=30_000,
+        delivery_timeout_ms=120_000,
+    )
     await within(p.start(), BOUND)
     try:
         await within(p.init_transactions(), BOUND)
@@ -126,8 +133,9 @@ async def test_a_commit_during_a_serializers_prepare_leaves_no_stray_record(  # 
     other = topic_factory(1, bootstrap=bootstrap)
     held = topic_factory(1, bootstrap=bootstrap)
     serializer = HeldTopicSerializer(held)
-    async with Producer(bootstrap, value_serializer=serializer, transactional_id=_tid(),
-                        max_block_ms=20_000) as p:
+    async with Producer(
+        bootstrap, value_serializer=serializer, transactional_id=_tid(), max_block_ms=20_000
+    ) as p:
         await within(p.init_transactions(), BOUND)
         await p.begin_transaction()
         await within(p.send(other, "committed"), BOUND)

@@ -123,7 +123,9 @@ def _names_expiry(exc: BaseException | None) -> None:
     assert EXPIRY_HINT in str(exc), str(exc)
 
 
-async def test_expired_id_fails_the_transaction_and_the_abort_goes_on(broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
+async def test_expired_id_fails_the_transaction_and_the_abort_goes_on(
+    broker, topic_factory
+) -> None:  # type: ignore[no-untyped-def]
     version, kafka = broker
     bootstrap = kafka.bootstrap_servers
     topic = topic_factory(1, bootstrap=bootstrap)
@@ -177,7 +179,9 @@ async def test_expired_id_fails_send_offsets_and_the_abort_goes_on(broker, topic
     assert [r.value for r in records] == [b"after"]
 
 
-async def test_expired_id_taken_by_a_newer_producer_fences_the_old_one(broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
+async def test_expired_id_taken_by_a_newer_producer_fences_the_old_one(
+    broker, topic_factory
+) -> None:  # type: ignore[no-untyped-def]
     _, kafka = broker
     bootstrap = kafka.bootstrap_servers
     topic = topic_factory(1, bootstrap=bootstrap)

@@ -18,7 +18,9 @@ def _tid() -> str:
     return f"tx-{uuid.uuid4().hex[:10]}"
 
 
-async def test_committed_records_are_visible_to_read_committed(kafka_bootstrap, topic_factory) -> None:  # type: ignore[no-untyped-def]
+async def test_committed_records_are_visible_to_read_committed(
+    kafka_bootstrap, topic_factory
+) -> None:  # type: ignore[no-untyped-def]
     topic = topic_factory(3)
     async with Producer(kafka_bootstrap, transactional_id=_tid()) as p:
         await p.init_transactions()
@@ -88,7 +90,9 @@ async def test_second_producer_fences_the_first(kafka_bootstrap, topic_factory) 
                 await first.begin_transaction()
             async with second.transaction():
                 await second.send(topic, b"second")
-    values = [r.value for r in read_records(kafka_bootstrap, topic, 2, isolation_level="read_committed")]
+    values = [
+        r.value for r in read_records(kafka_bootstrap, topic, 2, isolation_level="read_committed")
+    ]
     assert b"first" in values and b"second" in values and b"zombie" not in values
 
 

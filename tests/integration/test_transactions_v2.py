@@ -139,7 +139,9 @@ async def test_many_transactions_in_a_row(txn_broker, topic_factory) -> None:  #
         start = _txn(p).producer_identity
         for i in range(rounds):
             await p.begin_transaction()
-            futures = [await p.enqueue(topic, b"r%d-%d" % (i, j), partition=j % 3) for j in range(5)]
+            futures = [
+                await p.enqueue(topic, b"r%d-%d" % (i, j), partition=j % 3) for j in range(5)
+            ]
             if i % 3 == 2:
                 # Written first, so the abort has something to hide.
                 await asyncio.wait_for(asyncio.gather(*futures), 30)
@@ -148,7 +150,9 @@ async def test_many_transactions_in_a_row(txn_broker, topic_factory) -> None:  #
                 await p.commit_transaction()
         _check_protocol(p, version, ends=rounds, start_epoch=start[1])
     expected = sorted(b"r%d-%d" % (i, j) for i in range(rounds) if i % 3 != 2 for j in range(5))
-    records = read_records(bootstrap, topic, len(expected), isolation_level="read_committed", grace=2.0)
+    records = read_records(
+        bootstrap, topic, len(expected), isolation_level="read_committed", grace=2.0
+    )
     assert sorted(r.value for r in records) == expected  # each once, nothing aborted
 
 
@@ -240,7 +244,9 @@ async def test_a_timed_out_transaction_is_aborted_then_the_producer_goes_on_unde
                 await asyncio.wait_for(p.send(topic, b"probe", partition=0), 30)
             except errors.InvalidProducerEpochError:
                 break
-            assert asyncio.get_running_loop().time() < deadline, "the coordinator never timed it out"
+            assert asyncio.get_running_loop().time() < deadline, (
+                "the coordinator never timed it out"
+            )
             await asyncio.sleep(0.5)
         if version >= 2:
             await asyncio.wait_for(p.abort_transaction(), 30)

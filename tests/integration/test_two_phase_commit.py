@@ -23,7 +23,9 @@ def _tid() -> str:
     return f"tpc-{uuid.uuid4().hex[:10]}"
 
 
-async def _prepare(bootstrap: str, tid: str, topic: str, values: list[bytes]) -> PreparedTransaction:
+async def _prepare(
+    bootstrap: str, tid: str, topic: str, values: list[bytes]
+) -> PreparedTransaction:
     """Write ``values`` in a transaction, prepare it and close the producer."""
     async with Producer(bootstrap, transactional_id=tid, linger_ms=5) as p:
         await p.init_transactions()
@@ -52,10 +54,15 @@ async def test_prepared_elsewhere_then_committed(txn_broker, topic_factory) -> N
     assert prepared.transaction_version == version and not prepared.empty
     # Written and left open: in the log, but not yet visible to read_committed.
     assert len(read_records(bootstrap, topic, len(values), grace=0.5)) == len(values)
-    assert read_records(bootstrap, topic, 1, isolation_level="read_committed", timeout=3, grace=0) == []
+    assert (
+        read_records(bootstrap, topic, 1, isolation_level="read_committed", timeout=3, grace=0)
+        == []
+    )
     async with Producer(bootstrap) as courier:  # not transactional at all
         await courier.complete_transaction(prepared, commit=True)
-    records = read_records(bootstrap, topic, len(values), isolation_level="read_committed", grace=1.0)
+    records = read_records(
+        bootstrap, topic, len(values), isolation_level="read_committed", grace=1.0
+    )
     assert sorted(r.value for r in records) == sorted(values)  # each exactly once
 
 

@@ -23,10 +23,12 @@ def test_round_trip_on_uvloop(kafka_bootstrap: str, topic_factory: Callable[...,
             futures = [await producer.enqueue(topic, v, key=k) for k, v in sent.items()]
             # 1,000 concurrent send() calls: many waiters on one loop.
             concurrent = await asyncio.wait_for(
-                asyncio.gather(*(producer.send(topic, b"c%d" % i) for i in range(1000))), 60)
+                asyncio.gather(*(producer.send(topic, b"c%d" % i) for i in range(1000))), 60
+            )
             await asyncio.wait_for(producer.flush(), 60)
             return [(f.result().partition, f.result().offset) for f in futures] + [
-                (md.partition, md.offset) for md in concurrent]
+                (md.partition, md.offset) for md in concurrent
+            ]
 
     positions = uvloop.run(produce())
     records = read_records(kafka_bootstrap, topic, 3000, timeout=60)
@@ -34,4 +36,5 @@ def test_round_trip_on_uvloop(kafka_bootstrap: str, topic_factory: Callable[...,
     assert sorted((r.partition, r.offset) for r in records) == sorted(positions)
     assert {r.key: r.value for r in records if r.key is not None} == sent
     assert sorted(r.value for r in records if r.key is None) == sorted(
-        b"c%d" % i for i in range(1000))
+        b"c%d" % i for i in range(1000)
+    )

@@ -98,9 +98,7 @@ class RawClient:
             raise ConnectionError("connection closed by the broker")
         return read_correlation_id(frame), decode_response(api, version, frame)
 
-    async def request(
-        self, api_key: int, version: int, body: Any, timeout: float = TIMEOUT
-    ) -> Any:
+    async def request(self, api_key: int, version: int, body: Any, timeout: float = TIMEOUT) -> Any:
         cid = self.send(api_key, version, body)
         got, response = await self.receive(APIS_BY_KEY[api_key], version, timeout)
         assert got == cid, f"response to correlation id {got}, expected {cid}"

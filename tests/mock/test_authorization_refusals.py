@@ -52,7 +52,9 @@ async def test_cluster_authorization_refusal_fails_queued_records_at_once() -> N
             futures = [await producer.enqueue("t", f"r{i}".encode()) for i in range(10)]
             results = await gather_within(futures, 70, "refused records")
             elapsed = time.monotonic() - started
-            assert all(isinstance(r, errors.ClusterAuthorizationFailedError) for r in results), results[:3]
+            assert all(isinstance(r, errors.ClusterAuthorizationFailedError) for r in results), (
+                results[:3]
+            )
             # At once, not at the 60 s delivery timeout.
             assert elapsed < 10, elapsed
             # Idle, the producer does not keep asking for an id it was refused.

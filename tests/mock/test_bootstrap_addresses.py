@@ -38,15 +38,17 @@ def _warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.levelno == logging.WARNING and r.name.startswith("aioproducer")
+        if r.levelno == logging.WARNING
+        and r.name.startswith("aioproducer")
         and text in r.getMessage()
     ]
 
 
 def _failed_attempts(caplog: pytest.LogCaptureFixture, address: str) -> int:
     return sum(
-        1 for r in caplog.records if r.levelno == logging.DEBUG and "failed" in r.getMessage()
-        and address in r.getMessage()
+        1
+        for r in caplog.records
+        if r.levelno == logging.DEBUG and "failed" in r.getMessage() and address in r.getMessage()
     )
 
 
@@ -140,8 +142,13 @@ async def test_a_cancellation_as_metadata_arrives_is_not_lost() -> None:
     then, gh-86296, and start() went on waiting out max_block_ms)."""
     from aioproducer.net.client import KafkaClient
 
-    client = KafkaClient(f"127.0.0.1:{closed_port()}", client_id="lost", request_timeout_ms=1000,
-                         metadata_max_age_ms=60000, reconnect_backoff_max_ms=100)
+    client = KafkaClient(
+        f"127.0.0.1:{closed_port()}",
+        client_id="lost",
+        request_timeout_ms=1000,
+        metadata_max_age_ms=60000,
+        reconnect_backoff_max_ms=100,
+    )
     try:
         waiting = asyncio.ensure_future(client.wait_for_update(30))
         for _ in range(5):

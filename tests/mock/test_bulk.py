@@ -53,8 +53,12 @@ async def test_keys_go_to_their_murmur2_partition_with_headers() -> None:
         cluster.create_topic("keyed", partitions=6)
         async with Producer(cluster.bootstrap_servers) as p:
             # More records than one slice: several slices, each grouped by partition.
-            common = await p.send_many("keyed", values[:2500], keys=keys[:2500], headers=[("src", b"bulk")])
-            own = await p.send_many("keyed", values[2500:], keys=keys[2500:], headers=per_record[2500:])
+            common = await p.send_many(
+                "keyed", values[:2500], keys=keys[:2500], headers=[("src", b"bulk")]
+            )
+            own = await p.send_many(
+                "keyed", values[2500:], keys=keys[2500:], headers=per_record[2500:]
+            )
         stored = by_offset(cluster.records("keyed"))
     for i in range(2500):
         md = common[i]
@@ -87,7 +91,9 @@ async def test_arrow_arrays_are_read_in_place() -> None:
             # A slice (non-zero offset) and a chunked array.
             sliced = await p.send_many("arrow", arrays["binary"].slice(1000, 500), partition=0)
             chunked = await p.send_many(
-                "arrow", pa.chunked_array([arrays["binary"][:10], arrays["binary"][10:20]]), partition=0
+                "arrow",
+                pa.chunked_array([arrays["binary"][:10], arrays["binary"][10:20]]),
+                partition=0,
             )
         stored = by_offset(cluster.records("arrow"))
     for name, result in results.items():
@@ -112,7 +118,9 @@ async def test_idempotent_sequences_run_on_across_bulk_and_single_records() -> N
             assert (await first).offset == 0
             assert (await last).offset == 301
         records = cluster.records("seq")
-    assert [r.value for r in records] == [b"single-0"] + [b"bulk-%d" % i for i in range(300)] + [b"single-1"]
+    assert [r.value for r in records] == [b"single-0"] + [b"bulk-%d" % i for i in range(300)] + [
+        b"single-1"
+    ]
     assert [result[i].offset for i in range(300)] == list(range(1, 301))
     assert len({r.producer_id for r in records}) == 1 and records[0].producer_id >= 0
     assert [r.sequence for r in records] == list(range(302))
@@ -124,7 +132,9 @@ async def test_bulk_in_a_transaction_commits_and_aborts_as_a_whole() -> None:
         async with Producer(cluster.bootstrap_servers, transactional_id="bulk-tx") as p:
             await p.init_transactions()
             async with p.transaction():
-                await p.enqueue_many("txb", [b"c%d" % i for i in range(200)], keys=[b"%d" % i for i in range(200)])
+                await p.enqueue_many(
+                    "txb", [b"c%d" % i for i in range(200)], keys=[b"%d" % i for i in range(200)]
+                )
             await p.begin_transaction()
             fut = await p.enqueue_many("txb", [b"a%d" % i for i in range(200)])
             await p.abort_transaction()
@@ -146,7 +156,9 @@ async def test_a_failing_partition_names_its_records_and_the_others_are_delivere
         async with Producer(cluster.bootstrap_servers, linger_ms=50) as p:
             await p.send("part", b"warm-up", partition=0)
             cluster.fail_produce("part", 1, errors.InvalidTimestampError.code, count=1)
-            fut = await p.enqueue_many("part", [b"r%d" % i for i in range(90)], partition=partitions)
+            fut = await p.enqueue_many(
+                "part", [b"r%d" % i for i in range(90)], partition=partitions
+            )
             with pytest.raises(BulkSendError) as info:
                 await fut
         stored = cluster.records("part")
@@ -159,7 +171,9 @@ async def test_a_failing_partition_names_its_records_and_the_others_are_delivere
     with pytest.raises(errors.InvalidTimestampError):
         result[1]
     delivered = [i for i in range(90) if i % 3 != 1]
-    assert sorted(r.value for r in stored if r.value != b"warm-up") == sorted(b"r%d" % i for i in delivered)
+    assert sorted(r.value for r in stored if r.value != b"warm-up") == sorted(
+        b"r%d" % i for i in delivered
+    )
     assert all(result[i].partition == partitions[i] for i in delivered)
     with pytest.raises(BulkSendError):
         result.raise_for_errors()
@@ -219,8 +233,12 @@ async def test_buffer_memory_backpressure_and_max_block_ms() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("mem", partitions=1)
         async with Producer(
-            cluster.bootstrap_servers, buffer_memory=64 * 1024, max_block_ms=300, linger_ms=1,
-            delivery_timeout_ms=30_000, request_timeout_ms=20_000,
+            cluster.bootstrap_servers,
+            buffer_memory=64 * 1024,
+            max_block_ms=300,
+            linger_ms=1,
+            delivery_timeout_ms=30_000,
+            request_timeout_ms=20_000,
         ) as p:
             await p.send("mem", b"warm-up")
             cluster.stall_broker(cluster.broker_ids[0])
@@ -270,8 +288,13 @@ async def test_a_partitions_failed_records_say_written_if_any_of_them_may_be() -
     records of the second batch are in the log: the error must not call them safe."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with Producer(cluster.bootstrap_servers, enable_idempotence=False, retries=0,
-                            batch_size=1024, linger_ms=50) as p:
+        async with Producer(
+            cluster.bootstrap_servers,
+            enable_idempotence=False,
+            retries=0,
+            batch_size=1024,
+            linger_ms=50,
+        ) as p:
             cluster.fail_produce("t", 0, errors.InvalidRecordError.code)
             cluster.fail_produce("t", 0, errors.RequestTimedOutError.code, after_append=True)
             fut = await p.enqueue_many("t", [b"x" * 200 for _ in range(8)], partition=0)

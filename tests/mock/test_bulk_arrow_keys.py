@@ -32,7 +32,9 @@ def raw(key: str | None) -> bytes | None:
     return None if key is None else key.encode()
 
 
-async def _bulk_then_single(cluster: MockCluster, keys: pa.Array | pa.ChunkedArray) -> tuple[list[int], list[int]]:
+async def _bulk_then_single(
+    cluster: MockCluster, keys: pa.Array | pa.ChunkedArray
+) -> tuple[list[int], list[int]]:
     """(partition of each record sent with enqueue_many, of each sent with send)."""
     async with Producer(cluster.bootstrap_servers, linger_ms=2, batch_size=4096) as p:
         futures = [
@@ -135,7 +137,8 @@ async def test_arrow_columns_copied_or_viewed_give_the_same_records(
         async with Producer(cluster.bootstrap_servers) as p:
             sliced = await p.send_many("bulk", values.slice(100, 1000), keys=keys.slice(100, 1000))
             chunked = await p.send_many(
-                "bulk", pa.chunked_array([values.slice(0, 50), values.slice(2000)]),
+                "bulk",
+                pa.chunked_array([values.slice(0, 50), values.slice(2000)]),
                 keys=pa.chunked_array([keys.slice(0, 50), keys.slice(2000)]),
             )
         stored = {(r.partition, r.offset): (r.key, r.value) for r in cluster.records("bulk")}

@@ -27,8 +27,11 @@ N = 3000
 BOUND = 30.0  # seconds: for events that take milliseconds; max_block_ms is 120 s
 VALUES = [b"r-%05d-" % i + b"x" * 90 for i in range(N)]  # 3000 x ~100 B > the 64 KiB buffer
 SETTINGS: dict[str, Any] = {
-    "buffer_memory": 64 * 1024, "linger_ms": 1, "max_block_ms": 120_000,
-    "request_timeout_ms": 60_000, "delivery_timeout_ms": 200_000,
+    "buffer_memory": 64 * 1024,
+    "linger_ms": 1,
+    "max_block_ms": 120_000,
+    "request_timeout_ms": 60_000,
+    "delivery_timeout_ms": 200_000,
 }
 needs_311 = pytest.mark.skipif(
     sys.version_info < (3, 11), reason="asyncio.timeout() and TaskGroup are Python 3.11+"
@@ -36,7 +39,9 @@ needs_311 = pytest.mark.skipif(
 
 
 @contextlib.asynccontextmanager
-async def stalled(cluster: MockCluster, partitions: int = 1, **settings: Any) -> AsyncIterator[Producer]:
+async def stalled(
+    cluster: MockCluster, partitions: int = 1, **settings: Any
+) -> AsyncIterator[Producer]:
     """A started producer whose only broker stalls after a warm-up record.
 
     The broker resumes before the producer closes, also when the test failed:
@@ -95,10 +100,15 @@ async def test_a_cancelled_call_reports_the_prefix_it_buffered_and_a_retry_dupli
             await within(progress.future, BOUND, "the buffered records")
         result = check_partial(failed.value, k, errors.CallCancelledError)
         cancelled = result.errors[None].error
-        assert isinstance(cancelled, errors.CallCancelledError) and cancelled.may_have_been_written is False
+        assert (
+            isinstance(cancelled, errors.CallCancelledError)
+            and cancelled.may_have_been_written is False
+        )
         assert sorted(stored(cluster)) == sorted(VALUES[:k])  # in the log: exactly those
         rest = await within(
-            p.send_many("t", VALUES[k:], keys=None if keys is None else keys[k:]), BOUND, "the retry"
+            p.send_many("t", VALUES[k:], keys=None if keys is None else keys[k:]),
+            BOUND,
+            "the retry",
         )
         assert not rest.errors
         await within(p.flush(), BOUND, "flush")
@@ -218,7 +228,11 @@ async def test_a_commit_while_the_call_waits_stops_it_and_commits_what_went_in()
         task = asyncio.create_task(p.enqueue_many("t", VALUES))
         await waiting_for_memory(p, task)
         commit = asyncio.create_task(p.commit_transaction())
-        await until(lambda: p._running.txn is not None and p._running.txn.state.name == "COMMITTING", BOUND, "commit")
+        await until(
+            lambda: p._running.txn is not None and p._running.txn.state.name == "COMMITTING",
+            BOUND,
+            "commit",
+        )
         cluster.resume_broker(cluster.broker_ids[0])
         future = await within(task, BOUND, "the stopped call")  # stopped, not failed as a whole
         await within(commit, BOUND, "the commit")

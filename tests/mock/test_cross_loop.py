@@ -310,11 +310,15 @@ def test_close_after_the_loop_stopped_mid_wake_keeps_the_acknowledged_batch_writ
     cluster = two_brokers
     count = WAKE_SLICE * 40  # one batch, forty slices of awaited records
     producer = Producer(
-        cluster.bootstrap_servers, linger_ms=60_000, batch_size=512 * 1024,
-        request_timeout_ms=300_000, delivery_timeout_ms=600_000,
+        cluster.bootstrap_servers,
+        linger_ms=60_000,
+        batch_size=512 * 1024,
+        request_timeout_ms=300_000,
+        delivery_timeout_ms=600_000,
     )
     loop = asyncio.new_event_loop()
     try:
+
         async def warm() -> None:
             await producer.start()
             for partition in (0, 1):  # the producer id, and both brokers connected

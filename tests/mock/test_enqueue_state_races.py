@@ -88,8 +88,11 @@ async def test_commit_while_prepare_waits_makes_enqueue_raise_and_leaves_no_tran
         cluster.create_topic(OTHER, partitions=1)
         serializer = HeldSerializer()
         producer = Producer(
-            cluster.bootstrap_servers, value_serializer=serializer, transactional_id="races",
-            linger_ms=0, max_block_ms=5000,
+            cluster.bootstrap_servers,
+            value_serializer=serializer,
+            transactional_id="races",
+            linger_ms=0,
+            max_block_ms=5000,
         )
         await within(producer.start(), BOUND, "start")
         await within(producer.init_transactions(), BOUND, "init_transactions")

@@ -47,8 +47,9 @@ class Ticker:
 
 def one_big_batch(cluster: MockCluster) -> Producer:
     """A producer whose records all fit one batch that never lingers out."""
-    return Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000,
-                    max_request_size=16 << 20)
+    return Producer(
+        cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=10_000, max_request_size=16 << 20
+    )
 
 
 @asynccontextmanager
@@ -184,8 +185,9 @@ async def test_a_stalled_broker_bounds_records_held_by_buffer_memory_with_overhe
     buffer_memory = 256 * 1024
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("stall", partitions=1)
-        async with Producer(cluster.bootstrap_servers, buffer_memory=buffer_memory,
-                            max_block_ms=200, linger_ms=1) as p:
+        async with Producer(
+            cluster.bootstrap_servers, buffer_memory=buffer_memory, max_block_ms=200, linger_ms=1
+        ) as p:
             await p.send("stall", b"warm-up")
             cluster.stall_broker(cluster.broker_ids[0])
             held = []

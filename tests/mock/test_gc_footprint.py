@@ -48,8 +48,12 @@ async def pending(topic: str) -> AsyncIterator[Producer]:
     not linger out during the test) until it is flushed."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic(topic, partitions=1)
-        async with Producer(cluster.bootstrap_servers, batch_size=8 << 20, linger_ms=60_000,
-                            max_request_size=16 << 20) as p:
+        async with Producer(
+            cluster.bootstrap_servers,
+            batch_size=8 << 20,
+            linger_ms=60_000,
+            max_request_size=16 << 20,
+        ) as p:
             # Metadata, connection and producer id in place before counting.
             await p.enqueue(topic, b"warm-up")
             await p.flush()
@@ -171,7 +175,11 @@ async def test_large_module_level_tables_are_not_walked_by_the_collector() -> No
         for attr, value in list(vars(module).items()):
             inner = list(value.values()) if isinstance(value, dict) else []
             for table in [value, *inner]:
-                if isinstance(table, (list, dict, set, tuple)) and len(table) > 1000 and gc.is_tracked(table):
+                if (
+                    isinstance(table, (list, dict, set, tuple))
+                    and len(table) > 1000
+                    and gc.is_tracked(table)
+                ):
                     walked.append(f"{name}.{attr} ({len(table)} entries)")
     assert walked == []
 

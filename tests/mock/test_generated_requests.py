@@ -19,7 +19,9 @@ from aioproducer.testing import MockCluster
 pytestmark = pytest.mark.asyncio
 
 
-async def test_requests_go_out_as_generated_messages_and_answers_come_back_as_their_classes() -> None:
+async def test_requests_go_out_as_generated_messages_and_answers_come_back_as_their_classes() -> (
+    None
+):
     async with MockCluster(brokers=1, default_partitions=2) as cluster:
         cluster.create_topic("orders")
         host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
@@ -37,7 +39,8 @@ async def test_requests_go_out_as_generated_messages_and_answers_come_back_as_th
             (topic,) = answer.topics
             assert (topic.name, topic.error_code, len(topic.partitions)) == ("orders", 0, 2)
             pid = await conn.request(
-                INIT_PRODUCER_ID, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
+                INIT_PRODUCER_ID,
+                InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000),
             )
             assert type(pid) is InitProducerIdResponse
             assert pid.error_code == 0 and pid.producer_id >= 0
@@ -45,7 +48,9 @@ async def test_requests_go_out_as_generated_messages_and_answers_come_back_as_th
             with pytest.raises(TypeError, match="MetadataRequest"):
                 conn.send(METADATA, {"topics": []})  # type: ignore[arg-type]
             with pytest.raises(MessageError):
-                conn.send(METADATA, MetadataRequest(topics=[MetadataRequestTopic(name=None)]), version=1)
+                conn.send(
+                    METADATA, MetadataRequest(topics=[MetadataRequestTopic(name=None)]), version=1
+                )
             assert conn.in_flight == 0
             again = await conn.request(METADATA, MetadataRequest(topics=[]))
             assert again.topics == [] and again.brokers[0].port == int(port)

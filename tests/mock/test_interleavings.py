@@ -289,7 +289,11 @@ class Program:
 async def _run(program: Program, steps: int) -> None:
     rng = program.rng
     calls = [
-        program.enqueue, program.enqueue, program.cancelled_send, program.flush, program.enqueue_many,
+        program.enqueue,
+        program.enqueue,
+        program.cancelled_send,
+        program.flush,
+        program.enqueue_many,
         program.cancelled_send_many,
     ]
     if program.transactional:
@@ -315,9 +319,7 @@ async def _run(program: Program, steps: int) -> None:
 def _check(program: Program, close_error: BaseException | None) -> None:
     cluster = program.cluster
     visible = collections.Counter(r.value for r in cluster.records(TOPIC))
-    logged = collections.Counter(
-        r.value for r in cluster.records(TOPIC, include_uncommitted=True)
-    )
+    logged = collections.Counter(r.value for r in cluster.records(TOPIC, include_uncommitted=True))
     assert all(n == 1 for n in logged.values()), [v for v, n in logged.items() if n > 1][:5]
     by_generation: dict[int, list[bool]] = collections.defaultdict(list)
     for outcome in _outcomes(program):

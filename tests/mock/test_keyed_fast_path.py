@@ -96,8 +96,11 @@ async def test_a_topic_that_grows_is_partitioned_by_its_new_count() -> None:
         async with Producer(cluster.bootstrap_servers, linger_ms=0, metadata_max_age_ms=100) as p:
             before = [await p.send("k", b"v", key=k) for k in keys]
             cluster.add_partitions("k", 6)
-            await until(lambda: len(p._running.client.snapshot.topics["k"].partitions) == 6, SETTLE,
-                        "the new partitions in the metadata")
+            await until(
+                lambda: len(p._running.client.snapshot.topics["k"].partitions) == 6,
+                SETTLE,
+                "the new partitions in the metadata",
+            )
             after = [await p.enqueue("k", b"v", key=k) for k in keys]
             await p.flush()
     assert [m.partition for m in before] == [_java_partition(k, 2) for k in keys]
@@ -115,7 +118,13 @@ async def test_options_may_be_given_by_position_in_aiokafkas_order() -> None:
     assert (first.result().partition, second.partition) == (2, 1)
     stored = {r.value: r for r in cluster.records("pos")}
     assert (stored[b"v1"].key, stored[b"v1"].partition, stored[b"v1"].timestamp_ms) == (
-        b"k1", 2, 1_700_000_000_000)
+        b"k1",
+        2,
+        1_700_000_000_000,
+    )
     assert (stored[b"v2"].key, stored[b"v2"].partition, stored[b"v2"].timestamp_ms) == (
-        b"k2", 1, 1_700_000_000_001)
+        b"k2",
+        1,
+        1_700_000_000_001,
+    )
     assert [tuple(h) for h in stored[b"v1"].headers] == [("h", b"1")]

@@ -99,14 +99,18 @@ async def test_the_unkeyed_lane_wakes_the_sender_for_a_batch_it_fills(
     base = time_ns() // 1_000_000 - BACK_MS
     first = b"o" * 300 if opener == "partition" else b"a" * 100
     values = [b"b" * 100, b"c" * 100, b"d" * 100]
-    batch_size = _exact_batch_size([(base, None, first)] + [(base + BACK_MS, None, v) for v in values])
+    batch_size = _exact_batch_size(
+        [(base, None, first)] + [(base + BACK_MS, None, v) for v in values]
+    )
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
         async with make_producer(cluster, SETTINGS, batch_size=batch_size) as producer:
             watch = _Watch(producer, monkeypatch)
-            futures = [await producer.enqueue(
-                "t", first, partition=0 if opener == "partition" else None, timestamp_ms=base
-            )]
+            futures = [
+                await producer.enqueue(
+                    "t", first, partition=0 if opener == "partition" else None, timestamp_ms=base
+                )
+            ]
             for value in values[:-1]:
                 futures.append(await producer.enqueue("t", value))
             if opener == "sticky":  # the lane took the second and third records too

@@ -91,9 +91,7 @@ async def test_batches_follow_the_leader_hint_at_once() -> None:
             cluster.intercept(METADATA, _lagging_metadata(cluster, "t", old, epoch))
             refused_before = cluster.request_count(PRODUCE, broker=old)
             futures = [await producer.enqueue("t", b"after-%d" % i, partition=0) for i in range(5)]
-            results = await within(
-                asyncio.gather(*futures), 10, "records after the leader moved"
-            )
+            results = await within(asyncio.gather(*futures), 10, "records after the leader moved")
             assert cluster.request_count(PRODUCE, broker=old) > refused_before
             assert cluster.request_count(PRODUCE, broker=new) >= 1
             # Refreshes that answer the old leader do not send batches back.
@@ -109,7 +107,9 @@ async def test_without_hints_the_producer_still_follows_through_metadata() -> No
     async with MockCluster(brokers=3) as cluster:
         cluster.leader_hints = False  # a broker before Kafka 3.7
         cluster.create_topic("t", partitions=1)
-        async with make_producer(cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
+        async with make_producer(
+            cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200
+        ) as producer:
             await within(producer.send("t", b"before"), 10, "warm-up")
             new = cluster.move_leader("t", 0)
             metadata_before = cluster.request_count(METADATA)
@@ -123,7 +123,9 @@ async def test_hints_switched_off_leave_the_move_to_metadata() -> None:
     """``use_leader_hints = False`` (what the failover benchmark compares against) ignores them."""
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=1)
-        async with make_producer(cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200) as producer:
+        async with make_producer(
+            cluster, SETTINGS, retry_backoff_ms=50, retry_backoff_max_ms=200
+        ) as producer:
             await within(producer.send("t", b"before"), 10, "warm-up")
             assert producer._running.client is not None
             producer._running.client.use_leader_hints = False
@@ -135,7 +137,8 @@ async def test_hints_switched_off_leave_the_move_to_metadata() -> None:
             fut = await producer.enqueue("t", b"after")
             # The refusal names the new leader, but only Metadata may say so now.
             await until(
-                lambda: cluster.request_count(PRODUCE, broker=old) > refused, 10,
+                lambda: cluster.request_count(PRODUCE, broker=old) > refused,
+                10,
                 "a refusal by the old leader",
             )
             await asyncio.sleep(0.5)
@@ -145,4 +148,3 @@ async def test_hints_switched_off_leave_the_move_to_metadata() -> None:
             await within(fut, 20, "the record after Metadata named the new leader")
             assert cluster.request_count(PRODUCE, broker=new) >= 1
         assert [r.value for r in cluster.records("t")] == [b"before", b"after"]
-

@@ -32,7 +32,9 @@ async def test_concurrent_starts_make_one_sender_and_close_stops_everything() ->
         await p.close()
         assert len(_live_senders()) == before
         server = cluster.servers[0]
-        await until(lambda: not server.connections, 10, "the broker noticing the closed connections")
+        await until(
+            lambda: not server.connections, 10, "the broker noticing the closed connections"
+        )
         with pytest.raises(errors.ProducerClosedError):
             await p.start()
 

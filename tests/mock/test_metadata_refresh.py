@@ -72,7 +72,9 @@ async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> 
             client = producer._running.client
             assert client is not None
             await until(
-                lambda: not client.snapshot.topics["gone"].partitions, 10, "metadata without the topic"
+                lambda: not client.snapshot.topics["gone"].partitions,
+                10,
+                "metadata without the topic",
             )
             # ... and new records wait for it to come back.
             waiting = [asyncio.create_task(producer.enqueue("gone", b"w")) for _ in range(5)]
@@ -86,7 +88,9 @@ async def test_deleted_topic_with_queued_batches_is_refreshed_with_backoff() -> 
 async def test_leaderless_partition_with_traffic_elsewhere_is_refreshed_with_backoff() -> None:
     async with MockCluster(brokers=2) as cluster:
         cluster.create_topic("t", partitions=2)
-        async with make_producer(cluster, SETTINGS, delivery_timeout_ms=30_000, request_timeout_ms=1000) as producer:
+        async with make_producer(
+            cluster, SETTINGS, delivery_timeout_ms=30_000, request_timeout_ms=1000
+        ) as producer:
             await producer.send("t", b"warm", partition=0)
             await producer.send("t", b"warm", partition=1)
             cluster.topic_states["t"].partitions[0].leader = -1  # election under way
@@ -123,7 +127,8 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
     async with MockCluster(brokers=3) as cluster:
         cluster.create_topic("t", partitions=3)  # partition i led by broker i
         async with make_producer(
-            cluster, SETTINGS,
+            cluster,
+            SETTINGS,
             request_timeout_ms=int(request_timeout * 1000),
             delivery_timeout_ms=60000,
             retry_backoff_ms=10,
@@ -219,7 +224,9 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
         busy = next(p for p in (0, 1) if cluster.leader("busy", p) == 0)
         stuck = next(p for p in (0, 1) if cluster.leader("stuck", p) == 1)
         cluster.intercept(METADATA, record)
-        async with make_producer(cluster, SETTINGS, metadata_max_idle_ms=300, request_timeout_ms=5000) as producer:
+        async with make_producer(
+            cluster, SETTINGS, metadata_max_idle_ms=300, request_timeout_ms=5000
+        ) as producer:
             await producer.send("old", b"once")
             await producer.send("stuck", b"warm", partition=stuck)
             cluster.stall_broker(1)
@@ -260,7 +267,9 @@ async def test_rebootstrap_when_every_known_broker_moved() -> None:
             "request_timeout_ms": 1000,
         }
         # Time enough to find the brokers again, however slow the machine.
-        async with make_producer(alias, SETTINGS, delivery_timeout_ms=30_000, **settings) as producer:
+        async with make_producer(
+            alias, SETTINGS, delivery_timeout_ms=30_000, **settings
+        ) as producer:
             await producer.send("t", b"before", partition=1)
             await cluster.move_brokers()
             md = await asyncio.wait_for(producer.send("t", b"after", partition=1), 40)

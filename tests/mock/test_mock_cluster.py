@@ -56,9 +56,7 @@ async def _client(cluster: MockCluster, broker: int = 0) -> RawClient:
     return await RawClient.connect(cluster.bootstrap_servers.split(",")[broker])
 
 
-async def _init_pid(
-    client: RawClient, transactional_id: str | None = None
-) -> tuple[int, int]:
+async def _init_pid(client: RawClient, transactional_id: str | None = None) -> tuple[int, int]:
     body = InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60000)
     response = await client.request(22, 4, body)
     assert response.error_code == NONE, response
@@ -71,7 +69,9 @@ def _add_partitions(ids: dict[str, Any], *partitions: tuple[str, int]) -> AddPar
         v3_and_below_transactional_id=ids["transactional_id"],
         v3_and_below_producer_id=ids["producer_id"],
         v3_and_below_producer_epoch=ids["producer_epoch"],
-        v3_and_below_topics=[AddPartitionsToTxnTopic(name=t, partitions=[p]) for t, p in partitions],
+        v3_and_below_topics=[
+            AddPartitionsToTxnTopic(name=t, partitions=[p]) for t, p in partitions
+        ],
     )
 
 
@@ -109,9 +109,7 @@ async def test_lifecycle_topics_and_leaders() -> None:
 async def test_api_versions_and_kip511_fallback() -> None:
     async with MockCluster(brokers=1) as cluster:
         client = await _client(cluster)
-        response = await client.request(
-            18, 3, _VERSIONS_BODY
-        )
+        response = await client.request(18, 3, _VERSIONS_BODY)
         advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         assert response.error_code == NONE
         assert {k: advertised[k] for k in SUPPORTED_VERSIONS} == SUPPORTED_VERSIONS
@@ -129,7 +127,9 @@ async def test_metadata_auto_create_and_errors() -> None:
     async with MockCluster(brokers=2, default_partitions=3) as cluster:
         client = await _client(cluster, 1)
         response = await client.request(
-            3, 12, MetadataRequest(topics=_topics("auto", "bad/name"), allow_auto_topic_creation=True)
+            3,
+            12,
+            MetadataRequest(topics=_topics("auto", "bad/name"), allow_auto_topic_creation=True),
         )
         assert [b.node_id for b in response.brokers] == [0, 1]
         created, bad = response.topics
@@ -264,7 +264,9 @@ async def test_idempotent_dedup_and_sequence_checks() -> None:
         # as on Kafka (its state may have been removed by retention); from then
         # on its sequences are checked.
         assert (await client.produce("t", 0, batch(4, producer=9999, ep=0))).error_code == NONE
-        assert (await client.produce("t", 0, batch(0, producer=9999, ep=0))).error_code == OUT_OF_ORDER
+        assert (
+            await client.produce("t", 0, batch(0, producer=9999, ep=0))
+        ).error_code == OUT_OF_ORDER
         assert (await client.produce("t", 0, batch(5, producer=9999, ep=0))).error_code == NONE
         assert [r.sequence for r in cluster.records("t")][-2:] == [4, 5]
 
@@ -288,7 +290,9 @@ async def test_idempotent_dedup_and_sequence_checks() -> None:
             ),
         )
         assert fresh.producer_id != pid and fresh.producer_epoch == 0
-        assert (await client.produce("t", 0, batch(0, producer=fresh.producer_id, ep=0))).error_code == NONE
+        assert (
+            await client.produce("t", 0, batch(0, producer=fresh.producer_id, ep=0))
+        ).error_code == NONE
         # The old id still deduplicates its own retries after that.
         assert (await client.produce("t", 0, batch(9))).base_offset >= 0
         # A partition learns a bumped epoch from the batches it receives (an
@@ -322,12 +326,13 @@ async def test_transactions_commit_abort_and_fencing() -> None:
         # Not yet added to the transaction: rejected (Kafka 3.6+ verification).
         early = await client.produce("t", 0, txn_batch(0, b"early"), transactional_id="tx")
         assert early.error_code == INVALID_TXN_STATE
-        assert (
-            await end(True)
-        ).error_code == INVALID_TXN_STATE
+        assert (await end(True)).error_code == INVALID_TXN_STATE
 
         added = await add()
-        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == NONE
+        assert (
+            added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+            == NONE
+        )
         await client.produce("t", 0, txn_batch(0, b"committed"), transactional_id="tx")
         assert cluster.records("t") == []
         assert [r.value for r in cluster.records("t", include_uncommitted=True)] == [b"committed"]
@@ -357,7 +362,9 @@ async def test_transactions_commit_abort_and_fencing() -> None:
         )
         early_offsets = await client.request(28, 3, offsets)
         assert early_offsets.topics[0].partitions[0].error_code == INVALID_TXN_STATE
-        assert (await client.request(25, 3, AddOffsetsToTxnRequest(**ids, group_id="g"))).error_code == NONE
+        assert (
+            await client.request(25, 3, AddOffsetsToTxnRequest(**ids, group_id="g"))
+        ).error_code == NONE
         assert (await client.request(28, 3, offsets)).topics[0].partitions[0].error_code == NONE
         assert (await end(True)).error_code == NONE
         assert cluster.coordinator.committed_offsets == {"g": {("t", 0): 42}}
@@ -366,7 +373,10 @@ async def test_transactions_commit_abort_and_fencing() -> None:
         new_pid, new_epoch = await _init_pid(client, "tx")
         assert (new_pid, new_epoch) == (pid, epoch + 1)
         stale = await add()
-        assert stale.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == FENCED
+        assert (
+            stale.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+            == FENCED
+        )
         stale_v1 = await end(True, version=1)
         assert stale_v1.error_code == INVALID_EPOCH  # PRODUCER_FENCED exists from v2 (KIP-588)
         zombie = await client.produce("t", 0, txn_batch(2, b"zombie"), transactional_id="tx")

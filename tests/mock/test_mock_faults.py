@@ -45,7 +45,6 @@ NOT_LEADER = errors.NotLeaderOrFollowerError.code
 COORDINATOR_NOT_AVAILABLE = errors.CoordinatorNotAvailableError.code
 
 
-
 async def _send(producer: Producer, topic: str, value: bytes, **kwargs: Any) -> Any:
     return await asyncio.wait_for(producer.send(topic, value, **kwargs), TIMEOUT)
 
@@ -105,7 +104,10 @@ async def test_take_leader_offline_until_a_leader_is_elected_again() -> None:
         client = await _raw(cluster, 1)
         meta = await client.request(3, 12, _METADATA_T)
         partition = meta.topics[0].partitions[0]
-        assert (partition.error_code, partition.leader_id) == (errors.LeaderNotAvailableError.code, -1)
+        assert (partition.error_code, partition.leader_id) == (
+            errors.LeaderNotAvailableError.code,
+            -1,
+        )
         assert partition.leader_epoch == 1
         old_leader = await _raw(cluster, 0)
         refused = await old_leader.produce("t", 0, batch_bytes([b"raw"]), version=10)
@@ -208,7 +210,9 @@ async def test_delay_responses_and_timeout_retry_is_deduplicated() -> None:
         # A Produce answered after the client's request timeout: the client
         # retries, the mock recognises the retry and the record exists once.
         cluster.delay_responses(0.8, api_key=0, count=1)
-        async with make_producer(cluster, request_timeout_ms=300, delivery_timeout_ms=5000) as producer:
+        async with make_producer(
+            cluster, request_timeout_ms=300, delivery_timeout_ms=5000
+        ) as producer:
             md = await _send(producer, "t", b"slow")
         assert [(r.value, r.offset) for r in cluster.records("t")] == [(b"slow", md.offset)]
         assert cluster.request_count(0) >= 2
@@ -226,7 +230,9 @@ async def test_throttle_answers_at_once_then_mutes_the_channel() -> None:
         assert response.throttle_time_ms == DELAY * 1000
         cluster.throttle(0, 0)
         # The next request on this connection is read only when the mute ends.
-        assert (await client.request(3, 12, MetadataRequest(topics=[]), timeout=TIMEOUT)).throttle_time_ms == 0
+        assert (
+            await client.request(3, 12, MetadataRequest(topics=[]), timeout=TIMEOUT)
+        ).throttle_time_ms == 0
         muted = time.monotonic() - start
         assert answered < DELAY <= muted
         await client.close()

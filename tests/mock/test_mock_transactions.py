@@ -75,8 +75,11 @@ async def test_retried_epoch_bump_whose_answer_was_lost_is_accepted() -> None:
             if body.producer_id < 0 or lost:
                 return None  # the first InitProducerId, or the retry: served normally
             code, pid, epoch = cluster.coordinator.init_producer_id(
-                body.transactional_id, body.transaction_timeout_ms,
-                body.producer_id, body.producer_epoch, ctx.api_version,
+                body.transactional_id,
+                body.transaction_timeout_ms,
+                body.producer_id,
+                body.producer_epoch,
+                ctx.api_version,
             )
             lost.append((pid, epoch))
             cluster.drop_connections(ctx.broker_id)  # the answer never arrives
@@ -105,8 +108,12 @@ async def test_a_batch_put_back_during_an_abort_is_aborted_not_sent_again() -> N
     aborting)."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="abort-retry",
-                            linger_ms=0, retry_backoff_ms=10) as p:
+        async with Producer(
+            cluster.bootstrap_servers,
+            transactional_id="abort-retry",
+            linger_ms=0,
+            retry_backoff_ms=10,
+        ) as p:
             await asyncio.wait_for(p.init_transactions(), 10)
             await p.begin_transaction()
             await asyncio.wait_for(p.send("tx", b"first"), 10)  # the partition joined

@@ -24,7 +24,9 @@ def _identity(p: Producer) -> tuple[int, int]:
 async def test_v1_and_v2_on_the_mock(version: int) -> None:
     async with MockCluster(brokers=2, transaction_version=version) as cluster:
         cluster.create_topic("tx", partitions=3)
-        async with Producer(cluster.bootstrap_servers, transactional_id="w", linger_ms=0, max_block_ms=5000) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="w", linger_ms=0, max_block_ms=5000
+        ) as p:
             await asyncio.wait_for(p.init_transactions(), TIMEOUT)
             pid, epoch = _identity(p)
             async with p.transaction():
@@ -58,7 +60,9 @@ async def test_epoch_overflow_gives_a_new_producer_id() -> None:
         _, old_pid, _ = coordinator.init_producer_id("long-lived", 60_000, -1, -1, 4)
         coordinator.epochs[old_pid] = 32765
         coordinator.by_id["long-lived"].producer_epoch = 32765
-        async with Producer(cluster.bootstrap_servers, transactional_id="long-lived", max_block_ms=5000) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="long-lived", max_block_ms=5000
+        ) as p:
             await asyncio.wait_for(p.init_transactions(), TIMEOUT)
             assert _identity(p) == (old_pid, 32766)
             async with p.transaction():
@@ -77,9 +81,13 @@ async def test_epoch_overflow_gives_a_new_producer_id() -> None:
 async def test_v2_stale_epoch_is_fenced() -> None:
     async with MockCluster(brokers=1, transaction_version=2) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="z", max_block_ms=5000) as first:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="z", max_block_ms=5000
+        ) as first:
             await asyncio.wait_for(first.init_transactions(), TIMEOUT)
-            async with Producer(cluster.bootstrap_servers, transactional_id="z", max_block_ms=5000) as second:
+            async with Producer(
+                cluster.bootstrap_servers, transactional_id="z", max_block_ms=5000
+            ) as second:
                 await asyncio.wait_for(second.init_transactions(), TIMEOUT)
                 await first.begin_transaction()
                 # The partition leader sees a stale epoch: abortable (KIP-588), and
@@ -100,7 +108,9 @@ async def test_cluster_upgraded_to_v2_between_transactions() -> None:
     a fresh epoch is taken (InitProducerId), and the next one runs v2."""
     async with MockCluster(brokers=1, transaction_version=1) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="up", max_block_ms=5000) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="up", max_block_ms=5000
+        ) as p:
             await asyncio.wait_for(p.init_transactions(), TIMEOUT)
             pid, epoch = _identity(p)
             async with p.transaction():

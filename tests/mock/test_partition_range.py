@@ -35,7 +35,8 @@ SETTINGS: dict[str, Any] = {"linger_ms": 0, "max_block_ms": MAX_BLOCK_MS}
 
 def _waits(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:
     return [
-        r for r in caplog.records
+        r
+        for r in caplog.records
         if r.name == LOGGER and r.levelno == level and "for the metadata of topic" in r.getMessage()
     ]
 
@@ -69,7 +70,9 @@ async def test_a_partition_of_a_topic_not_yet_in_the_metadata_is_checked_on_arri
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("fresh", partitions=2)
         async with make_producer(cluster, SETTINGS) as producer:
-            with pytest.raises(errors.InvalidPartitionError, match=r"partition 5 .*'fresh'.* 2 part"):
+            with pytest.raises(
+                errors.InvalidPartitionError, match=r"partition 5 .*'fresh'.* 2 part"
+            ):
                 await asyncio.wait_for(producer.send("fresh", b"v", partition=5), BOUND)
             md = await asyncio.wait_for(producer.send("fresh", b"v", partition=1), BOUND)
             assert md.partition == 1
@@ -129,7 +132,9 @@ async def test_no_metadata_answer_warns_with_the_partitions_known_then_fails(
             await asyncio.wait_for(producer.send("t", b"known", partition=0), BOUND)
             cluster.stall_broker(0)  # no metadata answer comes
             try:
-                with pytest.raises(errors.InvalidPartitionError, match="after waiting max_block_ms=2000"):
+                with pytest.raises(
+                    errors.InvalidPartitionError, match="after waiting max_block_ms=2000"
+                ):
                     await asyncio.wait_for(producer.send("t", b"stray", partition=7), BOUND)
             finally:
                 cluster.resume_broker(0)
@@ -150,7 +155,9 @@ async def test_the_bulk_path_decides_alike(caplog: pytest.LogCaptureFixture) -> 
                 producer.send_many("bulk", [b"b", b"c"], partition=[3, 0]), BOUND
             )
             assert [result[0].partition, result[1].partition] == [3, 0]
-            with pytest.raises(errors.InvalidPartitionError, match=r"partition 9 .*has 4 partition"):
+            with pytest.raises(
+                errors.InvalidPartitionError, match=r"partition 9 .*has 4 partition"
+            ):
                 await asyncio.wait_for(producer.send_many("bulk", [b"x"], partition=9), BOUND)
         assert sorted(r.value for r in cluster.records("bulk")) == [b"a", b"b", b"c"]
     # One line for the topic within LOG_INTERVAL: the first wait's (partition 9's is left out).

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.asyncio
 
 def _pid_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
-        r.getMessage() for r in caplog.records
+        r.getMessage()
+        for r in caplog.records
         if r.levelno >= logging.WARNING and "could not get a producer id" in r.getMessage()
     ]
 

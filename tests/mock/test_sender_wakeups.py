@@ -47,7 +47,8 @@ async def test_no_polling_while_a_stalled_broker_has_no_in_flight_room() -> None
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
         producer = make_producer(
-            cluster, SETTINGS,
+            cluster,
+            SETTINGS,
             request_timeout_ms=5000,
             delivery_timeout_ms=10000,
             max_in_flight_requests_per_connection=1,
@@ -77,7 +78,11 @@ async def test_no_polling_while_a_broker_is_down() -> None:
         cluster.create_topic("t", partitions=2)
         down = next(p for p in (0, 1) if cluster.leader("t", p) == 1)
         producer = make_producer(
-            cluster, SETTINGS, request_timeout_ms=1000, delivery_timeout_ms=3000, reconnect_backoff_max_ms=1000
+            cluster,
+            SETTINGS,
+            request_timeout_ms=1000,
+            delivery_timeout_ms=3000,
+            reconnect_backoff_max_ms=1000,
         )
         await producer.start()
         try:
@@ -122,8 +127,14 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
     deadline."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
-        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
-                             batch_size=1 << 20, buffer_memory=64 * 1024)
+        producer = make_producer(
+            cluster,
+            SETTINGS,
+            linger_ms=60_000,
+            delivery_timeout_ms=120_000,
+            batch_size=1 << 20,
+            buffer_memory=64 * 1024,
+        )
         async with producer:
             await producer.partitions_for("t")
             loop = asyncio.get_running_loop()
@@ -138,7 +149,9 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
                 passes = sender.passes
                 futures.append(await producer.enqueue("t", b"x" * 1024))
                 await until(
-                    lambda before=passes: sender.passes > before, 10, "the sender's look at the batch"
+                    lambda before=passes: sender.passes > before,
+                    10,
+                    "the sender's look at the batch",
                 )
                 await asyncio.sleep(0.02)
                 # ... then callers fill the buffer and one waits for memory.
@@ -152,7 +165,9 @@ async def test_a_caller_waiting_for_memory_makes_lingering_batches_go_at_once() 
         # Told of the wait, the sender ships at once (milliseconds a round); asleep,
         # it wakes only at its 1 s cap, so each round would take about a second.
         # The bound sits halfway: far from both on a slow or busy machine.
-        assert waited < ROUNDS / 2, f"callers waited {waited:.2f} s for memory the sender could free"
+        assert waited < ROUNDS / 2, (
+            f"callers waited {waited:.2f} s for memory the sender could free"
+        )
 
 
 @pytest.mark.asyncio
@@ -162,8 +177,9 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
     A batch that can go at once (behind a full one) wakes it."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=3)
-        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
-                                 batch_size=1024)
+        producer = make_producer(
+            cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000, batch_size=1024
+        )
         async with producer:
             sender = producer._running.sender
             assert sender is not None
@@ -173,8 +189,11 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
             await producer.enqueue("t", b"a2", partition=0)  # ... so this one yields first
             # Now asleep (to its 1 s cap at the latest, long before the 60 s linger),
             # and the next enqueue runs to its end without yielding to the loop.
-            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
-                        "the sender asleep")
+            await until(
+                lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(),
+                10,
+                "the sender asleep",
+            )
             waiter = sender._alarm.waiter
             second = await producer.enqueue("t", b"b", partition=1)  # opens a batch
             assert not sender._alarm.woken and not waiter.done() and sender._alarm.waiter is waiter
@@ -186,7 +205,11 @@ async def test_a_new_batch_lingering_past_the_senders_next_pass_does_not_wake_it
             await producer.flush(timeout=10)
             assert second.done() and third.done()
         assert sorted((r.partition, r.value) for r in cluster.records("t")) == [
-            (0, b"a"), (0, b"a2"), (0, b"c" * 1000), (1, b"b"), (2, b"warm")
+            (0, b"a"),
+            (0, b"a2"),
+            (0, b"c" * 1000),
+            (1, b"b"),
+            (2, b"warm"),
         ]
 
 
@@ -206,9 +229,16 @@ async def test_a_new_batch_due_before_the_senders_timer_brings_the_timer_forward
             await producer.flush(timeout=10)
             # Asleep to its 1 s cap (nothing queued), and the next enqueue runs
             # to its end without yielding to the loop.
-            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
-                        "the sender asleep")
-            waiter, timer, asleep_until = sender._alarm.waiter, sender._alarm.timer, sender._alarm.asleep_until
+            await until(
+                lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(),
+                10,
+                "the sender asleep",
+            )
+            waiter, timer, asleep_until = (
+                sender._alarm.waiter,
+                sender._alarm.timer,
+                sender._alarm.asleep_until,
+            )
             assert timer is not None and asleep_until is not None
             fut = await producer.enqueue("t", b"a", partition=1)  # opens a batch
             batch = producer._acc.open_batch(("t", 1))
@@ -232,15 +262,19 @@ async def test_a_record_that_fills_its_batch_exactly_wakes_the_sender() -> None:
     batch_size = 61 + 2 * 109
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=2)
-        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
-                                 batch_size=batch_size)
+        producer = make_producer(
+            cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000, batch_size=batch_size
+        )
         async with producer:
             sender = producer._running.sender
             assert sender is not None
             await producer.enqueue("t", b"w" * 300, partition=1)  # full as it opens: goes now
             await producer.flush(timeout=10)
-            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
-                        "the sender asleep")
+            await until(
+                lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(),
+                10,
+                "the sender asleep",
+            )
             waiter = sender._alarm.waiter
             first = await producer.enqueue("t", b"a" * 100, partition=0, timestamp_ms=1_000)
             assert not sender._alarm.woken  # a lingering batch: the sender sleeps on
@@ -268,7 +302,9 @@ async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender(
             await producer.flush(timeout=10)
             cluster.take_leader_offline("t", 1)
             client.request_update()
-            await until(lambda: client.snapshot.leader_for("t", 1) is None, 10, "metadata without a leader")
+            await until(
+                lambda: client.snapshot.leader_for("t", 1) is None, 10, "metadata without a leader"
+            )
             rings: list[None] = []
             ring = SenderAlarm.ring
 
@@ -281,21 +317,31 @@ async def test_a_new_batch_for_a_partition_without_a_leader_wakes_the_sender(
             await producer.enqueue("t", b"a2", partition=0)  # ... so this one yields first
             # Asleep now, and the next enqueue runs to its end without yielding
             # to the loop: only its own new batch can ring.
-            await until(lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(), 10,
-                        "the sender asleep")
+            await until(
+                lambda: sender._alarm.waiter is not None and not sender._alarm.waiter.done(),
+                10,
+                "the sender asleep",
+            )
             assert sender._alarm.asleep_until is not None
             asked, before = cluster.request_count(METADATA), len(rings)
             try:
                 stranded = await producer.enqueue("t", b"b", partition=1)  # opens a batch: rings
                 assert len(rings) == before + 1
-                await until(lambda: cluster.request_count(METADATA) > asked, 10, "the metadata request")
+                await until(
+                    lambda: cluster.request_count(METADATA) > asked, 10, "the metadata request"
+                )
             finally:
-                cluster.move_leader("t", 1, 0)  # (a failure then closes without waiting out the batch)
+                cluster.move_leader(
+                    "t", 1, 0
+                )  # (a failure then closes without waiting out the batch)
             await producer.flush(timeout=30)
             assert lingering.done() and stranded.done()
             assert stranded.result().partition == 1
         assert sorted((r.partition, r.value) for r in cluster.records("t")) == [
-            (0, b"a"), (0, b"a2"), (0, b"warm"), (1, b"b")
+            (0, b"a"),
+            (0, b"a2"),
+            (0, b"warm"),
+            (1, b"b"),
         ]
 
 
@@ -314,14 +360,20 @@ def _request_end_decisions(sender: Any) -> list[bool]:
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("case", ["lingering", "no room in flight", "retry"])
-async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_it(case: str) -> None:
+async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_it(
+    case: str,
+) -> None:
     """A queued batch that only lingers needs no pass when a request ends (the
     sender sleeps no longer than its linger); one held back for want of room in
     flight, or put back for a retry, does."""
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=2)
         producer = make_producer(
-            cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000, batch_size=1024,
+            cluster,
+            SETTINGS,
+            linger_ms=60_000,
+            delivery_timeout_ms=120_000,
+            batch_size=1024,
             max_in_flight_requests_per_connection=1 if case == "no room in flight" else 5,
         )
         async with producer:
@@ -335,7 +387,9 @@ async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_i
             if case == "retry":
                 cluster.fail_produce("t", 0, errors.NotEnoughReplicasError.code, count=1)
             cluster.stall_broker(0)
-            full = await producer.enqueue("t", b"x" * 1000, partition=0)  # a full batch goes at once
+            full = await producer.enqueue(
+                "t", b"x" * 1000, partition=0
+            )  # a full batch goes at once
             await until(lambda: client.in_flight(0) == 1, 10, "the first request")
             if case == "no room in flight":
                 passes = sender.passes
@@ -378,8 +432,14 @@ async def test_a_failed_transactions_request_end_fails_its_lingering_batches_at_
         # Each partition on its own leader: a drain for the refused batch's
         # node would take the lingering batch along.
         assert cluster.leader("t", 0) != cluster.leader("t", 1)
-        producer = make_producer(cluster, SETTINGS, linger_ms=60_000, delivery_timeout_ms=120_000,
-                                 batch_size=1024, transactional_id="wakeups")
+        producer = make_producer(
+            cluster,
+            SETTINGS,
+            linger_ms=60_000,
+            delivery_timeout_ms=120_000,
+            batch_size=1024,
+            transactional_id="wakeups",
+        )
         async with producer:
             sender, txn = producer._running.sender, producer._running.txn
             assert sender is not None and txn is not None

@@ -16,7 +16,6 @@ TIMEOUT = 10.0
 ABORTABLE = errors.TransactionAbortableError.code
 
 
-
 async def test_produce_transaction_abortable_then_abort_and_go_on() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)

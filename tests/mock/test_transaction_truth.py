@@ -62,8 +62,10 @@ async def _prepared(p: Producer, value: bytes) -> Any:
 async def test_a_replayed_completion_never_ends_a_later_transaction(version: int) -> None:
     async with MockCluster(brokers=1, transaction_version=version) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p, \
-                Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier:
+        async with (
+            Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p,
+            Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier,
+        ):
             prepared = await _prepared(p, b"first")
             await within(p.complete_transaction(prepared, commit=True), BOUND)
             await p.begin_transaction()
@@ -86,11 +88,15 @@ async def test_a_replayed_completion_never_ends_a_later_transaction(version: int
 async def test_completing_ones_own_prepared_transaction_ended_the_other_way(version: int) -> None:
     async with MockCluster(brokers=1, transaction_version=version) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p, \
-                Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier:
+        async with (
+            Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=10_000) as p,
+            Producer(cluster.bootstrap_servers, max_block_ms=10_000) as courier,
+        ):
             prepared = await _prepared(p, b"aborted elsewhere")
             await within(courier.complete_transaction(prepared, commit=False), BOUND)
-            with pytest.raises(errors.TransactionNotCompletedError, match="already aborted.*goes on"):
+            with pytest.raises(
+                errors.TransactionNotCompletedError, match="already aborted.*goes on"
+            ):
                 await within(p.complete_transaction(prepared, commit=True), BOUND)
             # Not stuck in PREPARED: the producer goes on.
             await p.begin_transaction()
@@ -111,13 +117,18 @@ async def test_a_refusal_found_inside_a_pass_stops_that_pass() -> None:
         refusing = next(b for b in leaders if b != coordinator)
         healthy = next(b for b in leaders if b != refusing)
         producer = plain_producer(
-            cluster, transactional_id="t", linger_ms=600_000, delivery_timeout_ms=700_000,
+            cluster,
+            transactional_id="t",
+            linger_ms=600_000,
+            delivery_timeout_ms=700_000,
             max_block_ms=10_000,
         )
         async with producer as p:
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
-            joined = [await p.enqueue("tx", b"join", partition=leaders[b]) for b in (healthy, refusing)]
+            joined = [
+                await p.enqueue("tx", b"join", partition=leaders[b]) for b in (healthy, refusing)
+            ]
             await within(p.flush(), BOUND)
             assert all(f.done() and f.exception() is None for f in joined)
             client = p._running.client
@@ -126,8 +137,14 @@ async def test_a_refusal_found_inside_a_pass_stops_that_pass() -> None:
             # its reconnection is refused before the next records are queued.
             cluster.sasl_config.users["alice"] = "rotated-Password"
             cluster.drop_connections(refusing)
-            await until(lambda: client.ready_connection(refusing) is None
-                        and client.authentication_failure(refusing) is not None, BOUND, "the refusal")
+            await until(
+                lambda: (
+                    client.ready_connection(refusing) is None
+                    and client.authentication_failure(refusing) is not None
+                ),
+                BOUND,
+                "the refusal",
+            )
             produces = cluster.request_count(PRODUCE, broker=healthy)
             to_healthy = await p.enqueue("tx", b"healthy", partition=leaders[healthy])
             to_refusing = await p.enqueue("tx", b"refused", partition=leaders[refusing])
@@ -139,10 +156,13 @@ async def test_a_refusal_found_inside_a_pass_stops_that_pass() -> None:
             assert isinstance(refused, errors.SaslAuthenticationError), refused
             assert isinstance(voided, errors.TransactionAbortedError), voided
             assert (refused.may_have_been_written, voided.may_have_been_written) == (False, False)
-            assert cluster.request_count(PRODUCE, broker=healthy) == produces  # nothing more went out
+            assert (
+                cluster.request_count(PRODUCE, broker=healthy) == produces
+            )  # nothing more went out
             await within(p.abort_transaction(), BOUND)
-        assert [r.value for r in cluster.records("tx", include_uncommitted=True)
-                if r.value != b"join"] == []
+        assert [
+            r.value for r in cluster.records("tx", include_uncommitted=True) if r.value != b"join"
+        ] == []
 
 
 async def test_an_acknowledgement_after_the_transaction_failed_reports_no_success() -> None:
@@ -152,8 +172,9 @@ async def test_an_acknowledgement_after_the_transaction_failed_reports_no_succes
         coordinator = cluster.coordinator_for("t")
         stalled = next(b for b in leaders if b != coordinator)
         failing = next(b for b in leaders if b != stalled)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=0,
-                            max_block_ms=10_000) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="t", linger_ms=0, max_block_ms=10_000
+        ) as p:
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
             for b in (stalled, failing):
@@ -231,7 +252,8 @@ async def test_close_says_when_it_can_end_the_transaction_neither_way() -> None:
         cluster.resume_broker(cluster.leader("tx", 0))
         # The coordinator stays unavailable: EndTxn is asked again until the bound.
         cluster.intercept(
-            26, lambda body, ctx: EndTxnResponse(error_code=errors.CoordinatorNotAvailableError.code)
+            26,
+            lambda body, ctx: EndTxnResponse(error_code=errors.CoordinatorNotAvailableError.code),
         )
         with pytest.raises(errors.TransactionNotCompletedError, match="could not end"):
             await within(p.close(timeout=2.0), BOUND)
@@ -249,13 +271,22 @@ async def test_an_abort_ends_a_transaction_whose_registration_was_never_answered
             txn = cluster.coordinator.by_id["t"]
             cluster.coordinator.add_partitions(txn, [("tx", 0)])
             loading = errors.CoordinatorLoadInProgressError.code
-            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=[
-                AddPartitionsToTxnTopicResult(name="tx", results_by_partition=[
-                    AddPartitionsToTxnPartitionResult(
-                        partition_index=0, partition_error_code=loading)])])
+            return AddPartitionsToTxnResponse(
+                results_by_topic_v3_and_below=[
+                    AddPartitionsToTxnTopicResult(
+                        name="tx",
+                        results_by_partition=[
+                            AddPartitionsToTxnPartitionResult(
+                                partition_index=0, partition_error_code=loading
+                            )
+                        ],
+                    )
+                ]
+            )
 
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=2000,
-                            retry_backoff_ms=20) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="t", max_block_ms=2000, retry_backoff_ms=20
+        ) as p:
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
             cluster.intercept(24, registered_unanswered)
@@ -281,14 +312,28 @@ async def test_a_failed_send_offsets_fails_the_queued_batches_at_once() -> None:
         refused = errors.GroupAuthorizationFailedError.code
 
         def refuse(body: Any, ctx: Any) -> TxnOffsetCommitResponse:
-            return TxnOffsetCommitResponse(topics=[
-                TxnOffsetCommitResponseTopic(name=t.name, partitions=[
-                    TxnOffsetCommitResponsePartition(
-                        partition_index=q.partition_index, error_code=refused)
-                    for q in t.partitions]) for t in body.topics])
+            return TxnOffsetCommitResponse(
+                topics=[
+                    TxnOffsetCommitResponseTopic(
+                        name=t.name,
+                        partitions=[
+                            TxnOffsetCommitResponsePartition(
+                                partition_index=q.partition_index, error_code=refused
+                            )
+                            for q in t.partitions
+                        ],
+                    )
+                    for t in body.topics
+                ]
+            )
 
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=600_000,
-                            delivery_timeout_ms=700_000, max_block_ms=10_000) as p:
+        async with Producer(
+            cluster.bootstrap_servers,
+            transactional_id="t",
+            linger_ms=600_000,
+            delivery_timeout_ms=700_000,
+            max_block_ms=10_000,
+        ) as p:
             sender, txn = p._running.sender, p._running.txn
             assert sender is not None and txn is not None
             await within(p.init_transactions(), BOUND)
@@ -313,8 +358,12 @@ async def test_a_v2_abort_of_records_never_sent_ends_cleanly() -> None:
     coordinator aborts an empty transaction all the same (bumping the epoch)."""
     async with MockCluster(brokers=1, transaction_version=2) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", linger_ms=600_000,
-                            delivery_timeout_ms=700_000) as p:
+        async with Producer(
+            cluster.bootstrap_servers,
+            transactional_id="t",
+            linger_ms=600_000,
+            delivery_timeout_ms=700_000,
+        ) as p:
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
             lingering = await p.enqueue("tx", b"never sent")
@@ -333,7 +382,9 @@ async def test_a_completion_that_committed_says_so_though_the_new_epoch_was_refu
     the work); the producer is fenced for what comes next."""
     async with MockCluster(brokers=1, transaction_version=1) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000
+        ) as p:
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
             await within(p.send("tx", b"payload"), BOUND)
@@ -357,16 +408,23 @@ async def test_a_prepare_after_an_unanswered_registration_is_not_empty() -> None
     prepared transaction is open on the coordinator and its completion ends it."""
     async with MockCluster(brokers=1, transaction_version=1) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=1000,
-                            retry_backoff_ms=20) as p, \
-                Producer(cluster.bootstrap_servers, max_block_ms=5000) as courier:
+        async with (
+            Producer(
+                cluster.bootstrap_servers,
+                transactional_id="t",
+                max_block_ms=1000,
+                retry_backoff_ms=20,
+            ) as p,
+            Producer(cluster.bootstrap_servers, max_block_ms=5000) as courier,
+        ):
             await within(p.init_transactions(), BOUND)
             await p.begin_transaction()
 
             def registered_unanswered(body: Any, ctx: Any) -> AddOffsetsToTxnResponse:
                 cluster.coordinator.add_offsets(cluster.coordinator.by_id["t"], body.group_id)
                 return AddOffsetsToTxnResponse(
-                    error_code=errors.CoordinatorLoadInProgressError.code)
+                    error_code=errors.CoordinatorLoadInProgressError.code
+                )
 
             cluster.intercept(25, registered_unanswered)
             with pytest.raises(errors.KafkaTimeoutError):

@@ -53,7 +53,9 @@ async def test_a_fenced_prepared_transaction_is_not_completed(version: int) -> N
     async with MockCluster(brokers=1, transaction_version=version) as cluster:
         cluster.create_topic("tx", partitions=2)
         prepared = await _prepare(cluster, "t", [b"z%d" % i for i in range(3)])
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000) as newer:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000
+        ) as newer:
             await asyncio.wait_for(newer.init_transactions(), TIMEOUT)
         async with Producer(cluster.bootstrap_servers, max_block_ms=5000) as courier:
             with pytest.raises(errors.TransactionNotCompletedError, match="'t'"):
@@ -64,7 +66,9 @@ async def test_a_fenced_prepared_transaction_is_not_completed(version: int) -> N
 async def test_prepare_needs_an_open_transaction_and_complete_a_started_producer() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("tx", partitions=1)
-        async with Producer(cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000) as p:
+        async with Producer(
+            cluster.bootstrap_servers, transactional_id="t", max_block_ms=5000
+        ) as p:
             await asyncio.wait_for(p.init_transactions(), TIMEOUT)
             with pytest.raises(errors.IllegalStateError, match="no transaction was begun"):
                 await p.prepare_transaction()

@@ -22,7 +22,8 @@ async def _share_on_slow_broker(adaptive: bool) -> tuple[float, int]:
         cluster.create_topic("t", partitions=6)
         slow = {p for p in range(6) if cluster.leader("t", p) == 2}
         async with make_producer(
-            cluster, SETTINGS,
+            cluster,
+            SETTINGS,
             batch_size=2000,
             partitioner_adaptive_partitioning=adaptive,
         ) as producer:
@@ -65,10 +66,10 @@ async def test_ignore_keys_spreads_keyed_records_like_unkeyed_ones() -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=8)
         for ignore in (False, True):
-            async with make_producer(cluster, SETTINGS, batch_size=1000, partitioner_ignore_keys=ignore) as producer:
-                futures = [
-                    await producer.enqueue("t", b"v" * 90, key=b"same") for _ in range(200)
-                ]
+            async with make_producer(
+                cluster, SETTINGS, batch_size=1000, partitioner_ignore_keys=ignore
+            ) as producer:
+                futures = [await producer.enqueue("t", b"v" * 90, key=b"same") for _ in range(200)]
                 partitions = {(await f).partition for f in futures}
             assert len(partitions) == 1 if not ignore else len(partitions) >= 4, partitions
 
@@ -79,7 +80,8 @@ async def test_partitions_of_a_broker_undrained_past_the_availability_timeout_ge
         cluster.create_topic("t", partitions=6)
         stalled = {p for p in range(6) if cluster.leader("t", p) == 2}
         async with make_producer(
-            cluster, SETTINGS,
+            cluster,
+            SETTINGS,
             batch_size=500,
             max_in_flight_requests_per_connection=1,
             partitioner_availability_timeout_ms=200,

@@ -27,7 +27,6 @@ RECORD_BOUND = UNKEYED_RECORD_BOUND + RECORD_HANDLE_OVERHEAD
 SETTLE = 15
 
 
-
 def _filling(producer: Producer, topic: str) -> Any:
     filling = producer._sticky.filling.get(topic)
     return None if filling is None else filling[0]()
@@ -38,7 +37,8 @@ async def test_a_record_after_its_open_batch_expired_starts_a_new_batch() -> Non
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
         async with make_producer(
-            cluster, DEFAULTS,
+            cluster,
+            DEFAULTS,
             linger_ms=0,
             request_timeout_ms=500,
             delivery_timeout_ms=1000,
@@ -145,7 +145,8 @@ async def test_a_topic_forgotten_while_a_record_waits_for_memory_takes_its_recor
         stalled = 1 - cluster.leader("idle", 0)
         busy = next(p for p in (0, 1) if cluster.leader("busy", p) == stalled)
         async with make_producer(
-            cluster, DEFAULTS,
+            cluster,
+            DEFAULTS,
             linger_ms=0,
             batch_size=16384,
             buffer_memory=200_000,

@@ -34,7 +34,10 @@ async def test_an_unknown_topic_fails_naming_the_clusters_answer(
             written = await producer.send("known", b"y")
     message = str(raised.value)
     assert "topic 'missing' not present in metadata after 3000 ms" in message
-    assert "says it does not know the topic" in message and "auto.create.topics.enable=false" in message
+    assert (
+        "says it does not know the topic" in message
+        and "auto.create.topics.enable=false" in message
+    )
     assert isinstance(raised.value.__cause__, errors.UnknownTopicOrPartitionError)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("'missing'" in m and "UNKNOWN_TOPIC_OR_PARTITION" in m for m in warned), warned

@@ -27,8 +27,9 @@ def test_idempotent_round_trip_on_uvloop() -> None:
             cluster.create_topic("uv", partitions=3)
             async with Producer(cluster.bootstrap_servers, linger_ms=2) as producer:
                 futures = [
-                    await producer.enqueue("uv", b"v%d" % i, key=b"k%d" % (i % 7),
-                                           headers=[("i", b"%d" % i)])
+                    await producer.enqueue(
+                        "uv", b"v%d" % i, key=b"k%d" % (i % 7), headers=[("i", b"%d" % i)]
+                    )
                     for i in range(500)
                 ]
                 await asyncio.wait_for(producer.flush(), TIMEOUT)
@@ -39,7 +40,10 @@ def test_idempotent_round_trip_on_uvloop() -> None:
         for i, md in enumerate(metadata):
             record = stored[(md.partition, md.offset)]
             assert (record.key, record.value, record.headers) == (
-                b"k%d" % (i % 7), b"v%d" % i, [("i", b"%d" % i)])
+                b"k%d" % (i % 7),
+                b"v%d" % i,
+                [("i", b"%d" % i)],
+            )
             assert md.partition == partition_for_key(b"k%d" % (i % 7), 3)
         # Idempotence is on by default: one producer id, gap-free sequences per partition.
         assert len({r.producer_id for r in records}) == 1

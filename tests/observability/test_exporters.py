@@ -34,9 +34,10 @@ def _samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
 async def test_prometheus_scrape_has_producer_topic_and_node_families() -> None:
     registry = CollectorRegistry()
     async with MockCluster(brokers=2) as cluster:
-        async with Producer(cluster.bootstrap_servers, client_id="api") as p, Producer(
-            cluster.bootstrap_servers, client_id="worker"
-        ) as q:
+        async with (
+            Producer(cluster.bootstrap_servers, client_id="api") as p,
+            Producer(cluster.bootstrap_servers, client_id="worker") as q,
+        ):
             collector = register(p, registry)
             assert register(q, registry) is collector  # one collector per registry
             await _traffic(cluster, p)
@@ -47,9 +48,15 @@ async def test_prometheus_scrape_has_producer_topic_and_node_families() -> None:
     samples = _samples(text)
     assert samples[("kafka_producer_record_send_total", frozenset({("client_id", "api")}))] == 50
     assert samples[("kafka_producer_record_send_total", frozenset({("client_id", "worker")}))] == 1
-    assert samples[
-        ("kafka_producer_topic_record_send_total", frozenset({("client_id", "api"), ("topic", "orders")}))
-    ] == 50
+    assert (
+        samples[
+            (
+                "kafka_producer_topic_record_send_total",
+                frozenset({("client_id", "api"), ("topic", "orders")}),
+            )
+        ]
+        == 50
+    )
     assert "# TYPE kafka_producer_record_send_total counter" in text
     assert "# TYPE kafka_producer_request_latency_avg gauge" in text
     node_requests = {
@@ -58,7 +65,10 @@ async def test_prometheus_scrape_has_producer_topic_and_node_families() -> None:
         if name == "kafka_producer_node_request_total" and dict(labels)["client_id"] == "api"
     }
     assert {"node-0", "node-1"} <= set(node_requests) and all(v > 0 for v in node_requests.values())
-    assert samples[("kafka_producer_buffer_total_bytes", frozenset({("client_id", "api")}))] == 32 << 20
+    assert (
+        samples[("kafka_producer_buffer_total_bytes", frozenset({("client_id", "api")}))]
+        == 32 << 20
+    )
     assert 'client_id="worker"' not in after_untrack and 'client_id="api"' in after_untrack
 
 
@@ -66,9 +76,10 @@ async def test_opentelemetry_reader_sees_the_producer_metrics() -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     async with MockCluster(brokers=2) as cluster:
-        async with Producer(cluster.bootstrap_servers, client_id="otel") as p, Producer(
-            cluster.bootstrap_servers, client_id="other"
-        ) as q:
+        async with (
+            Producer(cluster.bootstrap_servers, client_id="otel") as p,
+            Producer(cluster.bootstrap_servers, client_id="other") as q,
+        ):
             instruments = instrument(p, provider)
             assert instrument(q, provider) is instruments  # one set of instruments per provider
             await _traffic(cluster, p)
@@ -86,7 +97,8 @@ async def test_opentelemetry_reader_sees_the_producer_metrics() -> None:
                     (dict(pt.attributes or {}), pt.value) for pt in metric.data.data_points
                 ]
     assert sorted(points["kafka.producer.record-send-total"], key=str) == [
-        ({"client_id": "otel"}, 50), ({"client_id": "other"}, 1)
+        ({"client_id": "otel"}, 50),
+        ({"client_id": "other"}, 1),
     ]
     assert kinds["kafka.producer.record-send-total"] == "Sum"
     assert kinds["kafka.producer.request-latency-avg"] == "Gauge"

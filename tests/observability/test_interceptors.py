@@ -104,7 +104,9 @@ async def test_failing_hooks_are_counted_and_logged_rarely_and_never_break_deliv
 
 
 async def test_an_object_without_hook_methods_is_refused() -> None:
-    with pytest.raises(errors.ConfigurationError, match="neither an on_send nor an on_acknowledgement"):
+    with pytest.raises(
+        errors.ConfigurationError, match="neither an on_send nor an on_acknowledgement"
+    ):
         Producer("127.0.0.1:1", interceptors=[object()])
     with pytest.raises(errors.ConfigurationError, match="list of objects"):
         Producer("127.0.0.1:1", interceptors="on_send")
@@ -172,7 +174,9 @@ async def test_bulk_records_meet_the_hooks_one_by_one() -> None:
     )
 
 
-async def test_a_bulk_record_failing_or_moved_to_another_topic_is_acknowledged_with_its_error() -> None:
+async def test_a_bulk_record_failing_or_moved_to_another_topic_is_acknowledged_with_its_error() -> (
+    None
+):
     class MoveSecond:
         def on_send(self, record: ProducerRecord) -> ProducerRecord:
             if record.value == b"1":

@@ -31,9 +31,13 @@ async def test_a_dropped_connection_under_traffic_logs_one_warning(
                 await asyncio.sleep(0.01)
             await asyncio.wait_for(p.flush(), 30)
             assert all(f.result().offset >= 0 for f in futures)
-            lost_total = next(v for m, v in p.metrics().items() if m.name == "connection-close-total")
+            lost_total = next(
+                v for m, v in p.metrics().items() if m.name == "connection-close-total"
+            )
         assert len(cluster.records("events")) >= 2001
-    ours = [r for r in caplog.records if r.name.startswith("aioproducer.") and "testing" not in r.name]
+    ours = [
+        r for r in caplog.records if r.name.startswith("aioproducer.") and "testing" not in r.name
+    ]
     warnings = [r for r in ours if r.levelno >= logging.WARNING]
     lost = [r.getMessage() for r in warnings if "lost the connection" in r.getMessage()]
     back = [r.getMessage() for r in ours if "reconnected to" in r.getMessage()]

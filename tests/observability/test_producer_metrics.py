@@ -15,10 +15,14 @@ from tests.support.aio import until
 pytestmark = pytest.mark.asyncio
 
 
-def value(metrics: dict[MetricName, float], name: str, group: str = "producer-metrics", **tags: str) -> float:
+def value(
+    metrics: dict[MetricName, float], name: str, group: str = "producer-metrics", **tags: str
+) -> float:
     found = [
-        v for m, v in metrics.items()
-        if m.name == name and m.group == group
+        v
+        for m, v in metrics.items()
+        if m.name == name
+        and m.group == group
         and all(m.tag(k.replace("_", "-")) == t for k, t in tags.items())
     ]
     assert len(found) == 1, (name, group, tags, found)
@@ -57,7 +61,9 @@ async def test_sent_records_batches_requests_and_bytes_are_counted() -> None:
     assert value(m, "request-latency-max") >= value(m, "request-latency-avg") > 0
     assert value(m, "requests-in-flight") == 0
     per_node = [
-        v for k, v in m.items() if k.group == "producer-node-metrics" and k.name == "outgoing-byte-total"
+        v
+        for k, v in m.items()
+        if k.group == "producer-node-metrics" and k.name == "outgoing-byte-total"
     ]
     batch_bytes = sum(value(m, "byte-total", "producer-topic-metrics", topic=t) for t in "ab")
     assert sum(per_node) == value(m, "outgoing-byte-total") > batch_bytes > 0
@@ -130,11 +136,16 @@ async def test_disabled_metrics_keep_only_the_gauges() -> None:
 
 
 async def test_metrics_of_a_producer_not_started() -> None:
-    p = Producer("127.0.0.1:1", client_id="idle", metrics_sample_window_ms=1000, metrics_num_samples=3)
+    p = Producer(
+        "127.0.0.1:1", client_id="idle", metrics_sample_window_ms=1000, metrics_num_samples=3
+    )
     m = p.metrics()
     assert value(m, "record-send-total") == 0 and value(m, "record-send-rate") == 0
     assert math.isnan(value(m, "request-latency-avg")) and math.isnan(value(m, "metadata-age"))
     assert value(m, "connection-count") == 0
     with pytest.raises(errors.ConfigurationError, match="metrics_num_samples"):
         Producer("127.0.0.1:1", metrics_num_samples=0)
-    assert Producer.from_config({"metrics.sample.window.ms": "1000"}).config.metrics_sample_window_ms == 1000
+    assert (
+        Producer.from_config({"metrics.sample.window.ms": "1000"}).config.metrics_sample_window_ms
+        == 1000
+    )

@@ -45,13 +45,12 @@ def test_the_changelog_has_the_start_marker_once(changelog: str) -> None:
 
 def test_the_released_section_of_this_version_is_below_the_marker(changelog: str) -> None:
     version = metadata.version("aioproducer")
-    heading = re.compile(
-        rf"^## {re.escape(version)} \(\d{{4}}-\d{{2}}-\d{{2}}\)$", re.MULTILINE)
+    heading = re.compile(rf"^## {re.escape(version)} \(\d{{4}}-\d{{2}}-\d{{2}}\)$", re.MULTILINE)
     found = heading.search(changelog)
     assert found, f"CHANGELOG.md has no '## {version} (YYYY-MM-DD)' section"
     assert found.start() > changelog.index(START_MARKER)
     # A released section groups its bullets under Keep a Changelog's headings, nothing else.
-    released = changelog[found.end():]
+    released = changelog[found.end() :]
     following = re.search(r"^## ", released, re.MULTILINE)
     section = released[: following.start()] if following else released
     kinds = re.findall(r"^### (.+)$", section, re.MULTILINE)
@@ -63,9 +62,22 @@ def test_the_released_section_of_this_version_is_below_the_marker(changelog: str
 def test_a_towncrier_draft_builds_cleanly(root: Path, changelog: str) -> None:
     require("towncrier", extra="test")
     done = subprocess.run(
-        [sys.executable, "-m", "towncrier", "build", "--draft", "--version", "99.0.0",
-         "--date", "2099-01-01"],
-        cwd=root, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "towncrier",
+            "build",
+            "--draft",
+            "--version",
+            "99.0.0",
+            "--date",
+            "2099-01-01",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "## 99.0.0 (2099-01-01)" in done.stdout

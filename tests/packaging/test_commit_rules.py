@@ -43,8 +43,9 @@ class Repo:
         self.git("config", "commit.gpgsign", "false")
 
     def git(self, *args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=self.path, capture_output=True, text=True,
-                              timeout=60, check=True)
+        done = subprocess.run(
+            ["git", *args], cwd=self.path, capture_output=True, text=True, timeout=60, check=True
+        )
         return done.stdout.strip()
 
     def commit(self, message: str) -> str:
@@ -57,8 +58,14 @@ class Repo:
         (self.path / ".ci" / "commit-baseline").write_text(f"# grandfathered up to here\n{sha}\n")
 
     def run(self, script: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(script), *args], cwd=self.path,
-                              capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            [sys.executable, str(script), *args],
+            cwd=self.path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
 
 @pytest.fixture
@@ -143,7 +150,9 @@ def test_an_unknown_baseline_checks_head_only(script: Path, repo: Repo) -> None:
 
 
 def test_a_shallow_clone_checks_head(
-    script: Path, repo: Repo, tmp_path_factory: pytest.TempPathFactory,
+    script: Path,
+    repo: Repo,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     first = repo.commit("Start the project")
     repo.set_baseline(repo.git("rev-parse", first))
@@ -151,10 +160,21 @@ def test_a_shallow_clone_checks_head(
     repo.commit(GOOD)
     repo.commit(TOO_LONG)
     clone = tmp_path_factory.mktemp("clone") / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo.path}", str(clone)],
-                   capture_output=True, text=True, timeout=120, check=True)
-    done = subprocess.run([sys.executable, str(script)], cwd=clone, capture_output=True,
-                          text=True, timeout=120, check=False)
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{repo.path}", str(clone)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1
     assert "73 characters" in done.stderr
 

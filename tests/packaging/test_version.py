@@ -21,9 +21,17 @@ def _run(code_or_module: list[str], *, cwd: Path, pythonpath_first: Path | None 
     env = dict(os.environ)
     if pythonpath_first is not None:
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(pythonpath_first), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run([sys.executable, *code_or_module], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+            p for p in (str(pythonpath_first), env.get("PYTHONPATH", "")) if p
+        )
+    done = subprocess.run(
+        [sys.executable, *code_or_module],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout.strip()
 
@@ -42,7 +50,8 @@ def test_the_installed_metadata_is_pyprojects_version() -> None:
     assert found, "pyproject.toml declares no version"
     declared = found.group(1)
     assert metadata.version("aioproducer") == declared, (
-        "the installed metadata is stale: pip install -e . again")
+        "the installed metadata is stale: pip install -e . again"
+    )
 
 
 def test_the_command_line_prints_the_distributions_version(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ INI = (
     "asyncio_default_test_loop_scope = {tests}\n"
 )
 
-SHARED_PRODUCER = '''
+SHARED_PRODUCER = """
 import asyncio
 
 import pytest
@@ -67,9 +67,9 @@ async def test_2_on_a_function_loop(shared):
 async def test_3_nothing_stray_was_written(cluster, shared):
     await asyncio.wait_for(shared.flush(), BOUND)
     assert [r.value for r in cluster.records("t")] == [b"first"]
-'''
+"""
 
-PLUGIN_FIXTURES = '''
+PLUGIN_FIXTURES = """
 import asyncio
 
 import pytest
@@ -87,10 +87,12 @@ async def test_on_a_module_loop(kafka_cluster, producer):
     p = await producer(max_block_ms=3000, linger_ms=0)
     await asyncio.wait_for(p.send("t", b"v"), 30)
     assert [r.value for r in kafka_cluster.records("t")] == [b"v"]
-'''
+"""
 
 
-def test_a_module_fixture_producer_used_from_a_function_loop_test(pytester: pytest.Pytester) -> None:
+def test_a_module_fixture_producer_used_from_a_function_loop_test(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeini(INI.format(fixtures="function", tests="function"))
     pytester.makepyfile(test_shared=SHARED_PRODUCER)
     result = pytester.runpytest("--asyncio-mode=strict", "-p", "no:cacheprovider")
@@ -113,8 +115,10 @@ def test_plugin_fixtures_used_from_another_loop_fail_the_test_saying_why(
     result = pytester.runpytest("--asyncio-mode=strict", "-p", "no:cacheprovider", "-rf")
     # The test on the fixtures' loop passes; the other fails at once, saying why.
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        f"*_ {wrong} _*",
-        "*fixture*but the test runs on another loop*asyncio_default_fixture_loop_scope*",
-        f"FAILED test_plugin.py::{wrong} - Failed: the 'producer' fixt*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*_ {wrong} _*",
+            "*fixture*but the test runs on another loop*asyncio_default_fixture_loop_scope*",
+            f"FAILED test_plugin.py::{wrong} - Failed: the 'producer' fixt*",
+        ]
+    )

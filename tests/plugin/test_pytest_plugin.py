@@ -21,7 +21,7 @@ EXAMPLE = ROOT / "examples" / "test_order_service.py"
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 # The same tests, written once for strict mode; auto mode drops the markers.
-FIXTURE_TESTS = '''
+FIXTURE_TESTS = """
 import asyncio
 
 import pytest
@@ -82,7 +82,7 @@ class TestClassMarker:
     @pytest.mark.kafka_cluster(brokers=3)
     async def test_closest_marker_wins(self, kafka_cluster):
         assert len(kafka_cluster.broker_ids) == 3
-'''
+"""
 
 
 def test_registered_as_a_pytest11_entry_point() -> None:

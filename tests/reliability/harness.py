@@ -128,9 +128,8 @@ class Tracker:
         expected_failures = set(allow_failed)
         failed = {s.value: exc for s, exc in self.failures()}
         unexpected = {v: e for v, e in failed.items() if v not in expected_failures}
-        assert not unexpected, (
-            f"{len(unexpected)} records failed: "
-            + "; ".join(f"{v!r}: {e!r}" for v, e in list(unexpected.items())[:5])
+        assert not unexpected, f"{len(unexpected)} records failed: " + "; ".join(
+            f"{v!r}: {e!r}" for v, e in list(unexpected.items())[:5]
         )
         not_failed = expected_failures - set(failed)
         assert not not_failed, f"records expected to fail were acknowledged: {sorted(not_failed)}"
@@ -138,7 +137,9 @@ class Tracker:
         records = self.stored(cluster)
         counts = Counter(r.value for r in records)
         dupes = {v: c for v, c in counts.items() if c > 1}
-        assert not dupes, f"{len(dupes)} records stored more than once, e.g. {list(dupes.items())[:5]}"
+        assert not dupes, (
+            f"{len(dupes)} records stored more than once, e.g. {list(dupes.items())[:5]}"
+        )
         acked = [s for s in self.sent if s.value not in failed]
         missing = [s.value for s in acked if s.value not in counts]
         assert not missing, f"{len(missing)} acknowledged records are missing, e.g. {missing[:5]}"

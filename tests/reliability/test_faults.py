@@ -139,7 +139,9 @@ async def test_exactly_once_and_in_order_under(
     )
 
 
-@pytest.mark.parametrize("code", [OUT_OF_ORDER, UNKNOWN_PRODUCER], ids=["out-of-order", "unknown-pid"])
+@pytest.mark.parametrize(
+    "code", [OUT_OF_ORDER, UNKNOWN_PRODUCER], ids=["out-of-order", "unknown-pid"]
+)
 async def test_sequence_error_moves_to_a_new_epoch_without_restart(
     code: int, kafka_cluster: Any, producer: Any, scenario: Callable[[str], None]
 ) -> None:
@@ -221,7 +223,9 @@ async def test_batch_expired_in_flight_moves_to_a_new_epoch(
     client = p._running.client
     await until(lambda: client.in_flight(leader) == 0, 15, "the held request's timeout")
     for i in range(100):
-        await tracker.enqueue(p, PINNED if i % 4 == 0 else None, partition=0 if i % 4 == 0 else None)
+        await tracker.enqueue(
+            p, PINNED if i % 4 == 0 else None, partition=0 if i % 4 == 0 else None
+        )
     await tracker.wait_all(20)
 
     records = tracker.check_exactly_once(kafka_cluster, allow_failed=[doomed.value])
@@ -248,8 +252,11 @@ async def test_epoch_bump_elsewhere_does_not_rewrite_a_written_batch(
     p = await producer(**FAST)
     tracker = Tracker(topic)
     for partition in (0, 1):
-        await within((await tracker.enqueue(p, b"p%d" % partition, partition=partition)).future,
-                     10, "warm-up")
+        await within(
+            (await tracker.enqueue(p, b"p%d" % partition, partition=partition)).future,
+            10,
+            "warm-up",
+        )
     # Partition 0: the batch is written, its response comes after the request
     # timeout, so the producer retries it with an unknown outcome. Meanwhile
     # partition 1 answers UNKNOWN_PRODUCER_ID, which bumps the epoch.
@@ -342,9 +349,7 @@ async def test_cluster_that_never_answers_fails_everything_within_delivery_timeo
             kafka_cluster.resume_broker(broker)
 
     tracker.check_resolved_once()
-    outcomes = Counter(
-        type(s.future.exception()).__name__ for s in tracker.sent[delivered:]
-    )
+    outcomes = Counter(type(s.future.exception()).__name__ for s in tracker.sent[delivered:])
     assert outcomes == {"KafkaTimeoutError": 100}, outcomes
     scenario(
         f"stalled cluster: 100/100 records failed with KafkaTimeoutError within "

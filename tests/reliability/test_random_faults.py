@@ -63,9 +63,7 @@ class Fault:
             raise AssertionError(self.kind)
 
     def __str__(self) -> str:
-        return (
-            f"@{self.at}:{self.kind}(p{self.partition}, b#{self.broker_index}, x{self.count})"
-        )
+        return f"@{self.at}:{self.kind}(p{self.partition}, b#{self.broker_index}, x{self.count})"
 
 
 def schedule(seed: int) -> list[Fault]:

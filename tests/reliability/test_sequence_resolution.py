@@ -66,8 +66,14 @@ async def test_appended_batches_refused_until_one_expires_are_stored_once(
     topic = "after-append"
     kafka_cluster.create_topic(topic, partitions=1)
     p = await producer(
-        **dict(FAST, linger_ms=0, request_timeout_ms=2000, delivery_timeout_ms=2000,
-               retry_backoff_ms=20, retry_backoff_max_ms=50)
+        **dict(
+            FAST,
+            linger_ms=0,
+            request_timeout_ms=2000,
+            delivery_timeout_ms=2000,
+            retry_backoff_ms=20,
+            retry_backoff_max_ms=50,
+        )
     )
     await within(p.send(topic, b"warm-up"), 10, "warm-up")
 
@@ -93,8 +99,14 @@ async def test_unresolved_partition_with_every_batch_failed_moves_to_a_new_id(
     topic = "all-failed"
     kafka_cluster.create_topic(topic, partitions=1)
     p = await producer(
-        **dict(FAST, linger_ms=0, request_timeout_ms=500, delivery_timeout_ms=1000,
-               retry_backoff_ms=20, retry_backoff_max_ms=50)
+        **dict(
+            FAST,
+            linger_ms=0,
+            request_timeout_ms=500,
+            delivery_timeout_ms=1000,
+            retry_backoff_ms=20,
+            retry_backoff_max_ms=50,
+        )
     )
     first = await within(p.send(topic, b"warm-up"), 10, "warm-up")
     b1, b2 = await _appended_then_refused(kafka_cluster, p, topic, hold=0.2, gap=0.1)
@@ -125,15 +137,18 @@ async def test_healthy_partition_keeps_flowing_while_another_waits_for_a_new_id(
     p = await producer(**dict(FAST, request_timeout_ms=20_000, delivery_timeout_ms=60_000))
     tracker = Tracker(topic)
     for part in range(3):
-        await within((await tracker.enqueue(p, b"p%d" % part, partition=part)).future, 10, "warm-up")
+        await within(
+            (await tracker.enqueue(p, b"p%d" % part, partition=part)).future, 10, "warm-up"
+        )
 
     kafka_cluster.stall_broker(stalled)
     stuck = await tracker.enqueue(p, b"p%d" % stalled_part, partition=stalled_part)
     client = p._running.client
     await until(lambda: client.in_flight(stalled) > 0, 10, "the request to the stalled broker")
     kafka_cluster.fail_produce(topic, bumped_part, UNKNOWN_PRODUCER)
-    flowing = [await tracker.enqueue(p, b"p%d" % bumped_part, partition=bumped_part)
-               for _ in range(5)]
+    flowing = [
+        await tracker.enqueue(p, b"p%d" % bumped_part, partition=bumped_part) for _ in range(5)
+    ]
     # Without the scoping this waits for the stalled request: 20 s.
     await within(asyncio.gather(*(s.future for s in flowing)), 8, "the healthy partition")
     assert not stuck.future.done()
@@ -160,7 +175,9 @@ async def test_new_batches_wait_until_old_id_retries_of_their_partition_are_done
     p = await producer(**dict(FAST, request_timeout_ms=request_timeout_ms))
     tracker = Tracker(topic)
     for part in (old_part, bump_part):
-        await within((await tracker.enqueue(p, b"p%d" % part, partition=part)).future, 10, "warm-up")
+        await within(
+            (await tracker.enqueue(p, b"p%d" % part, partition=part)).future, 10, "warm-up"
+        )
     # The old-id batch: written, answered after the request timeout, so it is
     # retried with an unknown outcome (and kept on the old id).
     old_leader = kafka_cluster.leader(topic, old_part)
@@ -211,5 +228,7 @@ async def test_retries_straddling_the_sequence_wrap_keep_their_order(
 
     records = kafka_cluster.records(topic)
     assert [(r.value, r.sequence) for r in records[1:]] == [
-        (b"at-max-1", MAX_SEQUENCE - 1), (b"at-max", MAX_SEQUENCE), (b"at-0", 0)
+        (b"at-max-1", MAX_SEQUENCE - 1),
+        (b"at-max", MAX_SEQUENCE),
+        (b"at-0", 0),
     ]

@@ -23,7 +23,9 @@ _money.field.add(name="cents", number=1, type=FDP.TYPE_INT64, label=OPTIONAL)
 pool.Add(_common)
 
 _order_file = descriptor_pb2.FileDescriptorProto(
-    name="shop/order.proto", package="shop", syntax="proto3",
+    name="shop/order.proto",
+    package="shop",
+    syntax="proto3",
     dependency=["shop/common.proto", "google/protobuf/timestamp.proto"],
 )
 _header = _order_file.message_type.add(name="Header")
@@ -35,7 +37,10 @@ _order.field.add(
     name="price", number=3, type=FDP.TYPE_MESSAGE, type_name=".shop.Money", label=OPTIONAL
 )
 _order.field.add(
-    name="at", number=4, type=FDP.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp",
+    name="at",
+    number=4,
+    type=FDP.TYPE_MESSAGE,
+    type_name=".google.protobuf.Timestamp",
     label=OPTIONAL,
 )
 _line = _order.nested_type.add(name="Line")

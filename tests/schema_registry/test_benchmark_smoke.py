@@ -23,9 +23,22 @@ NUMBER = r"\d+(?:\.\d+)?"
 
 def test_the_benchmark_prints_both_tables() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.schema_registry",
-         "--records", "2000", "--rounds", "1", "--subjects", "10"],
-        cwd=ROOT, capture_output=True, text=True, timeout=BOUND_S, check=False,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.schema_registry",
+            "--records",
+            "2000",
+            "--rounds",
+            "1",
+            "--subjects",
+            "10",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
@@ -34,14 +47,16 @@ def test_the_benchmark_prints_both_tables() -> None:
     for fmt in ("Avro", "JSON Schema"):
         cost = re.search(
             rf"^\| {fmt} \| ({NUMBER}) \| ({NUMBER}) \(({NUMBER})x\) \| ({NUMBER}) \(({NUMBER})x\) \|$",
-            out, re.MULTILINE,
+            out,
+            re.MULTILINE,
         )
         assert cost is not None, (fmt, out)
         assert all(float(v) > 0 for v in cost.groups()), cost.groups()
         lag = re.search(
             rf"^\| {fmt} \| ({NUMBER}) \| ({NUMBER}) \| ({NUMBER}) \| {NUMBER} / {NUMBER} \| "
             r"(\d+) \|$",
-            out, re.MULTILINE,
+            out,
+            re.MULTILINE,
         )
         assert lag is not None, (fmt, out)
         p50, p99, worst, ticks = lag.groups()

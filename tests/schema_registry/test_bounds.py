@@ -56,7 +56,8 @@ class Server:
         body = json.dumps({"compatibilityLevel": "FULL"}).encode()
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.schemaregistry.v1+json\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
         )
         await writer.drain()
         if await reader.read() == b"":  # the connection stays open until the client ends it
@@ -77,11 +78,15 @@ async def serving(answer: bool) -> AsyncIterator[Server]:
         await listener.wait_closed()
 
 
-@pytest.mark.parametrize(("scheme", "timeout"), [
-    ("http", {"request.timeout.ms": str(int(TIMEOUT_S * 1000))}),
-    ("https", {"request.timeout.ms": str(int(TIMEOUT_S * 1000))}),
-    ("http", {"timeout": TIMEOUT_S}),  # confluent-kafka-python's name, in seconds
-], ids=["http", "https", "python-timeout"])
+@pytest.mark.parametrize(
+    ("scheme", "timeout"),
+    [
+        ("http", {"request.timeout.ms": str(int(TIMEOUT_S * 1000))}),
+        ("https", {"request.timeout.ms": str(int(TIMEOUT_S * 1000))}),
+        ("http", {"timeout": TIMEOUT_S}),  # confluent-kafka-python's name, in seconds
+    ],
+    ids=["http", "https", "python-timeout"],
+)
 async def test_a_registry_that_never_answers_times_out_typed(
     scheme: str, timeout: dict[str, object]
 ) -> None:
@@ -106,11 +111,14 @@ async def test_a_registry_that_never_answers_times_out_typed(
 async def test_send_to_a_silent_registry_fails_typed_and_buffers_nothing() -> None:
     async with serving(answer=False) as server, MockCluster() as cluster:
         cluster.create_topic("orders", partitions=1)
-        async with SchemaRegistryClient(
-            f"http://127.0.0.1:{server.port}", timeout_s=TIMEOUT_S, max_retries=0
-        ) as registry, Producer(
-            cluster.bootstrap_servers, value_serializer=AvroSerializer(registry, ORDER)
-        ) as producer:
+        async with (
+            SchemaRegistryClient(
+                f"http://127.0.0.1:{server.port}", timeout_s=TIMEOUT_S, max_retries=0
+            ) as registry,
+            Producer(
+                cluster.bootstrap_servers, value_serializer=AvroSerializer(registry, ORDER)
+            ) as producer,
+        ):
             with pytest.raises(SchemaRegistryUnavailableError, match="no answer within"):
                 await within(producer.send("orders", {"id": 1}), BOUND_S, "send")
             with pytest.raises(SchemaRegistryUnavailableError, match="no answer within"):

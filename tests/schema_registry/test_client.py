@@ -24,20 +24,35 @@ from aioproducer.schema_registry import (
 
 pytestmark = pytest.mark.asyncio
 
-USER_V1 = json.dumps({
-    "type": "record", "name": "User", "namespace": "example",
-    "fields": [{"name": "name", "type": "string"}],
-})
+USER_V1 = json.dumps(
+    {
+        "type": "record",
+        "name": "User",
+        "namespace": "example",
+        "fields": [{"name": "name", "type": "string"}],
+    }
+)
 # Adds a field with a default: BACKWARD compatible.
-USER_V2 = json.dumps({
-    "type": "record", "name": "User", "namespace": "example",
-    "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int", "default": 0}],
-})
+USER_V2 = json.dumps(
+    {
+        "type": "record",
+        "name": "User",
+        "namespace": "example",
+        "fields": [
+            {"name": "name", "type": "string"},
+            {"name": "age", "type": "int", "default": 0},
+        ],
+    }
+)
 # Adds a field without default: not BACKWARD compatible.
-USER_BAD = json.dumps({
-    "type": "record", "name": "User", "namespace": "example",
-    "fields": [{"name": "name", "type": "string"}, {"name": "email", "type": "string"}],
-})
+USER_BAD = json.dumps(
+    {
+        "type": "record",
+        "name": "User",
+        "namespace": "example",
+        "fields": [{"name": "name", "type": "string"}, {"name": "email", "type": "string"}],
+    }
+)
 
 
 def gets(registry, path: str) -> int:
@@ -118,10 +133,12 @@ async def test_incompatible_schema_is_refused_with_409(schema_registry) -> None:
 async def test_latest_version_is_cached_for_its_ttl(schema_registry) -> None:
     path = "/subjects/users-value/versions/latest"
     # confluent-kafka-python's property name for the TTL, in seconds.
-    async with SchemaRegistryClient.from_config(
-        {"url": schema_registry.url, "cache.latest.ttl.sec": 3600}
-    ) as cached, \
-            SchemaRegistryClient(schema_registry.url, latest_ttl_s=0) as expiring:
+    async with (
+        SchemaRegistryClient.from_config(
+            {"url": schema_registry.url, "cache.latest.ttl.sec": 3600}
+        ) as cached,
+        SchemaRegistryClient(schema_registry.url, latest_ttl_s=0) as expiring,
+    ):
         await cached.register_schema("users-value", Schema(USER_V1))
         assert (await cached.get_latest_version("users-value")).version == 1
         await cached.register_schema("users-value", Schema(USER_V2))
@@ -172,11 +189,13 @@ async def test_basic_auth_header_is_sent_and_credentials_stay_out_of_errors(
     schema_registry,
 ) -> None:
     schema_registry.require_basic_auth("alice", "s3cret-pass")
-    good = SchemaRegistryClient.from_config({
-        "schema.registry.url": schema_registry.url,
-        "basic.auth.credentials.source": "USER_INFO",
-        "basic.auth.user.info": "alice:s3cret-pass",
-    })
+    good = SchemaRegistryClient.from_config(
+        {
+            "schema.registry.url": schema_registry.url,
+            "basic.auth.credentials.source": "USER_INFO",
+            "basic.auth.user.info": "alice:s3cret-pass",
+        }
+    )
     async with good:
         assert await good.register_schema("users-value", Schema(USER_V1)) > 0
     sent = schema_registry.requests[-1].headers["Authorization"]
@@ -187,7 +206,9 @@ async def test_basic_auth_header_is_sent_and_credentials_stay_out_of_errors(
     async with SchemaRegistryClient(f"http://alice:wr0ng-pass@{host}") as bad:
         with pytest.raises(SchemaRegistryAuthError) as refused:
             await bad.get_schema(1)
-    text = str(refused.value) + repr(refused.value) + repr(pickle.loads(pickle.dumps(refused.value)))
+    text = (
+        str(refused.value) + repr(refused.value) + repr(pickle.loads(pickle.dumps(refused.value)))
+    )
     assert refused.value.status == 401
     assert "wr0ng-pass" not in text and "alice" not in text
     assert bad.url == schema_registry.url
@@ -195,16 +216,21 @@ async def test_basic_auth_header_is_sent_and_credentials_stay_out_of_errors(
 
 async def test_bearer_token_header_is_sent(schema_registry) -> None:
     schema_registry.require_bearer("tok-123")
-    client = SchemaRegistryClient.from_config({
-        "url": schema_registry.url, "bearer.auth.token": "tok-123",
-        "bearer.auth.logical.cluster": "lsrc-1", "bearer.auth.identity.pool.id": "pool-9",
-    })
+    client = SchemaRegistryClient.from_config(
+        {
+            "url": schema_registry.url,
+            "bearer.auth.token": "tok-123",
+            "bearer.auth.logical.cluster": "lsrc-1",
+            "bearer.auth.identity.pool.id": "pool-9",
+        }
+    )
     async with client:
         await client.register_schema("users-value", Schema(USER_V1))
     headers = schema_registry.requests[-1].headers
     assert headers["Authorization"] == "Bearer tok-123"
     assert (headers["target-sr-cluster"], headers["Confluent-Identity-Pool-Id"]) == (
-        "lsrc-1", "pool-9"
+        "lsrc-1",
+        "pool-9",
     )
 
 
@@ -218,10 +244,14 @@ async def test_from_config_refuses_unknown_and_malformed_properties() -> None:
         SchemaRegistryClient.from_config({})
     with pytest.raises(ConfigurationError, match="http"):
         SchemaRegistryClient("ftp://h:1")
-    client = SchemaRegistryClient.from_config({
-        "schema.registry.url": "http://a:1, http://b:2", "max.retries": "1",
-        "request.timeout.ms": 2500, "latest.cache.ttl.secs": 5,
-    })
+    client = SchemaRegistryClient.from_config(
+        {
+            "schema.registry.url": "http://a:1, http://b:2",
+            "max.retries": "1",
+            "request.timeout.ms": 2500,
+            "latest.cache.ttl.secs": 5,
+        }
+    )
     assert client.url == "http://a:1"
     with pytest.raises(ConfigurationError, match="timeout must be > 0 seconds"):
         SchemaRegistryClient.from_config({"url": "http://h:1", "timeout": 0})
@@ -243,9 +273,10 @@ async def test_retries_log_no_credentials(schema_registry, caplog) -> None:
     logged = " ".join(r.getMessage() for r in caplog.records) + str(failed.value)
     assert "hunter2-pw" not in logged and "bob" not in logged
     # The password still went out, as basic auth.
-    assert schema_registry.requests[0].headers["Authorization"] == "Basic " + base64.b64encode(
-        b"bob:hunter2-pw"
-    ).decode()
+    assert (
+        schema_registry.requests[0].headers["Authorization"]
+        == "Basic " + base64.b64encode(b"bob:hunter2-pw").decode()
+    )
 
 
 async def test_requests_in_flight_are_bounded(aiohttp_server) -> None:
@@ -271,9 +302,9 @@ async def test_requests_in_flight_are_bounded(aiohttp_server) -> None:
     app.router.add_post("/subjects/{subject}/versions", register)
     server = await aiohttp_server(app)
     async with SchemaRegistryClient(str(server.make_url("")), max_in_flight=3) as client:
-        calls = asyncio.gather(*(
-            client.register_schema(f"s{i}", Schema(USER_V1)) for i in range(12)
-        ))
+        calls = asyncio.gather(
+            *(client.register_schema(f"s{i}", Schema(USER_V1)) for i in range(12))
+        )
         for _ in range(500):  # until three are held at the server (bounded: 5 s)
             if in_flight == 3:
                 break

@@ -38,25 +38,41 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 pytestmark = pytest.mark.asyncio
 
-USER = json.dumps({
-    "type": "record", "name": "User", "namespace": "example",
-    "fields": [
-        {"name": "name", "type": "string"},
-        {"name": "age", "type": "int"},
-        {"name": "tags", "type": {"type": "array", "items": "string"}},
-        {"name": "email", "type": ["null", "string"], "default": None},
-    ],
-})
-USER_V2 = json.dumps({**json.loads(USER), "fields": [
-    *json.loads(USER)["fields"], {"name": "score", "type": "double", "default": 0.0},
-]})
-USER_JSON = json.dumps({
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "example.User",
-    "type": "object",
-    "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
-                   "tags": {"type": "array", "items": {"type": "string"}}},
-    "required": ["name", "age"],
-})
+USER = json.dumps(
+    {
+        "type": "record",
+        "name": "User",
+        "namespace": "example",
+        "fields": [
+            {"name": "name", "type": "string"},
+            {"name": "age", "type": "int"},
+            {"name": "tags", "type": {"type": "array", "items": "string"}},
+            {"name": "email", "type": ["null", "string"], "default": None},
+        ],
+    }
+)
+USER_V2 = json.dumps(
+    {
+        **json.loads(USER),
+        "fields": [
+            *json.loads(USER)["fields"],
+            {"name": "score", "type": "double", "default": 0.0},
+        ],
+    }
+)
+USER_JSON = json.dumps(
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "example.User",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "age"],
+    }
+)
 USERS = [
     {"name": "ada", "age": 36, "tags": ["math"], "email": "ada@example.org"},
     {"name": "grace", "age": 85, "tags": [], "email": None},
@@ -108,8 +124,11 @@ async def test_avro_bytes_equal_confluents_both_ways(schema_registry) -> None:
             theirs = ConfluentAvroSerializer(client, USER)
             decoder = ConfluentAvroDeserializer(client)
             their_bytes = [theirs(u, ctx("users")) for u in USERS]
-            return (their_bytes, [decoder(b, ctx("users")) for b in ours_bytes],
-                    [decoder(b, ctx("users")) for b in their_bytes])
+            return (
+                their_bytes,
+                [decoder(b, ctx("users")) for b in ours_bytes],
+                [decoder(b, ctx("users")) for b in their_bytes],
+            )
 
         their_bytes, decoded_ours, decoded_theirs = await asyncio.to_thread(
             confluent_side, schema_registry.url
@@ -148,9 +167,7 @@ async def test_records_from_the_producer_decode_with_confluents_deserializers(
         async with Producer(
             cluster.bootstrap_servers,
             value_serializer=AvroSerializer(registry, USER),
-            key_serializer=JsonSchemaSerializer(
-                registry, '{"type": "string"}', is_key=True
-            ),
+            key_serializer=JsonSchemaSerializer(registry, '{"type": "string"}', is_key=True),
         ) as producer:
             await producer.send("users", USERS[0], key=USERS[0]["name"])
             await producer.send_many("users", USERS[1:], keys=[u["name"] for u in USERS[1:]])

@@ -94,9 +94,10 @@ async def test_bytes_like_values_and_a_decimal_on_bytes(schema_registry) -> None
         await plain.prepare("blobs")
         assert split_wire(plain(bytearray(b"ab"), "blobs"))[1] == b"ab"
         assert split_wire(plain(memoryview(b"cd"), "blobs"))[1] == b"cd"
-        dec = AvroSerializer(registry, json.dumps(
-            {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}
-        ))
+        dec = AvroSerializer(
+            registry,
+            json.dumps({"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}),
+        )
         await dec.prepare("prices")
         data = dec(decimal.Decimal("-1.50"), "prices")
 
@@ -116,7 +117,9 @@ class ConfluentMockRegistry:
     def __init__(self) -> None:
         self.inner = confluent_sr.SchemaRegistryClient.new_client({"url": "mock://parity"})
 
-    async def register_schema(self, subject: str, schema: Schema, *, normalize: bool = False) -> int:
+    async def register_schema(
+        self, subject: str, schema: Schema, *, normalize: bool = False
+    ) -> int:
         theirs = confluent_sr.Schema(schema.schema_str, schema.schema_type)
         return int(self.inner.register_schema(subject, theirs, normalize))
 
@@ -129,11 +132,17 @@ class ConfluentMockRegistry:
         return RegisteredSchema(found.schema_id, schema, subject, found.version)
 
 
-@pytest.mark.parametrize(("schema", "values"), [
-    ('"bytes"', PAYLOADS), ('"string"', TEXTS),
-    ('{"type": "record", "name": "R", "fields": [{"name": "b", "type": "bytes"}]}',
-     [{"b": p} for p in PAYLOADS]),
-])
+@pytest.mark.parametrize(
+    ("schema", "values"),
+    [
+        ('"bytes"', PAYLOADS),
+        ('"string"', TEXTS),
+        (
+            '{"type": "record", "name": "R", "fields": [{"name": "b", "type": "bytes"}]}',
+            [{"b": p} for p in PAYLOADS],
+        ),
+    ],
+)
 async def test_ours_against_confluents_own_registry(schema: str, values: list[Any]) -> None:
     registry = ConfluentMockRegistry()
     ours = AvroSerializer(registry, schema)  # type: ignore[arg-type]

@@ -15,9 +15,13 @@ jsonschema = pytest.importorskip("jsonschema")
 
 NAMES = ["id", "name", "tags", "kind", "n", "extra"]
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 300), st.floats(-5, 300, allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 300),
+    st.floats(-5, 300, allow_nan=False),
     st.sampled_from([1.0, 2.5, 0.0, True, False, 0, 1]),
-    st.text(alphabet="ab-1_x", max_size=6), st.sampled_from(["a", "b", "order", "A1", ""]),
+    st.text(alphabet="ab-1_x", max_size=6),
+    st.sampled_from(["a", "b", "order", "A1", ""]),
 )
 values = st.recursive(
     scalars,
@@ -29,25 +33,43 @@ values = st.recursive(
 )
 
 SCHEMAS: list[dict[str, Any]] = [
-    {"type": "object", "properties": {
-        "id": {"type": "integer", "minimum": 0, "exclusiveMaximum": 100},
-        "name": {"type": "string", "minLength": 1, "maxLength": 4, "pattern": "^[ab]"},
-        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
-        "kind": {"enum": ["a", "b", None]},
-        "n": {"type": ["number", "null"], "maximum": 10.5},
-    }, "required": ["id"], "additionalProperties": False},
-    {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 1,
-     "maxProperties": 3, "properties": {"name": {"const": "order"}}},
+    {
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "minimum": 0, "exclusiveMaximum": 100},
+            "name": {"type": "string", "minLength": 1, "maxLength": 4, "pattern": "^[ab]"},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            "kind": {"enum": ["a", "b", None]},
+            "n": {"type": ["number", "null"], "maximum": 10.5},
+        },
+        "required": ["id"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "additionalProperties": {"type": "integer"},
+        "minProperties": 1,
+        "maxProperties": 3,
+        "properties": {"name": {"const": "order"}},
+    },
     {"anyOf": [{"type": "string"}, {"type": "integer", "minimum": 3}]},
     {"oneOf": [{"type": "number"}, {"type": "integer"}]},
     {"allOf": [{"type": "array", "minItems": 1}, {"items": {"not": {"type": "null"}}}]},
-    {"type": "array", "items": {"type": "object", "required": ["n"],
-                                "properties": {"n": {"type": "boolean"}}}},
-    {"properties": {"id": False, "name": True}, "title": "t", "format": "email",
-     "x-vendor": {"type": "string"}},
+    {
+        "type": "array",
+        "items": {"type": "object", "required": ["n"], "properties": {"n": {"type": "boolean"}}},
+    },
+    {
+        "properties": {"id": False, "name": True},
+        "title": "t",
+        "format": "email",
+        "x-vendor": {"type": "string"},
+    },
 ]
 DRAFTS = [
-    jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator,
+    jsonschema.Draft4Validator,
+    jsonschema.Draft6Validator,
+    jsonschema.Draft7Validator,
     jsonschema.Draft202012Validator,
 ]
 
@@ -70,16 +92,19 @@ def test_float_integers_follow_the_draft() -> None:
     assert compile_check(schema, jsonschema.Draft4Validator)(1.0) is False  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("schema", [
-    {"$ref": "#/definitions/x", "definitions": {"x": {"type": "string"}}},
-    {"type": "array", "uniqueItems": True},
-    {"type": "array", "items": [{"type": "string"}]},
-    {"if": {"type": "string"}, "then": {"minLength": 2}},
-    {"properties": {"a": {"dependencies": {"b": ["c"]}}}},
-    {"enum": [1, "a"]},
-    {"maximum": 5, "exclusiveMaximum": True},
-    {"patternProperties": {"^a": {"type": "string"}}},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "#/definitions/x", "definitions": {"x": {"type": "string"}}},
+        {"type": "array", "uniqueItems": True},
+        {"type": "array", "items": [{"type": "string"}]},
+        {"if": {"type": "string"}, "then": {"minLength": 2}},
+        {"properties": {"a": {"dependencies": {"b": ["c"]}}}},
+        {"enum": [1, "a"]},
+        {"maximum": 5, "exclusiveMaximum": True},
+        {"patternProperties": {"^a": {"type": "string"}}},
+    ],
+)
 def test_keywords_it_does_not_check_leave_every_value_to_jsonschema(schema: dict[str, Any]) -> None:
     assert compile_check(schema, jsonschema.Draft7Validator) is None
 
@@ -95,11 +120,17 @@ def _encode(schema: dict[str, Any], value: Any) -> bytes:
     return serializer._encoder(serializer._writer)(value)
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}},  # compiled
-    {"type": "object", "properties": {"n": {"$ref": "#/definitions/small"}},      # jsonschema
-     "definitions": {"small": {"type": "integer", "maximum": 3}}},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}},  # compiled
+        {
+            "type": "object",
+            "properties": {"n": {"$ref": "#/definitions/small"}},  # jsonschema
+            "definitions": {"small": {"type": "integer", "maximum": 3}},
+        },
+    ],
+)
 def test_the_serializer_refuses_and_explains_either_way(schema: dict[str, Any]) -> None:
     from aioproducer.schema_registry import SchemaValidationError
 

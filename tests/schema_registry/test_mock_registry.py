@@ -22,30 +22,51 @@ F_B_DEFAULT = {"name": "b", "type": "string", "default": ""}
 F_B = {"name": "b", "type": "string"}
 
 
-@pytest.mark.parametrize(("reader", "writer", "ok"), [
-    (record(F_INT), record(F_INT), True),
-    (record(F_LONG), record(F_INT), True),  # int promotes to long
-    (record(F_INT), record(F_LONG), False),
-    (record(F_INT, F_B_DEFAULT), record(F_INT), True),  # new field with a default
-    (record(F_INT, F_B), record(F_INT), False),  # new field without default
-    (record(F_INT), record(F_INT, F_B), True),  # a dropped field is skipped
-    (record(F_INT, name="S"), record(F_INT), False),  # another record name
-    (json.dumps(["null", "string"]), json.dumps("string"), True),
-    (json.dumps("string"), json.dumps(["null", "string"]), False),
-    (json.dumps({"type": "enum", "name": "E", "symbols": ["A", "B"]}),
-     json.dumps({"type": "enum", "name": "E", "symbols": ["A"]}), True),
-    (json.dumps({"type": "enum", "name": "E", "symbols": ["A"]}),
-     json.dumps({"type": "enum", "name": "E", "symbols": ["A", "B"]}), False),
-    (json.dumps({"type": "array", "items": "double"}),
-     json.dumps({"type": "array", "items": "float"}), True),
-    (json.dumps({"type": "map", "values": "int"}),
-     json.dumps({"type": "map", "values": "string"}), False),
-    (json.dumps({"type": "fixed", "name": "F", "size": 4}),
-     json.dumps({"type": "fixed", "name": "F", "size": 8}), False),
-    # Recursive: a linked list, named by reference.
-    (record({"name": "next", "type": ["null", "R"], "default": None}, F_LONG),
-     record({"name": "next", "type": ["null", "R"]}, F_INT), True),
-])
+@pytest.mark.parametrize(
+    ("reader", "writer", "ok"),
+    [
+        (record(F_INT), record(F_INT), True),
+        (record(F_LONG), record(F_INT), True),  # int promotes to long
+        (record(F_INT), record(F_LONG), False),
+        (record(F_INT, F_B_DEFAULT), record(F_INT), True),  # new field with a default
+        (record(F_INT, F_B), record(F_INT), False),  # new field without default
+        (record(F_INT), record(F_INT, F_B), True),  # a dropped field is skipped
+        (record(F_INT, name="S"), record(F_INT), False),  # another record name
+        (json.dumps(["null", "string"]), json.dumps("string"), True),
+        (json.dumps("string"), json.dumps(["null", "string"]), False),
+        (
+            json.dumps({"type": "enum", "name": "E", "symbols": ["A", "B"]}),
+            json.dumps({"type": "enum", "name": "E", "symbols": ["A"]}),
+            True,
+        ),
+        (
+            json.dumps({"type": "enum", "name": "E", "symbols": ["A"]}),
+            json.dumps({"type": "enum", "name": "E", "symbols": ["A", "B"]}),
+            False,
+        ),
+        (
+            json.dumps({"type": "array", "items": "double"}),
+            json.dumps({"type": "array", "items": "float"}),
+            True,
+        ),
+        (
+            json.dumps({"type": "map", "values": "int"}),
+            json.dumps({"type": "map", "values": "string"}),
+            False,
+        ),
+        (
+            json.dumps({"type": "fixed", "name": "F", "size": 4}),
+            json.dumps({"type": "fixed", "name": "F", "size": 8}),
+            False,
+        ),
+        # Recursive: a linked list, named by reference.
+        (
+            record({"name": "next", "type": ["null", "R"], "default": None}, F_LONG),
+            record({"name": "next", "type": ["null", "R"]}, F_INT),
+            True,
+        ),
+    ],
+)
 async def test_avro_schema_resolution(reader: str, writer: str, ok: bool) -> None:
     assert avro_compatible(reader=reader, writer=writer) is ok
 
@@ -80,9 +101,7 @@ async def test_levels_and_error_bodies(schema_registry) -> None:
         status, body = await post(s, url, "/subjects/s/versions", {"schema": "{not json"})
         assert (status, body["error_code"]) == (422, 42201)
         async with s.put(url + "/config/s", json={"compatibility": "SOMETIMES"}) as resp:
-            assert (resp.status, (await resp.json(content_type=None))["error_code"]) == (
-                422, 42203
-            )
+            assert (resp.status, (await resp.json(content_type=None))["error_code"]) == (422, 42203)
         for path, code in [
             ("/subjects/none/versions/latest", 40401),
             ("/subjects/s/versions/9", 40402),

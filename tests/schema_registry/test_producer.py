@@ -26,12 +26,22 @@ from aioproducer.testing import MockCluster
 
 pytestmark = pytest.mark.asyncio
 
-ORDER = json.dumps({
-    "type": "record", "name": "Order", "namespace": "shop",
-    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
-})
-KEY = json.dumps({"type": "object", "title": "OrderKey", "properties": {"id": {"type": "integer"}},
-                  "required": ["id"]})
+ORDER = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
+        "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
+    }
+)
+KEY = json.dumps(
+    {
+        "type": "object",
+        "title": "OrderKey",
+        "properties": {"id": {"type": "integer"}},
+        "required": ["id"],
+    }
+)
 
 
 def decode(schema_registry, data: bytes) -> object:
@@ -57,7 +67,8 @@ async def test_send_enqueue_and_bulk_write_the_wire_format(schema_registry) -> N
             await fut
             await producer.send("orders", None, key={"id": 2})  # a tombstone
             result = await producer.send_many(
-                "orders", [{"id": i, "item": f"x{i}"} for i in range(3, 53)],
+                "orders",
+                [{"id": i, "item": f"x{i}"} for i in range(3, 53)],
                 keys=[{"id": i} for i in range(3, 53)],
             )
             assert not result.errors
@@ -74,8 +85,9 @@ async def test_send_enqueue_and_bulk_write_the_wire_format(schema_registry) -> N
     assert [decode(schema_registry, v) for v in by_key[1]] == [{"id": 1, "item": "tea"}]
     assert by_key[2][0] is not None and by_key[2][1] is None
     assert decode(schema_registry, by_key[2][0]) == {"id": 2, "item": "milk"}
-    assert all(decode(schema_registry, by_key[i][0]) == {"id": i, "item": f"x{i}"}
-               for i in range(3, 53))
+    assert all(
+        decode(schema_registry, by_key[i][0]) == {"id": i, "item": f"x{i}"} for i in range(3, 53)
+    )
 
 
 async def test_a_value_not_matching_its_schema_buffers_nothing(schema_registry) -> None:
@@ -97,9 +109,12 @@ async def test_unreachable_registry_fails_the_call_and_buffers_nothing() -> None
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    async with MockCluster() as cluster, SchemaRegistryClient(
-        f"http://127.0.0.1:{port}", max_retries=1, retry_backoff_s=0.001
-    ) as registry:
+    async with (
+        MockCluster() as cluster,
+        SchemaRegistryClient(
+            f"http://127.0.0.1:{port}", max_retries=1, retry_backoff_s=0.001
+        ) as registry,
+    ):
         cluster.create_topic("orders", partitions=1)
         async with Producer(
             cluster.bootstrap_servers, value_serializer=AvroSerializer(registry, ORDER)
@@ -113,9 +128,10 @@ async def test_unreachable_registry_fails_the_call_and_buffers_nothing() -> None
 
 
 async def test_the_registry_is_asked_again_after_a_failure(schema_registry) -> None:
-    async with MockCluster() as cluster, SchemaRegistryClient(
-        schema_registry.url, max_retries=0
-    ) as registry:
+    async with (
+        MockCluster() as cluster,
+        SchemaRegistryClient(schema_registry.url, max_retries=0) as registry,
+    ):
         cluster.create_topic("orders", partitions=1)
         async with Producer(
             cluster.bootstrap_servers, value_serializer=AvroSerializer(registry, ORDER)
@@ -142,7 +158,8 @@ async def test_bulk_path_with_interceptors_uses_the_prepared_serializer(schema_r
     async with MockCluster() as cluster, SchemaRegistryClient(schema_registry.url) as registry:
         cluster.create_topic("orders", partitions=1)
         async with Producer(
-            cluster.bootstrap_servers, value_serializer=AvroSerializer(registry, ORDER),
+            cluster.bootstrap_servers,
+            value_serializer=AvroSerializer(registry, ORDER),
             interceptors=[Upper()],
         ) as producer:
             await producer.send_many("orders", [{"id": 1, "item": "a"}, {"id": 2, "item": "b"}])
@@ -188,11 +205,15 @@ async def test_close_during_prepare_buffers_nothing() -> None:
         assert cluster.records("orders") == []
 
 
-ORDER_BREAKING = json.dumps({
-    "type": "record", "name": "Order", "namespace": "shop",
-    # A new field without a default: v2 readers cannot read v1 data (not BACKWARD).
-    "fields": [*json.loads(ORDER)["fields"], {"name": "qty", "type": "int"}],
-})
+ORDER_BREAKING = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
+        # A new field without a default: v2 readers cannot read v1 data (not BACKWARD).
+        "fields": [*json.loads(ORDER)["fields"], {"name": "qty", "type": "int"}],
+    }
+)
 
 
 async def test_an_incompatible_schema_fails_every_call_and_buffers_nothing(
@@ -220,9 +241,12 @@ async def test_an_incompatible_schema_fails_every_call_and_buffers_nothing(
             with pytest.raises(IncompatibleSchemaError):
                 await producer.enqueue_many("orders", [value])
             # Concurrent first records of the topic: each call gets the error.
-            outcomes = await asyncio.wait_for(asyncio.gather(
-                *(producer.send("orders", value) for _ in range(5)), return_exceptions=True
-            ), 10)
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(
+                    *(producer.send("orders", value) for _ in range(5)), return_exceptions=True
+                ),
+                10,
+            )
             assert all(isinstance(o, IncompatibleSchemaError) for o in outcomes), outcomes
             await asyncio.wait_for(producer.flush(), 10)
             assert held.done()

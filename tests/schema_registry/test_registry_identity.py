@@ -27,7 +27,10 @@ from aioproducer.testing.registry_canonical import canonical
 pytestmark = pytest.mark.asyncio
 
 RECORD = {
-    "type": "record", "name": "Order", "namespace": "shop", "doc": "an order",
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "doc": "an order",
     "fields": [
         {"name": "id", "type": "long"},
         {"name": "item", "type": {"type": "string"}},
@@ -49,32 +52,57 @@ def with_field_change(**change: object) -> str:
     return json.dumps({**RECORD, "fields": fields})
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ('"string"', '{"type": "string"}'),
-    ('"bytes"', '{"type":"bytes"}'),
-    (json.dumps(RECORD), RECORD_SPELT_OTHERWISE),
-    (json.dumps(["null", "string"]), '[ "null", {"type": "string"} ]'),
-    (json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}),
-     json.dumps({"type": "record", "name": "R", "namespace": "",
-                 "fields": [{"name": "a", "type": "int", "order": "ascending"}]})),
-    (json.dumps({"type": "enum", "name": "E", "namespace": "n", "symbols": ["A"],
-                 "aliases": ["X", "m.Y"]}),
-     json.dumps({"aliases": ["m.Y", "n.X"], "symbols": ["A"], "name": "n.E", "type": "enum"})),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ('"string"', '{"type": "string"}'),
+        ('"bytes"', '{"type":"bytes"}'),
+        (json.dumps(RECORD), RECORD_SPELT_OTHERWISE),
+        (json.dumps(["null", "string"]), '[ "null", {"type": "string"} ]'),
+        (
+            json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}),
+            json.dumps(
+                {
+                    "type": "record",
+                    "name": "R",
+                    "namespace": "",
+                    "fields": [{"name": "a", "type": "int", "order": "ascending"}],
+                }
+            ),
+        ),
+        (
+            json.dumps(
+                {
+                    "type": "enum",
+                    "name": "E",
+                    "namespace": "n",
+                    "symbols": ["A"],
+                    "aliases": ["X", "m.Y"],
+                }
+            ),
+            json.dumps(
+                {"aliases": ["m.Y", "n.X"], "symbols": ["A"], "name": "n.E", "type": "enum"}
+            ),
+        ),
+    ],
+)
 async def test_avro_same_schema(a: str, b: str) -> None:
     assert canonical("AVRO", a) == canonical("AVRO", b)
 
 
-@pytest.mark.parametrize("other", [
-    with_field_change(default=0),  # a default is part of the schema to the registry
-    with_field_change(doc="the id"),
-    with_field_change(aliases=["ident"]),
-    with_field_change(order="descending"),
-    with_field_change(type={"type": "long", "logicalType": "timestamp-millis"}),
-    json.dumps({**RECORD, "doc": "another"}),
-    json.dumps({**RECORD, "namespace": "other"}),
-    json.dumps({**RECORD, "fields": list(reversed(RECORD["fields"]))}),  # type: ignore[call-overload]
-])
+@pytest.mark.parametrize(
+    "other",
+    [
+        with_field_change(default=0),  # a default is part of the schema to the registry
+        with_field_change(doc="the id"),
+        with_field_change(aliases=["ident"]),
+        with_field_change(order="descending"),
+        with_field_change(type={"type": "long", "logicalType": "timestamp-millis"}),
+        json.dumps({**RECORD, "doc": "another"}),
+        json.dumps({**RECORD, "namespace": "other"}),
+        json.dumps({**RECORD, "fields": list(reversed(RECORD["fields"]))}),  # type: ignore[call-overload]
+    ],
+)
 async def test_avro_different_schema(other: str) -> None:
     assert canonical("AVRO", json.dumps(RECORD)) != canonical("AVRO", other)
 

@@ -24,24 +24,33 @@ from aioproducer.schema_registry import (
 
 pytestmark = pytest.mark.asyncio
 
-ORDER = json.dumps({
-    "type": "record", "name": "Order", "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "amount", "type": "double"},
-        {"name": "note", "type": ["null", "string"], "default": None},
-    ],
-})
-ORDER_JSON = json.dumps({
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "title": "shop.Order", "type": "object",
-    "properties": {"id": {"type": "integer"}, "amount": {"type": "number"}},
-    "required": ["id", "amount"],
-})
+ORDER = json.dumps(
+    {
+        "type": "record",
+        "name": "Order",
+        "namespace": "shop",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "amount", "type": "double"},
+            {"name": "note", "type": ["null", "string"], "default": None},
+        ],
+    }
+)
+ORDER_JSON = json.dumps(
+    {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "shop.Order",
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "amount": {"type": "number"}},
+        "required": ["id", "amount"],
+    }
+)
 
 
 def avro_decode(schema_str: str, payload: bytes) -> object:
-    return fastavro.schemaless_reader(io.BytesIO(payload), fastavro.parse_schema(json.loads(schema_str)))
+    return fastavro.schemaless_reader(
+        io.BytesIO(payload), fastavro.parse_schema(json.loads(schema_str))
+    )
 
 
 @pytest_asyncio.fixture
@@ -64,9 +73,13 @@ async def test_avro_wire_format_and_registered_subject(schema_registry, client) 
 
 async def test_subject_name_strategies_and_key_role(schema_registry, client) -> None:
     for strategy in ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"):
-        await AvroSerializer(client, ORDER, is_key=True, subject_name_strategy=strategy).prepare("t")
+        await AvroSerializer(client, ORDER, is_key=True, subject_name_strategy=strategy).prepare(
+            "t"
+        )
     assert set(schema_registry.subjects) == {"t-key", "shop.Order", "t-shop.Order"}
-    json_ser = JsonSchemaSerializer(client, ORDER_JSON, subject_name_strategy="TopicRecordNameStrategy")
+    json_ser = JsonSchemaSerializer(
+        client, ORDER_JSON, subject_name_strategy="TopicRecordNameStrategy"
+    )
     await json_ser.prepare("j")
     assert "j-shop.Order" in schema_registry.subjects  # the title names a JSON record
     with pytest.raises(ConfigurationError, match="unknown subject name strategy"):
@@ -118,7 +131,9 @@ async def test_avro_value_not_matching_names_the_field(client) -> None:
         ser({"amount": 1.0}, "orders")  # a required field missing
 
 
-async def test_json_schema_validation_names_the_path_and_can_be_off(schema_registry, client) -> None:
+async def test_json_schema_validation_names_the_path_and_can_be_off(
+    schema_registry, client
+) -> None:
     ser = JsonSchemaSerializer(client, ORDER_JSON)
     await ser.prepare("orders")
     data = ser({"id": 3, "amount": 1.25}, "orders")
@@ -152,21 +167,36 @@ async def test_concurrent_prepares_ask_the_registry_once(schema_registry, client
     assert sum(1 for r in schema_registry.requests if r.method == "POST") == 1
 
 
-RICH = json.dumps({
-    "type": "record", "name": "Rich", "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal",
-                                   "precision": 9, "scale": 2}},
-        {"name": "line", "type": {"type": "record", "name": "Line", "fields": [
-            {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}},
-        {"name": "extra", "type": ["null", "Line"], "default": None},
-        {"name": "tags", "type": {"type": "map", "values": {"type": "array", "items": "string"}}},
-        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}},
-    ],
-})
+RICH = json.dumps(
+    {
+        "type": "record",
+        "name": "Rich",
+        "namespace": "shop",
+        "fields": [
+            {"name": "id", "type": "long"},
+            {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+            {
+                "name": "price",
+                "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+            },
+            {
+                "name": "line",
+                "type": {
+                    "type": "record",
+                    "name": "Line",
+                    "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}],
+                },
+            },
+            {"name": "extra", "type": ["null", "Line"], "default": None},
+            {
+                "name": "tags",
+                "type": {"type": "map", "values": {"type": "array", "items": "string"}},
+            },
+            {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}},
+        ],
+    }
+)
 
 
 def rich(i: int) -> dict[str, object]:
@@ -174,11 +204,14 @@ def rich(i: int) -> dict[str, object]:
     from decimal import Decimal
 
     return {
-        "id": i, "at": datetime(2024, 5, 1, 12, 0, i % 60, tzinfo=timezone.utc),
-        "day": date(2024, 1, 1 + i % 28), "price": Decimal(f"{i}.25"),
+        "id": i,
+        "at": datetime(2024, 5, 1, 12, 0, i % 60, tzinfo=timezone.utc),
+        "day": date(2024, 1, 1 + i % 28),
+        "price": Decimal(f"{i}.25"),
         "line": {"sku": f"s{i}", "qty": i % 7},
         "extra": None if i % 2 else {"sku": "gift", "qty": 1},
-        "tags": {"a": ["x", str(i)]} if i % 3 else {}, "kind": "AB"[i % 2],
+        "tags": {"a": ["x", str(i)]} if i % 3 else {},
+        "kind": "AB"[i % 2],
     }
 
 

@@ -23,9 +23,16 @@ pytestmark = pytest.mark.asyncio
 SUBJECT = "Shop Order Event v2"
 ODD = "a/b 100%"  # a slash and a percent sign: encoded on the wire, shown as written
 V1 = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
-V2_BAD = json.dumps({"type": "record", "name": "R", "fields": [
-    {"name": "a", "type": "int"}, {"name": "b", "type": "string"},
-]})
+V2_BAD = json.dumps(
+    {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "a", "type": "int"},
+            {"name": "b", "type": "string"},
+        ],
+    }
+)
 
 
 def assert_names(exc: SchemaRegistryError, subject: str) -> None:
@@ -62,7 +69,9 @@ async def test_every_error_names_the_subject_as_written(schema_registry, subject
 async def test_the_serializer_error_names_the_subject(schema_registry) -> None:
     async with SchemaRegistryClient(schema_registry.url) as client:
         ser = AvroSerializer(
-            client, V1, auto_register_schemas=False,
+            client,
+            V1,
+            auto_register_schemas=False,
             subject_name_strategy=lambda topic, is_key, name: SUBJECT,
         )
         with pytest.raises(SubjectNotFoundError) as missing:

@@ -104,11 +104,13 @@ async def test_no_client_certificate_fails_promptly_naming_it(
     pki: Pki, mtls_registry: MockSchemaRegistry, tls: str
 ) -> None:
     if tls == "default":
-        client = SchemaRegistryClient.from_config({
-            "schema.registry.url": mtls_registry.url,
-            "schema.registry.ssl.ca.location": pki.ca_file,
-            "retries.wait.ms": "10",
-        })
+        client = SchemaRegistryClient.from_config(
+            {
+                "schema.registry.url": mtls_registry.url,
+                "schema.registry.ssl.ca.location": pki.ca_file,
+                "retries.wait.ms": "10",
+            }
+        )
     else:
         # TLS 1.2 checks the client's certificate inside the handshake: the
         # refusal comes while connecting rather than after.
@@ -161,4 +163,3 @@ async def test_https_to_a_plain_http_registry_says_so(pki: Pki) -> None:
         ) as registry:
             with pytest.raises(SchemaRegistryTLSError, match="does not speak TLS"):
                 await within(registry.get_compatibility(), BOUND_S, "get_compatibility")
-

@@ -19,7 +19,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 @pytest.fixture(scope="session")
-def _secure_kafka_session(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[SecureKafka]:
+def _secure_kafka_session(
+    tmp_path_factory: pytest.TempPathFactory, pki: Pki
+) -> Iterator[SecureKafka]:
     missing = kafka_jars_present()
     if missing is not None:
         pytest.skip(missing)

@@ -36,7 +36,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ca.cert_pem.write_to_path(files["ca"])
     cert.cert_chain_pems[0].write_to_path(files["cert"])
     cert.private_key_pem.write_to_path(files["key"])
-    files["garbage"].write_text("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+    files["garbage"].write_text(
+        "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n"
+    )
     from cryptography.hazmat.primitives import serialization
 
     key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
@@ -61,16 +63,31 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ({"security_protocol": "SASL_PLAINTEXT"}, "needs sasl_mechanism"),
         ({"security_protocol": "SASL_SSL", "sasl_mechanism": "GSSAPI"}, "not supported"),
         (
-            {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "sasl_plain_username": "u"},
+            {
+                "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": "u",
+            },
             "needs sasl_plain_password",
         ),
         (
-            {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_password": "p"},
+            {
+                "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "SCRAM-SHA-256",
+                "sasl_plain_password": "p",
+            },
             "needs sasl_plain_username",
         ),
-        ({"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER"}, "sasl_oauth_token_provider"),
         (
-            {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider": object()},
+            {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER"},
+            "sasl_oauth_token_provider",
+        ),
+        (
+            {
+                "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "OAUTHBEARER",
+                "sasl_oauth_token_provider": object(),
+            },
             "async def token",
         ),
         (
@@ -92,8 +109,13 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "not both",
         ),
         (
-            {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "sasl_plain_username": "u",
-             "sasl_plain_password": "p", "sasl_oauth_token_provider": Tokens()},
+            {
+                "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": "u",
+                "sasl_plain_password": "p",
+                "sasl_oauth_token_provider": Tokens(),
+            },
             "only apply to sasl_mechanism=OAUTHBEARER",
         ),
         ({"sasl_mechanism": "PLAIN"}, "security_protocol is PLAINTEXT"),
@@ -121,20 +143,36 @@ def test_plain_credentials_with_nul_are_refused_at_construction(
 ) -> None:
     # RFC 4616: NUL separates authzid, authcid and passwd; it cannot be inside one.
     with pytest.raises(errors.ConfigurationError, match=f"{named} contains a NUL") as info:
-        Producer("h:9093", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
-                 sasl_plain_username=username, sasl_plain_password=password)
+        Producer(
+            "h:9093",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username=username,
+            sasl_plain_password=password,
+        )
     assert SECRET not in str(info.value) and SECRET not in repr(info.value)
     with pytest.raises(errors.ConfigurationError, match=f"{named} contains a NUL"):
-        config_from_properties({"bootstrap.servers": "h:9093", "security.protocol": "SASL_SSL",
-                                "sasl.mechanism": "PLAIN", "sasl.username": username,
-                                "sasl.password": password})
+        config_from_properties(
+            {
+                "bootstrap.servers": "h:9093",
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": username,
+                "sasl.password": password,
+            }
+        )
 
 
 def test_certificate_files_that_do_not_parse(pki: dict[str, Path]) -> None:
     with pytest.raises(errors.ConfigurationError, match="ssl_cafile"):
         Producer("h:9093", security_protocol="SSL", ssl_cafile=str(pki["garbage"]))
     with pytest.raises(errors.ConfigurationError, match="could not be loaded"):
-        Producer("h:9093", security_protocol="SSL", ssl_certfile=str(pki["garbage"]), ssl_keyfile=str(pki["key"]))
+        Producer(
+            "h:9093",
+            security_protocol="SSL",
+            ssl_certfile=str(pki["garbage"]),
+            ssl_keyfile=str(pki["key"]),
+        )
     with pytest.raises(errors.ConfigurationError, match="ssl_keyfile needs ssl_certfile"):
         Producer("h:9093", security_protocol="SSL", ssl_keyfile=str(pki["key"]))
     with pytest.raises(errors.ConfigurationError) as info:
@@ -161,17 +199,27 @@ def test_files_build_a_verifying_context(pki: dict[str, Path]) -> None:
     assert isinstance(ctx, ssl.SSLContext)
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
     assert len(ctx.get_ca_certs()) == 1
-    off = Producer("h:9093", security_protocol="SSL", ssl_cafile=str(pki["ca"]), ssl_check_hostname=False)
+    off = Producer(
+        "h:9093", security_protocol="SSL", ssl_cafile=str(pki["ca"]), ssl_check_hostname=False
+    )
     assert off.config.security.ssl_context.check_hostname is False
     assert off.config.security.ssl_context.verify_mode == ssl.CERT_REQUIRED
 
 
 def test_a_users_context_wins_and_is_used_as_is() -> None:
     ctx = ssl.create_default_context()
-    p = Producer("h:9093", security_protocol="SASL_SSL", ssl_context=ctx, sasl_mechanism="scram-sha-512",
-                 sasl_plain_username="u", sasl_plain_password="p")
+    p = Producer(
+        "h:9093",
+        security_protocol="SASL_SSL",
+        ssl_context=ctx,
+        sasl_mechanism="scram-sha-512",
+        sasl_plain_username="u",
+        sasl_plain_password="p",
+    )
     assert p.config.security.ssl_context is ctx
-    assert p.config.security.sasl is not None and p.config.security.sasl.mechanism == "SCRAM-SHA-512"
+    assert (
+        p.config.security.sasl is not None and p.config.security.sasl.mechanism == "SCRAM-SHA-512"
+    )
 
 
 def test_plaintext_has_neither_tls_nor_sasl() -> None:
@@ -202,7 +250,7 @@ def test_java_jaas_config_for_plain_and_scram() -> None:
 
 def test_jaas_parsing_details() -> None:
     assert parse_jaas_config(
-        'org.apache.kafka.common.security.plain.PlainLoginModule   required\n'
+        "org.apache.kafka.common.security.plain.PlainLoginModule   required\n"
         '  username="a\\"b"   password="p w;x" ;'
     ) == {"sasl_plain_username": 'a"b', "sasl_plain_password": "p w;x"}
     assert parse_jaas_config("PlainLoginModule required username=bob password=pw;") == {
@@ -234,7 +282,11 @@ def test_librdkafka_names() -> None:
         "ssl.endpoint.identification.algorithm": "",
     }
     cfg = config_from_properties(props)
-    assert (cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password) == ("PLAIN", "key", SECRET)
+    assert (cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password) == (
+        "PLAIN",
+        "key",
+        SECRET,
+    )
     assert cfg.ssl_check_hostname is False
     assert cfg.security.ssl_context is not None and not cfg.security.ssl_context.check_hostname
 
@@ -252,7 +304,9 @@ def test_file_properties_map_onto_the_ssl_files(pki: dict[str, Path]) -> None:
         }
     )
     assert (cfg.ssl_cafile, cfg.ssl_certfile, cfg.ssl_keyfile) == (
-        str(pki["ca"]), str(pki["cert"]), str(pki["encrypted_key"])
+        str(pki["ca"]),
+        str(pki["cert"]),
+        str(pki["encrypted_key"]),
     )
     with pytest.raises(errors.ConfigurationError, match="PEM"):
         config_from_properties({"security.protocol": "SSL", "ssl.truststore.type": "JKS"})
@@ -302,16 +356,33 @@ def test_oidc_properties() -> None:
 # -- secrets stay hidden ---------------------------------------------------------
 
 
-def test_secrets_never_in_repr_or_logs(caplog: pytest.LogCaptureFixture, pki: dict[str, Path]) -> None:
+def test_secrets_never_in_repr_or_logs(
+    caplog: pytest.LogCaptureFixture, pki: dict[str, Path]
+) -> None:
     caplog.set_level(logging.DEBUG)
     producers = [
-        Producer("h:9093", security_protocol="SASL_SSL", sasl_mechanism="PLAIN",
-                 sasl_plain_username="alice", sasl_plain_password=SECRET),
-        Producer("h:9093", security_protocol="SSL", ssl_certfile=str(pki["cert"]),
-                 ssl_keyfile=str(pki["encrypted_key"]), ssl_password=SECRET),
-        Producer("h:9093", security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
-                 sasl_oauthbearer_token_endpoint_url="https://idp.example/t",
-                 sasl_oauthbearer_client_id="svc", sasl_oauthbearer_client_secret=SECRET),
+        Producer(
+            "h:9093",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="alice",
+            sasl_plain_password=SECRET,
+        ),
+        Producer(
+            "h:9093",
+            security_protocol="SSL",
+            ssl_certfile=str(pki["cert"]),
+            ssl_keyfile=str(pki["encrypted_key"]),
+            ssl_password=SECRET,
+        ),
+        Producer(
+            "h:9093",
+            security_protocol="SASL_SSL",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauthbearer_token_endpoint_url="https://idp.example/t",
+            sasl_oauthbearer_client_id="svc",
+            sasl_oauthbearer_client_secret=SECRET,
+        ),
     ]
     for p in producers:
         for text in (repr(p), repr(p.config), str(p.config), repr(p.config.security)):
@@ -322,6 +393,12 @@ def test_secrets_never_in_repr_or_logs(caplog: pytest.LogCaptureFixture, pki: di
 
 
 def test_config_repr_is_still_informative() -> None:
-    cfg = ProducerConfig(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                         sasl_plain_username="u", sasl_plain_password=SECRET).validate()
-    assert "security_protocol='SASL_PLAINTEXT'" in repr(cfg) and "sasl_mechanism='PLAIN'" in repr(cfg)
+    cfg = ProducerConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="u",
+        sasl_plain_password=SECRET,
+    ).validate()
+    assert "security_protocol='SASL_PLAINTEXT'" in repr(cfg) and "sasl_mechanism='PLAIN'" in repr(
+        cfg
+    )

@@ -17,6 +17,7 @@ from tests.support.certs import Pki
 
 pytestmark = pytest.mark.asyncio
 
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 async def test_matrix(case: Case, pki: Pki) -> None:
     async with MockCluster(brokers=3, default_partitions=4, **case.server_kwargs(pki)) as cluster:

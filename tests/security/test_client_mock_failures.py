@@ -54,8 +54,12 @@ async def test_wrong_password(mechanism: str, pki: Pki) -> None:
     async with MockCluster(
         brokers=2, ssl_context=pki.server_context(), sasl_mechanisms=[mechanism], users=USERS
     ) as cluster:
-        common = {"security_protocol": "SASL_SSL", "ssl_cafile": pki.ca_file, "sasl_mechanism": mechanism,
-                  "sasl_plain_username": "alice"}
+        common = {
+            "security_protocol": "SASL_SSL",
+            "ssl_cafile": pki.ca_file,
+            "sasl_mechanism": mechanism,
+            "sasl_plain_username": "alice",
+        }
         exc = await refused_then_good(
             cluster,
             {**common, "sasl_plain_password": WRONG},
@@ -109,10 +113,15 @@ async def test_oauthbearer_error_challenge_then_success_is_no_login(
         raise PermissionError("token not accepted here")
 
     monkeypatch.setattr(OAuthBearerAuthenticator, "step", lenient_step)
-    async with MockCluster(brokers=1, sasl_mechanisms=["OAUTHBEARER"], oauth_validator=refuse) as cluster:
+    async with MockCluster(
+        brokers=1, sasl_mechanisms=["OAUTHBEARER"], oauth_validator=refuse
+    ) as cluster:
         producer = Producer(
-            cluster.bootstrap_servers, security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
-            sasl_oauth_token_provider=JwtProvider(), max_block_ms=MAX_BLOCK_MS,
+            cluster.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=JwtProvider(),
+            max_block_ms=MAX_BLOCK_MS,
         )
         try:
             with pytest.raises(errors.SaslAuthenticationError, match="token not accepted here"):
@@ -125,9 +134,14 @@ async def test_oauthbearer_error_challenge_then_success_is_no_login(
 
 
 async def test_unsupported_mechanism_lists_what_the_broker_offers() -> None:
-    async with MockCluster(brokers=2, sasl_mechanisms=["SCRAM-SHA-512", "OAUTHBEARER"], users=USERS) as cluster:
-        common = {"security_protocol": "SASL_PLAINTEXT", "sasl_plain_username": "alice",
-                  "sasl_plain_password": USERS["alice"]}
+    async with MockCluster(
+        brokers=2, sasl_mechanisms=["SCRAM-SHA-512", "OAUTHBEARER"], users=USERS
+    ) as cluster:
+        common = {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_plain_username": "alice",
+            "sasl_plain_password": USERS["alice"],
+        }
         exc = await refused_then_good(
             cluster,
             {**common, "sasl_mechanism": "PLAIN"},
@@ -172,7 +186,9 @@ async def test_certificate_that_does_not_verify(
 
 
 async def test_missing_client_certificate(pki: Pki) -> None:
-    async with MockCluster(brokers=2, ssl_context=pki.server_context(require_client_cert=True)) as cluster:
+    async with MockCluster(
+        brokers=2, ssl_context=pki.server_context(require_client_cert=True)
+    ) as cluster:
         base = {"security_protocol": "SSL", "ssl_cafile": pki.ca_file}
         exc = await refused_then_good(
             cluster,
@@ -195,7 +211,9 @@ async def test_refusal_on_reconnect_fails_pending_records_quickly() -> None:
             cluster.sasl_config.users["alice"] = "rotated-Password"
             cluster.drop_connections()
             started = time.monotonic()
-            futures = [await producer.enqueue("reauth-refused", f"p{i}".encode()) for i in range(20)]
+            futures = [
+                await producer.enqueue("reauth-refused", f"p{i}".encode()) for i in range(20)
+            ]
             results = await gather_within(futures, 15, "pending records")
             elapsed = time.monotonic() - started
         finally:
@@ -214,7 +232,10 @@ async def test_refusal_while_getting_a_producer_id_fails_queued_records() -> Non
     async with MockCluster(brokers=1, sasl_mechanisms=["PLAIN"], users=users) as cluster:
         # The broker cannot hand out producer ids for now.
         cluster.intercept(
-            22, lambda body, ctx: InitProducerIdResponse(error_code=15, producer_id=-1, producer_epoch=-1)
+            22,
+            lambda body, ctx: InitProducerIdResponse(
+                error_code=15, producer_id=-1, producer_epoch=-1
+            ),
         )
         producer = plain_producer(cluster, enable_idempotence=True, delivery_timeout_ms=60_000)
         await within(producer.start(), 10, "start")

@@ -68,8 +68,6 @@ async def token_endpoint() -> AsyncIterator[dict]:
         await runner.cleanup()
 
 
-
-
 @pytest.mark.parametrize("tls", [False, True], ids=["SASL_PLAINTEXT", "SASL_SSL"])
 async def test_oidc_client_credentials_provider(tls: bool, pki: Pki, token_endpoint: dict) -> None:
     seen_subjects: list[str] = []
@@ -122,7 +120,9 @@ async def test_oidc_provider_refreshes_before_expiry(token_endpoint: dict) -> No
 
 
 async def test_oidc_provider_reports_a_refusal(token_endpoint: dict) -> None:
-    provider = ClientCredentialsTokenProvider(token_endpoint["url"], "orders-service", "Wrong-Secret")
+    provider = ClientCredentialsTokenProvider(
+        token_endpoint["url"], "orders-service", "Wrong-Secret"
+    )
     with pytest.raises(errors.SaslAuthenticationError, match="HTTP 401") as info:
         await provider.token()
     assert "Wrong-Secret" not in str(info.value)
@@ -182,6 +182,8 @@ async def test_an_unreachable_endpoint_or_failing_provider_is_retried() -> None:
             max_block_ms=1500,
         )
         # Retried until max_block_ms, then reported with the provider's reason.
-        with pytest.raises(errors.NoBrokersAvailableError, match="no credentials in the environment"):
+        with pytest.raises(
+            errors.NoBrokersAvailableError, match="no credentials in the environment"
+        ):
             await within(producer.start(), 5, "start")
         await producer.close()

@@ -126,7 +126,9 @@ def test_reauthentication_happens_at_85_to_95_percent_of_the_lifetime() -> None:
 
 
 def test_authentication_failures_are_final_for_the_client() -> None:
-    assert errors.SaslAuthenticationError.code == 58 and not errors.SaslAuthenticationError.retriable
+    assert (
+        errors.SaslAuthenticationError.code == 58 and not errors.SaslAuthenticationError.retriable
+    )
     assert errors.is_authentication_failure(errors.SaslAuthenticationError("x"))
     assert errors.is_authentication_failure(errors.UnsupportedSaslMechanismError("x"))
     assert errors.is_authentication_failure(errors.SslError("x"))

@@ -24,7 +24,9 @@ RECORDS = 120
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-async def test_matrix_through_the_front(case: Case, pki: Pki, kafka_bootstrap: str, topic_factory) -> None:
+async def test_matrix_through_the_front(
+    case: Case, pki: Pki, kafka_bootstrap: str, topic_factory
+) -> None:
     topic = topic_factory(3)
     async with SecureFront(upstream(kafka_bootstrap), **case.server_kwargs(pki)) as front:
         producer = Producer(front.bootstrap_servers, linger_ms=5, **case.client_kwargs(pki))

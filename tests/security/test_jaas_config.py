@@ -21,7 +21,10 @@ SECRET = "s3cret-Pa55word"
 # username / password: the options PlainLoginModule carries, so each row also
 # checks the producer arguments parse_jaas_config makes of it.
 ACCEPTED = [
-    (f'{M} required username="alice" password="pw";', ("required", {"username": "alice", "password": "pw"})),
+    (
+        f'{M} required username="alice" password="pw";',
+        ("required", {"username": "alice", "password": "pw"}),
+    ),
     # The control flag is case-insensitive (LoginModuleControlFlag via toUpperCase).
     (f"{M} REQUIRED username=u;", ("required", {"username": "u"})),
     (f"{M} Optional username=u;", ("optional", {"username": "u"})),
@@ -29,7 +32,10 @@ ACCEPTED = [
     (f"{M} SUFFICIENT password=p;", ("sufficient", {"password": "p"})),
     # Single quotes quote as double quotes do; the other quote is plain inside.
     (f"{M} required username='single quoted';", ("required", {"username": "single quoted"})),
-    (f"{M} required username='it\"s' password=\"it's\";", ("required", {"username": 'it"s', "password": "it's"})),
+    (
+        f"{M} required username='it\"s' password=\"it's\";",
+        ("required", {"username": 'it"s', "password": "it's"}),
+    ),
     # Escapes inside quotes are interpreted.
     (f'{M} required password="x\\ty";', ("required", {"password": "x\ty"})),
     (f'{M} required password="l1\\nl2\\\\ \\"q\\"";', ("required", {"password": 'l1\nl2\\ "q"'})),
@@ -37,10 +43,16 @@ ACCEPTED = [
     (f'{M} required password="\\101\\60\\0z\\477";', ("required", {"password": "A0\x00z\x277"})),
     (f'{M} required password="";', ("required", {"password": ""})),
     # A bare word keeps its backslashes; ; = / " ' end it.
-    (f"{M} required username=x\\ty password=p@ss:w.rd-#1;", ("required", {"username": "x\\ty", "password": "p@ss:w.rd-#1"})),
+    (
+        f"{M} required username=x\\ty password=p@ss:w.rd-#1;",
+        ("required", {"username": "x\\ty", "password": "p@ss:w.rd-#1"}),
+    ),
     (f"{M} required password=pässwörd\u00a0ﬁ😀;", ("required", {"password": "pässwörd\u00a0ﬁ😀"})),
     # White space and comments anywhere between tokens.
-    (f"\n  {M}\t/* block */ required // line\n username = \"u\" /* x */ ;  ", ("required", {"username": "u"})),
+    (
+        f'\n  {M}\t/* block */ required // line\n username = "u" /* x */ ;  ',
+        ("required", {"username": "u"}),
+    ),
     (f"{M} required username=u; // trailing comment", ("required", {"username": "u"})),
     # A lone "/" is a comment character too: the rest of the line is skipped.
     (f"{M} required username=u / password=p\n;", ("required", {"username": "u"})),
@@ -104,7 +116,10 @@ def test_producer_arguments_from_the_kafka_syntax() -> None:
         "org.apache.kafka.common.security.scram.ScramLoginModule REQUIRED "
         "username='svc' password=\"tab\\there\";"
     )
-    assert parse_jaas_config(text) == {"sasl_plain_username": "svc", "sasl_plain_password": "tab\there"}
+    assert parse_jaas_config(text) == {
+        "sasl_plain_username": "svc",
+        "sasl_plain_password": "tab\there",
+    }
     cfg = config_from_properties(
         {
             "bootstrap.servers": "h:9093",

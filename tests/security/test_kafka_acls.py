@@ -27,15 +27,22 @@ FAST_S = 10.0  # a refusal must come well within this (the delivery timeout is 1
 def requests_sent(producer: Producer) -> float:
     """Every request the producer sent to any broker (producer-metrics request-total)."""
     (total,) = [
-        v for m, v in producer.metrics().items() if m.name == "request-total" and m.group == "producer-metrics"
+        v
+        for m, v in producer.metrics().items()
+        if m.name == "request-total" and m.group == "producer-metrics"
     ]
     return total
 
 
 def producer_as(kafka: SecureKafka, user: str, **overrides: object) -> Producer:
     settings = kafka.producer_settings(
-        "SASL", "SCRAM-SHA-256", user=user, delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
-        max_block_ms=60_000, linger_ms=5, **overrides,
+        "SASL",
+        "SCRAM-SHA-256",
+        user=user,
+        delivery_timeout_ms=DELIVERY_TIMEOUT_MS,
+        max_block_ms=60_000,
+        linger_ms=5,
+        **overrides,
     )
     return Producer(**settings)
 
@@ -80,7 +87,9 @@ async def test_produce_refusal_fails_every_record_fast(secure_kafka: SecureKafka
         # being elected): only retries from here on count.
         retried_before = _retries(producer)
         started = time.monotonic()
-        futures = [await producer.enqueue(topic, f"v{i}".encode(), key=f"k{i}".encode()) for i in range(30)]
+        futures = [
+            await producer.enqueue(topic, f"v{i}".encode(), key=f"k{i}".encode()) for i in range(30)
+        ]
         results = await gather_within(futures, DELIVERY_TIMEOUT_MS / 1000 + 30, "refusal")
         elapsed = time.monotonic() - started
         made = requests_sent(producer) - before
@@ -130,7 +139,9 @@ async def test_a_grant_lets_the_same_producer_deliver(secure_kafka: SecureKafka)
 
 
 async def test_transactional_id_without_acl_is_refused(secure_kafka: SecureKafka) -> None:
-    producer = producer_as(secure_kafka, "alice", transactional_id=f"not-alices-{uuid.uuid4().hex[:8]}")
+    producer = producer_as(
+        secure_kafka, "alice", transactional_id=f"not-alices-{uuid.uuid4().hex[:8]}"
+    )
     await within(producer.start(), 30, "start")
     try:
         started = time.monotonic()
@@ -145,7 +156,9 @@ async def test_transactional_id_without_acl_is_refused(secure_kafka: SecureKafka
 
 async def test_transactions_with_their_acl_deliver(secure_kafka: SecureKafka) -> None:
     topic = secure_kafka.topic()
-    producer = producer_as(secure_kafka, "alice", transactional_id=f"alice-tx-{uuid.uuid4().hex[:8]}")
+    producer = producer_as(
+        secure_kafka, "alice", transactional_id=f"alice-tx-{uuid.uuid4().hex[:8]}"
+    )
     await within(producer.start(), 30, "start")
     try:
         await within(producer.init_transactions(), 30, "init_transactions")

@@ -30,11 +30,15 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.integration]
     ],
     ids=lambda v: v or "-",
 )
-async def test_listener_delivers(secure_kafka: SecureKafka, listener: str, mechanism: str | None) -> None:
+async def test_listener_delivers(
+    secure_kafka: SecureKafka, listener: str, mechanism: str | None
+) -> None:
     # alice (or the mTLS client) may write only ok-* topics: delivery also
     # shows the broker saw the identity we authenticated as.
     topic = secure_kafka.topic()
-    await deliver_and_read_back(secure_kafka, secure_kafka.producer_settings(listener, mechanism), topic)
+    await deliver_and_read_back(
+        secure_kafka, secure_kafka.producer_settings(listener, mechanism), topic
+    )
 
 
 async def test_oidc_tokens_verified_against_the_jwks(secure_kafka: SecureKafka) -> None:

@@ -29,7 +29,9 @@ PARTITIONS = 4
 
 
 def metric(producer: Producer, name: str) -> float:
-    (value,) = [v for m, v in producer.metrics().items() if m.name == name and m.group == "producer-metrics"]
+    (value,) = [
+        v for m, v in producer.metrics().items() if m.name == name and m.group == "producer-metrics"
+    ]
     return value
 
 
@@ -39,7 +41,10 @@ async def test_idempotent_stream_across_reauthentications(
     caplog.set_level(logging.DEBUG, logger="aioproducer.sasl")
     topic = secure_kafka.topic(PARTITIONS)
     settings = secure_kafka.producer_settings(
-        "REAUTH", "SCRAM-SHA-512", enable_idempotence=True, linger_ms=5,
+        "REAUTH",
+        "SCRAM-SHA-512",
+        enable_idempotence=True,
+        linger_ms=5,
         max_in_flight_requests_per_connection=5,
     )
     producer = Producer(**settings)
@@ -72,7 +77,11 @@ async def test_idempotent_stream_across_reauthentications(
     assert not failed, failed[:3]
     # Renewed every 2.55-2.85 s: about ten times in 30 s.
     where = secure_kafka.address("REAUTH")
-    renewals = [r for r in caplog.records if "re-authenticated" in r.getMessage() and where in r.getMessage()]
+    renewals = [
+        r
+        for r in caplog.records
+        if "re-authenticated" in r.getMessage() and where in r.getMessage()
+    ]
     assert len(renewals) >= STREAM_SECONDS * 1000 / REAUTH_MS / 2, len(renewals)
     # No session expired: Kafka would have closed the connection.
     assert reopened == 0, f"{reopened} connections opened while streaming"

@@ -67,7 +67,9 @@ async def test_missing_client_certificate(secure_kafka: SecureKafka) -> None:
     del settings["ssl_certfile"], settings["ssl_keyfile"]
     exc = await refused(settings, errors.SslError)
     # Kafka's "bad certificate" alert, and what it most likely means.
-    assert "bad certificate" in str(exc) and "needs one (ssl_certfile/ssl_keyfile)" in str(exc), str(exc)
+    assert "bad certificate" in str(exc) and "needs one (ssl_certfile/ssl_keyfile)" in str(exc), (
+        str(exc)
+    )
 
 
 async def test_mechanism_the_listener_does_not_enable(secure_kafka: SecureKafka) -> None:
@@ -88,6 +90,8 @@ async def test_token_the_jwks_does_not_verify(secure_kafka: SecureKafka) -> None
             return issuer.sign({"sub": "orders-service", "scope": "kafka"}, foreign_key=True)
 
     settings = secure_kafka.producer_settings("SASL", "OAUTHBEARER")
-    settings.update(bootstrap_servers=secure_kafka.address("OIDC"), sasl_oauth_token_provider=Forged())
+    settings.update(
+        bootstrap_servers=secure_kafka.address("OIDC"), sasl_oauth_token_provider=Forged()
+    )
     exc = await refused(settings, errors.SaslAuthenticationError)
     assert "OAUTHBEARER" in str(exc) and "invalid_token" in str(exc)

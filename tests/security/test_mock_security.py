@@ -282,11 +282,15 @@ async def test_librdkafka_reauthenticates_within_the_session_lifetime() -> None:
 async def _raw_sasl(
     client: RawClient, version: int, mechanism: str, token: bytes, auth_version: int = 1
 ) -> Any:
-    client.writer.write(encode_request(SASL_HANDSHAKE, version, 1, "raw", SaslHandshakeRequest(mechanism=mechanism)))
+    client.writer.write(
+        encode_request(SASL_HANDSHAKE, version, 1, "raw", SaslHandshakeRequest(mechanism=mechanism))
+    )
     _, handshake = await client.receive(SASL_HANDSHAKE, version)
     assert handshake.error_code == 0, handshake
     client.writer.write(
-        encode_request(SASL_AUTHENTICATE, auth_version, 2, "raw", SaslAuthenticateRequest(auth_bytes=token))
+        encode_request(
+            SASL_AUTHENTICATE, auth_version, 2, "raw", SaslAuthenticateRequest(auth_bytes=token)
+        )
     )
     _, answer = await client.receive(SASL_AUTHENTICATE, auth_version)
     return answer
@@ -351,7 +355,9 @@ async def test_handshake_v0_with_raw_tokens() -> None:
     async with MockCluster(brokers=1, sasl_mechanisms=["SCRAM-SHA-256"], users=USERS) as cluster:
         client = await RawClient.connect(cluster.bootstrap_servers)
         client.writer.write(
-            encode_request(SASL_HANDSHAKE, 0, 1, "raw", SaslHandshakeRequest(mechanism="SCRAM-SHA-256"))
+            encode_request(
+                SASL_HANDSHAKE, 0, 1, "raw", SaslHandshakeRequest(mechanism="SCRAM-SHA-256")
+            )
         )
         _, handshake = await client.receive(SASL_HANDSHAKE, 0)
         assert handshake.error_code == 0

@@ -36,8 +36,13 @@ SESSION_MS = 400
 @pytest_asyncio.fixture
 async def endpoint() -> AsyncIterator[dict[str, Any]]:
     """First request: a token at once. Later ones: per state["mode"], "block" or "503"."""
-    state: dict[str, Any] = {"mode": "block", "requests": 0, "held": 0, "answered": 0,
-                             "release": asyncio.Event()}
+    state: dict[str, Any] = {
+        "mode": "block",
+        "requests": 0,
+        "held": 0,
+        "answered": 0,
+        "release": asyncio.Event(),
+    }
 
     async def token(request: web.Request) -> web.Response:
         await request.post()
@@ -49,8 +54,11 @@ async def endpoint() -> AsyncIterator[dict[str, Any]]:
             await asyncio.wait_for(state["release"].wait(), 60)
         state["answered"] += 1
         return web.json_response(
-            {"access_token": unsecured_jwt(sub=CLIENT_ID, lifetime_s=TOKEN_LIFETIME_S),
-             "token_type": "Bearer", "expires_in": TOKEN_LIFETIME_S}
+            {
+                "access_token": unsecured_jwt(sub=CLIENT_ID, lifetime_s=TOKEN_LIFETIME_S),
+                "token_type": "Bearer",
+                "expires_in": TOKEN_LIFETIME_S,
+            }
         )
 
     app = web.Application()
@@ -72,7 +80,9 @@ def _provider(url: str) -> ClientCredentialsTokenProvider:
     return ClientCredentialsTokenProvider(url, CLIENT_ID, CLIENT_SECRET, refresh_window=0.25)
 
 
-async def _send_until(producer: Producer, done: Any, what: str, during: Any = lambda: True) -> list[Any]:
+async def _send_until(
+    producer: Producer, done: Any, what: str, during: Any = lambda: True
+) -> list[Any]:
     """Send records one at a time until ``done()``; ``during()`` must hold after each send.
 
     Each send must complete within 3 s: one that waited for the token
@@ -103,8 +113,11 @@ async def test_reauthentication_does_not_wait_for_a_slow_token_endpoint(
         brokers=1, sasl_mechanisms=["OAUTHBEARER"], sasl_session_lifetime_ms=SESSION_MS
     ) as cluster:
         producer = Producer(
-            cluster.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=provider, linger_ms=0,
+            cluster.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=provider,
+            linger_ms=0,
         )
         try:
             await within(producer.start(), 10, "start")
@@ -117,7 +130,9 @@ async def test_reauthentication_does_not_wait_for_a_slow_token_endpoint(
             # Re-authentications use the token already fetched: every send
             # completes while the endpoint still holds the refresh.
             results += await _send_until(
-                producer, _reauthentications(cluster, 3), "three re-authentications",
+                producer,
+                _reauthentications(cluster, 3),
+                "three re-authentications",
                 during=lambda: endpoint["answered"] == 1,
             )
             assert all(isinstance(r, RecordMetadata) for r in results)
@@ -141,8 +156,11 @@ async def test_a_failed_refresh_keeps_the_valid_token(
         brokers=1, sasl_mechanisms=["OAUTHBEARER"], sasl_session_lifetime_ms=SESSION_MS
     ) as cluster:
         producer = Producer(
-            cluster.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=provider, linger_ms=0,
+            cluster.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=provider,
+            linger_ms=0,
         )
         try:
             await within(producer.start(), 10, "start")
@@ -159,7 +177,9 @@ async def test_a_failed_refresh_keeps_the_valid_token(
             await within(producer.close(), 10, "close")
             provider.close()
     assert provider.fetches == 1 and cluster.sasl_failures == 0
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "refresh" in r.getMessage()]
+    warnings = [
+        r for r in caplog.records if r.levelno == logging.WARNING and "refresh" in r.getMessage()
+    ]
     assert warnings, caplog.text
     assert "current token stays in use" in warnings[0].getMessage()
     assert CLIENT_SECRET not in caplog.text

@@ -77,7 +77,8 @@ async def refusal_echoing_the_request(
     body = await _request(reader)
     writer.write(
         b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-        + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
     )
     await writer.drain()
     writer.close()

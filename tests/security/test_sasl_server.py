@@ -148,10 +148,17 @@ def _answer(api: Any, version: int, data: bytes) -> Any:
 
 
 def _login(session: SaslSession, now: int, version: int = 2) -> Any:
-    handshake = session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")), now)
+    handshake = session.receive(
+        _frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")), now
+    )
     assert handshake is not None and not handshake.close
     reply = session.receive(
-        _frame(SASL_AUTHENTICATE, version, SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret")), now
+        _frame(
+            SASL_AUTHENTICATE,
+            version,
+            SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00alice-secret"),
+        ),
+        now,
     )
     assert reply is not None
     return reply
@@ -160,7 +167,9 @@ def _login(session: SaslSession, now: int, version: int = 2) -> Any:
 def test_session_gate_and_lifetime() -> None:
     stats = SaslStats()
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS, session_lifetime_ms=1000), stats)
-    assert session.receive(_frame(API_VERSIONS, 3, ApiVersionsRequest()), NOW) is None  # served normally
+    assert (
+        session.receive(_frame(API_VERSIONS, 3, ApiVersionsRequest()), NOW) is None
+    )  # served normally
     refused = session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW)
     assert refused is not None and refused.close and refused.data == b""
     reply = _login(session, NOW)
@@ -190,7 +199,9 @@ def test_session_lifetime_ends_with_the_token() -> None:
 def test_unsupported_mechanism_lists_the_offered_ones() -> None:
     stats = SaslStats()
     session = SaslSession(SaslServerConfig(["SCRAM-SHA-512", "PLAIN"], USERS), stats)
-    reply = session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="GSSAPI")), NOW)
+    reply = session.receive(
+        _frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="GSSAPI")), NOW
+    )
     assert reply is not None and reply.close
     answer = _answer(SASL_HANDSHAKE, 1, reply.data)
     assert answer.error_code == 33 and answer.mechanisms == ["SCRAM-SHA-512", "PLAIN"]
@@ -201,7 +212,9 @@ def test_failed_authentication_answers_58_then_closes() -> None:
     stats = SaslStats()
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS), stats)
     session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN")), NOW)
-    reply = session.receive(_frame(SASL_AUTHENTICATE, 0, SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00no")), NOW)
+    reply = session.receive(
+        _frame(SASL_AUTHENTICATE, 0, SaslAuthenticateRequest(auth_bytes=b"\x00alice\x00no")), NOW
+    )
     assert reply is not None and reply.close
     answer = _answer(SASL_AUTHENTICATE, 0, reply.data)
     assert answer.error_code == 58 and "Invalid username or password" in answer.error_message
@@ -240,7 +253,9 @@ def test_config_keeps_passwords_out_of_repr() -> None:
 def test_sasl_authenticate_after_authentication_is_illegal_but_harmless() -> None:
     session = SaslSession(SaslServerConfig(["PLAIN"], USERS), SaslStats())
     _login(session, NOW)
-    reply = session.receive(_frame(SASL_AUTHENTICATE, 1, SaslAuthenticateRequest(auth_bytes=b"x")), NOW)
+    reply = session.receive(
+        _frame(SASL_AUTHENTICATE, 1, SaslAuthenticateRequest(auth_bytes=b"x")), NOW
+    )
     assert reply is not None and not reply.close
     assert _answer(SASL_AUTHENTICATE, 1, reply.data).error_code == 34
     assert session.receive(_frame(METADATA, 9, MetadataRequest(topics=None)), NOW) is None
@@ -252,7 +267,9 @@ def test_failed_reauthentication_says_so() -> None:
     session = SaslSession(config, stats)
     reply = None
     for password, cid in (("alice-secret", 1), ("wrong", 3)):
-        session.receive(_frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), cid), NOW)
+        session.receive(
+            _frame(SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), cid), NOW
+        )
         client = scramp.ScramClient(["SCRAM-SHA-256"], "alice", password)
         first = SaslAuthenticateRequest(auth_bytes=client.get_client_first().encode())
         reply = session.receive(_frame(SASL_AUTHENTICATE, 2, first, cid), NOW)

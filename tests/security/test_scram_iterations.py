@@ -45,7 +45,9 @@ async def test_a_count_outside_kafkas_range_is_refused_at_once(iterations: int) 
         producer = _producer(cluster, "SCRAM-SHA-256")
         started = time.monotonic()
         try:
-            with pytest.raises(errors.SaslAuthenticationError, match=f"asks for {iterations} iterations"):
+            with pytest.raises(
+                errors.SaslAuthenticationError, match=f"asks for {iterations} iterations"
+            ):
                 await within(producer.start(), 30, "start")
             elapsed = time.monotonic() - started
         finally:

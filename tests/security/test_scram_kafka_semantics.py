@@ -99,14 +99,19 @@ def test_user_names_are_escaped_not_normalised() -> None:
 @pytest.mark.parametrize("mechanism", HASHES)
 @pytest.mark.parametrize(
     ("user", "password"),
-    [*((USERS["plain"], p) for p in PASSWORDS.values()),
-     (USERS["escaped"], PASSWORDS["ligature"]), (USERS["ligature-user"], PASSWORDS["emoji"])],
+    [
+        *((USERS["plain"], p) for p in PASSWORDS.values()),
+        (USERS["escaped"], PASSWORDS["ligature"]),
+        (USERS["ligature-user"], PASSWORDS["emoji"]),
+    ],
     ids=[*PASSWORDS.keys(), "escaped-user", "ligature-user"],
 )
 async def test_producer_logs_in_with_kafkas_raw_credentials(
     mechanism: str, user: str, password: str
 ) -> None:
-    async with MockCluster(brokers=1, sasl_mechanisms=[mechanism], users={user: password}) as cluster:
+    async with MockCluster(
+        brokers=1, sasl_mechanisms=[mechanism], users={user: password}
+    ) as cluster:
         producer = Producer(
             cluster.bootstrap_servers,
             security_protocol="SASL_PLAINTEXT",
@@ -132,9 +137,12 @@ async def test_a_different_password_is_still_refused() -> None:
         brokers=1, sasl_mechanisms=["SCRAM-SHA-256"], users={"alice": PASSWORDS["no-break-space"]}
     ) as cluster:
         producer = Producer(
-            cluster.bootstrap_servers, security_protocol="SASL_PLAINTEXT",
-            sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice",
-            sasl_plain_password="pass word", max_block_ms=3000,
+            cluster.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="alice",
+            sasl_plain_password="pass word",
+            max_block_ms=3000,
         )
         try:
             with pytest.raises(errors.SaslAuthenticationError):

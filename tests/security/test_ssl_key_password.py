@@ -49,14 +49,20 @@ def key_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("keys")
     cert = trustme.CA().issue_cert("client.example")
     key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
-    files = {"cert": root / "client.pem", "pkcs8": root / "client-pkcs8.key",
-             "traditional": root / "client-traditional.key"}
+    files = {
+        "cert": root / "client.pem",
+        "pkcs8": root / "client-pkcs8.key",
+        "traditional": root / "client-traditional.key",
+    }
     cert.cert_chain_pems[0].write_to_path(files["cert"])
-    for name, fmt in (("pkcs8", serialization.PrivateFormat.PKCS8),
-                      ("traditional", serialization.PrivateFormat.TraditionalOpenSSL)):
+    for name, fmt in (
+        ("pkcs8", serialization.PrivateFormat.PKCS8),
+        ("traditional", serialization.PrivateFormat.TraditionalOpenSSL),
+    ):
         files[name].write_bytes(
             key.private_bytes(
-                serialization.Encoding.PEM, fmt,
+                serialization.Encoding.PEM,
+                fmt,
                 serialization.BestAvailableEncryption(PASS_PHRASE.encode()),
             )
         )
@@ -79,8 +85,12 @@ def test_no_prompt_when_stdin_is_a_silent_pipe(key_files: dict[str, str], form: 
     try:
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, key_files["cert"], key_files[form]],
-            stdin=read_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, env=_env(), cwd=REPO,
+            stdin=read_end,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=_env(),
+            cwd=REPO,
         )
         os.close(read_end)
         try:
@@ -100,8 +110,12 @@ def test_no_prompt_on_a_terminal(key_files: dict[str, str]) -> None:
     master, slave = pty.openpty()
     child = subprocess.Popen(
         [sys.executable, "-c", PTY_CHILD, key_files["cert"], key_files["pkcs8"]],
-        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, env=_env(), cwd=REPO,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=_env(),
+        cwd=REPO,
     )
     os.close(slave)
     terminal = b""
@@ -127,10 +141,20 @@ def test_no_prompt_on_a_terminal(key_files: dict[str, str]) -> None:
 
 def test_wrong_password_is_a_configuration_error(key_files: dict[str, str]) -> None:
     with pytest.raises(errors.ConfigurationError, match="ssl_password does not decrypt") as info:
-        Producer("h:9093", security_protocol="SSL", ssl_certfile=key_files["cert"],
-                 ssl_keyfile=key_files["pkcs8"], ssl_password="not-" + PASS_PHRASE)
+        Producer(
+            "h:9093",
+            security_protocol="SSL",
+            ssl_certfile=key_files["cert"],
+            ssl_keyfile=key_files["pkcs8"],
+            ssl_password="not-" + PASS_PHRASE,
+        )
     assert repr(key_files["pkcs8"]) in str(info.value)
     assert PASS_PHRASE not in str(info.value) and info.value.__cause__ is None
     # The right one loads.
-    Producer("h:9093", security_protocol="SSL", ssl_certfile=key_files["cert"],
-             ssl_keyfile=key_files["pkcs8"], ssl_password=PASS_PHRASE)
+    Producer(
+        "h:9093",
+        security_protocol="SSL",
+        ssl_certfile=key_files["cert"],
+        ssl_keyfile=key_files["pkcs8"],
+        ssl_password=PASS_PHRASE,
+    )

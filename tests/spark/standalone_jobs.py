@@ -72,8 +72,13 @@ def job_batch(spark: SparkSession, spec: dict[str, Any]) -> dict[str, Any]:
     tag = udf(lambda value: f"{value}|{executor_jvm_pid()}", StringType(), useArrow=False)
     df = spark.range(n, numPartitions=BATCH_PARTITIONS).selectExpr("cast(id as string) as value")
     df = df.select(tag(col("value")).alias("value"))
-    _write(df, spec["bootstrap"], spec["topics"]["batch"], transactional="true",
-           **{"transactional.id.prefix": f"standalone-{uuid.uuid4().hex[:8]}"})
+    _write(
+        df,
+        spec["bootstrap"],
+        spec["topics"]["batch"],
+        transactional="true",
+        **{"transactional.id.prefix": f"standalone-{uuid.uuid4().hex[:8]}"},
+    )
     return {"rows": n}
 
 
@@ -81,11 +86,15 @@ def job_streaming(spark: SparkSession, spec: dict[str, Any]) -> dict[str, Any]:
     source = Path(spec["scratch"]) / "stream-input"
     source.mkdir(parents=True)
     for f in range(STREAM_FILES):
-        rows = (json.dumps({"id": f * STREAM_ROWS_PER_FILE + r}) + "\n"
-                for r in range(STREAM_ROWS_PER_FILE))
+        rows = (
+            json.dumps({"id": f * STREAM_ROWS_PER_FILE + r}) + "\n"
+            for r in range(STREAM_ROWS_PER_FILE)
+        )
         (source / f"part-{f:03d}.json").write_text("".join(rows))
     stream = (
-        spark.readStream.schema("id long").option("maxFilesPerTrigger", 1).json(str(source))
+        spark.readStream.schema("id long")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
         .selectExpr("cast(id as string) as key", "cast(id as string) as value")
     )
     query = (
@@ -111,8 +120,12 @@ def job_streaming(spark: SparkSession, spec: dict[str, Any]) -> dict[str, Any]:
 def _kill_own_executor_once(bootstrap: str, topic: str) -> Callable[[str], str]:
     def kill_on_first_attempt(value: str) -> str:
         ctx = TaskContext.get()
-        if (ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0
-                and value.endswith(f"|0-{KILL_AT}")):
+        if (
+            ctx is not None
+            and ctx.partitionId() == 0
+            and ctx.attemptNumber() == 0
+            and value.endswith(f"|0-{KILL_AT}")
+        ):
             # Once some of this attempt's rows are in the log (in its open transaction),
             # the executor JVM dies as a lost machine would: no task failure, no abort.
             from tests.support.verify import read_records
@@ -135,12 +148,19 @@ def job_killed(spark: SparkSession, spec: dict[str, Any]) -> dict[str, Any]:
     kill = udf(_kill_own_executor_once(spec["bootstrap"], topic), StringType(), useArrow=False)
     df = (
         spark.range(n, numPartitions=KILL_PARTITIONS)
-        .selectExpr(f"concat(repeat('x', {PADDING}), '|', cast(id div {KILL_PER_PARTITION} as string),"
-                    f" '-', cast(id % {KILL_PER_PARTITION} as string)) as value")
+        .selectExpr(
+            f"concat(repeat('x', {PADDING}), '|', cast(id div {KILL_PER_PARTITION} as string),"
+            f" '-', cast(id % {KILL_PER_PARTITION} as string)) as value"
+        )
         .select(kill(col("value")).alias("value"))
     )
-    _write(df, spec["bootstrap"], topic, transactional="true",
-           **{"transactional.id.prefix": f"standalone-kill-{uuid.uuid4().hex[:8]}"})
+    _write(
+        df,
+        spec["bootstrap"],
+        topic,
+        transactional="true",
+        **{"transactional.id.prefix": f"standalone-kill-{uuid.uuid4().hex[:8]}"},
+    )
     return {"rows": n}
 
 
@@ -165,16 +185,21 @@ def main(spec: dict[str, Any]) -> int:
             "spark.sql.execution.arrow.maxRecordsPerBatch": "100",
         },
     )
-    print("RESULT " + json.dumps({"job": "session", "seconds": time.monotonic() - started}),
-          flush=True)
+    print(
+        "RESULT " + json.dumps({"job": "session", "seconds": time.monotonic() - started}),
+        flush=True,
+    )
     try:
         for name in spec["jobs"]:
             began = time.monotonic()
             try:
                 outcome: dict[str, Any] = {"ok": True, **JOBS[name](spark, spec)}
             except Exception as exc:  # noqa: BLE001 - each job reports; the tests judge
-                outcome = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[-4000:],
-                           "traceback": traceback.format_exc()[-4000:]}
+                outcome = {
+                    "ok": False,
+                    "error": f"{type(exc).__name__}: {exc}"[-4000:],
+                    "traceback": traceback.format_exc()[-4000:],
+                }
             outcome.update(job=name, seconds=time.monotonic() - began)
             print("RESULT " + json.dumps(outcome), flush=True)
     finally:

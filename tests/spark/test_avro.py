@@ -165,10 +165,15 @@ def test_avro_keys_and_values_with_record_names_auth_and_a_topic_column(
         "named_struct('order_id', id, 'amount', id * 1.5, 'note', cast(null as string)) as value",
     )
     write(
-        df, kafka_bootstrap, registry,
-        key_format="avro", value_format="avro",
-        key_avro_record_name="OrderKey", key_avro_record_namespace="com.example",
-        value_avro_record_name="Order", value_avro_record_namespace="com.example",
+        df,
+        kafka_bootstrap,
+        registry,
+        key_format="avro",
+        value_format="avro",
+        key_avro_record_name="OrderKey",
+        key_avro_record_namespace="com.example",
+        value_avro_record_name="Order",
+        value_avro_record_namespace="com.example",
         key_subject_name_strategy="io.confluent.kafka.serializers.subject.RecordNameStrategy",
         value_subject_name_strategy="RecordNameStrategy",
         basic_auth_user_info="spark:s3cret",
@@ -194,8 +199,15 @@ def test_transactional_avro_write_is_read_committed(
     df = spark.range(2_000, numPartitions=2).selectExpr(
         "cast(id as string) as key", "named_struct('id', id, 'label', concat('l', id)) as value"
     )
-    write(df, kafka_bootstrap, registry, topic=topic, value_format="avro",
-          transactional="true", transactional_id_prefix=f"{topic}-txn")
+    write(
+        df,
+        kafka_bootstrap,
+        registry,
+        topic=topic,
+        value_format="avro",
+        transactional="true",
+        transactional_id_prefix=f"{topic}-txn",
+    )
     records = read_records(kafka_bootstrap, topic, 2_000, isolation_level="read_committed")
     assert len(records) == 2_000
     for r, value in zip(records, registry.decode(records, MessageField.VALUE)):
@@ -207,7 +219,9 @@ def test_use_latest_version_writes_with_the_registered_schema(
 ) -> None:
     topic = topic_factory(2)
     registered = {
-        "type": "record", "name": "Reading", "namespace": "iot",
+        "type": "record",
+        "name": "Reading",
+        "namespace": "iot",
         "fields": [
             {"name": "sensor", "type": "string"},
             {"name": "celsius", "type": "double"},
@@ -218,8 +232,15 @@ def test_use_latest_version_writes_with_the_registered_schema(
     df = spark.range(500, numPartitions=2).selectExpr(
         "named_struct('celsius', id / 10, 'sensor', concat('s', id)) as value"
     )
-    write(df, kafka_bootstrap, registry, topic=topic, value_format="avro",
-          use_latest_version="true", auto_register_schemas="false")
+    write(
+        df,
+        kafka_bootstrap,
+        registry,
+        topic=topic,
+        value_format="avro",
+        use_latest_version="true",
+        auto_register_schemas="false",
+    )
 
     records = read_records(kafka_bootstrap, topic, 500)
     assert {split_wire(r.value)[0] for r in records} == {schema_id}  # type: ignore[arg-type]
@@ -232,20 +253,34 @@ def test_a_row_that_does_not_fit_the_latest_schema_fails_the_task_naming_it(
     spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, registry: Registry
 ) -> None:
     topic = topic_factory(1)
-    registry.register(f"{topic}-value", {
-        "type": "record", "name": "R", "fields": [{"name": "n", "type": "int"}],
-    })
+    registry.register(
+        f"{topic}-value",
+        {
+            "type": "record",
+            "name": "R",
+            "fields": [{"name": "n", "type": "int"}],
+        },
+    )
     df = spark.range(10, numPartitions=1).selectExpr("named_struct('n', concat('x', id)) as value")
     with pytest.raises(Exception) as info:
-        write(df, kafka_bootstrap, registry, topic=topic, value_format="avro",
-              use_latest_version="true")
+        write(
+            df,
+            kafka_bootstrap,
+            registry,
+            topic=topic,
+            value_format="avro",
+            use_latest_version="true",
+        )
     text = str(info.value)
     assert "row 1 of this task: the value column's value does not match its schema" in text
     assert count_records(kafka_bootstrap, topic, 0, grace=0.5) == 0
 
 
 def test_a_streaming_query_writes_avro_over_several_micro_batches(
-    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, registry: Registry,
+    spark: SparkSession,
+    kafka_bootstrap: str,
+    topic_factory: Any,
+    registry: Registry,
     tmp_path: Path,
 ) -> None:
     topic = topic_factory(2)
@@ -253,14 +288,17 @@ def test_a_streaming_query_writes_avro_over_several_micro_batches(
     source.mkdir()
     files, per_file = 3, 1_000
     for f in range(files):
-        (source / f"part-{f}.json").write_text("".join(
-            json.dumps({"id": f * per_file + r, "file": f}) + "\n" for r in range(per_file)
-        ))
+        (source / f"part-{f}.json").write_text(
+            "".join(json.dumps({"id": f * per_file + r, "file": f}) + "\n" for r in range(per_file))
+        )
     stream = (
-        spark.readStream.schema("id long, file int").option("maxFilesPerTrigger", 1)
+        spark.readStream.schema("id long, file int")
+        .option("maxFilesPerTrigger", 1)
         .json(str(source))
-        .selectExpr("cast(id as string) as key",
-                    "named_struct('id', id, 'file', file, 'half', id / 2) as value")
+        .selectExpr(
+            "cast(id as string) as key",
+            "named_struct('id', id, 'file', file, 'half', id / 2) as value",
+        )
     )
     query = (
         stream.writeStream.format("aioproducer")
@@ -296,33 +334,84 @@ BAD = "named_struct('a', id) as value"
     ("select", "options", "message"),
     [
         (BAD, {"value.format": "avro"}, "needs option('schema.registry.url', ...)"),
-        ("cast(id as string) as value", {"value.format": "avro", "schema.registry.url": "R"},
-         "column 'value' must be of type struct"),
+        (
+            "cast(id as string) as value",
+            {"value.format": "avro", "schema.registry.url": "R"},
+            "column 'value' must be of type struct",
+        ),
         (BAD, {}, "or set option('value.format', 'avro')"),
-        ("cast(id as string) as value", {"schema.registry.url": "R"},
-         "only used when a column is written as Avro"),
+        (
+            "cast(id as string) as value",
+            {"schema.registry.url": "R"},
+            "only used when a column is written as Avro",
+        ),
         (BAD, {"value.format": "json"}, "'value.format' must be one of bytes, avro"),
-        (BAD, {"value.format": "avro", "schema.registry.url": "R", "use.latest.version": "true",
-               "auto.register.schemas": "true"}, "are both true"),
-        (BAD, {"value.format": "avro", "schema.registry.url": "R",
-               "value.subject.name.strategy": "TopicNamestrat"}, "unknown subject name strategy"),
-        (BAD, {"key.format": "avro", "value.format": "avro", "schema.registry.url": "R"},
-         "needs a 'key' column"),
-        (BAD, {"value.format": "avro", "schema.registry.url": "R",
-               "value.avro.record.name": "9lives"}, "must be an Avro name"),
-        (BAD, {"value.format": "avro", "schema.registry.url": "R",
-               "basic.auth.user.info": "no-colon"}, "of the form 'user:password'"),
-        ("named_struct('bad-name', id) as value",
-         {"value.format": "avro", "schema.registry.url": "R"}, "is not a valid Avro name"),
-        ("named_struct('m', map(id, 'x')) as value",
-         {"value.format": "avro", "schema.registry.url": "R"}, "Avro maps have string keys"),
-        ("named_struct('i', interval 1 day) as value",
-         {"value.format": "avro", "schema.registry.url": "R"}, "cannot write as Avro"),
+        (
+            BAD,
+            {
+                "value.format": "avro",
+                "schema.registry.url": "R",
+                "use.latest.version": "true",
+                "auto.register.schemas": "true",
+            },
+            "are both true",
+        ),
+        (
+            BAD,
+            {
+                "value.format": "avro",
+                "schema.registry.url": "R",
+                "value.subject.name.strategy": "TopicNamestrat",
+            },
+            "unknown subject name strategy",
+        ),
+        (
+            BAD,
+            {"key.format": "avro", "value.format": "avro", "schema.registry.url": "R"},
+            "needs a 'key' column",
+        ),
+        (
+            BAD,
+            {
+                "value.format": "avro",
+                "schema.registry.url": "R",
+                "value.avro.record.name": "9lives",
+            },
+            "must be an Avro name",
+        ),
+        (
+            BAD,
+            {
+                "value.format": "avro",
+                "schema.registry.url": "R",
+                "basic.auth.user.info": "no-colon",
+            },
+            "of the form 'user:password'",
+        ),
+        (
+            "named_struct('bad-name', id) as value",
+            {"value.format": "avro", "schema.registry.url": "R"},
+            "is not a valid Avro name",
+        ),
+        (
+            "named_struct('m', map(id, 'x')) as value",
+            {"value.format": "avro", "schema.registry.url": "R"},
+            "Avro maps have string keys",
+        ),
+        (
+            "named_struct('i', interval 1 day) as value",
+            {"value.format": "avro", "schema.registry.url": "R"},
+            "cannot write as Avro",
+        ),
     ],
 )
 def test_bad_options_fail_at_write_start(
-    spark: SparkSession, registry: Registry, topic_factory: Any, select: str,
-    options: dict[str, str], message: str,
+    spark: SparkSession,
+    registry: Registry,
+    topic_factory: Any,
+    select: str,
+    options: dict[str, str],
+    message: str,
 ) -> None:
     df = spark.range(3).selectExpr(select)
     writer = df.write.format("aioproducer").option("kafka.bootstrap.servers", "127.0.0.1:1")
@@ -338,15 +427,22 @@ def test_registry_refusals_fail_at_write_start(
     spark: SparkSession, kafka_bootstrap: str, topic_factory: Any, registry: Registry
 ) -> None:
     topic = topic_factory(1)
-    registry.register(f"{topic}-value", {
-        "type": "record", "name": "topLevelRecord", "fields": [{"name": "a", "type": "string"}],
-    })
+    registry.register(
+        f"{topic}-value",
+        {
+            "type": "record",
+            "name": "topLevelRecord",
+            "fields": [{"name": "a", "type": "string"}],
+        },
+    )
     df = spark.range(3).selectExpr("named_struct('a', id) as value")  # long: incompatible
     cases = [
         ({}, "Schema incompatible with an earlier version"),
         ({"auto.register.schemas": "false"}, "SchemaNotFoundError"),
-        ({"schema.registry.url": "http://127.0.0.1:1", "schema.registry.max.retries": "0"},
-         "SchemaRegistryUnavailableError"),
+        (
+            {"schema.registry.url": "http://127.0.0.1:1", "schema.registry.max.retries": "0"},
+            "SchemaRegistryUnavailableError",
+        ),
     ]
     for extra, message in cases:
         writer = df.write.format("aioproducer").option("kafka.bootstrap.servers", kafka_bootstrap)
@@ -360,8 +456,14 @@ def test_registry_refusals_fail_at_write_start(
     # A struct field the latest version does not have.
     df2 = spark.range(3).selectExpr("named_struct('a', 'x', 'b', 1) as value")
     with pytest.raises(Exception, match="PYTHON_DATA_SOURCE_ERROR") as info:
-        write(df2, kafka_bootstrap, registry, topic=topic, value_format="avro",
-              use_latest_version="true")
+        write(
+            df2,
+            kafka_bootstrap,
+            registry,
+            topic=topic,
+            value_format="avro",
+            use_latest_version="true",
+        )
     assert "has field(s) ['b'] that the latest schema" in str(info.value)
     assert count_records(kafka_bootstrap, topic, 0, grace=0.5) == 0
 
@@ -396,23 +498,30 @@ def test_rows_path_encodes_structs_with_local_timestamps(
     from aioproducer.spark.columns import plan_columns, row_chunks
     from aioproducer.spark.options import parse_options
 
-    struct = StructType([
-        StructField("id", LongType(), False),
-        StructField("at", TimestampType()),
-        StructField("attrs", MapType(StringType(), IntegerType())),
-        StructField("inner", StructType([StructField("tags", ArrayType(StringType()))])),
-    ])
+    struct = StructType(
+        [
+            StructField("id", LongType(), False),
+            StructField("at", TimestampType()),
+            StructField("attrs", MapType(StringType(), IntegerType())),
+            StructField("inner", StructType([StructField("tags", ArrayType(StringType()))])),
+        ]
+    )
     schema = StructType([StructField("value", struct)])
-    options = parse_options({
-        "kafka.bootstrap.servers": "127.0.0.1:1", "topic": "rows",
-        "value.format": "avro", "schema.registry.url": registry.url,
-    })
+    options = parse_options(
+        {
+            "kafka.bootstrap.servers": "127.0.0.1:1",
+            "topic": "rows",
+            "value.format": "avro",
+            "schema.registry.url": registry.url,
+        }
+    )
     plan = plan_columns(schema, options.topic, avro=("value",))
     options = plan_avro(schema, plan, options)
     assert options.avro is not None
     at = datetime(2024, 5, 1, 12, 0, 0, 123456)  # naive, local time, as Spark gives it
-    rows = [Row(value=Row(id=i, at=at, attrs={"a": i}, inner=Row(tags=["x", str(i)])))
-            for i in range(3)] + [Row(value=None)]
+    rows = [
+        Row(value=Row(id=i, at=at, attrs={"a": i}, inner=Row(tags=["x", str(i)]))) for i in range(3)
+    ] + [Row(value=None)]
     encoder = AvroEncoder(options.avro, registry.thread.loop)
     try:
         [chunk] = list(encoder.encoded(row_chunks(rows, plan)))
@@ -428,7 +537,12 @@ def test_rows_path_encodes_structs_with_local_timestamps(
     # 12:00 in New York (EDT) is 16:00 UTC.
     assert decoded[0]["at"] == datetime(2024, 5, 1, 16, 0, 0, 123456, tzinfo=timezone.utc)
     assert decoded == [
-        {"id": i, "at": at.astimezone(timezone.utc), "attrs": {"a": i}, "inner": {"tags": ["x", str(i)]}}
+        {
+            "id": i,
+            "at": at.astimezone(timezone.utc),
+            "attrs": {"a": i},
+            "inner": {"tags": ["x", str(i)]},
+        }
         for i in range(3)
     ]
 
@@ -436,10 +550,14 @@ def test_rows_path_encodes_structs_with_local_timestamps(
 def test_avro_options_keep_secrets_out_of_their_repr() -> None:
     from aioproducer.spark.options import parse_options
 
-    options = parse_options({
-        "kafka.bootstrap.servers": "127.0.0.1:1", "value.format": "avro",
-        "schema.registry.url": "http://registry:8081", "basic.auth.user.info": "me:hunter2",
-        "bearer.auth.logical.cluster": "lsrc-1",
-    })
+    options = parse_options(
+        {
+            "kafka.bootstrap.servers": "127.0.0.1:1",
+            "value.format": "avro",
+            "schema.registry.url": "http://registry:8081",
+            "basic.auth.user.info": "me:hunter2",
+            "bearer.auth.logical.cluster": "lsrc-1",
+        }
+    )
     text = repr(options)
     assert "hunter2" not in text and "[hidden]" in text and "lsrc-1" in text

@@ -21,7 +21,9 @@ def write(df: DataFrame, bootstrap: str, **options: str) -> None:
     writer.mode("append").save()
 
 
-def test_100k_rows_with_keys_values_and_headers(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_100k_rows_with_keys_values_and_headers(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(4)
     n = 100_000
     df = spark.range(n, numPartitions=4).selectExpr(
@@ -44,7 +46,9 @@ def test_100k_rows_with_keys_values_and_headers(spark: SparkSession, kafka_boots
         assert r.partition == partition_for_key(r.key, 4)  # type: ignore[arg-type]
 
 
-def test_partition_column_is_honoured(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_partition_column_is_honoured(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(3)
     df = spark.range(3_000, numPartitions=2).selectExpr(
         "cast(id as string) as value", "cast(id % 3 as int) as partition"
@@ -55,7 +59,9 @@ def test_partition_column_is_honoured(spark: SparkSession, kafka_bootstrap: str,
     assert all(r.partition == int(r.value) % 3 for r in records)  # type: ignore[arg-type]
 
 
-def test_topic_column_routes_rows_to_several_topics(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_topic_column_routes_rows_to_several_topics(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topics = [topic_factory(2) for _ in range(3)]
     rows = [(topics[i % 3], f"row-{i}") for i in range(3_000)]
     df = spark.createDataFrame(rows, "topic string, value string").repartition(2)
@@ -65,7 +71,9 @@ def test_topic_column_routes_rows_to_several_topics(spark: SparkSession, kafka_b
         assert values == sorted(f"row-{i}".encode() for i in range(index, 3_000, 3))
 
 
-def test_topic_option_overrides_the_topic_column(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_topic_option_overrides_the_topic_column(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     chosen, ignored = topic_factory(1), topic_factory(1)
     df = spark.createDataFrame([(ignored, "a"), (None, "b")], "topic string, value string")
     write(df, kafka_bootstrap, topic=chosen)
@@ -73,7 +81,9 @@ def test_topic_option_overrides_the_topic_column(spark: SparkSession, kafka_boot
     assert count_records(kafka_bootstrap, ignored, 0, grace=0.5) == 0
 
 
-def test_string_and_binary_columns_and_timestamps(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_string_and_binary_columns_and_timestamps(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(1)
     df = spark.createDataFrame(
         [
@@ -112,16 +122,34 @@ def test_string_and_binary_columns_and_timestamps(spark: SparkSession, kafka_boo
         ),
         (["cast(id as string) as value"], {}, "no topic"),
         (["cast(id as string) as value"], {"topic": "bad topic!"}, "illegal characters"),
-        (["cast(id as string) as value"], {"topic": "t", "kafka.linger.mss": "5"},
-         "unknown producer property 'linger.mss'; did you mean 'linger.ms'"),
-        (["cast(id as string) as value"], {"topic": "t", "kafka.transactional.id": "x"},
-         "transactional.id.prefix"),
+        (
+            ["cast(id as string) as value"],
+            {"topic": "t", "kafka.linger.mss": "5"},
+            "unknown producer property 'linger.mss'; did you mean 'linger.ms'",
+        ),
+        (
+            ["cast(id as string) as value"],
+            {"topic": "t", "kafka.transactional.id": "x"},
+            "transactional.id.prefix",
+        ),
     ],
-    ids=["missing-value", "value-type", "partition-type", "headers-type", "no-topic",
-         "bad-topic-name", "unknown-property", "reserved-property"],
+    ids=[
+        "missing-value",
+        "value-type",
+        "partition-type",
+        "headers-type",
+        "no-topic",
+        "bad-topic-name",
+        "unknown-property",
+        "reserved-property",
+    ],
 )
 def test_analysis_errors_fail_before_any_task(
-    spark: SparkSession, kafka_bootstrap: str, columns: list[str], options: dict[str, str], message: str
+    spark: SparkSession,
+    kafka_bootstrap: str,
+    columns: list[str],
+    options: dict[str, str],
+    message: str,
 ) -> None:
     df = spark.range(3).selectExpr(*columns)
     writer = df.write.format("aioproducer").option("kafka.bootstrap.servers", kafka_bootstrap)
@@ -138,11 +166,14 @@ def test_missing_bootstrap_and_overwrite_are_refused(spark: SparkSession) -> Non
     with pytest.raises(Exception, match="'kafka.bootstrap.servers' is required"):
         df.write.format("aioproducer").option("topic", "t").mode("append").save()
     with pytest.raises(Exception, match="only appends"):
-        df.write.format("aioproducer").option("kafka.bootstrap.servers", "127.0.0.1:1") \
-            .option("topic", "t").mode("overwrite").save()
+        df.write.format("aioproducer").option("kafka.bootstrap.servers", "127.0.0.1:1").option(
+            "topic", "t"
+        ).mode("overwrite").save()
 
 
-def test_null_topic_on_a_row_fails_the_task(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_null_topic_on_a_row_fails_the_task(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(1)
     df = spark.createDataFrame([(topic, "ok"), (None, "orphan")], "topic string, value string")
     with pytest.raises(Exception) as info:
@@ -150,7 +181,9 @@ def test_null_topic_on_a_row_fails_the_task(spark: SparkSession, kafka_bootstrap
     assert "row 2 of this task has a null 'topic'" in str(info.value)
 
 
-def test_oversized_record_fails_the_job_with_the_reason(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_oversized_record_fails_the_job_with_the_reason(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(1)
     df = spark.range(200, numPartitions=1).selectExpr(
         "if(id = 150, repeat('x', 5000), cast(id as string)) as value"
@@ -161,12 +194,18 @@ def test_oversized_record_fails_the_job_with_the_reason(spark: SparkSession, kaf
     assert "RecordTooLargeError" in text and "larger than max_request_size (2000)" in text
 
 
-def test_kafka_properties_reach_the_producer(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_kafka_properties_reach_the_producer(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(2)
     df = spark.range(5_000, numPartitions=2).selectExpr("cast(id as string) as value")
     write(
-        df, kafka_bootstrap, topic=topic,
-        kafka_compression_type="lz4", kafka_acks="all", kafka_batch_size="65536",
+        df,
+        kafka_bootstrap,
+        topic=topic,
+        kafka_compression_type="lz4",
+        kafka_acks="all",
+        kafka_batch_size="65536",
     )
     records = read_records(kafka_bootstrap, topic, 5_000)
     assert Counter(r.value for r in records) == Counter(str(i).encode() for i in range(5_000))

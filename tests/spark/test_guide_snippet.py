@@ -32,8 +32,11 @@ def test_the_guides_batch_and_streaming_example_runs_as_written(
     )
     # What the snippet takes as given: a session, a DataFrame and a stream.
     df = spark.createDataFrame([(i, f"user-{i}") for i in range(5)], "user_id int, name string")
-    stream_df = spark.readStream.format("rate").option("rowsPerSecond", 5).load().selectExpr(
-        "cast(value as string) as value"
+    stream_df = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", 5)
+        .load()
+        .selectExpr("cast(value as string) as value")
     )
     namespace: dict[str, Any] = {"spark": spark, "df": df, "stream_df": stream_df}
     exec(compile(source, str(GUIDE), "exec"), namespace)  # noqa: S102 - our own documentation
@@ -43,7 +46,5 @@ def test_the_guides_batch_and_streaming_example_runs_as_written(
     finally:
         query.stop()
     records = read_records(kafka_bootstrap, topic, 5, timeout=90)
-    batch = sorted(
-        (r.key, json.loads(r.value)) for r in records if r.key is not None
-    )
+    batch = sorted((r.key, json.loads(r.value)) for r in records if r.key is not None)
     assert batch == [(str(i).encode(), {"user_id": i, "name": f"user-{i}"}) for i in range(5)]

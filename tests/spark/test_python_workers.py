@@ -32,7 +32,11 @@ def test_workers_that_cannot_import_aioproducer_fail_register_naming_pyspark_pyt
     worker_python = str(bare / "bin" / "python")
     env = {**os.environ, "PYSPARK_PYTHON": worker_python}
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], env=env, cwd=tmp_path, capture_output=True, text=True,
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
         timeout=600,
     )
     out = done.stdout.strip().splitlines()

@@ -42,16 +42,20 @@ from tests.support.verify import read_records
 
 pytestmark = pytest.mark.spark
 
-HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-FULL = StructType([
-    StructField("Key", StringType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("headers", HEADERS),
-    StructField("timestamp", TimestampType()),
-    StructField("other", LongType()),
-])
+HEADERS = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+)
+FULL = StructType(
+    [
+        StructField("Key", StringType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("headers", HEADERS),
+        StructField("timestamp", TimestampType()),
+        StructField("other", LongType()),
+    ]
+)
 
 
 def test_import_aioproducer_does_not_import_pyspark() -> None:
@@ -61,23 +65,31 @@ def test_import_aioproducer_does_not_import_pyspark() -> None:
 
 
 def test_options_split_producer_properties_from_sink_options() -> None:
-    opts = parse_options({
-        "kafka.bootstrap.servers": "h:9092",
-        "kafka.linger.ms": "10",
-        "topic": "events",
-        "checkpointLocation": "/tmp/cp",
-    })
+    opts = parse_options(
+        {
+            "kafka.bootstrap.servers": "h:9092",
+            "kafka.linger.ms": "10",
+            "topic": "events",
+            "checkpointLocation": "/tmp/cp",
+        }
+    )
     assert opts.producer_properties == {"bootstrap.servers": "h:9092", "linger.ms": "10"}
     assert opts.topic == "events" and not opts.transactional
     assert opts.task_properties(3) == {
-        "bootstrap.servers": "h:9092", "linger.ms": "10", "client.id": "aioproducer-spark-3",
+        "bootstrap.servers": "h:9092",
+        "linger.ms": "10",
+        "client.id": "aioproducer-spark-3",
     }
 
 
 def test_transactional_ids_are_stable_per_partition() -> None:
-    opts = parse_options({
-        "kafka.bootstrap.servers": "h:9092", "transactional": "TRUE", "transactional.id.prefix": "job7",
-    })
+    opts = parse_options(
+        {
+            "kafka.bootstrap.servers": "h:9092",
+            "transactional": "TRUE",
+            "transactional.id.prefix": "job7",
+        }
+    )
     assert opts.task_properties(5)["transactional.id"] == "job7-5"
     assert opts.task_properties(5) == opts.task_properties(5)
 
@@ -87,14 +99,21 @@ def test_transactional_ids_are_stable_per_partition() -> None:
     [
         ({}, "'kafka.bootstrap.servers' is required"),
         ({"kafka.bootstrap.servers": "h:1", "kafka.lingerms": "1"}, "unknown producer property"),
-        ({"kafka.bootstrap.servers": "h:1", "kafka.linger.ms": "soon"}, "linger.ms must be an integer"),
+        (
+            {"kafka.bootstrap.servers": "h:1", "kafka.linger.ms": "soon"},
+            "linger.ms must be an integer",
+        ),
         ({"kafka.bootstrap.servers": "h:1", "kafka.key.serializer": "x"}, "'key' column"),
         ({"kafka.bootstrap.servers": "h:1", "topik": "x"}, "unknown option 'topik'"),
         ({"kafka.bootstrap.servers": "h:1", "transactional": "yes"}, "true or false"),
         ({"kafka.bootstrap.servers": "h:1", "transactional": "true"}, "transactional.id.prefix"),
         ({"kafka.bootstrap.servers": "h:1", "transactional.id.prefix": "p"}, "only used with"),
         (
-            {"kafka.bootstrap.servers": "h:1", "kafka.acks": "1", "kafka.enable.idempotence": "true"},
+            {
+                "kafka.bootstrap.servers": "h:1",
+                "kafka.acks": "1",
+                "kafka.enable.idempotence": "true",
+            },
             "conflicts with",
         ),
     ],
@@ -112,7 +131,12 @@ def test_bad_topic_option() -> None:
 def test_column_plan_is_case_insensitive_and_ignores_other_columns() -> None:
     plan = plan_columns(FULL, None)
     assert (plan.key, plan.value, plan.topic, plan.partition, plan.headers, plan.timestamp) == (
-        0, 1, 2, 3, 4, 5,
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
     )
     assert plan_columns(FULL, "fixed").topic is None
 
@@ -149,9 +173,18 @@ def test_arrow_and_row_conversion_agree() -> None:
     assert all(isinstance(p.values, pa.Array) and isinstance(p.keys, pa.Array) for p in chunk.parts)
 
     rows = [
-        Row(Key="k1", value=bytearray(b"v1"), topic="t1", partition=2,
-            headers=[Row(key="h", value=bytearray(b"x"))], timestamp=stamp, other=1),
-        Row(Key=None, value=None, topic="t2", partition=None, headers=None, timestamp=None, other=2),
+        Row(
+            Key="k1",
+            value=bytearray(b"v1"),
+            topic="t1",
+            partition=2,
+            headers=[Row(key="h", value=bytearray(b"x"))],
+            timestamp=stamp,
+            other=1,
+        ),
+        Row(
+            Key=None, value=None, topic="t2", partition=None, headers=None, timestamp=None, other=2
+        ),
     ]
     (row_chunk,) = list(row_chunks(rows, plan))
     assert row_chunk.records() == chunk.records()
@@ -196,7 +229,9 @@ def test_commit_logs_one_summary_line(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.integration
-def test_row_writer_outside_spark_delivers_and_counts(kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_row_writer_outside_spark_delivers_and_counts(
+    kafka_bootstrap: str, topic_factory: Any
+) -> None:
     """The Row-based stream writer (Spark 4.0's only streaming input), driven directly."""
     topic = topic_factory(2)
     schema = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
@@ -211,15 +246,21 @@ def test_row_writer_outside_spark_delivers_and_counts(kafka_bootstrap: str, topi
 
 
 @pytest.mark.integration
-def test_a_refused_record_fails_the_task_with_the_producer_reason(kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_a_refused_record_fails_the_task_with_the_producer_reason(
+    kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(2)
-    schema = StructType([StructField("value", StringType()), StructField("partition", IntegerType())])
+    schema = StructType(
+        [StructField("value", StringType()), StructField("partition", IntegerType())]
+    )
     opts = parse_options({"kafka.bootstrap.servers": kafka_bootstrap, "topic": topic})
     batch = pa.record_batch(
         [pa.array(["a", "b", "c"]), pa.array([0, 1, 7], pa.int32())], names=["value", "partition"]
     )
     writer = KafkaBatchWriter(opts, plan_columns(schema, topic))
-    with pytest.raises(SinkWriteError, match="InvalidPartitionError: .*partition 7 is not in the range") as failed:
+    with pytest.raises(
+        SinkWriteError, match="InvalidPartitionError: .*partition 7 is not in the range"
+    ) as failed:
         writer.write(iter([batch]))
     # Refused before anything was buffered: Spark's retry of the task duplicates nothing.
     assert failed.value.may_have_been_written is False

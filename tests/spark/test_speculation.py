@@ -78,11 +78,18 @@ def test_speculation_fails_a_transactional_job_before_it_writes(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_ROOT), env.get("PYTHONPATH")]))
     run = subprocess.run(
         [sys.executable, str(_APP), kafka_bootstrap, transactional_topic, plain_topic],
-        capture_output=True, text=True, timeout=600, env=env, cwd=_ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=_ROOT,
+        check=False,
     )
     lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-    assert run.returncode == 0 and lines, f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-4000:]}"
-    result = json.loads(lines[-1][len("RESULT "):])
+    assert run.returncode == 0 and lines, (
+        f"exit {run.returncode}\n{run.stdout}\n{run.stderr[-4000:]}"
+    )
+    result = json.loads(lines[-1][len("RESULT ") :])
 
     error = result["transactional_error"]
     assert error is not None, "the transactional write ran with spark.speculation=true"

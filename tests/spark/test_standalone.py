@@ -41,12 +41,18 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStanda
         yield cluster
 
 
-def _run_driver(spec: dict[str, Any], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run_driver(
+    spec: dict[str, Any], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     root = repo_root_or_skip("runs tests.spark.standalone_jobs from the checkout")
     return subprocess.run(
         [sys.executable, "-m", "tests.spark.standalone_jobs", json.dumps(spec)],
-        cwd=root, env={**os.environ, **(env or {})}, capture_output=True, text=True,
-        timeout=DRIVER_TIMEOUT, check=False,
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT,
+        check=False,
     )
 
 
@@ -63,15 +69,17 @@ def results(
         "killed": create_topic(kafka_bootstrap, f"standalone-killed-{os.getpid()}", 2),
     }
     spec = {
-        "master": standalone.master_url, "bootstrap": kafka_bootstrap,
-        "scratch": str(tmp_path_factory.mktemp("standalone-driver")), "topics": topics,
+        "master": standalone.master_url,
+        "bootstrap": kafka_bootstrap,
+        "scratch": str(tmp_path_factory.mktemp("standalone-driver")),
+        "topics": topics,
         "jobs": ["batch", "streaming", "killed"],
     }
     done = _run_driver(spec, {"PYSPARK_PYTHON": sys.executable})
     outcomes = {}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            outcome = json.loads(line[len("RESULT "):])
+            outcome = json.loads(line[len("RESULT ") :])
             outcomes[outcome["job"]] = outcome
     report = f"driver exited {done.returncode}\n{done.stderr[-5000:]}\n{standalone.logs()}"
     return {"outcomes": outcomes, "topics": topics, "report": report}
@@ -89,8 +97,9 @@ def test_a_transactional_batch_write_spans_both_executors_once(
 ) -> None:
     outcome = _outcome(results, "batch")
     n = outcome["rows"]
-    records = read_records(kafka_bootstrap, results["topics"]["batch"], n,
-                           isolation_level="read_committed", timeout=60)
+    records = read_records(
+        kafka_bootstrap, results["topics"]["batch"], n, isolation_level="read_committed", timeout=60
+    )
     ids = [int(r.value.split(b"|")[0]) for r in records if r.value is not None]
     assert sorted(ids) == list(range(n)), f"{len(ids)} of {n} rows, each once"
     writers = {int(r.value.split(b"|")[1]) for r in records if r.value is not None}
@@ -115,11 +124,13 @@ def test_an_executor_killed_mid_transaction_leaves_every_row_exactly_once(
     outcome = _outcome(results, "killed")
     n = outcome["rows"]
     topic = results["topics"]["killed"]
-    committed = read_records(kafka_bootstrap, topic, n, isolation_level="read_committed",
-                             timeout=60)
+    committed = read_records(
+        kafka_bootstrap, topic, n, isolation_level="read_committed", timeout=60
+    )
     expected = {
         f"{'x' * jobs.PADDING}|{p}-{i}".encode()
-        for p in range(jobs.KILL_PARTITIONS) for i in range(jobs.KILL_PER_PARTITION)
+        for p in range(jobs.KILL_PARTITIONS)
+        for i in range(jobs.KILL_PER_PARTITION)
     }
     assert len(committed) == n and {r.value for r in committed} == expected, (
         f"{len(committed)} records read_committed for {n} rows"
@@ -148,13 +159,18 @@ def test_executors_whose_python_lacks_aioproducer_are_named_by_register(
     standalone: SparkStandalone, tmp_path: Path
 ) -> None:
     bare = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True,
-                   timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120
+    )
     worker_python = str(bare / "bin" / "python")
     done = subprocess.run(
         [sys.executable, "-c", NO_AIOPRODUCER, standalone.master_url],
-        env={**os.environ, "PYSPARK_PYTHON": worker_python}, cwd=tmp_path,
-        capture_output=True, text=True, timeout=DRIVER_TIMEOUT, check=False,
+        env={**os.environ, "PYSPARK_PYTHON": worker_python},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT,
+        check=False,
     )
     out = done.stdout.strip().splitlines()
     assert out and out[-1].startswith("REFUSED:"), (done.stdout, done.stderr[-3000:])

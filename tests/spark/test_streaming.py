@@ -18,7 +18,10 @@ def _write_json_files(directory: Path, files: int, rows_per_file: int) -> None:
     directory.mkdir()
     for f in range(files):
         with open(directory / f"part-{f:03d}.json", "w") as out:
-            out.writelines(json.dumps({"id": f * rows_per_file + r, "file": f}) + "\n" for r in range(rows_per_file))
+            out.writelines(
+                json.dumps({"id": f * rows_per_file + r, "file": f}) + "\n"
+                for r in range(rows_per_file)
+            )
 
 
 def test_streaming_query_delivers_every_row_over_several_micro_batches(
@@ -65,7 +68,9 @@ def test_streaming_query_delivers_every_row_over_several_micro_batches(
         assert r.headers == [("file", str(key // per_file).encode())]
 
 
-def test_streaming_schema_errors_fail_before_any_task(spark: SparkSession, kafka_bootstrap: str, tmp_path: Path) -> None:
+def test_streaming_schema_errors_fail_before_any_task(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
     stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()  # 'value' is a long
     query = (
         stream.writeStream.format("aioproducer")

@@ -44,10 +44,14 @@ def small_arrow_batches(spark: SparkSession) -> Iterator[None]:
         spark.conf.set(key, old)
 
 
-def test_transactional_write_commits_every_row(spark: SparkSession, kafka_bootstrap: str, topic_factory: Any) -> None:
+def test_transactional_write_commits_every_row(
+    spark: SparkSession, kafka_bootstrap: str, topic_factory: Any
+) -> None:
     topic = topic_factory(2)
     n = 20_000
-    df = spark.range(n, numPartitions=4).selectExpr("cast(id as string) as key", "concat('v', id) as value")
+    df = spark.range(n, numPartitions=4).selectExpr(
+        "cast(id as string) as key", "concat('v', id) as value"
+    )
     (
         df.write.format("aioproducer")
         .option("kafka.bootstrap.servers", kafka_bootstrap)
@@ -89,7 +93,9 @@ def _wait_until_visible(
     while time.monotonic() < deadline:
         # With a suffix, read all there is (two seconds' worth), not just the first record.
         records = read_records(bootstrap, topic, 10**9 if suffix else 1, timeout=2, grace=0)
-        if any(r.value is not None and marker in r.value and r.value.endswith(suffix) for r in records):
+        if any(
+            r.value is not None and marker in r.value and r.value.endswith(suffix) for r in records
+        ):
             return
 
 
@@ -117,8 +123,10 @@ def test_failed_first_attempt_is_fenced_and_the_retry_delivers_every_row(
     fail = udf(_failing_first_attempt(kafka_bootstrap, topic, 700), StringType(), useArrow=False)
     df = (
         spark.range(n, numPartitions=partitions)
-        .selectExpr(f"concat(repeat('x', {_PADDING}), '|', cast(id div {per_partition} as string),"
-                    f" '-', cast(id % {per_partition} as string)) as value")
+        .selectExpr(
+            f"concat(repeat('x', {_PADDING}), '|', cast(id div {per_partition} as string),"
+            f" '-', cast(id % {per_partition} as string)) as value"
+        )
         .select(fail(col("value")).alias("value"))
     )
     (
@@ -132,9 +140,13 @@ def test_failed_first_attempt_is_fenced_and_the_retry_delivers_every_row(
         .save()
     )
     expected = {
-        f"{'x' * _PADDING}|{p}-{i}".encode() for p in range(partitions) for i in range(per_partition)
+        f"{'x' * _PADDING}|{p}-{i}".encode()
+        for p in range(partitions)
+        for i in range(per_partition)
     }
-    committed = read_records(kafka_bootstrap, topic, n, isolation_level="read_committed", timeout=60)
+    committed = read_records(
+        kafka_bootstrap, topic, n, isolation_level="read_committed", timeout=60
+    )
     # Every row arrived through the retried attempts' committed transactions.
     assert {r.value for r in committed} == expected
     # The first attempts did put records in the log (the UDF waited for them)...
@@ -180,8 +192,10 @@ def test_a_failed_job_commits_nothing_and_leaves_no_transaction_open(
     fail = udf(_always_failing(kafka_bootstrap, topic, 700), StringType(), useArrow=False)
     df = (
         spark.range(partitions * per_partition, numPartitions=partitions)
-        .selectExpr(f"concat(repeat('x', {_PADDING}), '|', cast(id div {per_partition} as string),"
-                    f" '-', cast(id % {per_partition} as string)) as value")
+        .selectExpr(
+            f"concat(repeat('x', {_PADDING}), '|', cast(id div {per_partition} as string),"
+            f" '-', cast(id % {per_partition} as string)) as value"
+        )
         .select(fail(col("value")).alias("value"))
     )
     with pytest.raises(Exception, match="deliberate failure of every attempt"):
@@ -199,5 +213,7 @@ def test_a_failed_job_commits_nothing_and_leaves_no_transaction_open(
     marker = asyncio.run(_commit_marker(kafka_bootstrap, topic))
     # Open transactions would hold read_committed readers back for 15 minutes;
     # the marker, committed after the job, is read well within the bound.
-    committed = read_records(kafka_bootstrap, topic, 1, isolation_level="read_committed", timeout=60)
+    committed = read_records(
+        kafka_bootstrap, topic, 1, isolation_level="read_committed", timeout=60
+    )
     assert [r.value for r in committed] == [marker]

@@ -59,7 +59,12 @@ async def failure(cluster: MockCluster, chunks: Iterator[Chunk]) -> SinkWriteErr
         (lambda: null_topic([]), False),
         (lambda: null_topic([chunk(GOOD)]), True),
     ],
-    ids=["bad-row-first", "bad-row-after-records", "input-error-first", "input-error-after-records"],
+    ids=[
+        "bad-row-first",
+        "bad-row-after-records",
+        "input-error-first",
+        "input-error-after-records",
+    ],
 )
 async def test_a_refused_row_says_whether_a_retry_duplicates(
     make_input: Callable[[], Iterator[Chunk]], written: bool

@@ -54,8 +54,13 @@ def held_bytes(builder: Any) -> int:
 
 # -- the twins' differential fuzz (test_builder_differential, test_builder_hostile) --
 
-FUZZ = settings(max_examples=200, derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=200,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def outcome(call: Any, *args: Any, **kwargs: Any) -> tuple:
@@ -68,5 +73,10 @@ def outcome(call: Any, *args: Any, **kwargs: Any) -> tuple:
 
 
 def state(builder: Any) -> tuple:
-    return (builder.size_in_bytes, builder.record_count, builder.base_timestamp,
-            builder.max_timestamp, builder.is_sealed)
+    return (
+        builder.size_in_bytes,
+        builder.record_count,
+        builder.base_timestamp,
+        builder.max_timestamp,
+        builder.is_sealed,
+    )

@@ -61,8 +61,9 @@ def run(loop: asyncio.AbstractEventLoop, case: str, at: int) -> str:
     client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
     lane: Any = K.UnkeyedLane(sticky, BufferPool(1 << 20), client, 1 << 20, lambda: None)  # type: ignore[arg-type]
     lane.move_on = lambda topic, _info: None
-    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1 << 16, now=0.0, delivery_timeout=60,
-                          loop=loop)
+    batch = ProducerBatch(
+        "t", 0, codec=Codec.NONE, batch_size=1 << 16, now=0.0, delivery_timeout=60, loop=loop
+    )
     batch.builder = K.RecordBatchBuilder(codec=Codec.NONE, batch_size=1 << 16)
     sticky.filling["t"] = (weakref.ref(batch), info)  # type: ignore[assignment]
     sticky.produced["t"] = int(str(BEFORE))  # a fresh int, held by the dict only

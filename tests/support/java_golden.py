@@ -30,8 +30,12 @@ def java_golden_frames() -> dict[tuple[str, int], bytes]:
     """
     program = compile_java([SOURCE], "golden-messages")
     proc = subprocess.run(
-        program.command("GoldenMessages"), capture_output=True, text=True, timeout=_TIMEOUT,
-        check=False, stdin=subprocess.DEVNULL,
+        program.command("GoldenMessages"),
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"GoldenMessages exited with {proc.returncode}:\n{proc.stderr[-4000:]}")

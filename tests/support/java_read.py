@@ -65,7 +65,12 @@ def _record(topic: str, row: dict[str, Any]) -> ConsumedRecord:
 def _run(cmd: list[str], timeout: float, stdin: str | None = None) -> list[dict[str, Any]]:
     try:
         proc = subprocess.run(
-            cmd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False,
+            cmd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
             stdin=None if stdin is not None else subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:

@@ -146,11 +146,22 @@ def _javac(sources: Sequence[Path], libs: Path, classes: Path, timeout: float) -
     # the old class files or the new ones, never a half-written one.
     with tempfile.TemporaryDirectory(dir=classes.parent, prefix=f".{classes.name}-") as tmp:
         cmd = [
-            _tool("javac"), "-nowarn", "-encoding", "UTF-8", "--release", "17",
-            "-cp", f"{_clients_jar(libs)}{os.pathsep}{libs}/*", "-d", tmp, *map(str, sources),
+            _tool("javac"),
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "--release",
+            "17",
+            "-cp",
+            f"{_clients_jar(libs)}{os.pathsep}{libs}/*",
+            "-d",
+            tmp,
+            *map(str, sources),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
         if proc.returncode != 0:
-            raise RuntimeError(f"javac failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+            raise RuntimeError(
+                f"javac failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
+            )
         for produced in Path(tmp).iterdir():
             os.replace(produced, classes / produced.name)

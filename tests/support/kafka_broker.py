@@ -107,7 +107,9 @@ def fetch_command() -> str:
 def find_kafka_libs() -> Path:
     """The directory holding the Apache Kafka jars; raises :class:`KafkaJarsUnavailable`."""
     configured = os.environ.get(LIBS_ENV, "").strip()
-    libs = Path(configured) if configured else _REPO_ROOT / ".cache" / "kafka" / KAFKA_VERSION / "libs"
+    libs = (
+        Path(configured) if configured else _REPO_ROOT / ".cache" / "kafka" / KAFKA_VERSION / "libs"
+    )
     if not (libs / ".complete").is_file() and not any(libs.glob("kafka_2.13-*.jar")):
         raise KafkaJarsUnavailable(
             f"the Apache Kafka {KAFKA_VERSION} jars are not in {libs}; "
@@ -268,7 +270,9 @@ class KafkaBroker(BrokerProcess):
         libs: str | os.PathLike[str] | None = None,
     ) -> None:
         self._owns_workdir = workdir is None
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"kafka-{node_id}-") if workdir is None else workdir)
+        self.workdir = Path(
+            tempfile.mkdtemp(prefix=f"kafka-{node_id}-") if workdir is None else workdir
+        )
         self.workdir.mkdir(parents=True, exist_ok=True)
         super().__init__(
             log_path=self.workdir / "broker.log",
@@ -318,7 +322,9 @@ class KafkaBroker(BrokerProcess):
         for lsn in self.listeners:
             if lsn.name == listener:
                 return f"{self.host}:{lsn.port}"
-        raise KeyError(f"no listener named {listener!r}; have {[lsn.name for lsn in self.listeners]}")
+        raise KeyError(
+            f"no listener named {listener!r}; have {[lsn.name for lsn in self.listeners]}"
+        )
 
     @property
     def libs(self) -> Path:
@@ -458,7 +464,9 @@ class KafkaBroker(BrokerProcess):
 
     def request(self, api: Api[Any, Any], version: int, body: Any, timeout: float = 2.0) -> Any:
         """One request to this broker from the probe address (see :func:`probe`)."""
-        return probe(self.port, api, version, body, timeout, host=self.host, source=self.probe_source)
+        return probe(
+            self.port, api, version, body, timeout, host=self.host, source=self.probe_source
+        )
 
     def _is_ready(self) -> bool:
         body = probe_metadata(self.port, timeout=1.0, host=self.host, source=self.probe_source)

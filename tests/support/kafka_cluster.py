@@ -125,12 +125,15 @@ class KafkaCluster:
             raise ValueError(f"the network's nodes {network.nodes} are not 1..{size}")
         self.network = network
         self._owns_workdir = workdir is None
-        self.workdir = Path(tempfile.mkdtemp(prefix="kafka-cluster-") if workdir is None else workdir)
+        self.workdir = Path(
+            tempfile.mkdtemp(prefix="kafka-cluster-") if workdir is None else workdir
+        )
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = _random_cluster_id()
         placement = {node_id: self._placement(node_id) for node_id in range(1, size + 1)}
         voters = ",".join(
-            f"{n}@{where['controller_host']}:{where['controller_port']}" for n, where in placement.items()
+            f"{n}@{where['controller_host']}:{where['controller_port']}"
+            for n, where in placement.items()
         )
         props = {**CLUSTER_PROPERTIES, **(properties or {})}
         self.brokers: dict[int, KafkaBroker] = {

@@ -21,7 +21,9 @@ T = TypeVar("T")
 class LoopThread:
     """A started event loop in a daemon thread; stopped and closed on exit."""
 
-    def __init__(self, loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop) -> None:
+    def __init__(
+        self, loop_factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop
+    ) -> None:
         self.loop = loop_factory()
         self._thread = threading.Thread(target=self.loop.run_forever, name="test-loop", daemon=True)
 
@@ -30,7 +32,10 @@ class LoopThread:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         async def cancel_rest() -> None:
             rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]

@@ -236,7 +236,14 @@ class NamespaceNetwork:
                 inside = ["-n", ns]
                 # The broker address first: it is the source of the node's own connections.
                 _ip(*inside, "addr", "add", f"{self.broker_address(node)}/{prefix}", "dev", inner)
-                _ip(*inside, "addr", "add", f"{self.controller_address(node)}/{prefix}", "dev", inner)
+                _ip(
+                    *inside,
+                    "addr",
+                    "add",
+                    f"{self.controller_address(node)}/{prefix}",
+                    "dev",
+                    inner,
+                )
                 _ip(*inside, "link", "set", inner, "up")
                 _ip(*inside, "link", "set", "lo", "up")
         except BaseException:
@@ -318,14 +325,24 @@ class NamespaceNetwork:
         leaders is stale.
         """
         reached = [
-            other for other in self.nodes if (node, self.controller_address(other)) not in self._cuts
+            other
+            for other in self.nodes
+            if (node, self.controller_address(other)) not in self._cuts
         ]
         return 2 * len(reached) <= len(self.nodes)
 
     def heal(self) -> None:
         """Remove every cut."""
         for where, address in sorted(self._cuts):
-            _ip("-n", self.namespace(where), "route", "del", "blackhole", f"{address}/32", check=False)
+            _ip(
+                "-n",
+                self.namespace(where),
+                "route",
+                "del",
+                "blackhole",
+                f"{address}/32",
+                check=False,
+            )
         self._cuts.clear()
 
     @property

@@ -77,17 +77,30 @@ class OidcIssuer:
 
     def jwks(self) -> dict[str, Any]:
         numbers = self._key.public_key().public_numbers()
-        key = {"kty": "RSA", "use": "sig", "alg": "RS256", "kid": self.kid,
-               "n": _uint(numbers.n), "e": _uint(numbers.e)}
+        key = {
+            "kty": "RSA",
+            "use": "sig",
+            "alg": "RS256",
+            "kid": self.kid,
+            "n": _uint(numbers.n),
+            "e": _uint(numbers.e),
+        }
         return {"keys": [key]}
 
     def sign(self, claims: dict[str, Any], *, foreign_key: bool = False) -> str:
         """An RS256 JWS of ``claims`` (``iss``, ``aud``, ``iat``, ``exp`` filled in if absent)."""
         now = int(time.time())
-        body = {"iss": self.base_url, "aud": AUDIENCE, "iat": now, "exp": now + self.lifetime_s,
-                **claims}
+        body = {
+            "iss": self.base_url,
+            "aud": AUDIENCE,
+            "iat": now,
+            "exp": now + self.lifetime_s,
+            **claims,
+        }
         header = {"alg": "RS256", "typ": "JWT", "kid": self.kid}
-        signing_input = f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(body).encode())}"
+        signing_input = (
+            f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(body).encode())}"
+        )
         key = self._foreign_key if foreign_key else self._key
         signature = key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
         return f"{signing_input}.{_b64url(signature)}"
@@ -125,7 +138,9 @@ class OidcIssuer:
                     return
                 scheme, _, encoded = (self.headers.get("Authorization") or "").partition(" ")
                 client_id, _, secret = (
-                    base64.b64decode(encoded).decode().partition(":") if scheme == "Basic" else ("", "", "")
+                    base64.b64decode(encoded).decode().partition(":")
+                    if scheme == "Basic"
+                    else ("", "", "")
                 )
                 if issuer.clients.get(client_id) != secret or not secret:
                     self._json(401, {"error": "invalid_client"})
@@ -134,8 +149,14 @@ class OidcIssuer:
                     self._json(400, {"error": "unsupported_grant_type"})
                     return
                 claims = {"sub": client_id, "scope": form.get("scope", "")}
-                self._json(200, {"access_token": issuer.sign(claims), "token_type": "Bearer",
-                                 "expires_in": issuer.lifetime_s})
+                self._json(
+                    200,
+                    {
+                        "access_token": issuer.sign(claims),
+                        "token_type": "Bearer",
+                        "expires_in": issuer.lifetime_s,
+                    },
+                )
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

@@ -65,7 +65,10 @@ _UNSUPPORTED_VERSION = 35
 # What a frame that does not decode raises (MessageError: the codecs' own word for it).
 _UNDECODABLE = (MessageError, UnicodeDecodeError, IndexError, struct.error)
 # Answers the front rewrites; it can only let clients use versions it can decode.
-_REWRITTEN: dict[int, Api[Any, Any]] = {METADATA.key: METADATA, FIND_COORDINATOR.key: FIND_COORDINATOR}
+_REWRITTEN: dict[int, Api[Any, Any]] = {
+    METADATA.key: METADATA,
+    FIND_COORDINATOR.key: FIND_COORDINATOR,
+}
 
 
 class SecureFront:

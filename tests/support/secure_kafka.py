@@ -236,8 +236,15 @@ class SecureKafka:
         """
         pattern = ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL
         bindings = [
-            AclBinding(_RESOURCES[resource], name, pattern, f"User:{principal}", "*",
-                       _OPERATIONS[op], AclPermissionType.ALLOW)
+            AclBinding(
+                _RESOURCES[resource],
+                name,
+                pattern,
+                f"User:{principal}",
+                "*",
+                _OPERATIONS[op],
+                AclPermissionType.ALLOW,
+            )
             for op in operations
         ]
         admin = AdminClient({"bootstrap.servers": self.admin_bootstrap})
@@ -246,15 +253,24 @@ class SecureKafka:
         # The controller has committed them; wait until the broker's authorizer
         # (which answers DescribeAcls) has applied the metadata records too.
         wanted = {(b.name, b.principal, b.operation) for b in bindings}
-        query = AclBindingFilter(_RESOURCES[resource], name, pattern, f"User:{principal}", None,
-                                 AclOperation.ANY, AclPermissionType.ANY)
+        query = AclBindingFilter(
+            _RESOURCES[resource],
+            name,
+            pattern,
+            f"User:{principal}",
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
         deadline = time.monotonic() + timeout
         while True:
             seen = admin.describe_acls(query, request_timeout=timeout).result(timeout)
             if wanted <= {(b.name, b.principal, b.operation) for b in seen}:
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"ACLs {sorted(map(str, wanted))} not in force after {timeout} s")
+                raise TimeoutError(
+                    f"ACLs {sorted(map(str, wanted))} not in force after {timeout} s"
+                )
             time.sleep(0.1)
 
     def producer_settings(
@@ -274,9 +290,11 @@ class SecureKafka:
         if protocol in ("SSL", "SASL_SSL"):
             settings["ssl_cafile"] = self.pki.ca_file
         if listener == "MTLS":
-            settings.update(ssl_certfile=self.pki.client_cert_file, ssl_keyfile=self.pki.client_key_file)
+            settings.update(
+                ssl_certfile=self.pki.client_cert_file, ssl_keyfile=self.pki.client_key_file
+            )
         if mechanism == "OAUTHBEARER" and listener == "OIDC":
-            (client_id, secret), = OIDC_CLIENTS.items()
+            ((client_id, secret),) = OIDC_CLIENTS.items()
             settings.update(
                 sasl_mechanism="OAUTHBEARER",
                 sasl_oauthbearer_token_endpoint_url=self.issuer.token_url,
@@ -285,7 +303,9 @@ class SecureKafka:
                 sasl_oauthbearer_scope="kafka",
             )
         elif mechanism == "OAUTHBEARER":
-            settings.update(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=UnsecuredTokens(user))
+            settings.update(
+                sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=UnsecuredTokens(user)
+            )
         elif mechanism is not None:
             settings.update(
                 sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=USERS[user]
@@ -328,7 +348,9 @@ def start_secure_kafka(workdir: Path, pki: Pki, *, heap: str = "768m") -> Secure
         kafka = SecureKafka(broker, pki, issuer)
         for principal in ("alice", "client", *OIDC_CLIENTS):
             kafka.allow(principal, "TOPIC", GRANTED_PREFIX, ["WRITE", "DESCRIBE"], prefixed=True)
-        kafka.allow("alice", "TRANSACTIONAL_ID", ALICE_TRANSACTIONS, ["WRITE", "DESCRIBE"], prefixed=True)
+        kafka.allow(
+            "alice", "TRANSACTIONAL_ID", ALICE_TRANSACTIONS, ["WRITE", "DESCRIBE"], prefixed=True
+        )
         kafka.allow("bob", "TOPIC", BOB_PREFIX, ["WRITE", "DESCRIBE"], prefixed=True)
     except BaseException:
         if broker is not None:

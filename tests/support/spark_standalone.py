@@ -77,17 +77,37 @@ class SparkStandalone:
         """Start the master, then the workers; the master's ``spark://`` URL once all registered."""
         try:
             master = self._spawn(
-                "master", ["org.apache.spark.deploy.master.Master",
-                           "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"],
+                "master",
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--webui-port",
+                    "0",
+                ],
             )
             self.master_url = self._wait_for_master_url(master)
             for index in range(self.workers):
                 self._spawn(
                     f"worker-{index}",
-                    ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                     "--port", "0", "--webui-port", "0", "--cores", "1",
-                     "--memory", self.worker_memory, "--work-dir",
-                     str(self.directory / f"worker-{index}-work"), self.master_url],
+                    [
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        "0",
+                        "--webui-port",
+                        "0",
+                        "--cores",
+                        "1",
+                        "--memory",
+                        self.worker_memory,
+                        "--work-dir",
+                        str(self.directory / f"worker-{index}-work"),
+                        self.master_url,
+                    ],
                 )
             self._wait_for_workers(master)
         except BaseException:
@@ -144,8 +164,12 @@ class SparkStandalone:
         log_path = self.directory / f"{name}.log"
         log = log_path.open("wb")
         process = subprocess.Popen(
-            [str(home / "bin" / "spark-class"), *args], stdout=log, stderr=subprocess.STDOUT,
-            env=env, cwd=self.directory, start_new_session=True,
+            [str(home / "bin" / "spark-class"), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.directory,
+            start_new_session=True,
         )
         daemon = _Daemon(name, process, log_path, log)
         self._daemons.append(daemon)

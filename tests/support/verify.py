@@ -206,7 +206,14 @@ def read_records(
     count and contents.
     """
     _, records = _drain(
-        bootstrap, topic, expected, partitions, timeout, grace, isolation_level, True,
+        bootstrap,
+        topic,
+        expected,
+        partitions,
+        timeout,
+        grace,
+        isolation_level,
+        True,
         consumer_config,
     )
     records.sort(key=lambda r: (r.partition, r.offset))
@@ -241,8 +248,12 @@ def create_topic(
 ) -> str:
     """Create ``name`` with ``partitions`` partitions; return once metadata shows them all."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
-                   config=dict(config or {}))
+    new = NewTopic(
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(config or {}),
+    )
     future = admin.create_topics([new], operation_timeout=timeout, request_timeout=timeout)[name]
     try:
         future.result(timeout)

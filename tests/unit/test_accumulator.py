@@ -10,7 +10,9 @@ from aioproducer.protocol.compression import Codec
 from aioproducer.protocol.record_parsing import parse_record_batches
 
 
-def make(batch_size: int = 1000, linger_ms: float = 10, delivery_timeout_ms: int = 5000) -> RecordAccumulator:
+def make(
+    batch_size: int = 1000, linger_ms: float = 10, delivery_timeout_ms: int = 5000
+) -> RecordAccumulator:
     return RecordAccumulator(
         batch_size=batch_size,
         linger_ms=linger_ms,
@@ -29,7 +31,11 @@ def fill(acc: RecordAccumulator, tp: tuple[str, int], n: int, now: float, size: 
 
 
 def enqueue(
-    acc: RecordAccumulator, tp: tuple[str, int], timestamp_ms: int, key: bytes | None, value: bytes,
+    acc: RecordAccumulator,
+    tp: tuple[str, int],
+    timestamp_ms: int,
+    key: bytes | None,
+    value: bytes,
     now: float,
 ) -> tuple[ProducerBatch, RecordHandle]:
     """Append a record as ``Producer.enqueue`` does: to the open batch, or to a new one; with its handle."""
@@ -146,7 +152,9 @@ def test_a_record_goes_to_the_open_batch_or_starts_the_next() -> None:
     first = acc.append(("t", 0), 1, None, b"x" * 50, None, 0.0, reserve=300, bound=80)
     assert acc.open_batch(("t", 0)) is first and acc.queued_batches() == 1
     assert first.try_append(1, None, b"y", None, pack_sizes(-1, 1), 300, 40) is not None
-    assert first.try_append(1, None, b"z" * 120, None, pack_sizes(-1, 120), 400, 150) is None  # no room
+    assert (
+        first.try_append(1, None, b"z" * 120, None, pack_sizes(-1, 120), 400, 150) is None
+    )  # no room
     second = acc.new_batch(("t", 0), 0.0)
     assert second.try_append(1, None, b"z" * 120, None, pack_sizes(-1, 120), 400, 150) is not None
     assert first.sealed and not second.sealed and acc.queued_batches() == 2
@@ -227,7 +235,9 @@ def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
     acc = make()
     fill(acc, ("t", 0), 1, now=0.0)
     fill(acc, ("t", 2), 1, now=0.0)
-    (first, _) = sorted(acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1], key=lambda b: b.partition)
+    (first, _) = sorted(
+        acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1], key=lambda b: b.partition
+    )
     fill(acc, ("t", 2), 1, now=1.0)
     acc.reenqueue(first, now=1.0, backoff=0.0)
     assert acc.retried_heads() == [("t", 0)]
@@ -236,7 +246,9 @@ def test_retried_heads_lists_partitions_whose_next_batch_is_a_retry() -> None:
 def test_split_keeps_records_handles_deadline_and_memory_and_queues_parts_first() -> None:
     """KIP-126: each part at most half the refused batch, records in order."""
     acc = make(batch_size=100_000)
-    appended = [enqueue(acc, ("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, 0.0) for i in range(10)]
+    appended = [
+        enqueue(acc, ("t", 0), 1000 + i, None, b"%d" % i + b"x" * 99, 0.0) for i in range(10)
+    ]
     handles = [h for _, h in appended]
     (big,) = acc.drain(1.0, acc.ready(1.0, leaders), 10**6)[1]
     assert all(b is big for b, _ in appended)
@@ -244,7 +256,9 @@ def test_split_keeps_records_handles_deadline_and_memory_and_queues_parts_first(
     big.payload = big.builder.build()
     fill(acc, ("t", 0), 1, now=2.0)  # a newer batch behind it
     parts = acc.split(big)
-    assert len(parts) >= 2 and all(p.builder.size_in_bytes <= big.builder.size_in_bytes // 2 for p in parts)
+    assert len(parts) >= 2 and all(
+        p.builder.size_in_bytes <= big.builder.size_in_bytes // 2 for p in parts
+    )
     records = [r for p in parts for r in parse_record_batches(p.builder.build())[0].records]
     assert [r.timestamp_ms for r in records] == [1000 + i for i in range(10)]
     assert [r.value[:1] for r in records] == [b"%d" % i for i in range(10)]

@@ -18,7 +18,9 @@ def _columns(seed: int, n: int) -> tuple[list[bytes | None], list[bytes | None]]
     # Lengths around the one- and two-byte varint limits, and nulls.
     sizes = [0, 1, 63, 64, 100, 8191, 8192, 20_000]
     values = [None if rand.random() < 0.1 else rand.randbytes(rand.choice(sizes)) for _ in range(n)]
-    keys = [None if rand.random() < 0.2 else rand.randbytes(rand.choice(sizes[:5])) for _ in range(n)]
+    keys = [
+        None if rand.random() < 0.2 else rand.randbytes(rand.choice(sizes[:5])) for _ in range(n)
+    ]
     return values, keys
 
 
@@ -26,7 +28,10 @@ def _columns(seed: int, n: int) -> tuple[list[bytes | None], list[bytes | None]]
 @pytest.mark.parametrize("headers", [None, [("trace", b"abc"), ("none", None)]])
 @pytest.mark.parametrize("batch_size", [300, 16_384, 1 << 20])
 def test_append_run_matches_append_records_and_fill(
-    builder_cls: Any, keyed: bool, headers, batch_size: int,
+    builder_cls: Any,
+    keyed: bool,
+    headers,
+    batch_size: int,
 ) -> None:
     values, keys = _columns(batch_size, 400)
     run_keys = keys if keyed else None
@@ -64,7 +69,12 @@ def test_the_first_record_of_an_empty_batch_always_fits(builder_cls: Any) -> Non
 @pytest.mark.parametrize("batch_size", [200, 1 << 20])
 @pytest.mark.parametrize("kind", ["bytes", "views"])
 def test_a_run_of_one_value_length_matches_append(
-    builder_cls: Any, length: int, headers, first: int | None, batch_size: int, kind: str,
+    builder_cls: Any,
+    length: int,
+    headers,
+    first: int | None,
+    batch_size: int,
+    kind: str,
 ) -> None:
     """The pure twin's uniform-length encoder (no per-record loop) writes what
     append() writes, across the offset-delta varint widths (64 and 8,192

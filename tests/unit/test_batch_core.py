@@ -30,17 +30,23 @@ def core(request: pytest.FixtureRequest) -> type[Any]:
 
 
 def _batch(core: type[Any], batch_size: int = 1000) -> Any:
-    batch = batch_class(core)("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60)
-    batch.builder = (RecordBatchBuilderPy if core is BatchCorePy else required(K).RecordBatchBuilder)(
-        codec=Codec.NONE, batch_size=batch_size
+    batch = batch_class(core)(
+        "t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60
     )
+    batch.builder = (
+        RecordBatchBuilderPy if core is BatchCorePy else required(K).RecordBatchBuilder
+    )(codec=Codec.NONE, batch_size=batch_size)
     return batch
 
 
 def test_the_fields_read_and_write_alike(core: type[Any]) -> None:
     batch = _batch(core)
     assert (batch.state, batch.reserved, batch.max_record_size, batch.batch_size) == (
-        batch_module.OPEN, 0, 0, 1000)
+        batch_module.OPEN,
+        0,
+        0,
+        1000,
+    )
     batch.reserved = 5
     batch.max_record_size = 7
     assert batch.release_reserved() == 5 and batch.reserved == 0 and batch.max_record_size == 7

@@ -24,7 +24,9 @@ def _filled(
     records: int = 3, loop: asyncio.AbstractEventLoop | None = None
 ) -> tuple[ProducerBatch, list[RecordHandle]]:
     """A batch of ``records`` records, each holding 100 bytes, and their handles (on ``loop`` if given)."""
-    batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=16384, now=0.0, delivery_timeout=60, loop=loop)
+    batch = ProducerBatch(
+        "t", 0, codec=Codec.NONE, batch_size=16384, now=0.0, delivery_timeout=60, loop=loop
+    )
     handles = []
     for i in range(records):
         handle = batch.try_append(1000 + i, None, b"v%d" % i, None, pack_sizes(-1, 2), 100, 40)
@@ -65,8 +67,9 @@ def test_completion_decides_every_record_at_once_and_wakes_awaiters_in_slices() 
     async def run() -> None:
         loop = asyncio.get_running_loop()
         count = WAKE_SLICE + 100  # more than one slice of awaited records
-        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1 << 20, now=0.0, delivery_timeout=60,
-                              loop=loop)
+        batch = ProducerBatch(
+            "t", 0, codec=Codec.NONE, batch_size=1 << 20, now=0.0, delivery_timeout=60, loop=loop
+        )
         handles = []
         for _ in range(count):
             handle = batch.try_append(1000, None, b"v", None, pack_sizes(-1, 1))
@@ -104,8 +107,15 @@ def test_completion_decides_every_record_at_once_and_wakes_awaiters_in_slices() 
 
 def test_a_batch_failed_in_flight_stays_done_when_its_answer_comes() -> None:
     async def run() -> None:
-        batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=1000, now=0.0, delivery_timeout=60,
-                              loop=asyncio.get_running_loop())
+        batch = ProducerBatch(
+            "t",
+            0,
+            codec=Codec.NONE,
+            batch_size=1000,
+            now=0.0,
+            delivery_timeout=60,
+            loop=asyncio.get_running_loop(),
+        )
         handle = batch.try_append(1, None, b"v", None, pack_sizes(-1, 1), 100, 40)
         assert handle is not None
         batch.seal()
@@ -143,7 +153,10 @@ def test_a_split_hands_its_memory_waiters_and_records_to_sealed_parts() -> None:
             part.complete(base_offset)
         # Each record's handle answers from the part it went to, at its offset there.
         assert [h.result()[2:] for h in handles] == [
-            (10, 1000, -1, 2), (20, 1001, -1, 2), (21, 1002, -1, 2), (22, 1003, -1, 2),
+            (10, 1000, -1, 2),
+            (20, 1001, -1, 2),
+            (21, 1002, -1, 2),
+            (22, 1003, -1, 2),
         ]
         await asyncio.wait_for(waiter, 5)
 

@@ -31,7 +31,9 @@ class _Int(int):
 
 _SIZES = st.one_of(
     st.integers(0, 5000),
-    st.sampled_from([0, 1, INT64_MAX, INT64_MAX - 1, INT64_MAX + 1, 1 << 80, -1, -(1 << 70), True, False]),
+    st.sampled_from(
+        [0, 1, INT64_MAX, INT64_MAX - 1, INT64_MAX + 1, 1 << 80, -1, -(1 << 70), True, False]
+    ),
     st.integers(-5, 5).map(_Int),
     st.sampled_from([1.0, "3", None, b"1"]),
 )

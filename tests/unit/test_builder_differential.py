@@ -91,13 +91,28 @@ def form(raw: bytes, kind: str) -> Any:
     return raw
 
 
-_KINDS = ["bytes", "bytes", "bytes", "bytearray", "sub", "view", "cast-b", "cast-h", "cast-2d",
-          "strided", "reversed", "array-b", "array-h"]
+_KINDS = [
+    "bytes",
+    "bytes",
+    "bytes",
+    "bytearray",
+    "sub",
+    "view",
+    "cast-b",
+    "cast-h",
+    "cast-2d",
+    "strided",
+    "reversed",
+    "array-b",
+    "array-h",
+]
 _BAD_KINDS = ["released", "int", "str", "only-bytes"]
 _RAW = st.one_of(st.binary(max_size=40), st.sampled_from([b"", b"x" * 63, b"y" * 64, b"z" * 8200]))
 # A description: None, or (raw, kind).
 _GOOD = st.tuples(_RAW, st.sampled_from(_KINDS))
-_DATA = st.one_of(st.none(), _GOOD, _GOOD, _GOOD, _GOOD, st.tuples(_RAW, st.sampled_from(_BAD_KINDS)))
+_DATA = st.one_of(
+    st.none(), _GOOD, _GOOD, _GOOD, _GOOD, st.tuples(_RAW, st.sampled_from(_BAD_KINDS))
+)
 
 
 def data(desc: Any) -> Any:
@@ -106,9 +121,29 @@ def data(desc: Any) -> Any:
 
 _USUAL_TS = st.integers(1_700_000_000_000, 1_700_000_100_000)
 _TIMESTAMPS = st.one_of(
-    _USUAL_TS, _USUAL_TS, _USUAL_TS, _USUAL_TS,
-    st.sampled_from([0, 1, -1, 1_700_000_000_000, 2**31, 2**62, 2**63 - 1, 2**63, -(2**63),
-                     -(2**63) - 1, 2**64, -(2**70), 8191, 8192, -8192]),
+    _USUAL_TS,
+    _USUAL_TS,
+    _USUAL_TS,
+    _USUAL_TS,
+    st.sampled_from(
+        [
+            0,
+            1,
+            -1,
+            1_700_000_000_000,
+            2**31,
+            2**62,
+            2**63 - 1,
+            2**63,
+            -(2**63),
+            -(2**63) - 1,
+            2**64,
+            -(2**70),
+            8191,
+            8192,
+            -8192,
+        ]
+    ),
     st.integers(-(2**64), 2**64),
     st.integers(0, 1 << 42),
     st.sampled_from(["int-sub", "bool", "float", "str"]),
@@ -116,14 +151,22 @@ _TIMESTAMPS = st.one_of(
 
 
 def timestamp(desc: Any) -> Any:
-    return {"int-sub": IntSub(12), "bool": True, "float": 1.5, "str": "1"}.get(desc, desc) \
-        if isinstance(desc, str) else desc
+    return (
+        {"int-sub": IntSub(12), "bool": True, "float": 1.5, "str": "1"}.get(desc, desc)
+        if isinstance(desc, str)
+        else desc
+    )
 
 
 _NAMES = st.one_of(
-    st.text(max_size=12), st.text(max_size=12), st.text(max_size=12), st.sampled_from(["ключ", "é" * 70, "\udc80", "x" * 64]),
+    st.text(max_size=12),
+    st.text(max_size=12),
+    st.text(max_size=12),
+    st.sampled_from(["ключ", "é" * 70, "\udc80", "x" * 64]),
     st.tuples(st.just("str-sub"), st.text(max_size=5)),
-    st.tuples(st.just("data"), st.tuples(st.binary(max_size=8), st.sampled_from(_KINDS + _BAD_KINDS))),
+    st.tuples(
+        st.just("data"), st.tuples(st.binary(max_size=8), st.sampled_from(_KINDS + _BAD_KINDS))
+    ),
     st.just(7),
 )
 
@@ -134,8 +177,9 @@ def name(desc: Any) -> Any:
     return desc
 
 
-_PAIRS = st.lists(st.tuples(_NAMES, _DATA, st.sampled_from(["tuple"] * 6 + ["list", "long", "short"])),
-                  max_size=4)
+_PAIRS = st.lists(
+    st.tuples(_NAMES, _DATA, st.sampled_from(["tuple"] * 6 + ["list", "long", "short"])), max_size=4
+)
 _HEADERS = st.one_of(st.none(), st.tuples(_PAIRS, st.sampled_from(["list", "tuple", "iterator"])))
 
 
@@ -146,7 +190,9 @@ def headers(desc: Any) -> Any:
     made = []
     for n, v, shape in pairs:
         pair = (name(n), data(v))
-        made.append({"tuple": pair, "list": list(pair), "long": (*pair, b"x"), "short": pair[:1]}[shape])
+        made.append(
+            {"tuple": pair, "list": list(pair), "long": (*pair, b"x"), "short": pair[:1]}[shape]
+        )
     return {"list": made, "tuple": tuple(made), "iterator": iter(made)}[container]
 
 
@@ -154,16 +200,33 @@ def headers(desc: Any) -> Any:
 
 _APPEND = st.tuples(st.just("append"), _TIMESTAMPS, _DATA, _DATA, _HEADERS)
 _COLUMN = st.lists(_DATA, max_size=12)
-_RUN = st.tuples(st.just("run"), _TIMESTAMPS, _COLUMN, st.booleans(), st.integers(-3, 14),
-                 st.integers(-3, 14), _HEADERS, st.one_of(st.none(), st.integers(0, 2**32)),
-                 st.booleans())
-_ROOM = st.tuples(st.just("room"), st.one_of(st.none(), st.integers(-2, 9000), st.just(2**70)),
-                  st.one_of(st.none(), st.integers(-2, 9000)), _HEADERS,
-                  st.one_of(st.none(), _TIMESTAMPS))
-_BUILD = st.tuples(st.just("build"), st.sampled_from([-1, 0, 7, 2**63 - 1, 2**63, "1"]),
-                   st.sampled_from([-1, 0, 2**15 - 1, 2**15]), st.sampled_from([-1, 5, 2**31 - 1, 2**31]))
-_STEPS = st.lists(st.one_of(_APPEND, _APPEND, _APPEND, _RUN, _RUN, _RUN, _ROOM, _BUILD),
-                  min_size=1, max_size=12)
+_RUN = st.tuples(
+    st.just("run"),
+    _TIMESTAMPS,
+    _COLUMN,
+    st.booleans(),
+    st.integers(-3, 14),
+    st.integers(-3, 14),
+    _HEADERS,
+    st.one_of(st.none(), st.integers(0, 2**32)),
+    st.booleans(),
+)
+_ROOM = st.tuples(
+    st.just("room"),
+    st.one_of(st.none(), st.integers(-2, 9000), st.just(2**70)),
+    st.one_of(st.none(), st.integers(-2, 9000)),
+    _HEADERS,
+    st.one_of(st.none(), _TIMESTAMPS),
+)
+_BUILD = st.tuples(
+    st.just("build"),
+    st.sampled_from([-1, 0, 7, 2**63 - 1, 2**63, "1"]),
+    st.sampled_from([-1, 0, 2**15 - 1, 2**15]),
+    st.sampled_from([-1, 5, 2**31 - 1, 2**31]),
+)
+_STEPS = st.lists(
+    st.one_of(_APPEND, _APPEND, _APPEND, _RUN, _RUN, _RUN, _ROOM, _BUILD), min_size=1, max_size=12
+)
 
 
 def call(builder: Any, step: tuple) -> tuple:
@@ -180,11 +243,22 @@ def call(builder: Any, step: tuple) -> tuple:
             order = list(range(len(column)))
             random.Random(seed).shuffle(order)
         lengths = [len(v) if isinstance(v, bytes) else -1 for v in values] if hinted else None
-        return outcome(builder.append_run, timestamp(ts), values, start, stop, keys, headers(hdrs),
-                       order, lengths)
+        return outcome(
+            builder.append_run,
+            timestamp(ts),
+            values,
+            start,
+            stop,
+            keys,
+            headers(hdrs),
+            order,
+            lengths,
+        )
     if kind == "room":
         _, klen, vlen, hdrs, ts = step
-        return outcome(builder.has_room_for, klen, vlen, headers(hdrs), None if ts is None else timestamp(ts))
+        return outcome(
+            builder.has_room_for, klen, vlen, headers(hdrs), None if ts is None else timestamp(ts)
+        )
     _, pid, epoch, seq = step
     return outcome(builder.build, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
 
@@ -205,23 +279,45 @@ def run_both(steps: list, make: Any) -> None:
 
 
 @FUZZ
-@given(steps=_STEPS, batch_size=st.sampled_from([0, 62, 100, 300, 1000, 16_384, 1 << 20]),
-       codec=st.sampled_from([Codec.NONE, Codec.NONE, Codec.GZIP, Codec.LZ4, Codec.ZSTD, Codec.SNAPPY]),
-       transactional=st.booleans())
-def test_the_twins_agree_on_random_calls(steps: list, batch_size: int, codec: Codec, transactional: bool) -> None:
-    run_both(steps, lambda cls: cls(codec=codec, batch_size=batch_size, is_transactional=transactional))
+@given(
+    steps=_STEPS,
+    batch_size=st.sampled_from([0, 62, 100, 300, 1000, 16_384, 1 << 20]),
+    codec=st.sampled_from(
+        [Codec.NONE, Codec.NONE, Codec.GZIP, Codec.LZ4, Codec.ZSTD, Codec.SNAPPY]
+    ),
+    transactional=st.booleans(),
+)
+def test_the_twins_agree_on_random_calls(
+    steps: list, batch_size: int, codec: Codec, transactional: bool
+) -> None:
+    run_both(
+        steps, lambda cls: cls(codec=codec, batch_size=batch_size, is_transactional=transactional)
+    )
 
 
 # Valid input only: every call appends (or finds the batch full), across the varint steps.
 _VALID_DATA = st.one_of(st.none(), _GOOD)
-_VALID_HEADERS = st.one_of(st.none(), st.lists(st.tuples(st.text(max_size=10), _VALID_DATA).map(
-    lambda p: (p[0], p[1])), max_size=3).map(lambda pairs: ("valid", pairs)))
-_DELTAS = st.one_of(st.sampled_from([0, 1, -1, 63, 64, -64, -65, 8191, 8192, -8193, 1 << 40, -(1 << 40)]),
-                    st.integers(-(1 << 20), 1 << 20))
+_VALID_HEADERS = st.one_of(
+    st.none(),
+    st.lists(
+        st.tuples(st.text(max_size=10), _VALID_DATA).map(lambda p: (p[0], p[1])), max_size=3
+    ).map(lambda pairs: ("valid", pairs)),
+)
+_DELTAS = st.one_of(
+    st.sampled_from([0, 1, -1, 63, 64, -64, -65, 8191, 8192, -8193, 1 << 40, -(1 << 40)]),
+    st.integers(-(1 << 20), 1 << 20),
+)
 _VALID_STEP = st.one_of(
     st.tuples(st.just("append"), _DELTAS, _VALID_DATA, _VALID_DATA, _VALID_HEADERS),
-    st.tuples(st.just("run"), _DELTAS, st.lists(st.tuples(_VALID_DATA, _VALID_DATA), max_size=70),
-              st.booleans(), _VALID_HEADERS, st.one_of(st.none(), st.integers(0, 2**32)), st.booleans()),
+    st.tuples(
+        st.just("run"),
+        _DELTAS,
+        st.lists(st.tuples(_VALID_DATA, _VALID_DATA), max_size=70),
+        st.booleans(),
+        _VALID_HEADERS,
+        st.one_of(st.none(), st.integers(0, 2**32)),
+        st.booleans(),
+    ),
 )
 
 
@@ -240,16 +336,33 @@ def valid_call(builder: Any, base: int, step: tuple) -> tuple:
         order = list(range(len(rows)))
         random.Random(seed).shuffle(order)
     lengths = [len(v) if isinstance(v, bytes) else -1 for v in values] if hinted else None
-    return outcome(builder.append_run, base + delta, values, 0, len(rows), keys, hdrs(headers_desc),
-                   order, lengths)
+    return outcome(
+        builder.append_run,
+        base + delta,
+        values,
+        0,
+        len(rows),
+        keys,
+        hdrs(headers_desc),
+        order,
+        lengths,
+    )
 
 
 @FUZZ
-@given(steps=st.lists(_VALID_STEP, min_size=1, max_size=20), base=st.integers(0, 1 << 42),
-       batch_size=st.sampled_from([100, 300, 1000, 16_384, 1 << 20]),
-       codec=st.sampled_from([Codec.NONE, Codec.NONE, Codec.LZ4, Codec.ZSTD]))
-def test_the_twins_write_the_same_bytes(steps: list, base: int, batch_size: int, codec: Codec) -> None:
-    twins = [PURE(codec=codec, batch_size=batch_size), require_compiled()(codec=codec, batch_size=batch_size)]
+@given(
+    steps=st.lists(_VALID_STEP, min_size=1, max_size=20),
+    base=st.integers(0, 1 << 42),
+    batch_size=st.sampled_from([100, 300, 1000, 16_384, 1 << 20]),
+    codec=st.sampled_from([Codec.NONE, Codec.NONE, Codec.LZ4, Codec.ZSTD]),
+)
+def test_the_twins_write_the_same_bytes(
+    steps: list, base: int, batch_size: int, codec: Codec
+) -> None:
+    twins = [
+        PURE(codec=codec, batch_size=batch_size),
+        require_compiled()(codec=codec, batch_size=batch_size),
+    ]
     for i, step in enumerate(steps):
         answers = [valid_call(builder, base, step) for builder in twins]
         assert answers[1] == answers[0], (i, step)
@@ -260,18 +373,33 @@ def test_the_twins_write_the_same_bytes(steps: list, base: int, batch_size: int,
         assert built[1] == built[0]
         (batch,) = parse_record_batches(built[0])
         assert len(batch.records) == twins[0].record_count
-        assert (batch.base_timestamp, batch.max_timestamp) == (twins[0].base_timestamp, twins[0].max_timestamp)
+        assert (batch.base_timestamp, batch.max_timestamp) == (
+            twins[0].base_timestamp,
+            twins[0].max_timestamp,
+        )
 
 
 @FUZZ
-@given(args=st.tuples(st.sampled_from([0, 3, 9, Codec.LZ4, "gzip", None]),
-                      st.sampled_from([0, -5, 16384, 2**70, True, 1.5, "1"]),
-                      st.sampled_from([False, True, 0, [], [1]]),
-                      st.sampled_from([None, 0, 3, -1, True, 2.0, "9"])))
+@given(
+    args=st.tuples(
+        st.sampled_from([0, 3, 9, Codec.LZ4, "gzip", None]),
+        st.sampled_from([0, -5, 16384, 2**70, True, 1.5, "1"]),
+        st.sampled_from([False, True, 0, [], [1]]),
+        st.sampled_from([None, 0, 3, -1, True, 2.0, "9"]),
+    )
+)
 def test_the_twins_are_made_alike(args: tuple) -> None:
     codec, batch_size, transactional, level = args
-    made = [outcome(cls, codec=codec, batch_size=batch_size, is_transactional=transactional,
-                    compression_level=level) for cls in (PURE, require_compiled())]
+    made = [
+        outcome(
+            cls,
+            codec=codec,
+            batch_size=batch_size,
+            is_transactional=transactional,
+            compression_level=level,
+        )
+        for cls in (PURE, require_compiled())
+    ]
     if made[0][0] == "raised":
         assert made[1] == made[0]
         return
@@ -280,7 +408,18 @@ def test_the_twins_are_made_alike(args: tuple) -> None:
     # Read as what they are: a Codec, an int, a bool, an int or None.
     assert type(pure.codec) is Codec and type(pure.batch_size) is int
     assert type(pure.is_transactional) is bool and type(pure.compression_level) in (int, type(None))
-    for attr in ("codec", "batch_size", "is_transactional", "compression_level", "record_count",
-                 "base_timestamp", "max_timestamp", "size_in_bytes", "is_sealed"):
+    for attr in (
+        "codec",
+        "batch_size",
+        "is_transactional",
+        "compression_level",
+        "record_count",
+        "base_timestamp",
+        "max_timestamp",
+        "size_in_bytes",
+        "is_sealed",
+    ):
         assert (getattr(compiled, attr), type(getattr(compiled, attr))) == (
-            getattr(pure, attr), type(getattr(pure, attr))), attr
+            getattr(pure, attr),
+            type(getattr(pure, attr)),
+        ), attr

@@ -125,10 +125,21 @@ def hostile_call(builder: Any, place: str, action: str, at: int, n: int) -> tupl
 
 
 @settings(FUZZ, max_examples=300)
-@given(place=st.sampled_from(_PLACES), action=_ACTIONS, at=st.integers(0, 6), n=st.integers(0, 7),
-       before=st.integers(0, 2), then_append=st.booleans())
+@given(
+    place=st.sampled_from(_PLACES),
+    action=_ACTIONS,
+    at=st.integers(0, 6),
+    n=st.integers(0, 7),
+    before=st.integers(0, 2),
+    then_append=st.booleans(),
+)
 def test_the_twins_agree_when_the_callers_code_runs_mid_read(
-    place: str, action: str, at: int, n: int, before: int, then_append: bool,
+    place: str,
+    action: str,
+    at: int,
+    n: int,
+    before: int,
+    then_append: bool,
 ) -> None:
     twins = [PURE(batch_size=1 << 16), require_compiled()(batch_size=1 << 16)]
     answers = []
@@ -167,8 +178,13 @@ def test_the_twins_agree_when_a_record_of_append_runs_code(place: str, action: s
                 hdrs.insert(0, ("n", buffered))
             else:
                 key = buffered
-        answers.append((outcome(builder.append, 2, key, b"value", hdrs), state(builder),
-                        outcome(builder.build) if builder.record_count else None))
+        answers.append(
+            (
+                outcome(builder.append, 2, key, b"value", hdrs),
+                state(builder),
+                outcome(builder.build) if builder.record_count else None,
+            )
+        )
     assert answers[1] == answers[0]
 
 
@@ -181,7 +197,9 @@ def test_records_that_fill_the_batch_exactly_fit_in_both() -> None:
         runs, singles = [], []
         for cls in (PURE, require_compiled()):
             builder = cls(batch_size=batch_size)
-            runs.append((builder.append_run(5, values, 0, 40, keys), state(builder), bytes(builder.build())))
+            runs.append(
+                (builder.append_run(5, values, 0, 40, keys), state(builder), bytes(builder.build()))
+            )
             builder = cls(batch_size=batch_size)
             taken = [builder.append(5 + i, keys[i], values[i], None) for i in range(40)]
             singles.append((taken, state(builder), bytes(builder.build())))

@@ -41,7 +41,9 @@ class NestedRun(list):
 
 
 @pytest.mark.parametrize("first", [0, 1], ids=["empty", "one-record"])
-def test_a_failed_run_inside_a_run_leaves_the_outer_records_intact(builder_cls: Any, first: int) -> None:
+def test_a_failed_run_inside_a_run_leaves_the_outer_records_intact(
+    builder_cls: Any, first: int
+) -> None:
     builder = builder_cls(batch_size=1 << 16)
     if first:
         builder.append(5, b"k", b"first", None)
@@ -62,8 +64,12 @@ def test_a_run_inside_a_run_that_succeeds_refuses_the_outer(builder_cls: Any) ->
     assert [r[3] for r in records_of(builder)] == [b"inner"]
 
 
-@pytest.mark.parametrize("bounds", [(-(2**63), 1), (-(2**63), 2**63 - 1), (-5, -3), (2**63 - 1, -(2**63))])
-def test_run_bounds_at_the_int64_edges_index_as_range_does(builder_cls: Any, bounds: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    "bounds", [(-(2**63), 1), (-(2**63), 2**63 - 1), (-5, -3), (2**63 - 1, -(2**63))]
+)
+def test_run_bounds_at_the_int64_edges_index_as_range_does(
+    builder_cls: Any, bounds: tuple[int, int]
+) -> None:
     builder = builder_cls(batch_size=1 << 16)
     got = outcome(builder.append_run, 5, [b"x", b"y", b"z"], *bounds)
     if bounds[0] < bounds[1]:
@@ -79,8 +85,15 @@ def test_the_batch_kernel_holds_what_a_topics_code_may_free() -> None:
     require_compiled()
     env = dict(os.environ, PYTHONMALLOC="debug", PYTHONPATH=str(ROOT))
     env.pop("AIOPRODUCER_NO_EXTENSIONS", None)
-    done = subprocess.run([sys.executable, "-m", "tests.support.hostile_lane"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.hostile_lane"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
     lines = done.stdout.splitlines()
     assert len(lines) == 12
@@ -93,5 +106,8 @@ def test_the_batch_kernel_holds_what_a_topics_code_may_free() -> None:
         if answer == "RuntimeError":
             assert (int(produced), records) == (before, "1"), line
         else:  # counted; or the finalizer ran once the record was in, and set its own count
-            assert int(produced) - before in range(1, 200) or (int(produced), records) == (meanwhile, "2"), line
+            assert int(produced) - before in range(1, 200) or (int(produced), records) == (
+                meanwhile,
+                "2",
+            ), line
     assert any("RuntimeError" in line for line in lines)  # the collection came mid-append once

@@ -33,7 +33,9 @@ def outcome(call: Any, *args: Any, **kwargs: Any) -> tuple:
 
 def records_of(builder: Any) -> list[tuple]:
     """The records of a builder's batch, as the parser reads them (CRC checked)."""
-    (batch,) = parse_record_batches(bytes(builder.build(producer_id=1, producer_epoch=0, base_sequence=0)))
+    (batch,) = parse_record_batches(
+        bytes(builder.build(producer_id=1, producer_epoch=0, base_sequence=0))
+    )
     return [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in batch.records]
 
 
@@ -64,7 +66,9 @@ def test_a_header_name_whose_bytes_clears_the_headers_is_refused(builder_cls: An
     headers: list[Any] = []
     headers += [(ClearingName(headers), b"v"), ("after", b"w")]
     builder = builder_cls()
-    with pytest.raises(TypeError, match=r"^headers\[0\] name must be a str or bytes-like, got ClearingName$"):
+    with pytest.raises(
+        TypeError, match=r"^headers\[0\] name must be a str or bytes-like, got ClearingName$"
+    ):
         builder.append(1, None, b"value", headers)
     assert len(headers) == 2 and builder.record_count == 0
     assert builder.append(1, None, b"value", [("after", b"w")]) == 0
@@ -87,7 +91,9 @@ def test_a_pair_that_clears_the_headers_is_read_from_a_snapshot(builder_cls: Any
     builder = builder_cls()
     assert builder.append(7, b"k", b"v", headers) == 0
     assert headers == []  # the pair's code ran, and emptied the caller's list
-    assert records_of(builder) == expected(builder_cls, [(7, b"k", b"v", [("a", b"1"), ("b", b"2"), ("c", None)])])
+    assert records_of(builder) == expected(
+        builder_cls, [(7, b"k", b"v", [("a", b"1"), ("b", b"2"), ("c", None)])]
+    )
 
 
 def test_an_iterator_of_headers_is_read_as_its_pairs(builder_cls: Any) -> None:
@@ -95,7 +101,9 @@ def test_an_iterator_of_headers_is_read_as_its_pairs(builder_cls: Any) -> None:
     builder = builder_cls()
     assert builder.append(3, None, b"v", iter(pairs)) == 0
     assert builder.append_run(4, [b"x"], 0, 1, None, (p for p in pairs)) == 1
-    assert records_of(builder) == expected(builder_cls, [(3, None, b"v", pairs), (4, None, b"x", pairs)])
+    assert records_of(builder) == expected(
+        builder_cls, [(3, None, b"v", pairs), (4, None, b"x", pairs)]
+    )
 
 
 # -- runs whose sequences run the caller's code ---------------------------------
@@ -123,7 +131,9 @@ def test_a_run_whose_values_append_to_the_builder_is_refused(builder_cls: Any) -
     with pytest.raises(RuntimeError, match="changed while a run was appended"):
         builder.append_run(5, values, 0, 30)
     assert builder.record_count == 2
-    assert records_of(builder) == expected(builder_cls, [(5, None, b"first", []), (99, b"inner", b"record", [])])
+    assert records_of(builder) == expected(
+        builder_cls, [(5, None, b"first", []), (99, b"inner", b"record", [])]
+    )
 
 
 class Reaching(list):
@@ -261,10 +271,20 @@ _INT64_MAX = 2**63 - 1
 
 @pytest.mark.parametrize(
     ("first", "then"),
-    [(2**63, None), (-(2**63) - 1, None), (2**70, None), (0, 2**63), (-(2**63), _INT64_MAX),
-     (_INT64_MAX, -(2**63)), (_INT64_MAX, -2), (-(2**63), 0)],
+    [
+        (2**63, None),
+        (-(2**63) - 1, None),
+        (2**70, None),
+        (0, 2**63),
+        (-(2**63), _INT64_MAX),
+        (_INT64_MAX, -(2**63)),
+        (_INT64_MAX, -2),
+        (-(2**63), 0),
+    ],
 )
-def test_timestamps_and_deltas_outside_int64_are_refused(builder_cls: Any, first: int, then: int | None) -> None:
+def test_timestamps_and_deltas_outside_int64_are_refused(
+    builder_cls: Any, first: int, then: int | None
+) -> None:
     """A batch's timestamps are int64, and so is each delta from the first: past
     them a clear ValueError, the builder unchanged (they used to wrap, or fail
     at build() with struct.error, or with OverflowError in one twin only)."""
@@ -286,7 +306,11 @@ def test_timestamps_and_deltas_outside_int64_are_refused(builder_cls: Any, first
         builder.append_run(then, [b"w"], 0, 1)
     with pytest.raises(ValueError, match="timestamp_ms"):
         builder.has_room_for(0, 1, None, then)
-    assert (builder.record_count, builder.base_timestamp, builder.max_timestamp) == (1, first, first)
+    assert (builder.record_count, builder.base_timestamp, builder.max_timestamp) == (
+        1,
+        first,
+        first,
+    )
     assert records_of(builder)[0][1] == first
 
 
@@ -303,30 +327,81 @@ BAD_CALLS = [
     ("append", (1, "text", b"v"), {}, TypeError, "key must be bytes-like or None, got str"),
     ("append", (1, None, 12), {}, TypeError, "value must be bytes-like or None, got int"),
     ("append", (1.5, None, 12), {}, TypeError, "timestamp_ms must be an int, got float"),
-    ("append", (1, None, b"v", [("n", 5)]), {}, TypeError,
-     "headers[0] value must be bytes-like or None, got int"),
-    ("append", (1, None, b"v", [("a", b"1", b"2")]), {}, ValueError,
-     "headers[0] must be a (name, value) pair, got 3 items"),
+    (
+        "append",
+        (1, None, b"v", [("n", 5)]),
+        {},
+        TypeError,
+        "headers[0] value must be bytes-like or None, got int",
+    ),
+    (
+        "append",
+        (1, None, b"v", [("a", b"1", b"2")]),
+        {},
+        ValueError,
+        "headers[0] must be a (name, value) pair, got 3 items",
+    ),
     ("append", (1, None, b"v", [5]), {}, TypeError, "'int' object is not iterable"),
-    ("append", (1, None, b"v", [(7, b"v")]), {}, TypeError,
-     "headers[0] name must be a str or bytes-like, got int"),
-    ("append_run", (1, [b"a", 3], 0, 2), {}, TypeError, "values[1] must be bytes-like or None, got int"),
-    ("append_run", (1, [b"a", b"b"], 0, 2, [None, "k"]), {}, TypeError,
-     "keys[1] must be bytes-like or None, got str"),
+    (
+        "append",
+        (1, None, b"v", [(7, b"v")]),
+        {},
+        TypeError,
+        "headers[0] name must be a str or bytes-like, got int",
+    ),
+    (
+        "append_run",
+        (1, [b"a", 3], 0, 2),
+        {},
+        TypeError,
+        "values[1] must be bytes-like or None, got int",
+    ),
+    (
+        "append_run",
+        (1, [b"a", b"b"], 0, 2, [None, "k"]),
+        {},
+        TypeError,
+        "keys[1] must be bytes-like or None, got str",
+    ),
     ("append_run", (1, [b"a"], 0, 2), {}, IndexError, "list index out of range"),
-    ("append_run", (1, [b"a"], 0, 1.0), {}, TypeError, "'float' object cannot be interpreted as an integer"),
-    ("build", (), {"producer_epoch": 2**15}, ValueError, "producer_epoch 32768 is outside the int16 range"),
-    ("build", (), {"base_sequence": -(2**31) - 1}, ValueError,
-     "base_sequence -2147483649 is outside the int32 range"),
+    (
+        "append_run",
+        (1, [b"a"], 0, 1.0),
+        {},
+        TypeError,
+        "'float' object cannot be interpreted as an integer",
+    ),
+    (
+        "build",
+        (),
+        {"producer_epoch": 2**15},
+        ValueError,
+        "producer_epoch 32768 is outside the int16 range",
+    ),
+    (
+        "build",
+        (),
+        {"base_sequence": -(2**31) - 1},
+        ValueError,
+        "base_sequence -2147483649 is outside the int32 range",
+    ),
     ("build", (), {"producer_id": "7"}, TypeError, "producer_id must be an int, got str"),
     ("has_room_for", (None, "3"), {}, TypeError, "value_len must be an int or None, got str"),
 ]
 
 
-@pytest.mark.parametrize(("method", "args", "kwargs", "error", "message"), BAD_CALLS,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)])
+@pytest.mark.parametrize(
+    ("method", "args", "kwargs", "error", "message"),
+    BAD_CALLS,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(BAD_CALLS)],
+)
 def test_bad_input_gets_the_same_typed_error_from_both(
-    builder_cls: Any, method: str, args: tuple, kwargs: dict, error: type, message: str,
+    builder_cls: Any,
+    method: str,
+    args: tuple,
+    kwargs: dict,
+    error: type,
+    message: str,
 ) -> None:
     builder = builder_cls()
     if method == "build":
@@ -341,6 +416,10 @@ def test_construction_checks_its_arguments(builder_cls: Any) -> None:
     assert outcome(builder_cls, codec=9)[:2] == ("raised", ValueError)
     assert outcome(builder_cls, compression_level="max")[:2] == ("raised", TypeError)
     builder = builder_cls(codec=3, batch_size=True, is_transactional=[1], compression_level=5)
-    assert (builder.codec.name, builder.batch_size, builder.is_transactional, builder.compression_level) == (
-        "LZ4", 1, True, 5)
+    assert (
+        builder.codec.name,
+        builder.batch_size,
+        builder.is_transactional,
+        builder.compression_level,
+    ) == ("LZ4", 1, True, 5)
     assert PURE is not None

@@ -35,9 +35,7 @@ def k() -> ModuleType:
     return required(K)
 
 
-_LENGTHS = st.one_of(
-    st.integers(0, 300), st.sampled_from([63, 64, 8191, 8192, 100_000])
-)
+_LENGTHS = st.one_of(st.integers(0, 300), st.sampled_from([63, 64, 8191, 8192, 100_000]))
 _VALUE = st.one_of(st.none(), _LENGTHS.map(lambda n: b"v" * n))
 
 
@@ -126,7 +124,9 @@ def test_a_record_over_the_limit_is_named_on_both_paths(compiled: bool) -> None:
         "t", values, None, None, None, None, key_serializer=None, value_serializer=None
     )
     with mock.patch.object(bounds, "kernels", K if compiled else None):
-        with pytest.raises(errors.RecordTooLargeError, match=r"record 2 is \d+ bytes.*max_request_size"):
+        with pytest.raises(
+            errors.RecordTooLargeError, match=r"record 2 is \d+ bytes.*max_request_size"
+        ):
             record_reservations(cols, max_request_size=4096, buffer_memory=1 << 20)
         totals = record_reservations(cols, max_request_size=1 << 20, buffer_memory=1 << 20)
     assert len(totals) == len(values) + 1 and totals[0] == 0

@@ -15,7 +15,11 @@ def test_defaults_match_the_java_producer() -> None:
     cfg = ProducerConfig().validate()
     assert cfg.acks_value == -1 and cfg.idempotent is True
     assert (cfg.batch_size, cfg.linger_ms, cfg.buffer_memory) == (16384, 5, 32 << 20)
-    assert (cfg.delivery_timeout_ms, cfg.request_timeout_ms, cfg.max_block_ms) == (120000, 30000, 60000)
+    assert (cfg.delivery_timeout_ms, cfg.request_timeout_ms, cfg.max_block_ms) == (
+        120000,
+        30000,
+        60000,
+    )
 
 
 def test_from_config_maps_java_names_and_string_values() -> None:
@@ -60,13 +64,20 @@ def test_bad_values_are_named() -> None:
 
 @pytest.mark.parametrize(
     ("name", "largest"),
-    [("batch_size", 2**31 - 1), ("max_request_size", 2**31 - 1), ("buffer_memory", 2**63 - 1),
-     ("max_block_ms", 2**63 - 1), ("transaction_timeout_ms", 2**31 - 1)],
+    [
+        ("batch_size", 2**31 - 1),
+        ("max_request_size", 2**31 - 1),
+        ("buffer_memory", 2**63 - 1),
+        ("max_block_ms", 2**63 - 1),
+        ("transaction_timeout_ms", 2**31 - 1),
+    ],
 )
 def test_sizes_and_times_are_bounded_by_javas_types(name: str, largest: int) -> None:
     """An INT setting is an int32 and a LONG one an int64, as in Java: a value
     the protocol's fields (or the compiled path) cannot hold is refused at once."""
-    with pytest.raises(ConfigurationError, match=rf"{name} must be an integer from \d+ to {largest}\b"):
+    with pytest.raises(
+        ConfigurationError, match=rf"{name} must be an integer from \d+ to {largest}\b"
+    ):
         Producer("a:1", **{name: largest + 1})
     with pytest.raises(ConfigurationError, match=name):
         Producer("a:1", **{name: 2**64})
@@ -127,7 +138,9 @@ def test_metadata_and_partitioner_settings_match_java() -> None:
 def test_protocol_prefixes_and_ipv6_parse() -> None:
     assert parse_bootstrap("PLAINTEXT://a:1, b:2") == [("a", 1), ("b", 2)]
     assert parse_bootstrap(["SASL_SSL://a:9093", "[::1]:9092", "ssl://[fe80::1%eth0]:1"]) == [
-        ("a", 9093), ("::1", 9092), ("fe80::1%eth0", 1),
+        ("a", 9093),
+        ("::1", 9092),
+        ("fe80::1%eth0", 1),
     ]
     assert parse_bootstrap("SASL_PLAINTEXT://[::1]:9092", "SASL_PLAINTEXT") == [("::1", 9092)]
     from aioproducer.net.bootstrap import format_address
@@ -155,13 +168,15 @@ def test_a_prefix_that_contradicts_security_protocol_is_refused() -> None:
     ):
         Producer("SSL://a:1")
     with pytest.raises(ConfigurationError, match="PLAINTEXT but security_protocol is SASL_SSL"):
-        Producer.from_config({
-            "bootstrap.servers": "b:2,PLAINTEXT://a:1",
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": "u",
-            "sasl.password": "p",
-        })
+        Producer.from_config(
+            {
+                "bootstrap.servers": "b:2,PLAINTEXT://a:1",
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "u",
+                "sasl.password": "p",
+            }
+        )
     assert Producer("SSL://a:1", security_protocol="ssl").config.security.protocol == "SSL"
 
 

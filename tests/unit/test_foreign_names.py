@@ -20,7 +20,9 @@ def test_a_peer_producers_method_says_what_to_call(name: str) -> None:
 def test_other_missing_attributes_are_plain_attribute_errors() -> None:
     producer = Producer("127.0.0.1:1")
     assert getattr(producer, "no_such_thing", "default") == "default"
-    with pytest.raises(AttributeError, match=r"^'Producer' object has no attribute 'no_such_thing'$"):
+    with pytest.raises(
+        AttributeError, match=r"^'Producer' object has no attribute 'no_such_thing'$"
+    ):
         producer.no_such_thing  # type: ignore[attr-defined]  # noqa: B018
 
 

@@ -80,7 +80,9 @@ def test_decoder_rejects_absurd_size() -> None:
 
 
 def test_request_header_v1_layout() -> None:
-    frame = encode_request(METADATA, 1, 7, "cid", MetadataRequest(topics=[MetadataRequestTopic(name="t")]))
+    frame = encode_request(
+        METADATA, 1, 7, "cid", MetadataRequest(topics=[MetadataRequestTopic(name="t")])
+    )
     size, key, version, corr = struct.unpack_from(">ihhi", frame)
     assert (size, key, version, corr) == (len(frame) - 4, 3, 1, 7)
     assert frame[12:17] == b"\x00\x03cid"
@@ -108,7 +110,9 @@ _SAMPLES = {
     18: ApiVersionsRequest(client_software_name="aioproducer", client_software_version="1.0"),
     3: MetadataRequest(topics=[MetadataRequestTopic(name="orders")]),
     0: ProduceRequest(
-        transactional_id=None, acks=-1, timeout_ms=30000,
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=30000,
         topic_data=[TopicProduceData(name="t", partition_data=[PartitionProduceData(2, b"xyz")])],
     ),
     22: InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=1000),
@@ -162,7 +166,9 @@ def test_api_versions_fallback_decodes_v0_error_body() -> None:
 
 
 def test_trailing_bytes_are_an_error() -> None:
-    frame = encode_response(INIT_PRODUCER_ID, 0, 1, InitProducerIdResponse(producer_id=5, producer_epoch=0))
+    frame = encode_response(
+        INIT_PRODUCER_ID, 0, 1, InitProducerIdResponse(producer_id=5, producer_epoch=0)
+    )
     with pytest.raises(MessageError, match="trailing"):
         decode_response(INIT_PRODUCER_ID, 0, frame[4:] + b"\x00")
 
@@ -177,7 +183,9 @@ def test_truncated_response_is_an_error() -> None:
 
 def test_non_nullable_null_is_rejected() -> None:
     with pytest.raises(MessageError, match="non-nullable"):
-        encode_request(METADATA, 1, 1, None, MetadataRequest(topics=[MetadataRequestTopic(name=None)]))
+        encode_request(
+            METADATA, 1, 1, None, MetadataRequest(topics=[MetadataRequestTopic(name=None)])
+        )
 
 
 def test_a_field_the_version_lacks_is_refused_unless_ignorable() -> None:
@@ -206,7 +214,9 @@ def test_negotiate_version(ours, broker, expected) -> None:  # type: ignore[no-u
 
 def test_client_ranges_lie_within_the_generated_classes() -> None:
     for api in APIS_BY_KEY.values():
-        assert api.request.MIN_VERSION <= api.min_version <= api.max_version <= api.request.MAX_VERSION
+        assert (
+            api.request.MIN_VERSION <= api.min_version <= api.max_version <= api.request.MAX_VERSION
+        )
         assert (api.request.API_KEY, api.response.API_KEY) == (api.key, api.key)
     with pytest.raises(ValueError, match="outside the spec"):
         replace(PRODUCE, max_version=PRODUCE.request.MAX_VERSION + 1)
@@ -214,7 +224,9 @@ def test_client_ranges_lie_within_the_generated_classes() -> None:
 
 def _api_versions_v3_body(tags: bytes) -> bytes:
     # error 0, api_keys: one entry (compact array n+1=2), throttle 0, then tags.
-    return b"\x00\x00" + b"\x02" + struct.pack(">hhh", 0, 3, 12) + b"\x00" + b"\x00\x00\x00\x00" + tags
+    return (
+        b"\x00\x00" + b"\x02" + struct.pack(">hhh", 0, 3, 12) + b"\x00" + b"\x00\x00\x00\x00" + tags
+    )
 
 
 def test_api_versions_reads_finalized_features() -> None:
@@ -227,8 +239,12 @@ def test_api_versions_reads_finalized_features() -> None:
     tags = (
         b"\x03"
         + b"\x00\x01\x01"  # tag 0: an empty compact array, 1 byte
-        + b"\x01" + bytes([len(epoch)]) + epoch
-        + b"\x02" + bytes([len(finalized)]) + finalized
+        + b"\x01"
+        + bytes([len(epoch)])
+        + epoch
+        + b"\x02"
+        + bytes([len(finalized)])
+        + finalized
     )
     frame = struct.pack(">i", 3) + _api_versions_v3_body(tags)
     msg = decode_response(API_VERSIONS, 3, frame)
@@ -261,12 +277,17 @@ def test_tagged_fields_round_trip() -> None:
 def test_a_produce_frame_holds_its_record_sets_by_reference(version: int) -> None:
     batches = [b"a" * 300, bytearray(b"b" * 70_000), memoryview(b"c" * 5)]
     body = ProduceRequest(
-        transactional_id="tx", acks=-1, timeout_ms=30_000,
+        transactional_id="tx",
+        acks=-1,
+        timeout_ms=30_000,
         topic_data=[
             TopicProduceData(name="t", partition_data=[PartitionProduceData(0, batches[0])]),
             TopicProduceData(
                 name="u",
-                partition_data=[PartitionProduceData(1, batches[1]), PartitionProduceData(2, batches[2])],
+                partition_data=[
+                    PartitionProduceData(1, batches[1]),
+                    PartitionProduceData(2, batches[2]),
+                ],
             ),
         ],
     )
@@ -276,7 +297,7 @@ def test_a_produce_frame_holds_its_record_sets_by_reference(version: int) -> Non
     frame = b"".join(chunks)
     assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
     # The same bytes as the copying encoder, and it decodes back.
-    assert frame[-len(body.encode(version)):] == body.encode(version)
+    assert frame[-len(body.encode(version)) :] == body.encode(version)
     _, _, _, _, decoded = decode_request(frame[4:], APIS_BY_KEY)
     assert [bytes(p.records or b"") for t in decoded.topic_data for p in t.partition_data] == [
         bytes(b) for b in batches
@@ -285,7 +306,9 @@ def test_a_produce_frame_holds_its_record_sets_by_reference(version: int) -> Non
 
 def test_a_produce_frame_that_cannot_be_encoded_leaves_nothing() -> None:
     out = bytearray(b"head")
-    bad = ProduceRequest(topic_data=[TopicProduceData(name="t", partition_data=[PartitionProduceData(0, 5)])])  # type: ignore[arg-type]
+    bad = ProduceRequest(
+        topic_data=[TopicProduceData(name="t", partition_data=[PartitionProduceData(0, 5)])]
+    )  # type: ignore[arg-type]
     with pytest.raises(MessageError, match="ProduceRequest v9"):
         bad.encode_chunks(out, 9)
     assert out == b"head"

@@ -44,7 +44,9 @@ def lane_twins(k: ModuleType) -> tuple[tuple[type[Any], type[Any]], tuple[type[A
 
 @pytest.mark.parametrize("kind", ["unkeyed", "keyed"])
 @pytest.mark.parametrize("own_size", ["as built", "smaller"])
-def test_full_is_answered_exactly_when_the_batch_is_full(k: ModuleType, kind: str, own_size: str) -> None:
+def test_full_is_answered_exactly_when_the_batch_is_full(
+    k: ModuleType, kind: str, own_size: str
+) -> None:
     """Every batch size over a span (some land exactly on a record's end): the same
     answers from both, with FULL exactly when is_full() (by the batch's own batch_size)."""
     cores = (BatchCorePy, k.BatchCore)
@@ -55,9 +57,14 @@ def test_full_is_answered_exactly_when_the_batch_is_full(k: ModuleType, kind: st
         # The reference all through (the pure builder too), and the kernel with the compiled one.
         twins = (RecordBatchBuilderPy, k.RecordBatchBuilder)
         for core, got, builder_cls in zip(cores, answers, twins):
-            batch = batch_class(core)("t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0,
-                                      delivery_timeout=60)
-            append = batch_class(core).append_unkeyed if kind == "unkeyed" else batch_class(core).append_keyed
+            batch = batch_class(core)(
+                "t", 0, codec=Codec.NONE, batch_size=batch_size, now=0.0, delivery_timeout=60
+            )
+            append = (
+                batch_class(core).append_unkeyed
+                if kind == "unkeyed"
+                else batch_class(core).append_keyed
+            )
             batch.builder = builder_cls(codec=Codec.NONE, batch_size=batch_size)
             if own_size == "smaller":
                 batch.batch_size = batch_size - 40  # full before its builder refuses
@@ -137,7 +144,9 @@ def _run(append: Any, lane: Any, *args: Any) -> Any:
     return None if answer is None else type(answer)
 
 
-@pytest.mark.parametrize("flags", [None, -1, 0, FULL, batch_module.SWITCH, FULL | batch_module.SWITCH])
+@pytest.mark.parametrize(
+    "flags", [None, -1, 0, FULL, batch_module.SWITCH, FULL | batch_module.SWITCH]
+)
 def test_the_unkeyed_lanes_read_an_odd_answer_alike(lane_twins: Any, flags: int | None) -> None:
     """Read once the pool is charged: the sender woken before the partitioner moves on."""
     outcomes = []

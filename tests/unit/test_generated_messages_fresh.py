@@ -24,6 +24,10 @@ def test_checked_in_messages_match_a_fresh_generation(tmp_path: Path) -> None:
     written = generate(jar, tmp_path)
     fresh = {p.name: p.read_text(encoding="utf-8") for p in written}
     checked_in = {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.py")}
-    assert sorted(checked_in) == sorted(fresh), "files differ: run python -m tools.kafka_messages.generate"
+    assert sorted(checked_in) == sorted(fresh), (
+        "files differ: run python -m tools.kafka_messages.generate"
+    )
     stale = [name for name in fresh if fresh[name] != checked_in[name]]
-    assert not stale, f"{stale} differ from a fresh generation: run python -m tools.kafka_messages.generate"
+    assert not stale, (
+        f"{stale} differ from a fresh generation: run python -m tools.kafka_messages.generate"
+    )

@@ -47,8 +47,12 @@ def _produce_request(by_id: bool) -> ProduceRequest:
 
 def _produce_response(tagged: bool) -> ProduceResponse:
     refused = pr.PartitionProduceResponse(
-        index=4, error_code=6, base_offset=-1,
-        record_errors=[pr.BatchIndexAndErrorMessage(batch_index=2, batch_index_error_message="bad")],
+        index=4,
+        error_code=6,
+        base_offset=-1,
+        record_errors=[
+            pr.BatchIndexAndErrorMessage(batch_index=2, batch_index_error_message="bad")
+        ],
         error_message="not leader",
     )
     if tagged:
@@ -57,7 +61,10 @@ def _produce_response(tagged: bool) -> ProduceResponse:
         name="t",
         partition_responses=[
             pr.PartitionProduceResponse(
-                index=3, error_code=0, base_offset=1234567890123, log_append_time_ms=-1,
+                index=3,
+                error_code=0,
+                base_offset=1234567890123,
+                log_append_time_ms=-1,
                 log_start_offset=17,
             ),
             refused,
@@ -91,11 +98,19 @@ def _metadata_response() -> MetadataResponse:
         controller_id=1,
         topics=[
             md.MetadataResponseTopic(
-                error_code=0, name="a", topic_id=TOPIC_ID, is_internal=False,
+                error_code=0,
+                name="a",
+                topic_id=TOPIC_ID,
+                is_internal=False,
                 partitions=[
                     md.MetadataResponsePartition(
-                        error_code=0, partition_index=0, leader_id=1, leader_epoch=4,
-                        replica_nodes=[1, 2], isr_nodes=[1], offline_replicas=[2],
+                        error_code=0,
+                        partition_index=0,
+                        leader_id=1,
+                        leader_epoch=4,
+                        replica_nodes=[1, 2],
+                        isr_nodes=[1],
+                        offline_replicas=[2],
                     )
                 ],
                 topic_authorized_operations=0x0FF8,
@@ -187,8 +202,12 @@ def test_a_non_ignorable_field_the_version_lacks_refuses_like_java() -> None:
         _produce_response(True).encode(8)
     # An ignorable one (the topic name at v13, which names topics by id) is dropped.
     assert _produce_request(False).encode(13) == ProduceRequest(
-        transactional_id="txn-1", acks=-1, timeout_ms=30000,
-        topic_data=[pr.TopicProduceData(partition_data=_produce_request(False).topic_data[0].partition_data)],
+        transactional_id="txn-1",
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[
+            pr.TopicProduceData(partition_data=_produce_request(False).topic_data[0].partition_data)
+        ],
     ).encode(13)
 
 
@@ -205,7 +224,9 @@ def test_a_non_ignorable_field_the_version_lacks_refuses_like_java() -> None:
 def test_a_value_that_does_not_fit_is_a_typed_error_and_writes_nothing(message: Any) -> None:
     out = bytearray(b"head")
     with pytest.raises(MessageError):
-        message.encode_into(out, 9 if isinstance(message, (ProduceRequest, MetadataResponse)) else 4)
+        message.encode_into(
+            out, 9 if isinstance(message, (ProduceRequest, MetadataResponse)) else 4
+        )
     assert out == b"head"
 
 

@@ -44,7 +44,9 @@ def test_captures_cover_every_api_we_speak() -> None:
         assert (key, REQUEST) in seen and (key, "<") in seen, key
 
 
-@pytest.mark.parametrize(("name", "frame"), _frames(REQUEST), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "frame"), _frames(REQUEST), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_request_decodes_and_reencodes_to_the_same_bytes(name: str, frame: Frame) -> None:
     api, version, cid, client_id, body = decode_request(frame.payload, APIS_BY_KEY)
     assert (api.key, version, cid) == (frame.api_key, frame.api_version, frame.correlation_id)
@@ -53,7 +55,9 @@ def test_request_decodes_and_reencodes_to_the_same_bytes(name: str, frame: Frame
     assert again[4:] == frame.payload
 
 
-@pytest.mark.parametrize(("name", "frame"), _frames("<"), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "frame"), _frames("<"), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_broker_response_decodes_completely(name: str, frame: Frame) -> None:
     api = APIS_BY_KEY[frame.api_key]
     msg = decode_response(api, frame.api_version, frame.payload)  # raises on leftovers
@@ -94,6 +98,7 @@ def test_broker_response_decodes_completely(name: str, frame: Frame) -> None:
     else:
         raise AssertionError(f"no checks for {api.name} responses")
 
+
 def test_produce_request_records_parse_with_the_producer_id_from_init() -> None:
     for path in CAPTURES:
         if "_sasl_" in path.stem:  # authentication refused: nothing was produced
@@ -133,10 +138,7 @@ def test_transactional_session_follows_the_protocol(path: Path) -> None:
     ]
     (txn_id,) = {b.transactional_id for key, b in bodies if key == 22}
     lookups = {
-        (b.key_type, k)
-        for key, b in bodies
-        if key == 10
-        for k in (b.coordinator_keys or [b.key])
+        (b.key_type, k) for key, b in bodies if key == 10 for k in (b.coordinator_keys or [b.key])
     }
     assert (COORDINATOR_KEY_TRANSACTION, txn_id) in lookups
     added: set[tuple[str, int]] = set()

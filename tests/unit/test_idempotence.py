@@ -9,7 +9,9 @@ from aioproducer.protocol.record_parsing import parse_record_batches
 
 
 def batch(partition: int = 0, records: int = 3, topic: str = "t") -> ProducerBatch:
-    b = ProducerBatch(topic, partition, codec=Codec.NONE, batch_size=1 << 20, now=0.0, delivery_timeout=60)
+    b = ProducerBatch(
+        topic, partition, codec=Codec.NONE, batch_size=1 << 20, now=0.0, delivery_timeout=60
+    )
     for i in range(records):
         b.try_append(1000 + i, None, b"v%d" % i, None, 0)
     return b

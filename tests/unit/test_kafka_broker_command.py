@@ -20,7 +20,9 @@ def test_listener_properties_are_prefixed_with_the_listener_name(tmp_path: Path)
     broker = KafkaBroker(
         workdir=tmp_path,
         libs=tmp_path,
-        listeners=[Listener("REAUTH", "SASL_PLAINTEXT", properties={"connections.max.reauth.ms": "3000"})],
+        listeners=[
+            Listener("REAUTH", "SASL_PLAINTEXT", properties={"connections.max.reauth.ms": "3000"})
+        ],
     )
     props = broker.server_properties()
     assert props["listener.name.reauth.connections.max.reauth.ms"] == "3000"

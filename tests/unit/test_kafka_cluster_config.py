@@ -93,8 +93,12 @@ def test_namespace_names_fit_interface_names_and_addresses_differ() -> None:
 def test_a_node_loses_the_quorum_when_it_reaches_no_majority_of_controllers() -> None:
     net = _network([1, 2, 3])
     # What cut_controllers(1) blackholes, both ways (no routes are made here).
-    net._cuts = {(1, net.controller_address(2)), (1, net.controller_address(3)),
-                 (2, net.controller_address(1)), (3, net.controller_address(1))}
+    net._cuts = {
+        (1, net.controller_address(2)),
+        (1, net.controller_address(3)),
+        (2, net.controller_address(1)),
+        (3, net.controller_address(1)),
+    }
     assert [net.quorum_lost(n) for n in (1, 2, 3)] == [True, False, False]
     net._cuts = {(1, net.controller_address(2))}
     assert not net.quorum_lost(1)  # itself and node 3: a majority

@@ -32,8 +32,13 @@ from tests.support.kernels import kernels_or_skip, required
 K = kernels_or_skip()
 ROOT = Path(__file__).resolve().parents[2]
 
-FUZZ = settings(max_examples=120, derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=120,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +99,7 @@ def strided_forms(data: bytes) -> list[tuple[Any, bytes]]:
     out = [(view[::2], data[::2]), (view[::-1], data[::-1]), (view[1::3], data[1::3])]
     if len(data) % 4 == 0 and data:
         ints = view.cast("i")
-        out.append((ints[::2], b"".join(data[i:i + 4] for i in range(0, len(data), 8))))
+        out.append((ints[::2], b"".join(data[i : i + 4] for i in range(0, len(data), 8))))
     return out
 
 
@@ -112,12 +117,19 @@ def test_murmur2_of_signed_and_strided_buffers_agrees_between_twins(k: ModuleTyp
     # The pure twin used to hash their items (negative for 'b'), the compiled one
     # their bytes or refused a non-contiguous view with BufferError.
     data = bytes(range(256))
-    for obj in (memoryview(data).cast("b"), array("b", data), memoryview(data)[::2],
-                array("h", [1, -2, 300]), BytesSub(b"abcdef")):
+    for obj in (
+        memoryview(data).cast("b"),
+        array("b", data),
+        memoryview(data)[::2],
+        array("h", [1, -2, 300]),
+        BytesSub(b"abcdef"),
+    ):
         assert k.murmur2(obj) == _murmur2_pure(obj) == _murmur2_pure(memoryview(obj).tobytes())
 
 
-@pytest.mark.parametrize("obj", ["key", 7, None, [1, 2], 1.5, object()], ids=lambda o: type(o).__name__)
+@pytest.mark.parametrize(
+    "obj", ["key", 7, None, [1, 2], 1.5, object()], ids=lambda o: type(o).__name__
+)
 def test_murmur2_refuses_what_has_no_buffer_alike(k: ModuleType, obj: Any) -> None:
     assert outcome(k.murmur2, obj) == outcome(_murmur2_pure, obj)
     assert outcome(k.murmur2, obj)[1] is TypeError
@@ -137,8 +149,22 @@ def test_murmur2_of_a_python_buffer_that_mutates_its_source(k: ModuleType) -> No
     assert k.murmur2(Shifty()) == _murmur2_pure(Shifty()) == _murmur2_pure(b"0123456789" * 10)
 
 
-_INT64_EDGES = [0, 1, -1, 2**31, 2**32 - 1, 2**62, 2**63 - 2, 2**63 - 1, 2**63, 2**64, 2**70, -2**63,
-                -2**63 - 1, -2**70]
+_INT64_EDGES = [
+    0,
+    1,
+    -1,
+    2**31,
+    2**32 - 1,
+    2**62,
+    2**63 - 2,
+    2**63 - 1,
+    2**63,
+    2**64,
+    2**70,
+    -(2**63),
+    -(2**63) - 1,
+    -(2**70),
+]
 
 
 class IntSub(int):
@@ -147,13 +173,23 @@ class IntSub(int):
 
 # -- the bulk column passes --------------------------------------------------
 
-_LENGTHS = st.one_of(st.sampled_from([-1, 0, 1, 2**62, 2**63 - 1, -2**63]), st.integers(-1, 1 << 20))
+_LENGTHS = st.one_of(
+    st.sampled_from([-1, 0, 1, 2**62, 2**63 - 1, -(2**63)]), st.integers(-1, 1 << 20)
+)
 
 
 @FUZZ
-@given(column=st.lists(st.one_of(st.none(), st.binary(max_size=20),
-                                 st.builds(bytearray, st.binary(max_size=4)),
-                                 st.builds(BytesSub, st.binary(max_size=4))), max_size=12))
+@given(
+    column=st.lists(
+        st.one_of(
+            st.none(),
+            st.binary(max_size=20),
+            st.builds(bytearray, st.binary(max_size=4)),
+            st.builds(BytesSub, st.binary(max_size=4)),
+        ),
+        max_size=12,
+    )
+)
 def test_byte_lengths_equals_the_pure_lengths_when_it_answers(k: ModuleType, column: list) -> None:
     out = array("q", [0]) * len(column)
     if k.byte_lengths(column, out):
@@ -163,12 +199,16 @@ def test_byte_lengths_equals_the_pure_lengths_when_it_answers(k: ModuleType, col
 
 
 @FUZZ
-@given(fixed=st.sampled_from([0, 1, 70, 2**62, 2**63 - 1, -2**63]),
-       values=st.lists(_LENGTHS, max_size=8), keyed=st.booleans(),
-       keys=st.lists(_LENGTHS, min_size=8, max_size=8),
-       limit=st.sampled_from([-1, 0, 100, 2**63 - 1, 2**63, 2**70, -2**70]))
-def test_reservations_equal_the_pure_twin(k: ModuleType, fixed: int, values: list, keyed: bool,
-                                          keys: list, limit: int) -> None:
+@given(
+    fixed=st.sampled_from([0, 1, 70, 2**62, 2**63 - 1, -(2**63)]),
+    values=st.lists(_LENGTHS, max_size=8),
+    keyed=st.booleans(),
+    keys=st.lists(_LENGTHS, min_size=8, max_size=8),
+    limit=st.sampled_from([-1, 0, 100, 2**63 - 1, 2**63, 2**70, -(2**70)]),
+)
+def test_reservations_equal_the_pure_twin(
+    k: ModuleType, fixed: int, values: list, keyed: bool, keys: list, limit: int
+) -> None:
     vlen = array("q", values)
     klen = array("q", keys[: len(values)]) if keyed else None
     out = array("q", [0]) * (len(values) + 1)
@@ -181,14 +221,19 @@ def test_reservations_equal_the_pure_twin(k: ModuleType, fixed: int, values: lis
 
 
 @FUZZ
-@given(size=st.integers(0, 6), start=st.sampled_from([-1, 0, 1, 3, 6, 7, 2**63, 2**64, -2**64]),
-       count=st.sampled_from([-1, 0, 1, 2, 6, 2**63, 2**64]),
-       first=st.sampled_from(_INT64_EDGES + [IntSub(4), True]))
-def test_fill_counting_equals_the_pure_twin(k: ModuleType, size: int, start: int, count: int,
-                                            first: int) -> None:
+@given(
+    size=st.integers(0, 6),
+    start=st.sampled_from([-1, 0, 1, 3, 6, 7, 2**63, 2**64, -(2**64)]),
+    count=st.sampled_from([-1, 0, 1, 2, 6, 2**63, 2**64]),
+    first=st.sampled_from(_INT64_EDGES + [IntSub(4), True]),
+)
+def test_fill_counting_equals_the_pure_twin(
+    k: ModuleType, size: int, start: int, count: int, first: int
+) -> None:
     pure_out, compiled_out = array("q", range(size)), array("q", range(size))
     assert outcome(k.fill_counting, compiled_out, start, count, first) == outcome(
-        fill_counting_pure, pure_out, start, count, first)
+        fill_counting_pure, pure_out, start, count, first
+    )
     assert compiled_out == pure_out
 
 
@@ -198,15 +243,15 @@ def test_fill_counting_checks_the_range_before_the_positions(k: ModuleType) -> N
     for start, count, first in ((-1, 1, 2**64), (2**64, 1, 0), (0, 5, 2**63)):
         out = array("q", [0, 0])
         assert outcome(k.fill_counting, out, start, count, first) == outcome(
-            fill_counting_pure, array("q", [0, 0]), start, count, first)
+            fill_counting_pure, array("q", [0, 0]), start, count, first
+        )
 
 
 def test_reservations_past_int64_fail_like_the_pure_twin(k: ModuleType) -> None:
     # Signed overflow in C (undefined behaviour) used to wrap the totals.
-    for fixed, values, limit in ((2**62, [2**62, 2**62], 0), (-2**63, [-1], 0), (0, [1], 2**64)):
+    for fixed, values, limit in ((2**62, [2**62, 2**62], 0), (-(2**63), [-1], 0), (0, [1], 2**64)):
         out = array("q", [0]) * (len(values) + 1)
         vlen = array("q", values)
         pure = outcome(reservations_pure, fixed, vlen, None, limit)
         compiled = outcome(k.reservations, out, fixed, vlen, None, limit)
         assert compiled == (pure if pure[0] == "raised" else ("ok", pure[1][1]))
-

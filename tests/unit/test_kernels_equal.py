@@ -45,8 +45,27 @@ _BLOBS = _LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n))
 _MAYBE = st.one_of(st.none(), _BLOBS)
 # Timestamp deltas around the zigzag edges, negative ones included.
 _DELTAS = st.one_of(
-    st.sampled_from([0, 1, -1, 63, 64, -64, -65, 4095, 4096, -4096, -4097, 8191, 8192,
-                     -8192, -8193, 1 << 40, -(1 << 40)]),
+    st.sampled_from(
+        [
+            0,
+            1,
+            -1,
+            63,
+            64,
+            -64,
+            -65,
+            4095,
+            4096,
+            -4096,
+            -4097,
+            8191,
+            8192,
+            -8192,
+            -8193,
+            1 << 40,
+            -(1 << 40),
+        ]
+    ),
     st.integers(-(1 << 20), 1 << 20),
 )
 _BATCH_SIZES = st.sampled_from([100, 300, 1000, 16_384, 1 << 20])
@@ -67,14 +86,20 @@ def test_murmur2_known_values(k: ModuleType) -> None:
 
 
 def _state(builder: object) -> tuple:
-    return (builder.size_in_bytes, builder.record_count, builder.base_timestamp,  # type: ignore[attr-defined]
-            builder.max_timestamp)  # type: ignore[attr-defined]
+    return (
+        builder.size_in_bytes,
+        builder.record_count,
+        builder.base_timestamp,  # type: ignore[attr-defined]
+        builder.max_timestamp,
+    )  # type: ignore[attr-defined]
 
 
 def test_the_switch_names_the_active_path(k: ModuleType) -> None:
     forced_pure = bool(os.environ.get("AIOPRODUCER_NO_EXTENSIONS"))
     assert records.COMPILED == (K is not None and not forced_pure)
-    assert records.RecordBatchBuilder is (k.RecordBatchBuilder if records.COMPILED else RecordBatchBuilderPy)
+    assert records.RecordBatchBuilder is (
+        k.RecordBatchBuilder if records.COMPILED else RecordBatchBuilderPy
+    )
     assert (partitioner.murmur2 is partitioner._murmur2_pure) == (not records.COMPILED)
     assert BatchCore is (k.BatchCore if records.COMPILED else BatchCorePy)
     assert issubclass(ProducerBatch, BatchCore)
@@ -87,14 +112,16 @@ def test_the_switch_names_the_active_path(k: ModuleType) -> None:
 
 # Value lengths where the record's own size crosses a varint step (a record
 # without key or headers is its value plus 6 to 8 bytes: 63/64 and 8191/8192).
-_UNKEYED_LENGTHS = st.one_of(_EDGE_LENGTHS, st.integers(52, 66), st.integers(8180, 8195),
-                             st.integers(0, 300))
+_UNKEYED_LENGTHS = st.one_of(
+    _EDGE_LENGTHS, st.integers(52, 66), st.integers(8180, 8195), st.integers(0, 300)
+)
 _UNKEYED_VALUES = st.one_of(
     st.none(), _UNKEYED_LENGTHS.flatmap(lambda n: st.binary(min_size=n, max_size=n))
 )
 _STEP = st.one_of(
-    st.tuples(st.just("append"), _DELTAS, _UNKEYED_VALUES, st.integers(0, 1000),
-              st.integers(0, 20_000)),
+    st.tuples(
+        st.just("append"), _DELTAS, _UNKEYED_VALUES, st.integers(0, 1000), st.integers(0, 20_000)
+    ),
     st.tuples(st.just("seal")),
     st.tuples(st.just("build")),
 )
@@ -121,17 +148,26 @@ def _batch(builder_cls: type, batch_size: int, core: type = BatchCorePy) -> Prod
 
 def _twins(k: ModuleType, batch_size: int) -> tuple[ProducerBatch, ProducerBatch]:
     """The reference batch (the pure core and builder), and the compiled one (both compiled)."""
-    return (_batch(RecordBatchBuilderPy, batch_size),
-            _batch(k.RecordBatchBuilder, batch_size, k.BatchCore))
+    return (
+        _batch(RecordBatchBuilderPy, batch_size),
+        _batch(k.RecordBatchBuilder, batch_size, k.BatchCore),
+    )
 
 
 def _built(batch: ProducerBatch) -> object:
-    return _outcome(lambda: bytes(batch.builder.build(producer_id=3))) if batch.record_count else None
+    return (
+        _outcome(lambda: bytes(batch.builder.build(producer_id=3))) if batch.record_count else None
+    )
 
 
 def _batch_state(batch: ProducerBatch) -> tuple:
-    return (_state(batch.builder), batch.builder.is_sealed, batch.state, batch.reserved,
-            batch.max_record_size)
+    return (
+        _state(batch.builder),
+        batch.builder.is_sealed,
+        batch.state,
+        batch.reserved,
+        batch.max_record_size,
+    )
 
 
 def _outcome(call: object, *args: object) -> object:
@@ -150,7 +186,12 @@ def _outcome(call: object, *args: object) -> object:
     steps=st.lists(_STEP, min_size=1, max_size=40),
 )
 def test_append_unkeyed_equals_the_pure_version(
-    k: ModuleType, batch_size: int, limit: int, produced_before: int | None, base: int, steps: list,
+    k: ModuleType,
+    batch_size: int,
+    limit: int,
+    produced_before: int | None,
+    base: int,
+    steps: list,
 ) -> None:
     kernel = _kernel_method(k)
     produced: list[dict[str, int]] = [{}, {}]
@@ -162,10 +203,10 @@ def test_append_unkeyed_equals_the_pure_version(
         if step[0] == "append":
             _, delta, value, reserve, bound = step
             ts = max(0, base + delta)
-            expected = _outcome(BatchCorePy.append_unkeyed, pure, ts, value, reserve, bound,
-                                produced[0], "t", limit)
-            got = _outcome(kernel, compiled, ts, value, reserve, bound, produced[1],
-                           "t", limit)
+            expected = _outcome(
+                BatchCorePy.append_unkeyed, pure, ts, value, reserve, bound, produced[0], "t", limit
+            )
+            got = _outcome(kernel, compiled, ts, value, reserve, bound, produced[1], "t", limit)
             assert got == expected, (i, step)
         elif step[0] == "seal":
             pure.seal()
@@ -178,12 +219,20 @@ def test_append_unkeyed_equals_the_pure_version(
 
 
 _KEYS = st.one_of(
-    st.none(), st.one_of(_EDGE_LENGTHS, st.integers(0, 70)).flatmap(
-        lambda n: st.binary(min_size=n, max_size=n))
+    st.none(),
+    st.one_of(_EDGE_LENGTHS, st.integers(0, 70)).flatmap(
+        lambda n: st.binary(min_size=n, max_size=n)
+    ),
 )
 _KEYED_STEP = st.one_of(
-    st.tuples(st.just("append"), _DELTAS, _KEYS, _UNKEYED_VALUES, st.integers(0, 1000),
-              st.integers(0, 20_000)),
+    st.tuples(
+        st.just("append"),
+        _DELTAS,
+        _KEYS,
+        _UNKEYED_VALUES,
+        st.integers(0, 1000),
+        st.integers(0, 20_000),
+    ),
     st.tuples(st.just("seal")),
     st.tuples(st.just("build")),
 )
@@ -196,7 +245,10 @@ _KEYED_STEP = st.one_of(
     steps=st.lists(_KEYED_STEP, min_size=1, max_size=40),
 )
 def test_append_keyed_equals_the_pure_version(
-    k: ModuleType, batch_size: int, base: int, steps: list,
+    k: ModuleType,
+    batch_size: int,
+    base: int,
+    steps: list,
 ) -> None:
     """Keys and values across the varint steps, nulls, timestamps before and
     after the first, batches filling up, sealed and built: the same answers,
@@ -258,8 +310,10 @@ def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) 
         states = []
         for append, batch in zip((BatchCorePy.append_unkeyed, kernel), _twins(k, batch_size)):
             produced: dict[str, int] = {}
-            answers = [append(batch, 5 + i, value, 10, 30, produced, "t", 700)  # type: ignore[operator]
-                       for i, value in enumerate(values)]
+            answers = [
+                append(batch, 5 + i, value, 10, 30, produced, "t", 700)  # type: ignore[operator]
+                for i, value in enumerate(values)
+            ]
             states.append((answers, produced, _batch_state(batch), _built(batch)))
         assert states[1] == states[0], batch_size
 
@@ -267,20 +321,32 @@ def test_unkeyed_records_that_fill_the_batch_exactly_fit_in_both(k: ModuleType) 
 def test_append_unkeyed_answers_and_refusals(k: ModuleType) -> None:
     kernel = _kernel_method(k)
     for core, append in ((BatchCorePy, BatchCorePy.append_unkeyed), (k.BatchCore, kernel)):
-        batch = _batch(RecordBatchBuilderPy if core is BatchCorePy else k.RecordBatchBuilder, 300, core)
+        batch = _batch(
+            RecordBatchBuilderPy if core is BatchCorePy else k.RecordBatchBuilder, 300, core
+        )
         produced: dict[str, int] = {}
-        answers = [append(batch, 1000 + i, b"v" * 50, 100, 80, produced, "t", 200)  # type: ignore[operator]
-                   for i in range(6)]
+        answers = [
+            append(batch, 1000 + i, b"v" * 50, 100, 80, produced, "t", 200)  # type: ignore[operator]
+            for i in range(6)
+        ]
         # 80, 160: under the limit; 240, 320: over it with no room for another
         # such record; the fifth does not fit (4 x 58 bytes + 61 + 58 > 300).
-        assert answers == [batch_module.APPENDED, batch_module.APPENDED, batch_module.SWITCH,
-                           batch_module.SWITCH, batch_module.REFUSED, batch_module.REFUSED]
+        assert answers == [
+            batch_module.APPENDED,
+            batch_module.APPENDED,
+            batch_module.SWITCH,
+            batch_module.SWITCH,
+            batch_module.REFUSED,
+            batch_module.REFUSED,
+        ]
         assert produced == {"t": 320} and batch.record_count == 4
         assert (batch.reserved, batch.max_record_size) == (400, 80)
         batch.seal()
         assert append(batch, 2000, b"", 1, 1, produced, "t", 200) == batch_module.REFUSED  # type: ignore[operator]
         # Bad input raises and changes nothing.
-        open_batch = _batch(RecordBatchBuilderPy if core is BatchCorePy else k.RecordBatchBuilder, 300, core)
+        open_batch = _batch(
+            RecordBatchBuilderPy if core is BatchCorePy else k.RecordBatchBuilder, 300, core
+        )
         before = _batch_state(open_batch)
         with pytest.raises(TypeError):
             append(open_batch, 1, 12, 1, 1, {}, "t", 200)  # type: ignore[operator]

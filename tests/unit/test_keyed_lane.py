@@ -47,7 +47,9 @@ def lanes() -> tuple[type[Any], type[Any]]:
 class _ScriptedOutcome:
     """An outcome whose handles are tokens (the timestamp, "now", is not compared)."""
 
-    def __init__(self, name: str, calls: list[tuple[Any, ...]], tokens: itertools.count[int]) -> None:
+    def __init__(
+        self, name: str, calls: list[tuple[Any, ...]], tokens: itertools.count[int]
+    ) -> None:
         self.name = name
         self.calls = calls
         self.tokens = tokens
@@ -60,7 +62,9 @@ class _ScriptedOutcome:
 class _ScriptedBatch:
     """A batch whose append_keyed answers what the test says, and remembers its calls."""
 
-    def __init__(self, name: str, calls: list[tuple[Any, ...]], tokens: itertools.count[int]) -> None:
+    def __init__(
+        self, name: str, calls: list[tuple[Any, ...]], tokens: itertools.count[int]
+    ) -> None:
         self.name = name
         self.calls = calls
         self.answer: Any = True
@@ -111,7 +115,10 @@ class _World:
         self.tokens = itertools.count()
         self.calls: list[tuple[Any, ...]] = []
         self.lane = lane_cls(
-            self.queues, self.pool, self.client, max_size,  # type: ignore[arg-type]
+            self.queues,
+            self.pool,
+            self.client,
+            max_size,  # type: ignore[arg-type]
             lambda: self.calls.append(("wake", self.pool.available)),
         )
         self.batches: dict[int, _ScriptedBatch] = {}
@@ -121,15 +128,31 @@ class _World:
         self.queues.setdefault(("t", partition), deque()).append(batch)
 
     def observed(self) -> tuple[Any, ...]:
-        return (self.pool.available, self.pool.exhausted, list(self.calls),
-                {tp: [b.name for b in dq] for tp, dq in self.queues.items()})
+        return (
+            self.pool.available,
+            self.pool.exhausted,
+            list(self.calls),
+            {tp: [b.name for b in dq] for tp, dq in self.queues.items()},
+        )
 
 
 _KEYS = st.binary(min_size=0, max_size=40)
 _STEPS = st.one_of(
-    st.tuples(st.just("append"), _KEYS, st.integers(0, 400),
-              st.sampled_from([True, False, batch_module.APPENDED, batch_module.REFUSED,
-                               batch_module.APPENDED + batch_module.FULL, 2])),
+    st.tuples(
+        st.just("append"),
+        _KEYS,
+        st.integers(0, 400),
+        st.sampled_from(
+            [
+                True,
+                False,
+                batch_module.APPENDED,
+                batch_module.REFUSED,
+                batch_module.APPENDED + batch_module.FULL,
+                2,
+            ]
+        ),
+    ),
     st.tuples(st.just("fill"), st.integers(0, 5)),
     st.tuples(st.just("empty"), st.integers(0, 5)),
     st.tuples(st.just("metadata"), st.integers(0, 6)),
@@ -147,7 +170,10 @@ _STEPS = st.one_of(
     steps=st.lists(_STEPS, min_size=1, max_size=40),
 )
 def test_the_compiled_keyed_lane_equals_the_pure_lane(
-    lanes: tuple[type[Any], type[Any]], total: int, max_size: int, plain_pool: bool,
+    lanes: tuple[type[Any], type[Any]],
+    total: int,
+    max_size: int,
+    plain_pool: bool,
     steps: list[tuple[Any, ...]],
 ) -> None:
     pure, compiled = (_World(cls, total, max_size, plain_pool) for cls in lanes)
@@ -212,23 +238,40 @@ def test_real_batches_end_alike(lanes: tuple[type[Any], type[Any]]) -> None:
             append = cls.append
             queues: dict[tuple[str, int], deque[Any]] = {}
             for p in range(3):
-                queues[("t", p)] = deque([ProducerBatch("t", p, codec=Codec.NONE, batch_size=600,
-                                                        now=0.0, delivery_timeout=60)])
+                queues[("t", p)] = deque(
+                    [
+                        ProducerBatch(
+                            "t", p, codec=Codec.NONE, batch_size=600, now=0.0, delivery_timeout=60
+                        )
+                    ]
+                )
             pool = BufferPool(50_000)
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(3)}))
             wakes: list[int] = []
             lane = cls(
-                queues, pool, client, 1 << 20,  # type: ignore[arg-type]
+                queues,
+                pool,
+                client,
+                1 << 20,  # type: ignore[arg-type]
                 functools.partial(wakes.append, 0),
             )
-            answers = [append(lane, "t", b"k%d" % i, b"x" * (i % 50)) is not None for i in range(60)]
+            answers = [
+                append(lane, "t", b"k%d" % i, b"x" * (i % 50)) is not None for i in range(60)
+            ]
             batches = [dq[-1] for dq in queues.values()]
-            results.append((
-                answers, pool.available, wakes,
-                [(b.record_count, b.reserved, b.max_record_size) for b in batches],
-                [[(r.offset, r.key, r.value, r.headers) for r in parsed.records]
-                 for b in batches for parsed in parse_record_batches(b.builder.build())],
-            ))
+            results.append(
+                (
+                    answers,
+                    pool.available,
+                    wakes,
+                    [(b.record_count, b.reserved, b.max_record_size) for b in batches],
+                    [
+                        [(r.offset, r.key, r.value, r.headers) for r in parsed.records]
+                        for b in batches
+                        for parsed in parse_record_batches(b.builder.build())
+                    ],
+                )
+            )
         pure, compiled = results
         assert compiled == pure
         assert sum(pure[0]) < 60  # some were refused: their batch was full
@@ -241,7 +284,9 @@ def _record_count_on_wake(batch: ProducerBatch, wakes: list[int]) -> Callable[[]
     return lambda: wakes.append(batch.record_count)
 
 
-def test_the_record_that_fills_its_batch_wakes_the_sender(lanes: tuple[type[Any], type[Any]]) -> None:
+def test_the_record_that_fills_its_batch_wakes_the_sender(
+    lanes: tuple[type[Any], type[Any]],
+) -> None:
     """Only the append that leaves the batch full (is_full()) wakes the sender, in both lanes."""
     # A first record stamped an hour back: the lane's records, stamped now, get
     # 4-byte timestamp deltas however slowly this runs, so the size they fill is known.
@@ -255,14 +300,23 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(lanes: tuple[type[Any]
     try:
         for cls in lanes:
             append = cls.append
-            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
-                                  delivery_timeout=60)
+            batch = ProducerBatch(
+                "t",
+                0,
+                codec=Codec.NONE,
+                batch_size=probe.size_in_bytes,
+                now=0.0,
+                delivery_timeout=60,
+            )
             assert batch.try_append(base, key, b"first", None, pack_sizes(3, 5))
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": _info(1)}))
             wakes: list[int] = []
             lane = cls(
-                {("t", 0): deque([batch])}, BufferPool(1 << 20), client,  # type: ignore[arg-type]
-                1 << 20, _record_count_on_wake(batch, wakes),
+                {("t", 0): deque([batch])},
+                BufferPool(1 << 20),
+                client,  # type: ignore[arg-type]
+                1 << 20,
+                _record_count_on_wake(batch, wakes),
             )
             assert all(append(lane, "t", key, value) is not None for value in values)
             assert batch.is_full() and wakes == [5], (append, wakes)
@@ -292,7 +346,9 @@ class _MeddlingTopic(str):
         return str.__eq__(self, other)
 
 
-def test_a_lane_whose_dicts_change_mid_lookup_does_not_crash(lanes: tuple[type[Any], type[Any]]) -> None:
+def test_a_lane_whose_dicts_change_mid_lookup_does_not_crash(
+    lanes: tuple[type[Any], type[Any]],
+) -> None:
     """The topic's ``__eq__`` empties the metadata and the queues while they are looked up:
     both lanes answer alike, and nothing freed is used (PYTHONMALLOC=debug, .ci/sanitize)."""
     answers = []

@@ -24,7 +24,9 @@ NOT_LEADER = 6
 TOPIC_ID = uuid.uuid4()
 
 
-def _response(version: int, *, hint: tuple[int, int] | None, code: int = NOT_LEADER) -> ProduceResponse:
+def _response(
+    version: int, *, hint: tuple[int, int] | None, code: int = NOT_LEADER
+) -> ProduceResponse:
     part = PartitionProduceResponse(index=0, error_code=code, base_offset=-1)
     if hint is not None:
         part.current_leader = LeaderIdAndEpoch(*hint)
@@ -35,7 +37,8 @@ def _response(version: int, *, hint: tuple[int, int] | None, code: int = NOT_LEA
             )
         ],
         node_endpoints=[NodeEndpoint(node_id=7, host="h7", port=9097, rack="r")]
-        if version >= 10 else [],
+        if version >= 10
+        else [],
     )
     return ProduceResponse.decode(body.encode(version), version)
 
@@ -74,7 +77,9 @@ def _metadata(leader: int, epoch: int, topic_id: uuid.UUID | None = TOPIC_ID) ->
                 name="t",
                 topic_id=topic_id or ZERO_UUID,
                 partitions=[
-                    MetadataResponsePartition(partition_index=0, leader_id=leader, leader_epoch=epoch)
+                    MetadataResponsePartition(
+                        partition_index=0, leader_id=leader, leader_epoch=epoch
+                    )
                 ],
             )
         ],

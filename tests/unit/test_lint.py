@@ -33,7 +33,11 @@ def _mypy(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # checks the code as the oldest supported Python (mypy would look for that one).
     return subprocess.run(
         [*_tool("mypy"), "--no-incremental", "--python-executable", sys.executable, *args],
-        cwd=root, capture_output=True, text=True, timeout=600, check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -41,9 +45,33 @@ def test_ruff_finds_nothing_in_the_package() -> None:
     cmd = _tool("ruff")
     root = repo_root_or_skip(WHY)
     done = subprocess.run(
-        [*cmd, "check", "--no-cache", "aioproducer"], cwd=root, capture_output=True, text=True,
-        timeout=300, check=False,
+        [*cmd, "check", "--no-cache", "aioproducer"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+# Every Python source of the repository but the generated protocol messages (pyproject.toml).
+FORMATTED = ("aioproducer", "tests", "tools", "benchmarks", "examples", "docs/hooks")
+
+
+def test_the_sources_are_formatted_by_ruff() -> None:
+    cmd = _tool("ruff")
+    root = repo_root_or_skip(WHY)
+    present = [path for path in FORMATTED if (root / path).is_dir()]
+    done = subprocess.run(
+        [*cmd, "format", "--check", "--no-cache", *present],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    # The output names each file that `ruff format` would change.
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
 
@@ -87,7 +115,8 @@ def _unexplained_ignores(source: str) -> list[tuple[int, str]]:
         if match is None:
             continue
         reasons = [
-            part.strip() for part in match["rest"].split("#")
+            part.strip()
+            for part in match["rest"].split("#")
             if part.strip() and not _DIRECTIVE.match(part.strip())
         ]
         if not match["codes"] or match["codes"] == "[]" or not reasons:

@@ -105,7 +105,9 @@ def test_sensor_records_into_its_stats_and_its_parents() -> None:
     assert metrics.measure(0.0) == {name_all: 5.0, name_node: 4.0}
     assert name_node.tag("node-id") == "node-1" and name_node.tag("topic") is None
     with pytest.raises(ValueError, match="already registered"):
-        metrics.add(MetricName("x-total", "g", (("client-id", "c"),), "other description"), CumulativeSum())
+        metrics.add(
+            MetricName("x-total", "g", (("client-id", "c"),), "other description"), CumulativeSum()
+        )
 
 
 def test_gauges_are_read_when_measured() -> None:
@@ -120,17 +122,36 @@ def test_gauges_are_read_when_measured() -> None:
 def test_producer_metrics_catalog_has_the_java_names() -> None:
     names = {(m.group, m.name) for m in ProducerMetrics.catalog()}
     for name in (
-        "record-send-rate", "record-send-total", "record-error-rate", "record-error-total",
-        "record-retry-rate", "record-retry-total", "record-size-avg", "record-size-max",
-        "batch-size-avg", "batch-size-max", "compression-rate-avg", "records-per-request-avg",
-        "request-latency-avg", "request-latency-max", "request-rate", "produce-throttle-time-avg",
-        "produce-throttle-time-max", "connection-creation-rate", "incoming-byte-rate",
+        "record-send-rate",
+        "record-send-total",
+        "record-error-rate",
+        "record-error-total",
+        "record-retry-rate",
+        "record-retry-total",
+        "record-size-avg",
+        "record-size-max",
+        "batch-size-avg",
+        "batch-size-max",
+        "compression-rate-avg",
+        "records-per-request-avg",
+        "request-latency-avg",
+        "request-latency-max",
+        "request-rate",
+        "produce-throttle-time-avg",
+        "produce-throttle-time-max",
+        "connection-creation-rate",
+        "incoming-byte-rate",
         "outgoing-byte-rate",
     ):
         assert ("producer-metrics", name) in names, name
     for name in ("record-send-rate", "byte-rate", "compression-rate", "record-error-total"):
         assert ("producer-topic-metrics", name) in names
-    for name in ("request-rate", "request-latency-avg", "incoming-byte-rate", "outgoing-byte-total"):
+    for name in (
+        "request-rate",
+        "request-latency-avg",
+        "incoming-byte-rate",
+        "outgoing-byte-total",
+    ):
         assert ("producer-node-metrics", name) in names
 
 
@@ -145,15 +166,26 @@ def test_rate_limiter_lets_one_through_per_interval_and_counts_the_rest() -> Non
 
 @pytest.mark.parametrize(
     "make",
-    [Avg, Max, WindowedSum, WindowedCount, lambda c: Rate(c), lambda c: CumulativeSum(),
-     lambda c: CumulativeCount()],
+    [
+        Avg,
+        Max,
+        WindowedSum,
+        WindowedCount,
+        lambda c: Rate(c),
+        lambda c: CumulativeSum(),
+        lambda c: CumulativeCount(),
+    ],
     ids=["avg", "max", "sum", "count", "rate", "cumulative-sum", "cumulative-count"],
 )
 def test_a_summary_leaves_what_one_record_per_event_leaves(make: Any) -> None:
     """A Produce request's batches are recorded as one summary per sensor."""
     config = MetricConfig(samples=2, window=10.0)
     one_by_one, summarized = make(config), make(config)
-    rounds = [(1.0, [3.0, 9.0, 4.0]), (12.5, [7.0]), (13.0, [2.0, 2.5])]  # the second rolls a window
+    rounds = [
+        (1.0, [3.0, 9.0, 4.0]),
+        (12.5, [7.0]),
+        (13.0, [2.0, 2.5]),
+    ]  # the second rolls a window
     for now, values in rounds:
         for v in values:
             one_by_one.record(v, now)
@@ -182,12 +214,20 @@ def test_a_requests_summary_leaves_what_its_batches_one_by_one_leave() -> None:
 
     def batch(topic: str, count: int, size: int, raw: int, created: float, largest: int) -> object:
         return SimpleNamespace(
-            topic=topic, record_count=count, payload=b"x" * size, created=created,
-            builder=SimpleNamespace(size_in_bytes=raw), max_record_size=largest,
+            topic=topic,
+            record_count=count,
+            payload=b"x" * size,
+            created=created,
+            builder=SimpleNamespace(size_in_bytes=raw),
+            max_record_size=largest,
         )
 
-    batches = [batch("a", 3, 120, 200, 0.5, 0), batch("b", 7, 900, 1000, 0.25, 140),
-               batch("a", 1, 70, 70, 0.75, 61), batch("c", 2, 30, 90, 0.9, 0)]
+    batches = [
+        batch("a", 3, 120, 200, 0.5, 0),
+        batch("b", 7, 900, 1000, 0.25, 140),
+        batch("a", 1, 70, 70, 0.75, 61),
+        batch("c", 2, 30, 90, 0.9, 0),
+    ]
     together = ProducerMetrics("p", CFG)
     one_by_one = ProducerMetrics("p", CFG)
     together.batches_sent(batches, 1.0)

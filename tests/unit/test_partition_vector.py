@@ -99,7 +99,9 @@ def test_empty_and_all_null_columns() -> None:
     assert arrow_key_partitions(pa.chunked_array([], pa.string()), 3).tolist() == []
     assert arrow_key_partitions(pa.array([None, None], pa.binary()), 3).tolist() == [-1, -1]
     assert arrow_key_partitions(pa.array([b"", None, b""], pa.binary()), 5).tolist() == [
-        partition_for_key(b"", 5), -1, partition_for_key(b"", 5),
+        partition_for_key(b"", 5),
+        -1,
+        partition_for_key(b"", 5),
     ]
 
 

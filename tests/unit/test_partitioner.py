@@ -59,10 +59,10 @@ def test_sticky_without_available_partitions_uses_any() -> None:
 
 
 def _topic(partitions: int, leaders: tuple[int, ...] = ()) -> TopicInfo:
-    parts = tuple(
-        PartitionInfo("t", p, leaders[p] if leaders else 1) for p in range(partitions)
+    parts = tuple(PartitionInfo("t", p, leaders[p] if leaders else 1) for p in range(partitions))
+    return TopicInfo(
+        "t", 0, parts, tuple(range(partitions)), tuple(("t", p) for p in range(partitions))
     )
-    return TopicInfo("t", 0, parts, tuple(range(partitions)), tuple(("t", p) for p in range(partitions)))
 
 
 def _batch_of(size: int) -> ProducerBatch:
@@ -112,7 +112,9 @@ def test_adaptive_move_skips_partitions_of_a_node_left_undrained() -> None:
         def forget_topic(self, topic: str) -> bool:
             return True
 
-    sp = StickyPartitioner(100, random.Random(6), load=Load(), adaptive=True, availability_timeout_ms=500)
+    sp = StickyPartitioner(
+        100, random.Random(6), load=Load(), adaptive=True, availability_timeout_ms=500
+    )
     info = _topic(4, leaders=(1, 2, 1, 2))
     assert {sp.move_on("t", info) for _ in range(200)} == {0, 2}
     # Without adaptive partitioning every available partition is a candidate.

@@ -35,8 +35,13 @@ from tests.support.kernels import kernels_or_skip, required
 
 K = kernels_or_skip()
 
-FUZZ = settings(max_examples=400, derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=400,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
@@ -59,10 +64,17 @@ JAVA_MURMUR2 = [
 
 # BuiltInPartitioner.partitionForKey: Utils.toPositive(murmur2(key)) % numPartitions.
 JAVA_PARTITIONS = [
-    (b"21", 1, 0), (b"21", 1000, 340), (b"21", INT32_MAX, 1173551340),
-    (b"foobar", 12, 6), (b"foobar", 1000, 166), (b"foobar", INT32_MAX, 1357151166),
-    (b"a-little-bit-long-string", 3, 2), (b"a-little-bit-long-string", 12, 8),
-    (b"abc", 12, 3), (b"abc", 1000, 107), (b"abc", INT32_MAX, 479470107),
+    (b"21", 1, 0),
+    (b"21", 1000, 340),
+    (b"21", INT32_MAX, 1173551340),
+    (b"foobar", 12, 6),
+    (b"foobar", 1000, 166),
+    (b"foobar", INT32_MAX, 1357151166),
+    (b"a-little-bit-long-string", 3, 2),
+    (b"a-little-bit-long-string", 12, 8),
+    (b"abc", 12, 3),
+    (b"abc", 1000, 107),
+    (b"abc", INT32_MAX, 479470107),
 ]
 
 # BuiltInPartitioner.updatePartitionInfo with batch.size 100:
@@ -77,8 +89,21 @@ JAVA_SWITCHES = [
     (0, 0, 0, 0, True),
 ]
 
-INT64_EDGES = [INT64_MIN, INT64_MIN + 1, -(1 << 62), -1, 0, 1, 100, 16384,
-               (1 << 62) - 1, 1 << 62, (1 << 62) + 1, INT64_MAX - 1, INT64_MAX]
+INT64_EDGES = [
+    INT64_MIN,
+    INT64_MIN + 1,
+    -(1 << 62),
+    -1,
+    0,
+    1,
+    100,
+    16384,
+    (1 << 62) - 1,
+    1 << 62,
+    (1 << 62) + 1,
+    INT64_MAX - 1,
+    INT64_MAX,
+]
 int64s = st.one_of(
     st.sampled_from(INT64_EDGES),
     st.integers(INT64_MIN, INT64_MAX),
@@ -191,7 +216,9 @@ async def test_keyed_records_through_enqueue_land_on_partition_for_key(
             futures = [await p.enqueue("k", b"v%d" % i, key=key) for i, key in enumerate(keys)]
             await p.flush()
     assert len(full) <= partitions  # one new batch per partition; the lane took the rest
-    assert [f.result().partition for f in futures] == [partition_for_key(k, partitions) for k in keys]
+    assert [f.result().partition for f in futures] == [
+        partition_for_key(k, partitions) for k in keys
+    ]
     assert [f.result().partition for f in futures] == [_pure_partition(k, partitions) for k in keys]
     stored = {(r.partition, r.offset): r.key for r in cluster.records("k")}
     assert [stored[(f.result().partition, f.result().offset)] for f in futures] == keys

@@ -29,8 +29,9 @@ VERSION = 8  # the first version with record_errors and error_message
 
 
 def _batch(topic: str, partition: int, *values: bytes) -> ProducerBatch:
-    batch = ProducerBatch(topic, partition, codec=Codec.NONE, batch_size=16384, now=0.0,
-                          delivery_timeout=120.0)
+    batch = ProducerBatch(
+        topic, partition, codec=Codec.NONE, batch_size=16384, now=0.0, delivery_timeout=120.0
+    )
     for value in values:
         assert batch.try_append(1000, None, value, None, len(value) + 1) is not None
     return batch
@@ -52,7 +53,10 @@ def _part(
     index: int, error_code: int = 0, base_offset: int = -1, **extra: object
 ) -> PartitionProduceResponse:
     return PartitionProduceResponse(
-        index=index, error_code=error_code, base_offset=base_offset, log_start_offset=0,
+        index=index,
+        error_code=error_code,
+        base_offset=base_offset,
+        log_start_offset=0,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -83,8 +87,14 @@ def test_payload_is_built_once_and_kept_for_retries() -> None:
 
 def test_large_compressed_batches_are_left_to_build_off_the_loop() -> None:
     small = _batch("a", 0, b"x")
-    large = ProducerBatch("a", 1, codec=Codec.GZIP, batch_size=4 * OFFLOAD_COMPRESSION_BYTES,
-                          now=0.0, delivery_timeout=120.0)
+    large = ProducerBatch(
+        "a",
+        1,
+        codec=Codec.GZIP,
+        batch_size=4 * OFFLOAD_COMPRESSION_BYTES,
+        now=0.0,
+        delivery_timeout=120.0,
+    )
     value = bytes(range(256)) * 64
     while large.builder.size_in_bytes < OFFLOAD_COMPRESSION_BYTES:
         assert large.try_append(1000, None, value, None, len(value) + 1) is not None
@@ -98,15 +108,29 @@ def test_large_compressed_batches_are_left_to_build_off_the_loop() -> None:
 
 def test_outcomes_in_request_order_with_errors_and_what_was_written() -> None:
     ok, refused, duplicate_seq, missing = (
-        _batch("t", 0, b"a"), _batch("t", 1, b"b"), _batch("t", 2, b"c"), _batch("u", 0, b"d"),
+        _batch("t", 0, b"a"),
+        _batch("t", 1, b"b"),
+        _batch("t", 2, b"c"),
+        _batch("u", 0, b"d"),
     )
-    response = _response({"t": [
-        _part(2, error_code=45),  # OUT_OF_ORDER_SEQUENCE_NUMBER
-        _part(0, base_offset=41),
-        _part(1, error_code=87, record_errors=[  # INVALID_RECORD
-            BatchIndexAndErrorMessage(batch_index=0, batch_index_error_message="bad timestamp")],
-            error_message="one record refused"),
-    ]})
+    response = _response(
+        {
+            "t": [
+                _part(2, error_code=45),  # OUT_OF_ORDER_SEQUENCE_NUMBER
+                _part(0, base_offset=41),
+                _part(
+                    1,
+                    error_code=87,
+                    record_errors=[  # INVALID_RECORD
+                        BatchIndexAndErrorMessage(
+                            batch_index=0, batch_index_error_message="bad timestamp"
+                        )
+                    ],
+                    error_message="one record refused",
+                ),
+            ]
+        }
+    )
     outcomes = list(partition_outcomes([ok, refused, duplicate_seq, missing], response))
     assert [o.batch for o in outcomes] == [ok, refused, duplicate_seq, missing]
     assert outcomes[0].error is None and outcomes[0].base_offset == 41

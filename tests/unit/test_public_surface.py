@@ -35,8 +35,10 @@ def _face_names(package: Path, face: str) -> frozenset[str]:
     if not init.exists():
         return frozenset()
     for node in ast.parse(init.read_text(), str(init)).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
-            node.target if isinstance(node, ast.AnnAssign) else None
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else (node.target if isinstance(node, ast.AnnAssign) else None)
         )
         if isinstance(target, ast.Name) and target.id == "__all__" and node.value is not None:
             return frozenset(ast.literal_eval(node.value))

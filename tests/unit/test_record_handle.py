@@ -324,7 +324,9 @@ async def test_a_cycle_through_a_callback_is_collected(Outcome: Any) -> None:
     assert gone() is None
 
 
-def test_a_failed_batch_whose_error_holds_the_frame_of_its_handles_is_collected(Outcome: Any) -> None:
+def test_a_failed_batch_whose_error_holds_the_frame_of_its_handles_is_collected(
+    Outcome: Any,
+) -> None:
     """Awaiting one handle of a failed batch raises the batch's error into the
     awaiting coroutine: the error's traceback holds that frame, whose locals
     hold the other handles of the batch, which hold the outcome, which holds
@@ -353,8 +355,16 @@ def test_a_failed_batch_whose_error_holds_the_frame_of_its_handles_is_collected(
 
 
 @pytest.mark.parametrize("register", REGISTERS)
-def test_register_record_metadata_takes_only_a_plain_named_tuple(Outcome: Any, register: Any) -> None:
+def test_register_record_metadata_takes_only_a_plain_named_tuple(
+    Outcome: Any, register: Any
+) -> None:
     register(RecordMetadata)
-    for wrong in (time.struct_time, tuple, namedtuple("Five", "a b c d e"), int, RecordMetadata("t", 0, 0, 0, 0, 0)):
+    for wrong in (
+        time.struct_time,
+        tuple,
+        namedtuple("Five", "a b c d e"),
+        int,
+        RecordMetadata("t", 0, 0, 0, 0, 0),
+    ):
         with pytest.raises(TypeError, match="NamedTuple class of six fields"):
             register(wrong)

@@ -165,7 +165,9 @@ def test_size_in_bytes_is_exact_when_uncompressed(builder_cls: Any) -> None:
     st.integers(100, 2000),
 )
 def test_has_room_for_agrees_with_append(
-    builder_cls: Any, sizes: list[tuple[int, int]], batch_size: int,
+    builder_cls: Any,
+    sizes: list[tuple[int, int]],
+    batch_size: int,
 ) -> None:
     builder = builder_cls(batch_size=batch_size)
     for i, (klen, vlen) in enumerate(sizes):
@@ -197,7 +199,9 @@ def test_a_rebuild_with_new_producer_state_is_a_valid_batch(builder_cls: Any, co
     builder = builder_cls(codec=codec, batch_size=1 << 20)
     values = [bytes([i]) * (50 + i) for i in range(40)]
     for i, value in enumerate(values):
-        builder.append(1_000 + i, None if i % 3 else b"key", value, [("h", b"v")] if i % 5 == 0 else None)
+        builder.append(
+            1_000 + i, None if i % 3 else b"key", value, [("h", b"v")] if i % 5 == 0 else None
+        )
     for pid, epoch, seq in ((7, 1, 3), (8, 2, 2**31 - 1), (-1, -1, -1)):
         raw = bytes(builder.build(producer_id=pid, producer_epoch=epoch, base_sequence=seq))
         (batch,) = parse_record_batches(raw)  # checks the CRC and the batch length
@@ -285,7 +289,9 @@ _state = st.tuples(
 
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(_records, _codecs, _state, st.booleans())
-def test_build_parse_round_trip(builder_cls: Any, records, codec: Codec, state, transactional: bool) -> None:
+def test_build_parse_round_trip(
+    builder_cls: Any, records, codec: Codec, state, transactional: bool
+) -> None:
     builder = builder_cls(codec=codec, batch_size=1 << 30, is_transactional=transactional)
     for ts, key, value, headers in records:
         builder.append(ts, key, value, headers)

@@ -68,14 +68,21 @@ def test_backoff_grows_to_the_max_with_bounded_jitter() -> None:
 )
 def test_classify_idempotent(error, first, action, bump) -> None:  # type: ignore[no-untyped-def]
     out = classify(
-        error, attempts=0, config=CFG, rand=0.5,
-        idempotent=True, first_pending=first,
+        error,
+        attempts=0,
+        config=CFG,
+        rand=0.5,
+        idempotent=True,
+        first_pending=first,
     )
     assert (out.action, out.bump_epoch) == (action, bump)
 
 
 def test_sequence_errors_are_final_without_idempotence() -> None:
-    for error in (errors.DuplicateSequenceNumberError("x"), errors.OutOfOrderSequenceNumberError("x")):
+    for error in (
+        errors.DuplicateSequenceNumberError("x"),
+        errors.OutOfOrderSequenceNumberError("x"),
+    ):
         out = classify(error, attempts=0, config=CFG, rand=0.5)
         assert out.action is Action.FAIL
 
@@ -109,18 +116,20 @@ def test_reconnect_delay_grows_with_failures_and_jitters_within_20_percent() -> 
         (errors.UnknownProducerIdError.code, Written.REFUSED_SEQUENCE),
     ],
 )
-def test_whether_an_answer_leaves_the_batch_possibly_written(code: int | None, written: Written) -> None:
+def test_whether_an_answer_leaves_the_batch_possibly_written(
+    code: int | None, written: Written
+) -> None:
     assert written_after(code) is written
 
 
 def test_too_large_batch_of_several_records_is_split_a_single_record_fails() -> None:
     cfg = RetryConfig(retries=5, retry_backoff_ms=100, retry_backoff_max_ms=1000)
     for error in (errors.RecordTooLargeError("x"), errors.RecordListTooLargeError("x")):
-        split = classify(error, attempts=0, config=cfg, rand=0.5,
-                         idempotent=True, splittable=True)
+        split = classify(error, attempts=0, config=cfg, rand=0.5, idempotent=True, splittable=True)
         assert split.action is Action.SPLIT
-        single = classify(error, attempts=0, config=cfg, rand=0.5,
-                          idempotent=True, splittable=False)
+        single = classify(
+            error, attempts=0, config=cfg, rand=0.5, idempotent=True, splittable=False
+        )
         assert single.action is Action.FAIL and single.error is error
 
 

@@ -114,7 +114,9 @@ def test_parents_that_override_or_are_not_sensors_are_called_in_order() -> None:
     root.record_summary(1.0, 1.0, 0, 4.0)  # no events: nothing anywhere
     assert loud.calls == ["record", "record", "summary"]
     assert listener.seen == [
-        ("record", 3.0, 1.0, 1), ("record", 4, 2.0, 2), ("summary", 9.0, 5.0, 3, 3.0)
+        ("record", 3.0, 1.0, 1),
+        ("record", 4, 2.0, 2),
+        ("summary", 9.0, 5.0, 3, 3.0),
     ]
     assert loud_sum.measure(4.0) == 16.0
     assert root_max.measure(4.0) == 5.0
@@ -139,4 +141,3 @@ def test_wrong_arguments_and_errors_in_a_stat_raise() -> None:
         sensor.record_summary(1.0, 1.0, 1)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         sensor.record("not a number", 1.0)  # type: ignore[arg-type]
-

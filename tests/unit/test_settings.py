@@ -48,7 +48,8 @@ def test_the_producer_signature_is_the_config_fields() -> None:
 
 
 @pytest.mark.xfail(
-    sys.version_info < (3, 11), strict=True,
+    sys.version_info < (3, 11),
+    strict=True,
     reason="Python 3.10's inspect.signature(cls) takes the settings guard's __new__(*args, **kwargs) "
     "over __init__ (3.11 takes the one nearer the class)",
 )
@@ -107,12 +108,19 @@ def test_the_docstring_lists_every_setting_with_its_doc() -> None:
     documented = _documented_settings(doc)
     if documented != expected:
         wrapped = "\n".join(
-            textwrap.fill(f"{n}: {d}", 100, initial_indent=" " * 12, subsequent_indent=" " * 16,
-                          break_on_hyphens=False, break_long_words=False)
+            textwrap.fill(
+                f"{n}: {d}",
+                100,
+                initial_indent=" " * 12,
+                subsequent_indent=" " * 16,
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
             for n, d in expected.items()
         )
-        pytest.fail("the Args of Producer.__init__ differ from ProducerConfig; they should be:\n"
-                    + wrapped)
+        pytest.fail(
+            "the Args of Producer.__init__ differ from ProducerConfig; they should be:\n" + wrapped
+        )
 
 
 def test_a_misspelt_setting_names_the_closest_one() -> None:
@@ -167,10 +175,17 @@ def test_mypy_checks_the_settings(tmp_path: Path) -> None:
     root = Path(aioproducer.__file__).resolve().parents[1]
     config = tmp_path / "mypy.ini"
     config.write_text(f"[mypy]\nmypy_path = {root}\n")
-    out, err, _status = api.run([
-        str(probe), "--config-file", str(config), "--cache-dir", str(tmp_path / "cache"),
-        "--no-error-summary", "--show-error-codes",
-    ])
+    out, err, _status = api.run(
+        [
+            str(probe),
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-error-summary",
+            "--show-error-codes",
+        ]
+    )
     lines = {int(m.group(1)): m.group(0) for m in re.finditer(r"probe\.py:(\d+): error: .*", out)}
     assert set(lines) == {2, 3}, out + err
     assert '"lingr_ms"' in lines[2] and "call-arg" in lines[2]

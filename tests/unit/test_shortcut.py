@@ -73,7 +73,9 @@ _VALUES = st.sampled_from([b"v", b"", bytearray(b"v"), "v", None, memoryview(b"v
 _KEYS = st.sampled_from([None, b"k", bytearray(b"k"), "k"])
 
 
-def _shortcut(cls: type[Any], state: dict[str, Any], calls: list[tuple[Any, ...]]) -> EnqueueShortcut:
+def _shortcut(
+    cls: type[Any], state: dict[str, Any], calls: list[tuple[Any, ...]]
+) -> EnqueueShortcut:
     shortcut = cls(_Mark(state["mark"]), state["countdown"], set(state["seen"]))
     shortcut.plain = state["plain"]
     shortcut.lane = _Lane("unkeyed", calls, FUTURE if state["unkeyed_takes"] else None)  # type: ignore[assignment]
@@ -95,16 +97,18 @@ def _run(take: Any, shortcut: EnqueueShortcut, record: tuple[Any, ...]) -> tuple
 
 @settings(max_examples=400, deadline=None)
 @given(
-    state=st.fixed_dictionaries({
-        "mark": st.sampled_from(["here", "here", "here", "elsewhere", "stopped", "broken"]),
-        "countdown": st.one_of(st.integers(-2, 3), st.just(2**70), st.just(-(2**70))),
-        "plain": st.sampled_from([True, True, False, 1, 0]),
-        "seen": st.sampled_from([(), ("t",), ("t", "u")]),
-        "keyed": st.booleans(),
-        "unkeyed_takes": st.booleans(),
-        "keyed_takes": st.booleans(),
-        "meddling": st.booleans(),
-    }),
+    state=st.fixed_dictionaries(
+        {
+            "mark": st.sampled_from(["here", "here", "here", "elsewhere", "stopped", "broken"]),
+            "countdown": st.one_of(st.integers(-2, 3), st.just(2**70), st.just(-(2**70))),
+            "plain": st.sampled_from([True, True, False, 1, 0]),
+            "seen": st.sampled_from([(), ("t",), ("t", "u")]),
+            "keyed": st.booleans(),
+            "unkeyed_takes": st.booleans(),
+            "keyed_takes": st.booleans(),
+            "meddling": st.booleans(),
+        }
+    ),
     topic=st.sampled_from(["t", "u", "v", {"t"}]),  # a set: ``in`` looks it up as a frozenset
     value=_VALUES,
     key=_KEYS,
@@ -113,13 +117,22 @@ def _run(take: Any, shortcut: EnqueueShortcut, record: tuple[Any, ...]) -> tuple
     headers=st.sampled_from([None, None, []]),
 )
 def test_compiled_take_equals_the_pure_step(
-    steps: tuple[type[Any], type[Any]], state: dict[str, Any], topic: str, value: Any, key: Any,
-    partition: Any, timestamp_ms: Any, headers: Any,
+    steps: tuple[type[Any], type[Any]],
+    state: dict[str, Any],
+    topic: str,
+    value: Any,
+    key: Any,
+    partition: Any,
+    timestamp_ms: Any,
+    headers: Any,
 ) -> None:
     record = (topic, value, key, partition, timestamp_ms, headers)
     pure_calls: list[tuple[Any, ...]] = []
     compiled_calls: list[tuple[Any, ...]] = []
-    pure, compiled = _shortcut(steps[0], state, pure_calls), _shortcut(steps[1], state, compiled_calls)
+    pure, compiled = (
+        _shortcut(steps[0], state, pure_calls),
+        _shortcut(steps[1], state, compiled_calls),
+    )
     expected = _run(steps[0].take, pure, record)
     got = _run(steps[1].take, compiled, record)
     assert got == expected
@@ -133,8 +146,16 @@ def test_the_pure_step_takes_only_what_a_lane_can(steps: tuple[type[Any], type[A
     for cls in steps:
         take = cls.take
         calls: list[tuple[Any, ...]] = []
-        state = {"mark": "here", "countdown": 2, "plain": True, "seen": ("t",), "keyed": True,
-                 "unkeyed_takes": True, "keyed_takes": True, "meddling": False}
+        state = {
+            "mark": "here",
+            "countdown": 2,
+            "plain": True,
+            "seen": ("t",),
+            "keyed": True,
+            "unkeyed_takes": True,
+            "keyed_takes": True,
+            "meddling": False,
+        }
         shortcut = _shortcut(cls, state, calls)
         assert take(shortcut, "t", b"v", None, None, None, None) is FUTURE
         assert take(shortcut, "t", b"v", b"k", None, None, None) is FUTURE
@@ -158,8 +179,20 @@ def test_the_pure_step_takes_only_what_a_lane_can(steps: tuple[type[Any], type[A
 
 def test_take_refuses_other_objects_and_arity(steps: tuple[type[Any], type[Any]]) -> None:
     compiled_take = steps[1].take
-    shortcut = _shortcut(steps[1], {"mark": "here", "countdown": 1, "plain": True, "seen": (), "keyed": False,
-                          "unkeyed_takes": True, "keyed_takes": False, "meddling": False}, [])
+    shortcut = _shortcut(
+        steps[1],
+        {
+            "mark": "here",
+            "countdown": 1,
+            "plain": True,
+            "seen": (),
+            "keyed": False,
+            "unkeyed_takes": True,
+            "keyed_takes": False,
+            "meddling": False,
+        },
+        [],
+    )
     with pytest.raises(TypeError, match="take"):
         compiled_take(shortcut, "t", b"v")
     with pytest.raises(TypeError, match="EnqueueShortcut"):
@@ -201,9 +234,20 @@ def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(
 ) -> None:
     def world(cls: type[Any]) -> tuple[EnqueueShortcut, list[tuple[Any, ...]]]:
         calls: list[tuple[Any, ...]] = []
-        shortcut = _shortcut(cls, {"mark": "here", "countdown": 5, "plain": True, "seen": ("t",),
-                              "keyed": True, "unkeyed_takes": True, "keyed_takes": True,
-                              "meddling": False}, calls)
+        shortcut = _shortcut(
+            cls,
+            {
+                "mark": "here",
+                "countdown": 5,
+                "plain": True,
+                "seen": ("t",),
+                "keyed": True,
+                "unkeyed_takes": True,
+                "keyed_takes": True,
+                "meddling": False,
+            },
+            calls,
+        )
         return shortcut, calls
 
     outcomes = []
@@ -243,4 +287,6 @@ def test_odd_states_are_read_when_and_as_the_pure_step_reads_them(
 
 def test_the_package_chose_one_step() -> None:
     k = required(K)
-    assert EnqueueShortcut is (k.EnqueueShortcut if batch_module.kernels is not None else EnqueueShortcutPy)
+    assert EnqueueShortcut is (
+        k.EnqueueShortcut if batch_module.kernels is not None else EnqueueShortcutPy
+    )

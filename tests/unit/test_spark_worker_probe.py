@@ -64,7 +64,9 @@ class _Session:
 
 def test_a_probe_no_worker_runs_is_cancelled_after_its_timeout() -> None:
     context = _StuckContext()
-    with pytest.raises(TimeoutError, match=r"no Spark Python worker ran the aioproducer probe task within 0.2 s"):
+    with pytest.raises(
+        TimeoutError, match=r"no Spark Python worker ran the aioproducer probe task within 0.2 s"
+    ):
         check_python_workers(_Session(context), timeout=0.2)  # type: ignore[arg-type]
     assert context.cancelled.is_set()
     assert "spark.jobGroup.id" not in context.properties  # later jobs are not in its group

@@ -48,7 +48,9 @@ def test_version_choice(api_key: int, negotiated: int, v2: bool, expected: int) 
     assert choose_version(api_key, negotiated, v2=v2) == expected
 
 
-@pytest.mark.parametrize(("api_key", "negotiated"), [(PRODUCE.key, 11), (END_TXN.key, 4), (TXN_OFFSET_COMMIT.key, 4)])
+@pytest.mark.parametrize(
+    ("api_key", "negotiated"), [(PRODUCE.key, 11), (END_TXN.key, 4), (TXN_OFFSET_COMMIT.key, 4)]
+)
 def test_v2_refuses_a_broker_below_the_v2_versions(api_key: int, negotiated: int) -> None:
     with pytest.raises(errors.UnsupportedVersionError, match="transaction.version"):
         choose_version(api_key, negotiated, v2=True)

@@ -98,7 +98,9 @@ class _ScriptedBatch:
 
 
 class _World:
-    def __init__(self, lane_cls: type[Any], total: int, max_size: int, plain_pool: bool = False) -> None:
+    def __init__(
+        self, lane_cls: type[Any], total: int, max_size: int, plain_pool: bool = False
+    ) -> None:
         self.sticky = StickyPartitioner(batch_size=1000)
         self.pool: Any = _PlainPool(total) if plain_pool else BufferPool(total)
         # Wakes and moves in one list: their order is compared too.
@@ -106,7 +108,10 @@ class _World:
         self.client = SimpleNamespace(snapshot=SimpleNamespace(topics={}))
         self.tokens = itertools.count()
         self.lane = lane_cls(
-            self.sticky, self.pool, self.client, max_size,  # type: ignore[arg-type]
+            self.sticky,
+            self.pool,
+            self.client,
+            max_size,  # type: ignore[arg-type]
             lambda: self.moves.append(("wake", self.pool.available)),
         )
         self.lane.move_on = lambda topic, info: self.moves.append((topic, info))
@@ -118,14 +123,32 @@ class _World:
         self.sticky.filling["t"] = (weakref.ref(self.batch), info)  # type: ignore[arg-type]
 
     def observed(self) -> tuple[Any, ...]:
-        return (self.pool.available, self.pool.exhausted, list(self.calls), list(self.moves),
-                dict(self.sticky.produced), "t" in self.sticky.filling)
+        return (
+            self.pool.available,
+            self.pool.exhausted,
+            list(self.calls),
+            list(self.moves),
+            dict(self.sticky.produced),
+            "t" in self.sticky.filling,
+        )
 
 
 _STEPS = st.one_of(
-    st.tuples(st.just("append"), st.integers(0, 400),
-              st.sampled_from([batch_module.APPENDED, batch_module.REFUSED, batch_module.SWITCH,
-                               batch_module.APPENDED + FULL, batch_module.SWITCH + FULL, True, 3])),
+    st.tuples(
+        st.just("append"),
+        st.integers(0, 400),
+        st.sampled_from(
+            [
+                batch_module.APPENDED,
+                batch_module.REFUSED,
+                batch_module.SWITCH,
+                batch_module.APPENDED + FULL,
+                batch_module.SWITCH + FULL,
+                True,
+                3,
+            ]
+        ),
+    ),
     st.tuples(st.just("kill")),
     st.tuples(st.just("metadata")),
     st.tuples(st.just("exhaust"), st.booleans()),
@@ -143,7 +166,10 @@ _STEPS = st.one_of(
     plain_pool=st.booleans(),
 )
 def test_the_compiled_lane_equals_the_pure_lane(
-    lanes: tuple[type[Any], type[Any]], total: int, max_size: int, steps: list[tuple[Any, ...]],
+    lanes: tuple[type[Any], type[Any]],
+    total: int,
+    max_size: int,
+    steps: list[tuple[Any, ...]],
     plain_pool: bool,
 ) -> None:
     pure, compiled = (_World(cls, total, max_size, plain_pool) for cls in lanes)
@@ -167,7 +193,9 @@ def test_the_compiled_lane_equals_the_pure_lane(
                 # The only strong reference, in no cycle: the weak one dies at once
                 # (no collection needed, which in a long test run is slow).
                 world.batch = None
-                assert world.sticky.filling.get("t") is None or world.sticky.filling["t"][0]() is None
+                assert (
+                    world.sticky.filling.get("t") is None or world.sticky.filling["t"][0]() is None
+                )
         elif step[0] == "metadata":
             current = (current + 1) % len(infos)
             for world in (pure, compiled):
@@ -200,20 +228,34 @@ def test_a_real_batch_through_both_lanes(lanes: tuple[type[Any], type[Any]]) -> 
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
             moves: list[str] = []
             lane = cls(
-                sticky, pool, client, 1 << 20,  # type: ignore[arg-type]
+                sticky,
+                pool,
+                client,
+                1 << 20,  # type: ignore[arg-type]
                 functools.partial(moves.append, "wake"),
             )
             lane.move_on = lambda topic, _info, moves=moves: moves.append(topic)
-            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=3000, now=0.0, delivery_timeout=60,
-                                  loop=loop)
+            batch = ProducerBatch(
+                "t", 0, codec=Codec.NONE, batch_size=3000, now=0.0, delivery_timeout=60, loop=loop
+            )
             sticky.filling["t"] = (weakref.ref(batch), info)  # type: ignore[arg-type]
             answers = [append(lane, "t", bytes([i]) * (i * 7 % 150)) for i in range(60)]
             taken = [a for a in answers if a is not None]
             assert all(type(h) is RecordHandle and not h.done() for h in taken)
             batch.complete(100)
             placed = [(h.result().offset, h.result().serialized_value_size) for h in taken]
-            results.append((len(taken), answers.index(None), moves, pool.available, dict(sticky.produced),
-                            batch.reserved, batch.record_count, placed))
+            results.append(
+                (
+                    len(taken),
+                    answers.index(None),
+                    moves,
+                    pool.available,
+                    dict(sticky.produced),
+                    batch.reserved,
+                    batch.record_count,
+                    placed,
+                )
+            )
         assert results[1] == results[0]
     finally:
         loop.close()
@@ -224,7 +266,9 @@ def _record_count_on_wake(batch: ProducerBatch, wakes: list[int]) -> Callable[[]
     return lambda: wakes.append(batch.record_count)
 
 
-def test_the_record_that_fills_its_batch_wakes_the_sender(lanes: tuple[type[Any], type[Any]]) -> None:
+def test_the_record_that_fills_its_batch_wakes_the_sender(
+    lanes: tuple[type[Any], type[Any]],
+) -> None:
     """Only the append that leaves the batch full (is_full()) wakes the sender, in both lanes."""
     # A first record stamped an hour back: the lane's records, stamped now, get
     # 4-byte timestamp deltas however slowly this runs, so the size they fill is known.
@@ -240,11 +284,20 @@ def test_the_record_that_fills_its_batch_wakes_the_sender(lanes: tuple[type[Any]
             sticky = StickyPartitioner(batch_size=1 << 20)  # its turn never ends here
             info: Any = object()
             client = SimpleNamespace(snapshot=SimpleNamespace(topics={"t": info}))
-            batch = ProducerBatch("t", 0, codec=Codec.NONE, batch_size=probe.size_in_bytes, now=0.0,
-                                  delivery_timeout=60)
+            batch = ProducerBatch(
+                "t",
+                0,
+                codec=Codec.NONE,
+                batch_size=probe.size_in_bytes,
+                now=0.0,
+                delivery_timeout=60,
+            )
             wakes: list[int] = []
             lane = cls(
-                sticky, BufferPool(1 << 20), client, 1 << 20,  # type: ignore[arg-type]
+                sticky,
+                BufferPool(1 << 20),
+                client,
+                1 << 20,  # type: ignore[arg-type]
                 _record_count_on_wake(batch, wakes),
             )
             assert batch.try_append(base, None, b"first", None, pack_sizes(-1, 5))
@@ -270,7 +323,9 @@ def test_the_package_chose_one_lane_and_its_constants_match() -> None:
     k = required(K)
     assert UnkeyedLane is (k.UnkeyedLane if batch_module.kernels is not None else UnkeyedLanePy)
     assert (k.UNKEYED_RECORD_BOUND, k.RECORD_HANDLE_OVERHEAD) == (
-        UNKEYED_RECORD_BOUND, batch_module.RECORD_HANDLE_OVERHEAD)
+        UNKEYED_RECORD_BOUND,
+        batch_module.RECORD_HANDLE_OVERHEAD,
+    )
     assert not any(name.startswith("bind_") for name in dir(k))
 
 
@@ -281,8 +336,11 @@ def test_edges_answer_as_the_pure_lane(lanes: tuple[type[Any], type[Any]], edge:
     for cls in lanes:
         append = cls.append
         # The largest pool a counter holds (2**63 - 1 bytes): a record's bound is far below it.
-        world = _World(cls, (1 << 63) - 1 if edge == "huge pool" else 4000,
-                       1 << 70 if edge == "huge max" else 1 << 20)
+        world = _World(
+            cls,
+            (1 << 63) - 1 if edge == "huge pool" else 4000,
+            1 << 70 if edge == "huge max" else 1 << 20,
+        )
         world.client.snapshot.topics["t"] = info = object()
         world.fill(info)
         if edge == "no entry":

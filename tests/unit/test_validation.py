@@ -86,9 +86,16 @@ def test_type_hints_accept_a_null_header_value(tmp_path: Path) -> None:
     root = Path(aioproducer.__file__).resolve().parents[1]
     config = tmp_path / "mypy.ini"
     config.write_text(f"[mypy]\nmypy_path = {root}\n")
-    out, err, _status = api.run([
-        str(probe), "--config-file", str(config), "--cache-dir", str(tmp_path / "cache"),
-        "--no-error-summary", "--show-error-codes",
-    ])
+    out, err, _status = api.run(
+        [
+            str(probe),
+            "--config-file",
+            str(config),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-error-summary",
+            "--show-error-codes",
+        ]
+    )
     lines = sorted(int(m.group(1)) for m in re.finditer(r"probe\.py:(\d+): error: ", out))
     assert lines == [7], out + err  # only the int header value is refused

@@ -75,7 +75,9 @@ async def test_cleanup_is_bounded_when_the_broker_is_stuck(
 
     # Without the bound, close() would wait for the 120 s delivery timeout.
     await within(client.close(), 10, "the application's cleanup")
-    with pytest.raises(errors.KafkaTimeoutError, match="the producer was closed with a timeout of 0.[45]"):
+    with pytest.raises(
+        errors.KafkaTimeoutError, match="the producer was closed with a timeout of 0.[45]"
+    ):
         await within(pending, 5, "the pending record's future")
 
 

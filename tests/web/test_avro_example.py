@@ -32,7 +32,9 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.integration]
 
 def order(i: int, customer: str = "c-1") -> dict[str, Any]:
     return {
-        "order_id": f"o-{i}", "customer": customer, "amount": 10.5 + i,
+        "order_id": f"o-{i}",
+        "customer": customer,
+        "amount": 10.5 + i,
         "items": [{"sku": "tea", "qty": i % 3 + 1}],
         "placed_at": f"2024-05-01T12:00:{i % 60:02d}.250Z",
         **({"note": "gift"} if i % 2 else {}),
@@ -42,12 +44,16 @@ def order(i: int, customer: str = "c-1") -> dict[str, Any]:
 def expected(i: int, customer: str = "c-1") -> dict[str, Any]:
     sent = order(i, customer)
     return {
-        **sent, "currency": "EUR", "note": sent.get("note"),
+        **sent,
+        "currency": "EUR",
+        "note": sent.get("note"),
         "placed_at": datetime(2024, 5, 1, 12, 0, i % 60, 250_000, tzinfo=timezone.utc),
     }
 
 
-def read_back(bootstrap: str, topic: str, registry_url: str, n: int) -> list[tuple[bytes, Any, int]]:
+def read_back(
+    bootstrap: str, topic: str, registry_url: str, n: int
+) -> list[tuple[bytes, Any, int]]:
     """(key, decoded value, schema id) of each record, decoded by confluent-kafka."""
     deserializer = AvroDeserializer(confluent_sr.SchemaRegistryClient({"url": registry_url}))
     out = []
@@ -85,7 +91,8 @@ async def test_orders_are_avro_that_confluent_kafka_decodes(
     assert {schema_id for _, _, schema_id in got} == {schema_registry.subjects[f"{topic}-value"][0]}
     # Registered once: the batch and the later orders used the cached id.
     registrations = [
-        r for r in schema_registry.requests
+        r
+        for r in schema_registry.requests
         if r.method == "POST" and r.path == f"/subjects/{topic}-value/versions"
     ]
     assert len(registrations) == 1

@@ -80,7 +80,9 @@ def fastapi_snippet(document: str) -> str:
 async def test_the_documented_example_works_as_written(
     kafka_cluster: MockCluster, document: str
 ) -> None:
-    source = fastapi_snippet(document).replace('"kafka:9092"', repr(kafka_cluster.bootstrap_servers))
+    source = fastapi_snippet(document).replace(
+        '"kafka:9092"', repr(kafka_cluster.bootstrap_servers)
+    )
     namespace: dict[str, Any] = {"__name__": "documented_fastapi"}
     exec(compile(source, document, "exec"), namespace)  # noqa: S102 - our own documentation
     app = namespace["app"]
@@ -115,5 +117,8 @@ async def test_the_testing_guides_fastapi_tests_pass_as_written(
 ) -> None:
     module = _testing_guide_module()
     marks = {m.name: m for m in module["pytestmark"]}
-    assert marks["kafka_cluster"].kwargs == {"brokers": 1, "default_partitions": 1}  # as this module's
+    assert marks["kafka_cluster"].kwargs == {
+        "brokers": 1,
+        "default_partitions": 1,
+    }  # as this module's
     await asyncio.wait_for(module[name](kafka_cluster), 60)

@@ -59,7 +59,9 @@ async def serving(app: FastAPI) -> AsyncIterator[Any]:
             yield client
 
 
-async def test_the_lifespan_runs_the_producer_and_send_within_answers(kafka_cluster: MockCluster) -> None:
+async def test_the_lifespan_runs_the_producer_and_send_within_answers(
+    kafka_cluster: MockCluster,
+) -> None:
     app = make_app(kafka_cluster.bootstrap_servers)
     async with serving(app) as client:
         resp = await client.post("/events/orders", content=b"one")

@@ -34,7 +34,9 @@ def _wrap_comment(text: str, ind: str) -> list[str]:
 
 def _class(struct: StructSpec, msg: MessageSpec, mod: Module, root: bool) -> str:
     cls = mod.class_names[id(struct)]
-    what = f"{msg.name} (Kafka's ``{msg.name}Data``)" if root else f"A ``{struct.name}`` of {msg.name}"
+    what = (
+        f"{msg.name} (Kafka's ``{msg.name}Data``)" if root else f"A ``{struct.name}`` of {msg.name}"
+    )
     lines = ["@dataclass(slots=True)", f"class {cls}:", f'    """{what}."""', ""]
     if root:
         flex_from = msg.flexible.low if not msg.flexible.empty else 32767

@@ -24,14 +24,29 @@ __all__ = [
 ]
 
 _FIXED = {
-    "bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i",
-    "uint32": "I", "int64": "q", "float64": "d",
+    "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
 }
 _SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 _PY = {
-    "bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int",
-    "uint32": "int", "int64": "int", "float64": "float", "string": "str", "bytes": "bytes",
-    "records": "Buffer", "uuid": "uuid.UUID",
+    "bool": "bool",
+    "int8": "int",
+    "int16": "int",
+    "uint16": "int",
+    "int32": "int",
+    "uint32": "int",
+    "int64": "int",
+    "float64": "float",
+    "string": "str",
+    "bytes": "bytes",
+    "records": "Buffer",
+    "uuid": "uuid.UUID",
 }
 
 
@@ -145,7 +160,13 @@ def has_records(struct: StructSpec) -> bool:
 
 
 def _enc_value(
-    f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: Module, ind: str,
+    f: FieldSpec,
+    value: str,
+    out: str,
+    version: int,
+    flex: bool,
+    mod: Module,
+    ind: str,
     chunked: bool = False,
 ) -> list[str]:
     """Lines writing ``value`` (a field of type ``f``) to ``out``."""
@@ -169,7 +190,9 @@ def _enc_value(
         elem = f.element
         e = f"e_{snake(f.name)}"
         if elem in _FIXED:
-            lines.append(f"{body_ind}{out} += struct.pack(f'>{{len({arr})}}{_FIXED[elem]}', *{arr})")
+            lines.append(
+                f"{body_ind}{out} += struct.pack(f'>{{len({arr})}}{_FIXED[elem]}', *{arr})"
+            )
         else:
             lines.append(f"{body_ind}for {e} in {arr}:")
             lines += _enc_scalar(f, e, out, version, flex, mod, body_ind + "    ", False, chunked)
@@ -178,8 +201,15 @@ def _enc_value(
 
 
 def _enc_scalar(
-    f: FieldSpec, value: str, out: str, version: int, flex: bool, mod: Module, ind: str,
-    nullable: bool, chunked: bool = False,
+    f: FieldSpec,
+    value: str,
+    out: str,
+    version: int,
+    flex: bool,
+    mod: Module,
+    ind: str,
+    nullable: bool,
+    chunked: bool = False,
 ) -> list[str]:
     elem = f.element
     flag = "True" if nullable else "False"
@@ -261,13 +291,18 @@ def encoder(
             group.append(f)
             continue
         flush()
-        lines += _enc_value(f, attr, "out", version, _flexible(f, msg, version), mod, "    ", chunked)
+        lines += _enc_value(
+            f, attr, "out", version, _flexible(f, msg, version), mod, "    ", chunked
+        )
     flush()
     if flex:
         if not tagged:
             lines.append("    out.append(0)  # no tagged fields")
         else:
-            if chunked and any(t.element == "records" or t.struct is not None and has_records(t.struct) for t in tagged):
+            if chunked and any(
+                t.element == "records" or t.struct is not None and has_records(t.struct)
+                for t in tagged
+            ):
                 raise ValueError(f"{struct.name}: a tagged field holding records is not supported")
             tagged.sort(key=lambda t: t.tag or 0)
             checks = []
@@ -298,7 +333,13 @@ def encoder(
 
 
 def _dec_value(
-    f: FieldSpec, var: str, pos: str, version: int, flex: bool, mod: Module, ind: str,
+    f: FieldSpec,
+    var: str,
+    pos: str,
+    version: int,
+    flex: bool,
+    mod: Module,
+    ind: str,
     declare: bool,
 ) -> list[str]:
     """Lines reading a value of field ``f`` into ``var``, advancing ``pos``."""
@@ -343,8 +384,16 @@ def _dec_value(
 
 
 def _dec_scalar(
-    f: FieldSpec, var: str, pos: str, version: int, flex: bool, mod: Module, ind: str,
-    nullable: bool, declare: bool, typ: str | None = None,
+    f: FieldSpec,
+    var: str,
+    pos: str,
+    version: int,
+    flex: bool,
+    mod: Module,
+    ind: str,
+    nullable: bool,
+    declare: bool,
+    typ: str | None = None,
 ) -> list[str]:
     elem = f.element
     name = snake(f.name)
@@ -447,7 +496,8 @@ def decoder(struct: StructSpec, msg: MessageSpec, version: int, mod: Module) -> 
         else:
             for f in tagged:
                 lines.insert(
-                    len(lines) - 3, f"    f_{snake(f.name)}: {annotation(f, mod)} = {default_value(f, mod)}"
+                    len(lines) - 3,
+                    f"    f_{snake(f.name)}: {annotation(f, mod)} = {default_value(f, mod)}",
                 )
             lines += [
                 "        n_tags, pos = _w.r_uvarint(buf, pos)",

@@ -50,7 +50,14 @@ APIS = (
 
 def default_jar() -> Path:
     """The kafka-clients jar ``tools/kafka/fetch.sh`` puts in ``.cache``."""
-    return REPO_ROOT / ".cache" / "kafka" / KAFKA_VERSION / "libs" / f"kafka-clients-{KAFKA_VERSION}.jar"
+    return (
+        REPO_ROOT
+        / ".cache"
+        / "kafka"
+        / KAFKA_VERSION
+        / "libs"
+        / f"kafka-clients-{KAFKA_VERSION}.jar"
+    )
 
 
 def _header(sources: str) -> str:
@@ -85,7 +92,10 @@ def generate(jar: Path, out: Path) -> list[Path]:
         )
         written[out / f"{module}.py"] = emit_module(request, response, header + "\n" + doc)
         exports.append((module, request.name, response.name))
-    init = [_header("the message specs"), _docstring("Kafka's messages, generated from its JSON specs.")]
+    init = [
+        _header("the message specs"),
+        _docstring("Kafka's messages, generated from its JSON specs."),
+    ]
     init.append("from __future__ import annotations\n")
     for m, req, resp in sorted(exports):
         line = f"from .{m} import {req}, {resp}"

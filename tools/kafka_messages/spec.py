@@ -94,8 +94,20 @@ class MessageSpec:
 
 
 PRIMITIVES = frozenset(
-    {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64",
-     "string", "bytes", "records", "uuid"}
+    {
+        "bool",
+        "int8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "float64",
+        "string",
+        "bytes",
+        "records",
+        "uuid",
+    }
 )
 
 

@@ -145,7 +145,10 @@ def api_versions_body(
     transaction.version 2 its API versions and the finalized feature (KIP-584)."""
     tv2 = TV2_VERSIONS if transaction_version >= 2 else {}
     versions = {
-        **SUPPORTED_VERSIONS, **ADVERTISED_ONLY, **(SASL_API_VERSIONS if sasl else {}), **tv2
+        **SUPPORTED_VERSIONS,
+        **ADVERTISED_ONLY,
+        **(SASL_API_VERSIONS if sasl else {}),
+        **tv2,
     }
     response = ApiVersionsResponse(
         error_code=error_code,
@@ -282,6 +285,7 @@ def _find_coordinator(
         port=found.port,
     )
 
+
 # -- Produce -----------------------------------------------------------------
 
 
@@ -297,7 +301,12 @@ def _whole_batches(data: bytes) -> bool:
 
 
 def _produce_partition(
-    cluster: ClusterView, ctx: RequestContext, body: ProduceRequest, topic: str, index: int, data: Any
+    cluster: ClusterView,
+    ctx: RequestContext,
+    body: ProduceRequest,
+    topic: str,
+    index: int,
+    data: Any,
 ) -> tuple[int, int]:
     """(error code, base offset) for one partition of a Produce request."""
     if body.acks not in (-1, 0, 1):
@@ -314,7 +323,12 @@ def _produce_partition(
 
 
 def _append_partition(
-    cluster: ClusterView, ctx: RequestContext, body: ProduceRequest, topic: str, index: int, data: Any
+    cluster: ClusterView,
+    ctx: RequestContext,
+    body: ProduceRequest,
+    topic: str,
+    index: int,
+    data: Any,
 ) -> tuple[int, int]:
     """Check and write one partition's batch: (error code, base offset)."""
     state = cluster.topic_states.get(topic)
@@ -372,7 +386,9 @@ def _append_partition(
     return NONE, partition.log.append(batch, transactional_open=batch.is_transactional)
 
 
-def _produce(cluster: ClusterView, ctx: RequestContext, body: ProduceRequest) -> ProduceResponse | None:
+def _produce(
+    cluster: ClusterView, ctx: RequestContext, body: ProduceRequest
+) -> ProduceResponse | None:
     responses = []
     leaders: set[int] = set()
     for topic_data in body.topic_data:
@@ -415,7 +431,9 @@ def _current_leader(
     if state is None or not 0 <= index < len(state.partitions):
         return None
     partition = state.partitions[index]
-    if partition.leader == ctx.broker_id or partition.leader < 0:  # a scripted refusal, or no leader to name
+    if (
+        partition.leader == ctx.broker_id or partition.leader < 0
+    ):  # a scripted refusal, or no leader to name
         return None
     return LeaderIdAndEpoch(leader_id=partition.leader, leader_epoch=partition.leader_epoch)
 

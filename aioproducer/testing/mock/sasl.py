@@ -219,7 +219,12 @@ class ScramAuthenticator(Authenticator):
         cbind, _, rest = message.partition(",")
         authz, _, bare = rest.partition(",")
         fields = bare.split(",")
-        if cbind != "n" or len(fields) < 2 or not fields[0].startswith("n=") or not fields[1].startswith("r="):
+        if (
+            cbind != "n"
+            or len(fields) < 2
+            or not fields[0].startswith("n=")
+            or not fields[1].startswith("r=")
+        ):
             raise self._failed()
         user = _scram_username(fields[0][2:])
         if user is None or (authz and authz != f"a={fields[0][2:]}"):
@@ -381,7 +386,10 @@ def sasl_server_config(
             )
         return None
     return SaslServerConfig(
-        mechanisms, users, oauth_validator, session_lifetime_ms,
+        mechanisms,
+        users,
+        oauth_validator,
+        session_lifetime_ms,
         SCRAM_ITERATIONS if scram_iterations is None else scram_iterations,
     )
 

@@ -237,10 +237,14 @@ class BrokerServer:
         except (MessageError, TypeError) as exc:
             # A response that does not fit the request's version (an intercept
             # set a field the version lacks): kept for the test, as a failed handler.
-            log.exception("broker %d: response to api %d v%d not encodable", self.node_id, api_key, version)
+            log.exception(
+                "broker %d: response to api %d v%d not encodable", self.node_id, api_key, version
+            )
             self.cluster.handler_errors.append(exc)
             data = encode_response(
-                api, version, correlation_id,
+                api,
+                version,
+                correlation_id,
                 error_response(self.cluster, ctx, request, _UNKNOWN_SERVER_ERROR),
             )
         sent = await self._send(conn, data, api_key)
