@@ -22,6 +22,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <structmember.h>
 
 #include "_outcome.h"
@@ -104,11 +105,12 @@ static PyObject *cancelled_error(kernels_state *st, Handle *h) {
 /* The record's metadata (new reference), made once. */
 static PyObject *metadata_of(kernels_state *st, Handle *h, Outcome *o) {
     if (h->metadata) return Py_NewRef(h->metadata);
-    long long offset = o->base_offset < 0 ? -1 : o->base_offset + h->delta;
-    if (o->base_offset >= 0 && h->delta > 0 && offset < o->base_offset) {
+    /* Checked before the sum: a signed overflow is undefined behaviour in C. */
+    if (o->base_offset >= 0 && h->delta > 0 && h->delta > LLONG_MAX - o->base_offset) {
         PyErr_SetString(PyExc_OverflowError, "the record's offset does not fit in 64 bits");
         return NULL;
     }
+    long long offset = o->base_offset < 0 ? -1 : o->base_offset + h->delta;
     long long ts = o->log_append_time_ms >= 0 ? o->log_append_time_ms : h->timestamp_ms;
     PyObject *items[6];
     items[0] = Py_NewRef(o->topic);
