@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -375,6 +375,19 @@ class RecordAccumulator:
                 if not dq:
                     del self._nonempty[tp]
         return out
+
+    def stranded(self, now: float, skip: Container[ProducerBatch]) -> list[ProducerBatch]:
+        """Batches past their deadline at ``now`` that are neither decided, queued, in
+        flight nor in ``skip``: none, unless a bug lost one (the sender fails them)."""
+        return [
+            b
+            for b in list(self.incomplete)
+            if b.deadline <= now
+            and not b.decided
+            and not b.in_flight
+            and b not in skip
+            and not self.is_queued(b)
+        ]
 
     def next_expiry(self) -> float:
         """The earliest delivery deadline of a queued batch (inf if none)."""

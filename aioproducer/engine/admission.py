@@ -31,7 +31,7 @@ appended nothing or appended a record whose future resolves.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .partitioner import PartitionerFn, choose_partition, goes_sticky
@@ -127,6 +127,33 @@ class Admission:
     def release(self, nbytes: int) -> None:
         """Give back memory reserved for a record that was not appended."""
         self._pool.release(nbytes)
+
+    async def wait_for_room(
+        self,
+        topic: str,
+        info: TopicInfo | None,
+        partition: int | None,
+        reserve: int,
+        recheck: Callable[[], object],
+    ) -> TopicInfo:
+        """A record's waits, together within ``max_block_ms``: the topic's metadata
+        (unknown, or without ``partition`` until a refresh), then ``reserve`` bytes of
+        buffer memory, not reserved yet. ``recheck`` raises if the producer or its
+        transaction moved on meanwhile; the bytes are given back then."""
+        deadline = self.deadline()
+        if (
+            info is None
+            or not info.partitions
+            or (type(partition) is int and partition >= len(info.partitions))
+        ):
+            info = await self.topic_info(topic, partition)
+        await self.reserve(reserve, deadline)
+        try:
+            recheck()
+        except BaseException:
+            self.release(reserve)
+            raise
+        return info
 
     # -- the partition ---------------------------------------------------------
 

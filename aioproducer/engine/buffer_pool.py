@@ -103,13 +103,13 @@ class BufferPool(BufferCounter):
 
     __slots__ = ("_on_exhausted", "_waiters", "total", "wait_time_total")
 
-    def __init__(self, total: int, on_exhausted: Callable[[], None] | None = None) -> None:
+    def __init__(self, total: int) -> None:
         super().__init__(total)
         self.total = total
         # Called when a caller starts waiting: full batches are then ready at
         # once (Java's "exhausted" rule), so the sender must look now, not at
-        # its next deadline.
-        self._on_exhausted = on_exhausted
+        # its next deadline. The sender sets it when it starts (listen()).
+        self._on_exhausted: Callable[[], None] | None = None
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
         # Seconds enqueue() calls have spent waiting for memory, all together
         # (Java's bufferpool-wait-time-total).
@@ -117,6 +117,10 @@ class BufferPool(BufferCounter):
 
     def __repr__(self) -> str:
         return f"<BufferPool {self.available}/{self.total} free, {len(self._waiters)} waiting>"
+
+    def listen(self, on_exhausted: Callable[[], None]) -> None:
+        """Call ``on_exhausted()`` whenever a caller starts waiting for memory."""
+        self._on_exhausted = on_exhausted
 
     @property
     def waiting(self) -> int:

@@ -14,7 +14,7 @@ sendable now, whatever its linger.
 
 The producer uses it only when the full path would choose the same partition
 the same way: no custom partitioner, ``partitioner_ignore_keys`` off, no
-serializers, not transactional (``Producer._plain``), and a topic already
+serializers, not transactional (``EnqueueShortcut.plain``), and a topic already
 checked.
 
 :class:`KeyedLanePy` is the reference. When the C kernels are built,

@@ -1,9 +1,11 @@
 """The sender's producer id: when to ask for one, which broker to ask, and the asking.
 
 An idempotent producer needs an id (and epoch) before it stamps a batch, and a
-new one to get out of a broken sequence state (KIP-360). This mixin holds that
-part of :class:`~aioproducer.engine.sender.Sender`; its state (``_seq``,
-``_pid_error``, ``_pid_task``...) is the sender's.
+new one to get out of a broken sequence state (KIP-360). A
+:class:`~aioproducer.engine.sender.Sender` holds one :class:`ProducerIds`,
+which owns the request in flight and the last refusal; the sequences
+(:class:`~aioproducer.engine.idempotence.SequenceState`) and the requests the
+sender has out stay the sender's, read here.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from ..protocol.apis import INIT_PRODUCER_ID
 from ..protocol.generated import InitProducerIdRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..config import ProducerConfig
     from ..logs import ClientLogger
     from ..net.client import KafkaClient
     from .accumulator import RecordAccumulator, TopicPartition
     from .idempotence import SequenceState
 
-__all__ = ["ProducerIdMixin"]
+__all__ = ["ProducerIds"]
 
 # Answers that mean "ask again in a moment" while a coordinator loads or moves,
 # and how long they are retried before each failure is a WARNING.
@@ -44,27 +48,60 @@ def _refused_for_good(exc: BaseException | None) -> bool:
     )
 
 
-class ProducerIdMixin:
-    """Producer id acquisition for :class:`~aioproducer.engine.sender.Sender`."""
+class ProducerIds:
+    """When a sender asks for its producer id, which broker it asks, and the asking."""
 
-    _seq: SequenceState | None
-    _pid_error: BaseException | None
-    _pid_failing_since: float
-    _pid_task: asyncio.Task[None] | None
-    _config: ProducerConfig
-    _client: KafkaClient
-    _acc: RecordAccumulator
-    _log: ClientLogger
-    _in_flight_by_tp: dict[TopicPartition, int]
-    _write_locks: dict[int, asyncio.Lock]
+    __slots__ = (
+        "_abort_queued",
+        "_acc",
+        "_client",
+        "_config",
+        "_in_flight_by_tp",
+        "_log",
+        "_seq",
+        "_wakeup",
+        "_write_locks",
+        "error",
+        "failing_since",
+        "task",
+    )
 
-    def wakeup(self) -> None:  # provided by the sender
-        raise NotImplementedError
+    def __init__(
+        self,
+        seq: SequenceState,
+        config: ProducerConfig,
+        client: KafkaClient,
+        acc: RecordAccumulator,
+        log: ClientLogger,
+        *,
+        in_flight_by_tp: dict[TopicPartition, int],
+        write_locks: dict[int, asyncio.Lock],
+        wakeup: Callable[[], None],
+        abort_queued: Callable[[BaseException], None],
+    ) -> None:
+        self._seq = seq
+        self._config = config
+        self._client = client
+        self._acc = acc
+        self._log = log
+        # The sender's: batches in flight per partition, and the brokers it
+        # has produced to (the keys of its per-broker write locks).
+        self._in_flight_by_tp = in_flight_by_tp
+        self._write_locks = write_locks
+        self._wakeup = wakeup
+        self._abort_queued = abort_queued
+        #: The request under way (or done), awaited by the sender's stop.
+        self.task: asyncio.Task[None] | None = None
+        #: Why the last request failed; None once one succeeded.
+        self.error: BaseException | None = None
+        #: When the failures in a row began (``time.monotonic()``).
+        self.failing_since = 0.0
 
-    def abort_queued(self, exc: BaseException) -> None:  # provided by the sender
-        raise NotImplementedError
+    def start(self) -> None:
+        """Ask for an id now, in a task of its own (see :meth:`due`)."""
+        self.task = asyncio.get_running_loop().create_task(self._init_producer_id())
 
-    def _producer_id_due(self, seq: SequenceState) -> bool:
+    def due(self) -> bool:
         """Whether to ask for a producer id now: at start, or for a bump (KIP-360).
 
         A bump waits only until the partitions due for the new id have nothing
@@ -72,17 +109,18 @@ class ProducerIdMixin:
         be handling must not be reused); requests elsewhere, even ones stuck on
         an unresponsive broker, do not hold it up.
         """
-        if self._pid_task is not None and not self._pid_task.done():
+        if self.task is not None and not self.task.done():
             return False
+        seq = self._seq
         if not seq.ready:
             # Refused for want of an ACL: ask again for records that wait (the
             # ACL may have been granted since), not on every pass while idle.
-            return not _refused_for_good(self._pid_error) or self._acc.queued_batches() > 0
+            return not _refused_for_good(self.error) or self._acc.queued_batches() > 0
         return seq.bump_needed and not any(
             self._in_flight_by_tp.get(tp) for tp in seq.waiting_for_id()
         )
 
-    def _producer_id_node(self) -> int:
+    def _node(self) -> int:
         """The broker to ask: the least loaded one this sender talks to (a stalled
         broker holds its requests), else any known one (Java's leastLoadedNode)."""
         best: int | None = None
@@ -106,10 +144,9 @@ class ProducerIdMixin:
         deduplicated against it (KIP-360).
         """
         seq = self._seq
-        assert seq is not None
         timeout = self._config.request_timeout_ms / 1000
         try:
-            node = self._producer_id_node()
+            node = self._node()
             conn = await self._client.connection(node, timeout)
             body = InitProducerIdRequest(
                 transactional_id=None,
@@ -121,14 +158,14 @@ class ProducerIdMixin:
             raise
         except Exception as exc:  # noqa: BLE001 - retried after a backoff; batches expire meanwhile
             now = time.monotonic()
-            if self._pid_error is None:
-                self._pid_failing_since = now
-            self._pid_error = exc
+            if self.error is None:
+                self.failing_since = now
+            self.error = exc
             # A coordinator still loading (a broker just started) answers so
             # for a moment: Java retries it quietly; a WARNING only if it lasts.
             transient = (
                 isinstance(exc, _COORDINATOR_BUSY)
-                and now - self._pid_failing_since < _QUIET_COORDINATOR_RETRIES_S
+                and now - self.failing_since < _QUIET_COORDINATOR_RETRIES_S
             )
             self._log.log(
                 logging.DEBUG if transient else logging.WARNING,
@@ -140,10 +177,10 @@ class ProducerIdMixin:
                 # be sent until the settings or the ACLs change, so fail it now
                 # rather than at its deadline (Java's Sender fails the batches
                 # on CLUSTER_AUTHORIZATION_FAILED and starts over uninitialized).
-                self.abort_queued(exc)
+                self._abort_queued(exc)
             await asyncio.sleep(self._config.retry_backoff_ms / 1000)
         else:
-            self._pid_error = None
+            self.error = None
             reason = seq.bump_reason
             renumbered = seq.reset(response.producer_id, response.producer_epoch)
             self._log.info(
@@ -155,6 +192,4 @@ class ProducerIdMixin:
                 else "",
             )
         finally:
-            self.wakeup()
-
-    # -- shutdown ----------------------------------------------------------
+            self._wakeup()

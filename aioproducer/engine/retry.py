@@ -9,9 +9,15 @@ is covered by a table-driven test.
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import errors
+
+if TYPE_CHECKING:
+    from .batch import ProducerBatch
 
 __all__ = [
     "Action",
@@ -19,6 +25,7 @@ __all__ = [
     "RetryConfig",
     "Written",
     "classify",
+    "expired_in_flight",
     "expiry_error",
     "retry_backoff",
     "written_after",
@@ -237,3 +244,18 @@ def expiry_error(
     )
     exc.__cause__ = last if last is not None else pid_error
     return exc
+
+
+def expired_in_flight(
+    in_flight: Iterable[ProducerBatch], now: float
+) -> tuple[list[ProducerBatch], float]:
+    """The batches of ``in_flight`` past their deadline at ``now``, and the earliest
+    deadline of the others (``math.inf`` when none is left)."""
+    expired = []
+    earliest = math.inf
+    for batch in in_flight:
+        if batch.deadline <= now:
+            expired.append(batch)
+        elif batch.deadline < earliest:
+            earliest = batch.deadline
+    return expired, earliest

@@ -45,8 +45,8 @@ from .produce_request import (
     partition_outcomes,
     produce_body,
 )
-from .producer_id import ProducerIdMixin
-from .retry import Action, RetryConfig, classify, expiry_error
+from .producer_id import ProducerIds
+from .retry import Action, RetryConfig, classify, expired_in_flight, expiry_error
 from .sender_alarm import SenderAlarm
 from .transaction_version import choose_version
 from .transactions import TransactionManager
@@ -59,7 +59,9 @@ __all__ = ["Sender"]
 log = logging.getLogger("aioproducer.engine.sender")
 
 
-class Sender(ProducerIdMixin):
+class Sender:
+    """The one task that sends a producer's batches and applies the answers."""
+
     def __init__(
         self,
         config: ProducerConfig,
@@ -102,6 +104,8 @@ class Sender(ProducerIdMixin):
         self.passes = 0
         # A connection attempt that ends or a metadata refresh may make a node ready.
         client.add_listener(self.wakeup)
+        # A record waiting for memory makes full batches sendable at once.
+        pool.listen(self.wakeup)
         self._rand = random.Random()
         # Idempotence (KIP-98): producer id, epoch and sequences; None when off.
         self._seq = seq
@@ -109,9 +113,6 @@ class Sender(ProducerIdMixin):
         # first batch, and a failure makes the transaction abortable instead of
         # bumping the epoch.
         self._txn = txn
-        self._pid_task: asyncio.Task[None] | None = None
-        self._pid_error: BaseException | None = None
-        self._pid_failing_since = 0.0
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
         # Produce requests started per node, counted from the moment they are
         # started (a batch may still be compressing in a worker thread) ...
@@ -124,6 +125,20 @@ class Sender(ProducerIdMixin):
         # by an acknowledgement: a batch that expires while queued behind
         # retries, or in flight, says what kept its partition from progressing.
         self._last_error: dict[TopicPartition, BaseException] = {}
+        # Idempotent only: a transactional producer's id comes from its TransactionManager.
+        self._pid: ProducerIds | None = None
+        if seq is not None and txn is None:
+            self._pid = ProducerIds(
+                seq,
+                config,
+                client,
+                accumulator,
+                self._log,
+                in_flight_by_tp=self._in_flight_by_tp,
+                write_locks=self._write_locks,
+                wakeup=self.wakeup,
+                abort_queued=self.abort_queued,
+            )
 
     def __repr__(self) -> str:
         return f"<Sender in_flight_batches={len(self._in_flight)} requests={len(self._requests)}>"
@@ -135,14 +150,11 @@ class Sender(ProducerIdMixin):
         self._alarm.ring()
 
     def batch_opened(self, batch: ProducerBatch) -> None:
-        """A record opened ``batch``: see that the loop makes a pass by the time the
-        batch can be sent (RecordAccumulator.sendable_from).
+        """A record opened ``batch``: see that the loop passes by the time it can be sent.
 
-        A loop asleep until then is left alone, and one asleep until later has
-        its timer brought forward: a pass now would find nothing to send and
-        only set that timer. In a web service whose handlers each send a
-        record, the batches opened per request made more than half the passes
-        such, each a task step, a future, a timer and a look at every queue.
+        A loop asleep until then is left alone; one asleep until later has its
+        timer brought forward. A pass now would only set that timer: in a web
+        service such passes (a task step, a future, a timer each) were over half.
         """
         alarm = self._alarm
         until = alarm.asleep_until
@@ -198,8 +210,8 @@ class Sender(ProducerIdMixin):
         if seq is not None:
             if not seq.ready:
                 ready.nodes.clear()  # no producer id yet: nothing can be stamped
-            if self._txn is None and self._producer_id_due(seq):
-                self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
+            if self._pid is not None and self._pid.due():
+                self._pid.start()
         conns: dict[int, BrokerConnection] = {}
         for node in list(ready.nodes):
             conn = self._client.ready_connection(node)
@@ -254,27 +266,14 @@ class Sender(ProducerIdMixin):
         earliest = None
         if now >= self._in_flight_earliest:
             # Those past their deadline go (_finish takes them out of the
-            # set); the bound becomes the earliest deadline of the rest, once
-            # they are gone (should one fail to go, the next pass looks again).
-            earliest = math.inf
-            for batch in self._in_flight:
-                if batch.deadline <= now:
-                    expired.append(batch)
-                elif batch.deadline < earliest:
-                    earliest = batch.deadline
+            # set); the bound becomes the earliest deadline of the rest.
+            late, earliest = expired_in_flight(self._in_flight, now)
+            expired += late
         if self._acc.incomplete and now >= self._next_stranded_check:
             # Belt and braces: a batch neither queued nor in flight (only a bug
             # could strand one) still fails at its deadline instead of hanging flush().
             self._next_stranded_check = now + 1.0
-            expired.extend(
-                b
-                for b in list(self._acc.incomplete)
-                if b.deadline <= now
-                and not b.decided
-                and not b.in_flight
-                and b not in expired
-                and not self._acc.is_queued(b)
-            )
+            expired += self._acc.stranded(now, set(expired))
         for batch in expired:
             tp = (batch.topic, batch.partition)
             exc = expiry_error(
@@ -284,7 +283,7 @@ class Sender(ProducerIdMixin):
                 self._config.delivery_timeout_ms,
                 batch.in_flight,
                 self._last_error.get(tp),
-                self._pid_error,
+                None if self._pid is None else self._pid.error,
             )
             self._finish(batch, exc)
         if earliest is not None:
@@ -573,7 +572,7 @@ class Sender(ProducerIdMixin):
         if batch.reserved:
             self._pool.release(batch.release_reserved())
 
-    # -- producer id ---------------------------------------------------------
+    # -- shutdown ------------------------------------------------------------
 
     def abort_queued(self, exc: BaseException) -> None:
         """Fail the batches not yet sent (a transaction is being aborted)."""
@@ -593,8 +592,8 @@ class Sender(ProducerIdMixin):
         if self._task is not None:
             await self._task
         requests = list(self._requests)
-        if self._pid_task is not None:
-            requests.append(self._pid_task)
+        if self._pid is not None and self._pid.task is not None:
+            requests.append(self._pid.task)
         for task in requests:
             task.cancel()
         await asyncio.gather(*requests, return_exceptions=True)

@@ -17,9 +17,9 @@ It answers the record's handle, having counted the record down, or None with
 nothing appended: ``enqueue`` then takes its full path, which decides (and
 raises, where something is wrong).
 
-This object owns the state it reads: ``Producer._loop_mark`` and
-``Producer._plain`` are properties over ``loop_mark`` and ``plain``, and the
-full path counts down ``countdown`` too. ``topics_seen`` is the producer's own
+This object holds the state it reads: ``loop_mark`` (set only by the
+producer's ``LoopBinding``) and ``plain`` (set only by its ``Lifecycle``), and
+the full path counts down ``countdown`` too. ``topics_seen`` is the producer's own
 set (never a copy), which only the producer adds to.
 
 :class:`EnqueueShortcutPy` is the reference. With the C kernels built,

@@ -16,21 +16,25 @@ Where a record enters the engine (its partition, its batch, the effects of
 appending) is :mod:`~aioproducer.engine.admission`, which the bulk path
 shares; appending is the batch's own method
 (:meth:`~aioproducer.engine.batch.ProducerBatch.try_append`). This module
-holds those steps; start, flush and close come from :mod:`.lifecycle` (the
-parts of a started producer are one :class:`.running.Running`), the
-transaction methods from :mod:`.transactions_api`, the bulk ones from
-:mod:`.bulk_api`, the gauges from
-:mod:`~aioproducer.telemetry.producer_metrics`, the hooks from
+holds those steps and the public methods; a producer is made of parts it
+holds, each the one owner of its state: the constructor's
+(:class:`.running.Parts`), the :class:`.lifecycle.Lifecycle` that starts
+and closes it (the parts of a started producer are one
+:class:`.running.Running`), the :class:`.loop_binding.LoopBinding`, the
+:class:`.transactions_api.TransactionsAPI` and the :class:`.bulk_api.BulkAPI`
+its methods delegate to, the gauges of
+:mod:`~aioproducer.telemetry.producer_metrics` and the hooks of
 :mod:`~aioproducer.interceptors`."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from threading import get_ident
 from time import time_ns
 from typing import TYPE_CHECKING, Any
@@ -38,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..config import ProducerConfig
 from ..engine.accumulator import RecordAccumulator
-from ..engine.admission import Admission
 from ..engine.batch import RECORD_HANDLE_OVERHEAD
 from ..engine.buffer_pool import BufferPool
 from ..engine.record_handle import RecordHandle
@@ -53,19 +56,21 @@ from ..engine.validation import (
 from ..foreign_names import PEER_METHODS
 from ..interceptors import InterceptorChain, intercepted_enqueue
 from ..logs import ClientLogger
-from ..net.cluster import TopicInfo
 from ..net.metadata_wait import MetadataWait
 from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from ..telemetry.metrics import MetricConfig, MetricName
 from ..telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
-from ..types import BulkProgress, BulkResult, RecordMetadata
+from ..types import BulkProgress, BulkResult, PreparedTransaction, RecordMetadata
 from .bulk_api import BulkAPI
-from .lifecycle import LifecycleMixin
-from .loop_binding import UNBOUND, LoopBindingMixin
+from .lifecycle import Lifecycle
+from .loop_binding import UNBOUND, LoopBinding
 from .running import Parts, Running
 from .serializer_prepare import SerializerBinding
 from .settings import ProducerConstructor
-from .transactions_api import TransactionalProducerMixin
+from .transactions_api import TransactionsAPI
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Producer"]
 
@@ -79,12 +84,7 @@ Headers = Sequence[tuple[str, bytes | None]]
 _client_numbers = itertools.count(1)
 
 
-class Producer(
-    LoopBindingMixin,
-    LifecycleMixin,
-    TransactionalProducerMixin,
-    ProducerConstructor,
-):
+class Producer(ProducerConstructor):
     """An asyncio Kafka producer with the Java producer's semantics.
 
     Use ``async with Producer(...) as p:`` or ``await p.start()`` / ``await
@@ -119,9 +119,7 @@ class Producer(
         self.config = config
         self.client_id = config.client_id or f"producer-{next(_client_numbers)}"
         self._log = ClientLogger(log, self.client_id)
-        # Everything that exists only once started, built by start() (lifecycle).
-        self._running: Running | None = None
-        self._pool = BufferPool(config.buffer_memory, on_exhausted=self._wake_sender)
+        self._pool = BufferPool(config.buffer_memory)
         self._acc = RecordAccumulator(
             batch_size=config.batch_size,
             linger_ms=config.linger_ms,
@@ -136,26 +134,34 @@ class Producer(
             adaptive=config.partitioner_adaptive_partitioning,
             availability_timeout_ms=config.partitioner_availability_timeout_ms,
         )
-        # KIP-794: unkeyed (or every, with partitioner_ignore_keys) record goes
-        # through the uniform sticky partitioner.
-        self._ignore_keys = config.partitioner_ignore_keys
-        self._closed = False
-        self._close_lock: asyncio.Lock | None = None
-        self._start_lock: asyncio.Lock | None = None
         self._max_block = config.max_block_ms / 1000
-        self._metadata_wait = MetadataWait(self._log, self._max_block)
         self._serializers = SerializerBinding(config.key_serializer, config.value_serializer)
         self._max_record = min(
             config.max_request_size, config.buffer_memory - RECORD_HANDLE_OVERHEAD
         )
-        # The largest record bound the unkeyed fast path of enqueue takes.
-        self._max_unkeyed = self._max_record - RECORD_BATCH_OVERHEAD
-        self._custom_partitioner = config.partitioner
         self._metrics = ProducerMetrics(
             self.client_id,
             MetricConfig(config.metrics_num_samples, config.metrics_sample_window_ms / 1000),
             enabled=config.metrics_enabled,
         )
+        parts = Parts(
+            config,
+            self.client_id,
+            self._acc,
+            self._pool,
+            self._sticky,
+            self._metrics,
+            MetadataWait(self._log, self._max_block),
+            self._shortcut,
+            self._max_block,
+            # The largest record bound the unkeyed fast path of enqueue takes.
+            self._max_record - RECORD_BATCH_OVERHEAD,
+            self._serializers.active,
+        )
+        # Started or not, closed or not: the one owner of both (and of the loop binding).
+        self._life = Lifecycle(parts, LoopBinding(self._shortcut), self._log)
+        self._transactions = TransactionsAPI(self._life, parts, self._log)
+        self._interceptors: InterceptorChain | None = None
         add_producer_gauges(
             self._metrics,
             self._pool,
@@ -163,7 +169,6 @@ class Producer(
             client=lambda: None if self._running is None else self._running.client,
             interceptors=lambda: self._interceptors,
         )
-        self._interceptors: InterceptorChain | None = None
         if config.interceptors:
             self._interceptors = InterceptorChain(config.interceptors, self._log)
             # Only a producer with hooks pays for them: its enqueue runs them
@@ -173,10 +178,22 @@ class Producer(
                 intercepted_enqueue, self._interceptors, functools.partial(Producer.enqueue, self)
             )
         # The bulk calls' part: enqueue_many and send_many delegate to it.
-        self._bulk_api = BulkAPI(self._run, self._check_open, self._serializers, self._interceptors)
+        self._bulk_api = BulkAPI(
+            self._life.run, self._life.check_open, self._serializers, self._interceptors
+        )
+
+    @property
+    def _running(self) -> Running | None:
+        """The started producer's parts (None before start), held by the lifecycle."""
+        return self._life.running
+
+    @property
+    def _closed(self) -> bool:
+        return self._life.closed
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "started" if self._running is not None else "new"
+        life = self._life
+        state = "closed" if life.closed else "started" if life.running is not None else "new"
         security = self.config.security
         sasl = f"/{security.sasl.mechanism}" if security.sasl is not None else ""
         return (
@@ -184,6 +201,53 @@ class Producer(
             f"security={security.protocol}{sasl} "
             f"acks={self.config.acks} idempotent={self.config.idempotent} {self._acc!r}>"
         )
+
+    # -- start and close -----------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to the cluster (bounded by ``max_block_ms``) and start sending.
+
+        Calls made while a start is under way wait for it: one client and one
+        sender, whatever the number of callers. Binds the producer to this loop.
+        """
+        await self._life.start()
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Deliver what is pending (up to ``timeout`` seconds), then shut down.
+
+        Records still pending when ``timeout`` runs out fail with
+        KafkaTimeoutError. With ``timeout=None`` close waits for every record,
+        which each batch's ``delivery_timeout_ms`` bounds. A transaction left
+        open is ended first (within ``timeout``, else ``max_block_ms`` per
+        round trip), so ``read_committed`` consumers are not held back until
+        ``transaction_timeout_ms``: one begun and not ended is aborted, as the
+        Java producer does; one whose ``commit_transaction()`` timed out is
+        committed, or aborted if that fails, and then close raises
+        TransactionAbortedError once shut down; one that can be ended neither
+        way makes close raise TransactionNotCompletedError once shut down. A
+        prepared transaction is left open. Calling it twice is safe.
+
+        From another event loop it never waits: while the producer's loop
+        exists it raises ProducerLoopError and leaves everything buffered;
+        once that loop is closed it fails the records never acknowledged and
+        raises ProducerLoopError naming how many there were (none: returns).
+        """
+        await self._life.close(timeout)
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until it is acknowledged or failed.
+
+        Raises KafkaTimeoutError if ``timeout`` seconds pass first (the records
+        stay pending). Failures are reported through each record's future.
+        """
+        await self._life.flush(timeout)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     # -- producing ---------------------------------------------------------
 
@@ -238,8 +302,9 @@ class Producer(
         fut = shortcut.take(topic, value, key, partition, timestamp_ms, headers)
         if fut is not None:
             return fut
-        if self._loop_mark._thread_id != get_ident():
-            self._check_loop("enqueue()/send()")  # raises unless on the producer's loop
+        if shortcut.loop_mark._thread_id != get_ident():
+            # Raises unless on the producer's loop.
+            self._life.binding.check("enqueue()/send()", self._life.closed)
         if shortcut.countdown <= 0:
             # The previous record opened a batch, or YIELD_EVERY_RECORDS were
             # enqueued since the last yield: let the sender and other tasks
@@ -253,9 +318,9 @@ class Producer(
             if fut is not None:
                 return fut
         # 2. Checks and serialization: bad input raises here, before any wait.
-        running = self._running
-        if running is None or not self._plain:
-            running = self._check_can_send()
+        running = self._life.running
+        if running is None or not shortcut.plain:
+            running = self._life.check_can_send()
         if topic not in self._topics_seen:
             self._check_topic(topic)
         serializers = self._serializers
@@ -265,7 +330,7 @@ class Producer(
             # close() or commit_transaction() may have run meanwhile: appended
             # now, the record would never resolve or land outside any
             # transaction (Java checks again in maybeAddPartition after its waits).
-            running = self._check_can_send()
+            running = self._life.check_can_send()
         if (
             type(value) is not bytes
             or (key is not None and type(key) is not bytes)
@@ -308,7 +373,9 @@ class Producer(
             or (type(partition) is int and partition >= len(info.partitions))
             or not self._pool.try_reserve(reserve)
         ):
-            info = await self._wait_for_room(admission, topic, info, partition, reserve)
+            info = await admission.wait_for_room(
+                topic, info, partition, reserve, self._life.check_can_send
+            )
         # 4. Its partition and batch: nothing waits from here on.
         return admission.place(
             topic,
@@ -322,51 +389,6 @@ class Producer(
             size,
             reserve,
         )
-
-    async def _wait_for_room(
-        self,
-        admission: Admission,
-        topic: str,
-        info: TopicInfo | None,
-        partition: int | None,
-        reserve: int,
-    ) -> TopicInfo:
-        """Step 3 when something must be waited for: the topic's metadata (an unknown
-        topic, or a partition not in the metadata, added since the last refresh?), then
-        ``reserve`` bytes of buffer memory (not reserved yet), within ``max_block_ms``."""
-        deadline = admission.deadline()
-        if (
-            info is None
-            or not info.partitions
-            or (type(partition) is int and partition >= len(info.partitions))
-        ):
-            info = await admission.topic_info(topic, partition)
-        await admission.reserve(reserve, deadline)
-        # We waited: the producer or the transaction may have moved on.
-        try:
-            self._check_can_send()
-        except BaseException:
-            admission.release(reserve)
-            raise
-        return info
-
-    @property
-    def _plain(self) -> bool:
-        """Started, open and not transactional (held by the enqueue shortcut, which reads it)."""
-        return self._shortcut.plain
-
-    @_plain.setter
-    def _plain(self, plain: bool) -> None:
-        self._shortcut.plain = plain
-
-    @property
-    def _loop_mark(self) -> Any:
-        """The mark of the producer's loop (see loop_binding; held by the enqueue shortcut)."""
-        return self._shortcut.loop_mark
-
-    @_loop_mark.setter
-    def _loop_mark(self, mark: Any) -> None:
-        self._shortcut.loop_mark = mark
 
     def _check_topic(self, topic: str) -> None:
         """Raise unless ``topic`` is a valid name; remembered, so checked once per topic."""
@@ -431,6 +453,84 @@ class Producer(
             progress.attach(exc)
             raise
 
+    # -- transactions ----------------------------------------------------------
+
+    async def init_transactions(self) -> None:
+        """Get the producer id for ``transactional_id``, fencing older producers.
+
+        Bounded by ``max_block_ms``. Call once, after start() and before the
+        first begin_transaction().
+        """
+        await self._transactions.init()
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction; records sent until commit or abort belong to it."""
+        self._transactions.begin()
+
+    async def commit_transaction(self) -> None:
+        """Flush, then commit. If a record failed, raises; abort_transaction() then.
+
+        A commit sends EndTxn only after every record of the transaction was
+        acknowledged; the flush is bounded by ``max_block_ms``.
+        """
+        await self._transactions.commit()
+
+    async def abort_transaction(self) -> None:
+        """Abort: unsent records fail with TransactionAbortedError, then EndTxn(abort)."""
+        await self._transactions.abort()
+
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[tuple[str, int], int], group_id: str
+    ) -> None:
+        """Commit consumer offsets ``{(topic, partition): next_offset}`` with the transaction."""
+        await self._transactions.send_offsets(offsets, group_id)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Self]:
+        """``async with producer.transaction():`` commits on exit, aborts on an exception."""
+        await self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            await self._transactions.abort_quietly()
+            raise
+        try:
+            await self.commit_transaction()
+        except errors.ProducerFencedError:
+            raise
+        except (errors.KafkaError, asyncio.TimeoutError):
+            await self._transactions.abort_quietly()
+            raise
+
+    async def prepare_transaction(self) -> PreparedTransaction:
+        """Flush, then leave the transaction open for a later commit or abort.
+
+        The first phase of a two-phase commit (as KIP-939's
+        ``prepareTransaction``, without its broker-side support): pass the
+        returned :class:`~aioproducer.PreparedTransaction` to
+        :meth:`complete_transaction` of any started producer, in any process.
+        Until then ``read_committed`` consumers wait at its first record, and
+        the coordinator aborts it once ``transaction_timeout_ms`` has passed
+        since it began. This producer sends nothing more until it completes
+        it; closing it leaves the transaction open.
+        """
+        return await self._transactions.prepare()
+
+    async def complete_transaction(self, prepared: PreparedTransaction, *, commit: bool) -> None:
+        """Commit (or abort) a transaction that a producer prepared.
+
+        Any started producer may complete it, transactional or not. Raises
+        TransactionNotCompletedError if the transaction is gone (fenced by a
+        newer producer with its id, timed out, or ended the other way); then
+        its producer, if it is this one, goes on with a new epoch (or, fenced,
+        must be closed). Completing it again the same way is harmless: on the
+        producer that completed it, a no-op; elsewhere it succeeds while nothing
+        newer happened to its transactional id, and is refused
+        (TransactionNotCompletedError) otherwise. It never ends a later
+        transaction of the same producer.
+        """
+        await self._transactions.complete(prepared, commit=commit)
+
     # -- metrics -------------------------------------------------------------
 
     def metrics(self) -> dict[MetricName, float]:
@@ -448,7 +548,7 @@ class Producer(
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic``, waiting up to ``max_block_ms`` for metadata."""
-        client = self._run().client
+        client = self._life.run().client
         check_topic(topic)
         count = await client.partitions_for(topic, self._max_block)
         return list(range(count))
@@ -461,33 +561,4 @@ class Producer(
         ``max_block_ms``), or NoBrokersAvailableError when no broker could be
         reached. Meant for health checks; sending does not need it.
         """
-        return await self._run().client.probe(self._max_block if timeout is None else timeout)
-
-    def _check_can_send(self) -> Running:
-        """The started producer's parts; raise unless records may be appended now:
-        started, open, and the transaction (if any) in a state that takes records."""
-        if self._closed:
-            raise errors.ProducerClosedError("cannot send after close(); create a new producer")
-        running = self._running
-        if running is None:
-            raise errors.IllegalStateError("call 'await producer.start()' before sending")
-        if running.txn is not None:
-            running.txn.check_can_send()
-        return running
-
-    def _parts(self) -> Parts:
-        """What start() wires together (see running.Running.build)."""
-        return Parts(
-            self.config,
-            self.client_id,
-            self._acc,
-            self._pool,
-            self._sticky,
-            self._metrics,
-            self._metadata_wait,
-            self._shortcut,
-            self._max_block,
-            self._max_unkeyed,
-            self._serializers.active,
-            self._check_open,
-        )
+        return await self._life.run().client.probe(self._max_block if timeout is None else timeout)

@@ -12,7 +12,7 @@ The per-record check (inlined in ``Producer.enqueue``) costs one comparison:
 itself for asyncio's loops, whose ``_thread_id`` is the id of the thread
 running them and None while they do not run; equal ids mean the owning loop
 runs in the caller's thread, so the caller is on it (a thread runs one loop
-at a time). Only when they differ does :meth:`LoopBindingMixin._check_loop` ask
+at a time). Only when they differ does :meth:`LoopBinding.check` ask
 asyncio for the running loop, the exact answer, which costs more
 (``get_running_loop`` makes a ``getpid()`` system call on POSIX). Loops without
 ``_thread_id`` (uvloop) get a stand-in mark: the thread the loop was last seen
@@ -33,12 +33,9 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 
 if TYPE_CHECKING:
-    from ..engine.accumulator import RecordAccumulator
-    from ..engine.batch import ProducerBatch
-    from ..logs import ClientLogger
-    from .running import Running
+    from ..engine.shortcut import EnqueueShortcut
 
-__all__ = ["UNBOUND", "LoopBindingMixin", "loop_error"]
+__all__ = ["ADVICE", "UNBOUND", "LoopBinding", "loop_error"]
 
 _get_ident = threading.get_ident
 
@@ -113,160 +110,61 @@ def loop_error(owner: asyncio.AbstractEventLoop, what: str) -> errors.ProducerLo
     )
 
 
-class LoopBindingMixin:
-    """The loop binding of :class:`~aioproducer.Producer`; not used on its own."""
+class LoopBinding:
+    """The loop a producer belongs to, and the checks against it.
 
-    if TYPE_CHECKING:  # what Producer provides, for type checkers
-        _acc: RecordAccumulator
-        _running: Running | None
-        _log: ClientLogger
-        _closed: bool
-        _plain: bool
+    The per-call mark lives in the producer's enqueue shortcut, which reads it
+    on every record; this object is the only one that sets it.
+    """
 
-    #: The loop that started the producer (None before start).
-    _loop: asyncio.AbstractEventLoop | None = None
-    if TYPE_CHECKING:
-        #: ``_loop_mark._thread_id == threading.get_ident()``: the caller is on
-        #: ``_loop``. UNBOUND until start; Producer keeps it in its enqueue
-        #: shortcut, which checks it per record.
-        _loop_mark: Any
+    __slots__ = ("_shortcut", "loop")
 
-    def _bind_loop(self) -> asyncio.AbstractEventLoop:
-        """Bind the producer to the running loop (at start); raise if bound to another."""
+    def __init__(self, shortcut: EnqueueShortcut) -> None:
+        self._shortcut = shortcut
+        #: The loop that started the producer (None before start).
+        self.loop: asyncio.AbstractEventLoop | None = None
+        shortcut.loop_mark = UNBOUND
+
+    @property
+    def mark(self) -> Any:
+        """``mark._thread_id == threading.get_ident()``: the caller is on :attr:`loop`."""
+        return self._shortcut.loop_mark
+
+    def bind(self, closed: bool) -> asyncio.AbstractEventLoop:
+        """Bind to the running loop (at start); raise if bound to another."""
         running = asyncio.get_running_loop()
-        owner = self._loop
+        owner = self.loop
         if owner is None:
-            self._loop, self._loop_mark = running, _mark(running)
+            self.loop, self._shortcut.loop_mark = running, _mark(running)
         elif running is not owner:
-            if self._closed:
+            if closed:
                 raise errors.ProducerClosedError("the producer is closed; create a new one")
             raise loop_error(owner, "start()")
         return running
 
-    def _unbind_loop(self) -> None:
+    def unbind(self) -> None:
         """A start that failed: nothing loop-bound was kept, any loop may start it."""
-        if self._running is None:
-            self._loop, self._loop_mark = None, UNBOUND
+        self.loop, self._shortcut.loop_mark = None, UNBOUND
 
-    def _check_loop(self, what: str = "a producer method") -> None:
+    def check(self, what: str, closed: bool) -> None:
         """The exact check, when the cheap one failed: raise unless on the producer's loop.
 
         A producer not started passes (the caller's next check says so); a
         closed one raises ProducerClosedError, which says more.
         """
-        owner = self._loop
+        owner = self.loop
         if owner is None:
             return
         if _running_loop() is owner:
-            if isinstance(self._loop_mark, _RunningIn):
-                self._loop_mark.thread = _get_ident()
+            mark = self._shortcut.loop_mark
+            if isinstance(mark, _RunningIn):
+                mark.thread = _get_ident()
             return
-        if self._closed:
+        if closed:
             raise errors.ProducerClosedError("create a new producer to go on")
         raise loop_error(owner, what)
 
-    def _run(self) -> Running:
-        """The started producer's parts, for a call on its loop; raise unless started and open."""
-        if self._loop_mark._thread_id != _get_ident():
-            self._check_loop()
-        if self._closed:
-            raise errors.ProducerClosedError("create a new producer to go on")
-        running = self._running
-        if running is None:
-            raise errors.IllegalStateError("call 'await producer.start()' first")
-        return running
-
-    def _check_open(self) -> None:
-        """Raise unless started, open and called on the producer's loop."""
-        self._run()
-
-    def _on_other_loop(self) -> bool:
+    def on_other_loop(self) -> bool:
         """Whether the producer was started on a loop that is not the running one."""
-        owner = self._loop
+        owner = self.loop
         return owner is not None and _running_loop() is not owner
-
-    async def _close_from_other_loop(self) -> None:
-        """``close()`` called outside the producer's loop: bounded, and loses nothing silently.
-
-        While the producer's loop exists, its tasks and connections can only
-        be stopped there: raise ProducerLoopError at once, leaving the
-        producer open and its pending records buffered (they are sent when
-        that loop runs again, and closing there delivers them). Once that loop
-        is closed, nothing of the producer can run again: mark it closed, fail
-        the records never acknowledged with ProducerLoopError (their futures
-        belong to the dead loop: set, but callbacks cannot run), and raise
-        ProducerLoopError naming how many there were; with none, return. The
-        dead loop's sockets are left to the garbage collector (closing a
-        transport needs its loop).
-        """
-        if self._closed:
-            return
-        owner = self._loop
-        if owner is None:
-            return  # never started: nothing of it runs on any loop
-        if not owner.is_closed():
-            raise errors.ProducerLoopError(
-                "close() was called from an event loop other than the one this producer was "
-                "started on; nothing was closed and the pending records stay buffered. Close it "
-                "on its own loop (from another thread: asyncio.run_coroutine_threadsafe("
-                "producer.close(), loop).result()). " + ADVICE
-            )
-        self._closed, self._plain = True, False
-        error = errors.ProducerLoopError(
-            "the event loop of the producer was closed before this record was acknowledged "
-            "(it may or may not have been written)"
-        )
-        pending = self._abandon(error)
-        if not pending:
-            self._log.info("closed from another event loop after its own loop had closed")
-            return
-        self._log.warning(
-            "closed from another event loop after its own loop had closed: %d record(s) "
-            "never acknowledged were failed",
-            pending,
-        )
-        raise errors.ProducerLoopError(
-            f"{pending} record(s) were never acknowledged (they may or may not have been "
-            f"written): the event loop of this producer was closed before the producer was. "
-            f"The producer is now closed and their futures failed. Close a producer on its own "
-            f"loop, before that loop ends (async with Producer(...) inside asyncio.run). {ADVICE}"
-        )
-
-    def _abandon(self, error: errors.ProducerLoopError) -> int:
-        """Fail every record not acknowledged, with no loop to run on; returns their count.
-
-        Each undecided batch fails once: its records' handles and its bulk
-        spans get the error (their callbacks cannot run: the loop is closed,
-        which the batch's outcome passes over). A bulk call stopped between two
-        slices fails the records it had not buffered yet (counted too): its
-        future then resolves once.
-        """
-        pending = 0
-        for batch in list(self._acc.incomplete):
-            if batch.done:
-                continue
-            pending += batch.record_count
-            # Only a batch that was sent may be in the log.
-            _fail_batch(batch, errors.delivery_error(error, batch.maybe_written or batch.in_flight))
-        running = self._running
-        if running is not None:
-            pending += running.bulk.abandon(
-                errors.ProducerLoopError(
-                    "the event loop of the producer was closed before this record was buffered "
-                    "(it was not sent)"
-                )
-            )
-            try:
-                # Every batch is decided now: this only settles the memory,
-                # sequence and transaction bookkeeping, and fails nothing twice.
-                running.sender.abort(error)
-            except RuntimeError as exc:
-                self._log.debug("abandoning the records: %s", exc)
-        return pending
-
-
-def _fail_batch(batch: ProducerBatch, failed: BaseException) -> None:
-    """Fail ``batch`` with its loop closed: every future and span told once (see
-    ProducerBatch.fail_abandoned), so that neither the batch nor the sender's abort
-    tells a bulk call twice (BulkCall counts its records down)."""
-    batch.fail_abandoned(failed)

@@ -54,7 +54,6 @@ class Parts:
     max_block: float
     max_unkeyed: int
     serializing: bool
-    check_open: Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +92,17 @@ class Running:
         )
 
     @classmethod
-    def build(cls, parts: Parts, client: KafkaClient, loop: asyncio.AbstractEventLoop) -> Running:
-        """Every part of a started producer over ``client`` (bootstrapped), its sender started."""
+    def build(
+        cls,
+        parts: Parts,
+        client: KafkaClient,
+        loop: asyncio.AbstractEventLoop,
+        check_open: Callable[[], None],
+    ) -> Running:
+        """Every part of a started producer over ``client`` (bootstrapped), its sender started.
+
+        ``check_open`` raises unless the producer is open (the bulk appender asks
+        between slices)."""
         cfg = parts.config
         acc, pool = parts.acc, parts.pool
         acc.loop = loop  # where the records' handles run their callbacks
@@ -136,7 +144,7 @@ class Running:
             parts.sticky,
             txn,
             sender.wakeup,
-            parts.check_open,
+            check_open,
             parts.metadata_wait,
         )
         # The lanes wake the sender for a batch they fill, as Admission.place does.

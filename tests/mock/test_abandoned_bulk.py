@@ -1,7 +1,7 @@
 """Bulk calls of a producer whose event loop closed before the producer did.
 
 ``close()`` from another loop then fails what was never acknowledged (see
-``LoopBindingMixin._abandon``). A bulk call counts its records down as its
+``Lifecycle._abandon``). A bulk call counts its records down as its
 spans report, so each span must report exactly once; and a call stopped
 between two slices must report the records it never buffered, or its future
 (held by the caller through its BulkProgress) would stay pending for good.
