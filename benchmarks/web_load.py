@@ -372,6 +372,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="off",
         help="for both producers (off); aiokafka's InitProducerId fails on Tansu",
     )
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=5,
+        help="aioproducer's Produce requests in flight per broker (5, Java's default); "
+        "aiokafka sends one at a time",
+    )
     add_broker_arguments(parser)
     parser.add_argument("--timeout", type=float, default=1800, help="bound on one load run (s)")
     parser.add_argument("--json", metavar="PATH", help="write every run and the summary here")
