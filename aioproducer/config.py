@@ -32,7 +32,7 @@ from .net.security_properties import (
     redact_properties,
     translate_security_property,
 )
-from .protocol.compression import Codec, codec_from_name
+from .protocol.compression import Codec, check_level, codec_from_name
 from .types import PartitionerFn, Serializer, TokenProvider
 
 __all__ = [
@@ -327,6 +327,12 @@ class ProducerConfig(_Derived):
             self.codec = codec_from_name(self.compression)
         except ValueError as exc:
             raise ConfigurationError(f"compression: {exc}") from None
+        try:
+            # Here rather than when the first batch is compressed, where a
+            # level the codec refuses would fail every batch.
+            check_level(self.codec, self.compression_level)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"compression_level: {exc}") from None
         # Java's types bound them: an INT setting is an int32, a LONG one an int64
         # (batch.size and max.request.size feed int32 fields of the protocol).
         for name, low, high in (

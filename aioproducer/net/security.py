@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ConfigurationError
-from ..sasl.credentials import MECHANISMS, SaslCredentials
+from ..sasl.credentials import SaslCredentials
 from ..sasl.oidc import ClientCredentialsTokenProvider
+from ..sasl.registry import REGISTRY, mechanism_for
 from ..types import TokenProvider
 
 
@@ -206,14 +207,11 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
     mechanism = config.sasl_mechanism
     if not mechanism:
         raise ConfigurationError(
-            f"security_protocol={protocol} needs sasl_mechanism (one of {', '.join(MECHANISMS)})"
+            f"security_protocol={protocol} needs sasl_mechanism (one of {', '.join(REGISTRY)})"
         )
-    mechanism = mechanism.strip().upper()
-    if mechanism not in MECHANISMS:
-        raise ConfigurationError(
-            f"sasl_mechanism {config.sasl_mechanism!r} is not supported (supported: {', '.join(MECHANISMS)})"
-        )
-    if mechanism != "OAUTHBEARER":
+    entry = mechanism_for(mechanism)
+    mechanism = entry.name
+    if entry.settings == "password":
         oauth = [
             n for n in _SASL_FIELDS if n.startswith("sasl_oauth") and getattr(config, n) is not None
         ]
@@ -223,12 +221,12 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_username")
         if not config.sasl_plain_password:
             raise ConfigurationError(f"sasl_mechanism={mechanism} needs sasl_plain_password")
-        if mechanism == "PLAIN":
-            _check_plain_credentials(config.sasl_plain_username, config.sasl_plain_password)
+        if entry.check_password is not None:
+            entry.check_password(config.sasl_plain_username, config.sasl_plain_password)
         return SaslCredentials(mechanism, config.sasl_plain_username, config.sasl_plain_password)
     if config.sasl_plain_username is not None or config.sasl_plain_password is not None:
         raise ConfigurationError(
-            "sasl_plain_username/sasl_plain_password do not apply to OAUTHBEARER; "
+            f"sasl_plain_username/sasl_plain_password do not apply to {mechanism}; "
             "give sasl_oauth_token_provider or the sasl_oauthbearer_* token endpoint settings"
         )
     provider = config.sasl_oauth_token_provider
@@ -245,7 +243,7 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
         return SaslCredentials(mechanism, token_provider=provider)
     if endpoint is None:
         raise ConfigurationError(
-            "sasl_mechanism=OAUTHBEARER needs sasl_oauth_token_provider or "
+            f"sasl_mechanism={mechanism} needs sasl_oauth_token_provider or "
             "sasl_oauthbearer_token_endpoint_url (with client id and secret)"
         )
     if not config.sasl_oauthbearer_client_id or not config.sasl_oauthbearer_client_secret:
@@ -260,14 +258,3 @@ def _sasl_credentials(config: SecuritySettings) -> SaslCredentials:
         config.sasl_oauthbearer_scope,
     )
     return SaslCredentials(mechanism, token_provider=provider)
-
-
-def _check_plain_credentials(username: str, password: str) -> None:
-    # RFC 4616 section 2: authcid and passwd are 1*SAFE, UTF-8 without NUL;
-    # NUL separates the fields of the message, so a NUL inside one would
-    # shift them and the broker would refuse the login for another reason.
-    for name, value in (("sasl_plain_username", username), ("sasl_plain_password", password)):
-        if "\x00" in value:
-            raise ConfigurationError(
-                f"{name} contains a NUL character, which SASL PLAIN cannot carry (RFC 4616)"
-            )

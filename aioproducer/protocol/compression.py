@@ -18,6 +18,11 @@ read our batches and we read theirs:
 Every codec call here runs in C and releases the GIL, so batches may be
 (de)compressed in worker threads; the cached compressor objects are therefore
 kept per thread where the library forbids sharing them.
+
+Every codec is one row of :data:`CODECS` (id, name, compress, decompress,
+level range, the module it needs); configuration checks and the mock broker
+read that table, and :func:`compress` does one dict lookup per batch.
+docs/contributing.md has the recipe for adding one.
 """
 
 from __future__ import annotations
@@ -27,12 +32,22 @@ import gzip
 import struct
 import threading
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import cramjam
 import lz4.frame
 import zstandard
 
-__all__ = ["Codec", "codec_from_name", "compress", "decompress"]
+__all__ = [
+    "CODECS",
+    "Codec",
+    "CodecSpec",
+    "check_level",
+    "codec_from_name",
+    "compress",
+    "decompress",
+]
 
 
 class Codec(enum.IntEnum):
@@ -43,18 +58,6 @@ class Codec(enum.IntEnum):
     SNAPPY = 2
     LZ4 = 3
     ZSTD = 4
-
-
-_NAMES = {codec.name.lower(): codec for codec in Codec}
-
-
-def codec_from_name(name: str) -> Codec:
-    """Map a ``compression.type`` config value to a :class:`Codec`."""
-    try:
-        return _NAMES[name.strip().lower()]
-    except (KeyError, AttributeError):
-        allowed = ", ".join(_NAMES)
-        raise ValueError(f"unknown compression type {name!r}; allowed: {allowed}") from None
 
 
 # Default levels: gzip 6 is zlib's and Java's default (KIP-390); lz4 level 0 is
@@ -130,36 +133,136 @@ def _zstd_decompress(data: bytes | bytearray | memoryview) -> bytes:
     return dctx.decompressobj().decompress(data)
 
 
-def compress(codec: Codec, data: bytes | bytearray | memoryview, level: int | None = None) -> bytes:
+Data = bytes | bytearray | memoryview
+
+
+def _none(data: Data, level: int | None = None) -> bytes:
+    return bytes(data)
+
+
+def _gzip_compress(data: Data, level: int | None) -> bytes:
+    # mtime=0 makes the output deterministic and takes the one-shot
+    # zlib path instead of the streaming GzipFile.
+    return gzip.compress(
+        data, compresslevel=_GZIP_DEFAULT_LEVEL if level is None else level, mtime=0
+    )
+
+
+def _snappy_compress_any(data: Data, level: int | None) -> bytes:
+    return _snappy_compress(data)  # snappy has no levels
+
+
+def _lz4_compress(data: Data, level: int | None) -> bytes:
+    # 64 KiB independent blocks, no content size: the frame parameters of
+    # Java's KafkaLZ4BlockOutputStream. (lz4 is untyped: its functions return bytes.)
+    framed: bytes = lz4.frame.compress(
+        data,
+        compression_level=0 if level is None else level,
+        block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+        block_linked=False,
+        store_size=False,
+    )
+    return framed
+
+
+def _lz4_decompress(data: Data) -> bytes:
+    plain: bytes = lz4.frame.decompress(data)  # lz4 is untyped
+    return plain
+
+
+def _zstd_compress(data: Data, level: int | None) -> bytes:
+    return _zstd_compressor(_ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
+
+
+@dataclass(frozen=True)
+class CodecSpec:
+    """One compression codec: everything the producer, the config and the mock need."""
+
+    codec: Codec  # the id in bits 0-2 of the batch attributes
+    name: str  # the compression.type value
+    compress: Callable[[Data, int | None], bytes]
+    decompress: Callable[[Data], bytes]
+    #: Levels the library accepts (inclusive; None: no bound, it clamps), or
+    #: None when the codec has no levels and ignores compression_level.
+    levels: tuple[int | None, int | None] | None
+    #: The module the codec needs, and what to install when it is missing.
+    module: str | None = None
+    install: str | None = None
+
+
+CODECS: dict[Codec, CodecSpec] = {
+    spec.codec: spec
+    for spec in (
+        CodecSpec(Codec.NONE, "none", _none, _none, None),
+        # zlib: -1 (its default) to 9; Java allows 1-9 (KIP-390 GzipCompression).
+        CodecSpec(Codec.GZIP, "gzip", _gzip_compress, gzip.decompress, (-1, 9), "zlib"),
+        CodecSpec(
+            Codec.SNAPPY,
+            "snappy",
+            _snappy_compress_any,
+            _snappy_decompress,
+            None,
+            "cramjam",
+            "pip install cramjam",
+        ),
+        # LZ4F clamps any level (0: fast mode; Java allows 1-17).
+        CodecSpec(
+            Codec.LZ4, "lz4", _lz4_compress, _lz4_decompress, (None, None), "lz4", "pip install lz4"
+        ),
+        # zstd clamps low levels (fast modes) and refuses above its maximum, 22.
+        CodecSpec(
+            Codec.ZSTD,
+            "zstd",
+            _zstd_compress,
+            _zstd_decompress,
+            (None, zstandard.MAX_COMPRESSION_LEVEL),
+            "zstandard",
+            "pip install zstandard",
+        ),
+    )
+}
+
+_NAMES = {spec.name: spec.codec for spec in CODECS.values()}
+# The hot path: one dict lookup from the codec id to its function.
+_COMPRESS = {codec: spec.compress for codec, spec in CODECS.items()}
+_DECOMPRESS = {codec: spec.decompress for codec, spec in CODECS.items()}
+
+
+def codec_from_name(name: str) -> Codec:
+    """Map a ``compression.type`` config value to a :class:`Codec`."""
+    try:
+        return _NAMES[name.strip().lower()]
+    except (KeyError, AttributeError):
+        allowed = ", ".join(_NAMES)
+        raise ValueError(f"unknown compression type {name!r}; allowed: {allowed}") from None
+
+
+def check_level(codec: Codec, level: object) -> None:
+    """Raise TypeError or ValueError unless ``level`` is None or a level ``codec`` accepts."""
+    if level is None:
+        return
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise TypeError(f"compression_level must be an int or None, got {level!r}")
+    spec = CODECS[codec]
+    if spec.levels is None:
+        return  # ignored, as Java ignores compression.<codec>.level of another codec
+    low, high = spec.levels
+    if (low is not None and level < low) or (high is not None and level > high):
+        bounds = f"{'' if low is None else low}..{'' if high is None else high}"
+        raise ValueError(f"{spec.name} level must be in {bounds}, got {level}")
+
+
+def compress(codec: Codec, data: Data, level: int | None = None) -> bytes:
     """Compress a batch's records section with ``codec``.
 
     ``level`` is codec specific (KIP-390); ``None`` picks the codec default.
     Snappy has no levels and ignores it.
     """
-    if codec == Codec.NONE:
-        return bytes(data)
-    if codec == Codec.GZIP:
-        # mtime=0 makes the output deterministic and takes the one-shot
-        # zlib path instead of the streaming GzipFile.
-        return gzip.compress(
-            data, compresslevel=_GZIP_DEFAULT_LEVEL if level is None else level, mtime=0
-        )
-    if codec == Codec.SNAPPY:
-        return _snappy_compress(data)
-    if codec == Codec.LZ4:
-        # 64 KiB independent blocks, no content size: the frame parameters of
-        # Java's KafkaLZ4BlockOutputStream. (lz4 is untyped: its functions return bytes.)
-        framed: bytes = lz4.frame.compress(
-            data,
-            compression_level=0 if level is None else level,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-            block_linked=False,
-            store_size=False,
-        )
-        return framed
-    if codec == Codec.ZSTD:
-        return _zstd_compressor(_ZSTD_DEFAULT_LEVEL if level is None else level).compress(data)
-    raise ValueError(f"unknown compression codec {codec!r}")
+    try:
+        fn = _COMPRESS[codec]
+    except KeyError:
+        raise ValueError(f"unknown compression codec {codec!r}") from None
+    return fn(data, level)
 
 
 # What the codecs raise on malformed input (lz4 raises a bare RuntimeError).
@@ -173,23 +276,15 @@ _DECOMPRESS_ERRORS = (
 )
 
 
-def decompress(codec: Codec, data: bytes | bytearray | memoryview) -> bytes:
+def decompress(codec: Codec, data: Data) -> bytes:
     """Decompress a batch's records section; raise ``ValueError`` if malformed."""
+    fn = _DECOMPRESS.get(codec)
+    if fn is None:
+        raise ValueError(f"unknown compression codec {codec!r}")
     try:
-        if codec == Codec.NONE:
-            return bytes(data)
-        if codec == Codec.GZIP:
-            return gzip.decompress(data)
-        if codec == Codec.SNAPPY:
-            return _snappy_decompress(data)
-        if codec == Codec.LZ4:
-            plain: bytes = lz4.frame.decompress(data)  # lz4 is untyped
-            return plain
-        if codec == Codec.ZSTD:
-            return _zstd_decompress(data)
+        return fn(data)
     except ValueError:
         raise
     except _DECOMPRESS_ERRORS as exc:
         # Each library has its own error types; callers only need "malformed".
         raise ValueError(f"cannot decompress {Codec(codec).name} data: {exc}") from exc
-    raise ValueError(f"unknown compression codec {codec!r}")

@@ -8,13 +8,18 @@ session alive by authenticating again before the broker's lifetime ends.
 
 from __future__ import annotations
 
-from .credentials import MECHANISMS, SaslCredentials, SaslExchange
+from .credentials import SaslCredentials, SaslExchange
+from .msk_iam import MSKIAMTokenProvider
 from .oauthbearer import TokenProvider
 from .oidc import ClientCredentialsTokenProvider
+from .registry import MECHANISMS, REGISTRY, Mechanism
 
 __all__ = [
     "MECHANISMS",
+    "REGISTRY",
     "ClientCredentialsTokenProvider",
+    "MSKIAMTokenProvider",
+    "Mechanism",
     "SaslCredentials",
     "SaslExchange",
     "TokenProvider",

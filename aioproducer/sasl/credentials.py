@@ -8,15 +8,12 @@ nonce each time, OAUTHBEARER a current token). Secrets stay out of ``repr``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
-from .oauthbearer import OAuthBearerExchange, TokenProvider
-from .plain import PlainExchange
-from .scram import SCRAM_MECHANISMS, ScramExchange
+from ..types import TokenProvider
+from .registry import MECHANISMS, REGISTRY
 
 __all__ = ["MECHANISMS", "SaslCredentials", "SaslExchange"]
-
-MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 
 
 class SaslExchange(Protocol):
@@ -46,11 +43,8 @@ class SaslCredentials:
     token_provider: TokenProvider | None = field(default=None, repr=False)
 
     def exchange(self) -> SaslExchange:
-        if self.mechanism == "PLAIN":
-            assert self.username is not None and self.password is not None
-            return PlainExchange(self.username, self.password)
-        if self.mechanism in SCRAM_MECHANISMS:
-            assert self.username is not None and self.password is not None
-            return ScramExchange(self.mechanism, self.username, self.password)
-        assert self.mechanism == "OAUTHBEARER" and self.token_provider is not None
-        return OAuthBearerExchange(self.token_provider)
+        """A fresh exchange for one authentication (the registry builds it)."""
+        build = REGISTRY[self.mechanism].new_exchange
+        return cast(
+            SaslExchange, build(self.mechanism, self.username, self.password, self.token_provider)
+        )

@@ -5,7 +5,9 @@ Only safe over TLS: the password travels as is.
 
 from __future__ import annotations
 
-__all__ = ["PlainExchange"]
+from ..errors import ConfigurationError
+
+__all__ = ["PlainExchange", "check_plain_credentials"]
 
 
 class PlainExchange:
@@ -24,3 +26,15 @@ class PlainExchange:
         # The broker answers an accepted PLAIN message with empty bytes; a
         # refusal comes as an error code, which the handshake reports.
         return None
+
+
+def check_plain_credentials(username: str, password: str) -> None:
+    """Refuse a NUL inside the username or password (ConfigurationError)."""
+    # RFC 4616 section 2: authcid and passwd are 1*SAFE, UTF-8 without NUL;
+    # NUL separates the fields of the message, so a NUL inside one would
+    # shift them and the broker would refuse the login for another reason.
+    for name, value in (("sasl_plain_username", username), ("sasl_plain_password", password)):
+        if "\x00" in value:
+            raise ConfigurationError(
+                f"{name} contains a NUL character, which SASL PLAIN cannot carry (RFC 4616)"
+            )

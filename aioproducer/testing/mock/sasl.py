@@ -29,11 +29,14 @@ import base64
 import binascii
 import hashlib
 import hmac
+import importlib
 import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from ...sasl.registry import MECHANISMS, REGISTRY
 
 __all__ = [
     "MECHANISMS",
@@ -49,7 +52,6 @@ __all__ = [
     "validate_unsecured_jwt",
 ]
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 # The default iteration count of kafka-configs.sh --alter --add-config SCRAM-...
 SCRAM_ITERATIONS = 4096
@@ -81,11 +83,11 @@ class SaslServerConfig:
     ) -> None:
         if isinstance(mechanisms, str):
             mechanisms = [mechanisms]
-        unknown = [m for m in mechanisms if m not in MECHANISMS]
+        unknown = [m for m in mechanisms if m not in REGISTRY]
         if unknown or not mechanisms:
             raise ValueError(
                 f"unsupported SASL mechanisms {unknown or list(mechanisms)}; "
-                f"choose from {list(MECHANISMS)}"
+                f"choose from {list(REGISTRY)}"
             )
         if session_lifetime_ms is not None and session_lifetime_ms <= 0:
             raise ValueError("sasl_session_lifetime_ms must be positive (None: no expiry)")
@@ -152,6 +154,11 @@ class Authenticator:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(complete={self.complete}, principal={self.principal!r})"
 
+    @classmethod
+    def serve(cls, mechanism: str, config: SaslServerConfig) -> Authenticator:
+        """A fresh exchange for ``mechanism`` (the registry's ``server`` pointer names the class)."""
+        return cls(config)
+
     def step(self, token: bytes, now_ms: int) -> bytes:
         """Consume the client's token; return the server's. Raises SaslFailure."""
         raise NotImplementedError
@@ -183,6 +190,10 @@ class PlainAuthenticator(Authenticator):
 
 class ScramAuthenticator(Authenticator):
     """Kafka's ``ScramSaslServer``: server-first, then check the client proof and sign."""
+
+    @classmethod
+    def serve(cls, mechanism: str, config: SaslServerConfig) -> Authenticator:
+        return cls(config, mechanism)
 
     def __init__(self, config: SaslServerConfig, mechanism: str) -> None:
         super().__init__(config)
@@ -396,10 +407,12 @@ def sasl_server_config(
 
 def new_authenticator(mechanism: str, config: SaslServerConfig) -> Authenticator:
     """A fresh server-side exchange for one of ``config.mechanisms``."""
-    if mechanism == "PLAIN":
-        return PlainAuthenticator(config)
-    if mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-        return ScramAuthenticator(config, mechanism)
-    if mechanism == "OAUTHBEARER":
-        return OAuthBearerAuthenticator(config)
-    raise ValueError(f"unsupported SASL mechanism {mechanism!r}")
+    entry = REGISTRY.get(mechanism)
+    if entry is None:
+        raise ValueError(f"unsupported SASL mechanism {mechanism!r}")
+    # The client's registry points at the server side ("module:Class"): the
+    # arrow runs from the mock to aioproducer.sasl, never back.
+    module, _, name = entry.server.partition(":")
+    server: Any = getattr(importlib.import_module(module), name)
+    authenticator: Authenticator = server.serve(mechanism, config)
+    return authenticator
