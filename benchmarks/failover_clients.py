@@ -112,7 +112,7 @@ async def run_aioproducer(args: argparse.Namespace, hints: bool) -> Record:
     await producer.start()
     try:
         if not hints:
-            producer._client.use_leader_hints = False  # type: ignore[union-attr]
+            producer._running.client.use_leader_hints = False  # type: ignore[union-attr]
         await producer.send(args.topic, value)
         stop = _stop_on_stdin()
         _emit({"event": "ready"})

@@ -128,10 +128,10 @@ class ProducerIds:
         for node in self._write_locks:  # brokers this sender has produced to
             if node not in self._client.snapshot.brokers:
                 continue
-            conn = self._client.ready_connection(node)
+            conn = self._client.connections.ready_connection(node)
             if conn is not None and (best is None or conn.in_flight < load):
                 best, load = node, conn.in_flight
-        return self._client.any_node() if best is None or load else best
+        return self._client.connections.any_node() if best is None or load else best
 
     async def _init_producer_id(self) -> None:
         """Get a producer id: at start, and as the way out of a broken sequence state.
@@ -147,7 +147,7 @@ class ProducerIds:
         timeout = self._config.request_timeout_ms / 1000
         try:
             node = self._node()
-            conn = await self._client.connection(node, timeout)
+            conn = await self._client.connections.connection(node, timeout)
             body = InitProducerIdRequest(
                 transactional_id=None,
                 transaction_timeout_ms=self._config.transaction_timeout_ms,

@@ -74,7 +74,7 @@ class Sender:
     ) -> None:
         self._config = config
         self._metrics = metrics
-        self._log = ClientLogger(log, client.client_id or "aioproducer")
+        self._log = ClientLogger(log, client.connections.client_id or "aioproducer")
         self._client = client
         self._acc = accumulator
         self._pool = pool
@@ -103,7 +103,7 @@ class Sender:
         #: Loop passes so far: the loop runs on events and deadlines, not on a timer.
         self.passes = 0
         # A connection attempt that ends or a metadata refresh may make a node ready.
-        client.add_listener(self.wakeup)
+        client.connections.add_listener(self.wakeup)
         # A record waiting for memory makes full batches sendable at once.
         pool.listen(self.wakeup)
         self._rand = random.Random()
@@ -213,9 +213,10 @@ class Sender:
             if self._pid is not None and self._pid.due():
                 self._pid.start()
         conns: dict[int, BrokerConnection] = {}
+        connections = self._client.connections
         for node in list(ready.nodes):
-            conn = self._client.ready_connection(node)
-            refused = self._client.authentication_failure(node) if conn is None else None
+            conn = connections.ready_connection(node)
+            refused = connections.authentication_failure(node) if conn is None else None
             if refused is not None:
                 # TLS or SASL refused us: waiting out the delivery timeout
                 # would not change the answer (Java fails these batches too).
@@ -227,7 +228,7 @@ class Sender:
                 # Woken when the connection attempt ends; else at the end of
                 # a reconnect backoff or a throttle (KIP-219).
                 ready.nodes.discard(node)
-                delay = min(delay, self._client.not_ready_until(node) - now)
+                delay = min(delay, connections.not_ready_until(node) - now)
             elif self._node_requests.get(node, 0) >= self._max_in_flight:
                 ready.nodes.discard(node)  # a request that ends wakes the loop
                 held_for_requests = True

@@ -304,7 +304,7 @@ class TransactionManager:
         response = await self._coordinator_request(INIT_PRODUCER_ID, body, deadline)
         self._seq.reset(response.producer_id, response.producer_epoch)
         self.state = TxnState.READY
-        self.v2 = transaction_v2_enabled(self._client.finalized_features)
+        self.v2 = transaction_v2_enabled(self._client.connections.finalized_features)
         self._log.info(
             "transactional id %r: producer id %s epoch %s (transactions v%d)",
             self.transactional_id,
@@ -376,7 +376,10 @@ class TransactionManager:
                 ended_on_same_epoch = True
         # Java re-reads the feature at the end of each transaction; moving to
         # v2 needs a fresh epoch first (its clientSideEpochBumpRequired).
-        was_v2, self.v2 = self.v2, transaction_v2_enabled(self._client.finalized_features)
+        was_v2, self.v2 = (
+            self.v2,
+            transaction_v2_enabled(self._client.connections.finalized_features),
+        )
         upgraded = self.v2 and not was_v2
         if (
             (not commit and self.epoch_bump_needed)

@@ -78,9 +78,11 @@ class CoordinatorLink:
 
     async def _find(self, key: str, key_type: int, deadline: float) -> int:
         while True:
-            node = self._client.any_node()
+            node = self._client.connections.any_node()
             try:
-                conn = await self._client.connection(node, max(0.0, deadline - time.monotonic()))
+                conn = await self._client.connections.connection(
+                    node, max(0.0, deadline - time.monotonic())
+                )
                 version = conn.version_for(FIND_COORDINATOR)
                 # v4 asks for a batch of keys (KIP-699): here always one.
                 if version >= 4:
@@ -142,7 +144,7 @@ class CoordinatorLink:
                 if txn:
                     self._coordinator = coordinator
             try:
-                conn = await self._client.connection(
+                conn = await self._client.connections.connection(
                     coordinator, max(0.0, deadline - time.monotonic())
                 )
                 version = choose_version(api.key, conn.version_for(api), v2=v2)

@@ -3,8 +3,18 @@
 :class:`BrokerConnections` keeps one :class:`BrokerConnection` per node and
 knows where each node is (the bootstrap servers, then the brokers of the
 latest :class:`ClusterSnapshot`). :class:`~aioproducer.net.client.KafkaClient`
-extends it with the cluster metadata; what to refresh, and when, is its
-business: this class only asks, through :meth:`BrokerConnections.request_update`.
+holds one, as ``client.connections``, and owns the cluster metadata.
+
+Ownership (each piece of state has one writer):
+
+* this class writes every piece of connection state: the connections and the
+  attempts under way, the backoff and failure counts, the TLS/SASL refusals,
+  the listeners, the finalized features, the (resolved) bootstrap addresses;
+* the client writes the metadata: the :class:`ClusterSnapshot` and whether to
+  use the bootstrap servers (KIP-899). This class only reads them, through
+  the ``cluster`` and ``use_bootstrap`` callables given to its constructor,
+  and asks for a refresh through the ``request_update`` callable; what to
+  refresh, and when, is the client's business.
 
 Invariants:
 
@@ -26,7 +36,6 @@ Invariants:
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import logging
 import random
@@ -37,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..logs import ClientLogger, RateLimiter
 from ..sasl.oidc import ClientCredentialsTokenProvider
-from .bootstrap import format_address, parse_bootstrap
+from .bootstrap import format_address, parse_bootstrap, resolvable_bootstrap
 from .cluster import ClusterSnapshot
 from .connect import open_connection
 from .connection import BrokerConnection, ThrottleStats
@@ -58,8 +67,8 @@ log = logging.getLogger("aioproducer.net.client")
 UNREACHABLE_WARNING_INTERVAL = 30.0
 
 
-class BrokerConnections(abc.ABC):
-    """The connections of a client; :class:`~aioproducer.net.client.KafkaClient` adds metadata."""
+class BrokerConnections:
+    """The connections of a client; :class:`~aioproducer.net.client.KafkaClient` holds one."""
 
     def __init__(
         self,
@@ -72,7 +81,15 @@ class BrokerConnections(abc.ABC):
         connections_max_idle_ms: int,
         metrics: ProducerMetrics | None,
         security: Security | None,
+        cluster: Callable[[], ClusterSnapshot],
+        use_bootstrap: Callable[[], bool],
+        request_update: Callable[[], None],
     ) -> None:
+        # The metadata side: read, never written here.
+        self._cluster = cluster
+        self._use_bootstrap = use_bootstrap
+        # A connection dropped, or failed to open: the broker may have moved.
+        self._request_update = request_update
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self._log = ClientLogger(log, client_id or "aioproducer")
@@ -87,14 +104,10 @@ class BrokerConnections(abc.ABC):
         self._max_idle = connections_max_idle_ms / 1000
         self._security = security or Security()
         self._auth_failures: dict[int, BaseException] = {}
-        # The latest metadata: where the brokers are (KafkaClient replaces it).
-        self.snapshot = ClusterSnapshot()
         self._conns: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
         self._failures: dict[int, int] = {}
         self._retry_at: dict[int, float] = {}
-        # Until the first Metadata response names the brokers (or again, KIP-899).
-        self._use_bootstrap = True
         self._listeners: list[Callable[[], None]] = []
         self._closed = False
         # The cluster's finalized feature levels with the highest epoch seen
@@ -102,15 +115,12 @@ class BrokerConnections(abc.ABC):
         self.finalized_features: dict[str, int] = {}
         self._features_epoch = -1
 
-    @abc.abstractmethod
-    def request_update(self) -> None:
-        """Ask for a metadata refresh (a connection dropped, or failed to open)."""
-
     def add_listener(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` when a connection attempt ends or metadata is refreshed."""
         self._listeners.append(callback)
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
+        """Call the listeners (a connection attempt ended, or the metadata changed)."""
         for callback in self._listeners:
             callback()
 
@@ -119,7 +129,7 @@ class BrokerConnections(abc.ABC):
     def _address(self, node_id: int) -> tuple[str, int]:
         if node_id < 0:
             return self._bootstrap[-node_id - 1]
-        broker = self.snapshot.brokers.get(node_id)
+        broker = self._cluster().brokers.get(node_id)
         if broker is None:
             raise errors.KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
         return broker.host, broker.port
@@ -158,12 +168,12 @@ class BrokerConnections(abc.ABC):
             del self._conns[node_id]
         # A connection that dropped, even an idle one, may mean the broker
         # restarted or left: refresh metadata as the Java client does.
-        self.request_update()
+        self._request_update()
         if self._metrics is not None:
             self._metrics.connection_closed(time.monotonic())
         if node_id not in self._lost:
             self._lost.add(node_id)
-            if node_id >= 0 and node_id in self.snapshot.brokers:
+            if node_id >= 0 and node_id in self._cluster().brokers:
                 # This warning stands for the reconnect attempts that may fail next.
                 self._unreachable.allow(self._address(node_id), time.monotonic())
             # Bootstrap addresses (negative ids) only stand in until metadata
@@ -204,6 +214,39 @@ class BrokerConnections(abc.ABC):
 
     def next_connect_time(self, node_id: int) -> float:
         return self._retry_at.get(node_id, 0.0)
+
+    def latest_authentication_failure(self) -> BaseException | None:
+        """The TLS/SASL refusal most recently recorded for any node, if any."""
+        return next(reversed(self._auth_failures.values()), None)
+
+    def forget_bootstrap_backoff(self) -> None:
+        """Let the bootstrap servers be tried at once (a rebootstrap, KIP-899)."""
+        for node in [n for n in self._retry_at if n < 0]:
+            self._retry_at.pop(node)
+            self._failures.pop(node, None)
+
+    @property
+    def request_timeout(self) -> float:
+        """``request_timeout_ms``, in seconds."""
+        return self._request_timeout_ms / 1000
+
+    @property
+    def max_idle(self) -> float:
+        """``connections_max_idle_ms``, in seconds."""
+        return self._max_idle
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The bootstrap addresses, comma-separated, for error messages."""
+        return ",".join(format_address(h, p) for h, p in self._bootstrap)
+
+    async def resolve_bootstrap(self, timeout: float) -> None:
+        """Keep the bootstrap servers whose names resolve; ConfigurationError if none does."""
+        self._bootstrap = await resolvable_bootstrap(self._bootstrap, timeout, self._log)
+
+    def connected_nodes(self) -> list[int]:
+        """The nodes with a connection (open, or lost and not yet noticed), sorted."""
+        return sorted(self._conns)
 
     def _start_connect(self, node_id: int) -> asyncio.Task[BrokerConnection] | None:
         task = self._connecting.get(node_id)
@@ -257,11 +300,11 @@ class BrokerConnections(abc.ABC):
                 extra={"broker": node_id},
             )
             if node_id >= 0:
-                self.request_update()
+                self._request_update()
             raise
         finally:
             self._connecting.pop(node_id, None)
-            self._notify()
+            self.notify()
         self._failures.pop(node_id, None)
         self._retry_at.pop(node_id, None)
         self._auth_failures.pop(node_id, None)
@@ -325,15 +368,16 @@ class BrokerConnections(abc.ABC):
 
     def _known_nodes(self) -> list[int]:
         """The nodes to pick from: the brokers metadata named, or the bootstrap servers."""
-        if self._use_bootstrap or not self.snapshot.brokers:
+        if self._use_bootstrap() or not self._cluster().brokers:
             nodes = [-(i + 1) for i in range(len(self._bootstrap))]
         else:
-            nodes = list(self.snapshot.brokers)
+            nodes = list(self._cluster().brokers)
         # A random start spreads cluster-wide requests over the brokers.
         offset = random.randrange(len(nodes))
         return nodes[offset:] + nodes[:offset]
 
-    def _preference(self) -> list[int]:
+    def preference(self) -> list[int]:
+        """The known nodes, best first, for a cluster-wide request (see :mod:`.node_selection`)."""
         nodes = self._known_nodes()
         now = time.monotonic()
         live: dict[int, int] = {}
@@ -356,7 +400,7 @@ class BrokerConnections(abc.ABC):
         with a request past its deadline), else a node being connected to, else
         one we may connect to now; None when every node is backing off.
         """
-        order = self._preference()
+        order = self.preference()
         return order[0] if order else None
 
     def any_node(self) -> int:
@@ -366,7 +410,7 @@ class BrokerConnections(abc.ABC):
             return node
         return min(self._known_nodes(), key=self.next_connect_time)
 
-    def _forget_moved_brokers(self, old: ClusterSnapshot, new: ClusterSnapshot) -> None:
+    def forget_moved_brokers(self, old: ClusterSnapshot, new: ClusterSnapshot) -> None:
         """A broker at a new address starts afresh: no backoff earned at the old one."""
         for node, broker in new.brokers.items():
             before = old.brokers.get(node)
@@ -374,13 +418,14 @@ class BrokerConnections(abc.ABC):
                 self._retry_at.pop(node, None)
                 self._failures.pop(node, None)
 
-    async def _close_bootstrap_connections(self) -> None:
+    async def close_bootstrap_connections(self) -> None:
+        """Close the idle bootstrap connections: metadata named the real brokers."""
         # Once the real node ids are known, a bootstrap connection is a second
         # connection to some broker: it must not count as another node.
         for node_id in [n for n, c in self._conns.items() if n < 0 and c.in_flight == 0]:
             await self._conns.pop(node_id).close()
 
-    async def _close_idle_connections(self, now: float) -> None:
+    async def close_idle_connections(self, now: float) -> None:
         """Forget lost connections; close those idle for ``connections_max_idle_ms``."""
         for node_id, conn in list(self._conns.items()):
             if conn.closed:
@@ -394,8 +439,10 @@ class BrokerConnections(abc.ABC):
                 del self._conns[node_id]
                 await conn.close()
 
-    async def _close_connections(self, tasks: Iterable[asyncio.Task[Any]]) -> None:
-        """Cancel ``tasks`` and the connection attempts, wait for them, close every connection."""
+    async def close(self, tasks: Iterable[asyncio.Task[Any]] = ()) -> None:
+        """Cancel ``tasks`` (the owner's, using these connections) and the connection
+        attempts, wait for them, close every connection."""
+        self._closed = True
         pending = list(tasks) + list(self._connecting.values())
         for task in pending:
             task.cancel()

@@ -1,8 +1,8 @@
 """The cluster metadata that maps partitions to brokers, kept fresh, over the connections.
 
-:class:`KafkaClient` extends :class:`~aioproducer.net.broker_connections.BrokerConnections`
-(one connection per node, opened on demand with jittered reconnect backoff) with a
-:class:`ClusterSnapshot` kept fresh: on demand (a leader moved, a topic is unknown,
+:class:`KafkaClient` holds a :class:`~aioproducer.net.broker_connections.BrokerConnections`
+(``client.connections``: one connection per node, opened on demand with jittered
+reconnect backoff) and keeps a :class:`ClusterSnapshot` fresh over it: on demand (a leader moved, a topic is unknown,
 a connection dropped) and at least every ``metadata_max_age_ms``. It also
 forgets topics idle for ``metadata_max_idle_ms`` and closes idle connections.
 
@@ -21,21 +21,28 @@ Invariants:
   with the producer's error when it closes (:meth:`KafkaClient.fail_metadata_waiters`);
 * a TLS or SASL refusal makes ``bootstrap`` and ``partitions_for`` raise it at
   once instead of retrying until their timeouts.
+
+Ownership: the client is the one writer of the metadata (``snapshot``, the
+topics, the refresh loop and its backoff, the waiters, whether to use the
+bootstrap servers); ``connections`` is the one writer of all connection state,
+and reads the snapshot and the bootstrap flag through callables given to it.
+Callers that need a connection go through ``client.connections``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .. import errors
+from ..logs import ClientLogger
 from ..protocol.apis import METADATA
 from ..protocol.generated import MetadataRequest, MetadataResponse
 from ..protocol.generated.metadata import MetadataRequestTopic
-from .bootstrap import format_address, resolvable_bootstrap
 from .broker_connections import BrokerConnections, parse_bootstrap
 from .cluster import BrokerInfo, ClusterSnapshot, TopicInfo
 from .node_selection import reconnect_delay
@@ -93,7 +100,12 @@ def _not_in_metadata(
     return error
 
 
-class KafkaClient(BrokerConnections):
+log = logging.getLogger("aioproducer.net.client")
+
+
+class KafkaClient:
+    """The cluster metadata, kept fresh over :attr:`connections`."""
+
     def __init__(
         self,
         bootstrap_servers: str | Iterable[str],
@@ -114,7 +126,15 @@ class KafkaClient(BrokerConnections):
         forget_topics: Callable[[list[str]], Iterable[str]] | None = None,
         security: Security | None = None,
     ) -> None:
-        super().__init__(
+        # The latest metadata: where the brokers are (replaced, never mutated
+        # but for forgotten topics, by this class alone).
+        self.snapshot = ClusterSnapshot()
+        # Until the first Metadata response names the brokers (or again, KIP-899).
+        self._use_bootstrap = True
+        self._closed = False
+        self._log = ClientLogger(log, client_id or "aioproducer")
+        #: The broker connections: the one owner of every connection's state.
+        self.connections = BrokerConnections(
             bootstrap_servers,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
@@ -123,6 +143,9 @@ class KafkaClient(BrokerConnections):
             connections_max_idle_ms=connections_max_idle_ms,
             metrics=metrics,
             security=security,
+            cluster=lambda: self.snapshot,
+            use_bootstrap=lambda: self._use_bootstrap,
+            request_update=self.request_update,
         )
         self._metadata_max_age = metadata_max_age_ms / 1000
         self._retry_backoff = retry_backoff_ms / 1000
@@ -155,9 +178,8 @@ class KafkaClient(BrokerConnections):
         self.metadata_requests = 0
 
     def __repr__(self) -> str:
-        return (
-            f"<KafkaClient brokers={sorted(self.snapshot.brokers)} connected={sorted(self._conns)}>"
-        )
+        brokers = sorted(self.snapshot.brokers)
+        return f"<KafkaClient brokers={brokers} connected={self.connections.connected_nodes()}>"
 
     # -- metadata ----------------------------------------------------------
 
@@ -194,7 +216,7 @@ class KafkaClient(BrokerConnections):
         if after is before:
             return set()
         self.snapshot = after
-        self._notify()
+        self.connections.notify()
         moved = {tp for tp in leaders if before.leader_for(*tp) != after.leader_for(*tp)}
         for topic, partition in sorted(moved):
             self._log.debug(
@@ -241,9 +263,7 @@ class KafkaClient(BrokerConnections):
                 "no broker answered metadata for %.0f ms: rebootstrapping", failing_for * 1000
             )
             self._use_bootstrap = True
-            for node in [n for n in self._retry_at if n < 0]:
-                self._retry_at.pop(node)
-                self._failures.pop(node, None)
+            self.connections.forget_bootstrap_backoff()
         previous = self.snapshot
         try:
             response = await self._fetch_metadata()
@@ -254,15 +274,16 @@ class KafkaClient(BrokerConnections):
             if not isinstance(exc, errors.NoBrokersAvailableError) or not self._last_refresh_error:
                 # (Every node backing off: keep the error that put them there.)
                 self._last_refresh_error = exc
-            if self._auth_failures:
+            refused = self.connections.latest_authentication_failure()
+            if refused is not None:
                 # Report the refusal rather than whichever error came last.
-                self._last_refresh_error = next(reversed(self._auth_failures.values()))
+                self._last_refresh_error = refused
             self._refresh_attempts += 1
             if self._failing_since is None:
                 self._failing_since = now
         else:
             snapshot = ClusterSnapshot.from_response(response, time.monotonic(), previous)
-            self._forget_moved_brokers(previous, snapshot)
+            self.connections.forget_moved_brokers(previous, snapshot)
             changed = snapshot.brokers != previous.brokers or snapshot.topics != previous.topics
             self._refresh_attempts = 0 if changed else self._refresh_attempts + 1
             self.snapshot = snapshot
@@ -270,7 +291,7 @@ class KafkaClient(BrokerConnections):
             self._failing_since = None
             if snapshot.brokers:
                 self._use_bootstrap = False
-                await self._close_bootstrap_connections()
+                await self.connections.close_bootstrap_connections()
         # A refresh that brought news may be followed at once (a leader moved:
         # its new leader may move again); one that failed or changed nothing
         # waits retry_backoff_ms, doubling up to retry_backoff_max_ms (KIP-580).
@@ -278,14 +299,15 @@ class KafkaClient(BrokerConnections):
             self._refresh_attempts, *self._refresh_backoff_ms, random.random()
         )
         self._wake_waiters()
-        self._notify()
+        self.connections.notify()
 
     async def _fetch_metadata(self) -> MetadataResponse:
         last: BaseException | None = None
         # Every node backing off: the one whose backoff ends first (connection() waits it out).
-        for node_id in self._preference() or [self.any_node()]:
+        connections = self.connections
+        for node_id in connections.preference() or [connections.any_node()]:
             try:
-                conn = await self.connection(node_id, self._request_timeout_ms / 1000)
+                conn = await connections.connection(node_id, connections.request_timeout)
                 version = conn.version_for(METADATA)  # fails early if no common version
                 names = sorted(self._topics)
                 topics = [MetadataRequestTopic(name=t) for t in names]
@@ -340,7 +362,7 @@ class KafkaClient(BrokerConnections):
         ConfigurationError at once if no bootstrap server name resolves.
         """
         deadline = time.monotonic() + timeout
-        self._bootstrap = await resolvable_bootstrap(self._bootstrap, timeout, self._log)
+        await self.connections.resolve_bootstrap(timeout)
         while True:
             await self.wait_for_update(max(0.0, deadline - time.monotonic()))
             if self.snapshot.updated_at:
@@ -351,7 +373,7 @@ class KafkaClient(BrokerConnections):
                 # Retrying with the same settings meets the same refusal.
                 raise self._last_refresh_error
             if time.monotonic() >= deadline:
-                servers = ",".join(format_address(h, p) for h, p in self._bootstrap)
+                servers = self.connections.bootstrap_servers
                 raise errors.NoBrokersAvailableError(
                     f"no bootstrap server of {servers} answered within {timeout * 1000:.0f} ms"
                     + (f": {self._last_refresh_error}" if self._last_refresh_error else "")
@@ -437,14 +459,16 @@ class KafkaClient(BrokerConnections):
 
     async def _maintain(self) -> None:
         """Refresh metadata by age, forget idle topics and close idle connections."""
-        period = max(0.05, min(self._metadata_max_age, self._max_idle, self._topic_max_idle) / 2)
+        period = max(
+            0.05, min(self._metadata_max_age, self.connections.max_idle, self._topic_max_idle) / 2
+        )
         while not self._closed:
             await asyncio.sleep(min(period, 1.0))
             now = time.monotonic()
             self._forget_idle_topics(now)
             if now - self.snapshot.updated_at >= self._metadata_max_age:
                 self.request_update()
-            await self._close_idle_connections(now)
+            await self.connections.close_idle_connections(now)
 
     def _forget_idle_topics(self, now: float) -> None:
         """Stop asking for topics unused for ``metadata_max_idle_ms`` (Java's metadata.max.idle.ms).
@@ -467,7 +491,8 @@ class KafkaClient(BrokerConnections):
             self._log.debug("forgot idle topics %s", dropped)
 
     async def close(self) -> None:
+        """Stop refreshing, then close every connection."""
         self._closed = True
-        await self._close_connections(
+        await self.connections.close(
             t for t in (self._refresh_task, self._maintenance) if t is not None
         )

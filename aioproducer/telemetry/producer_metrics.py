@@ -423,7 +423,7 @@ def add_producer_gauges(
 
     def connection_count(now: float) -> float:
         current = client()
-        return 0 if current is None else current.connection_count
+        return 0 if current is None else current.connections.connection_count
 
     def metadata_age(now: float) -> float:
         current = client()

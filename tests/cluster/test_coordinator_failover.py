@@ -35,7 +35,7 @@ pytestmark = [
 def _check_transaction_version(producer: Producer, request: pytest.FixtureRequest) -> None:
     """The producer speaks the transaction protocol its cluster was formatted with."""
     which = request.node.callspec.params["cluster"]
-    finalized = producer._running.client.finalized_features
+    finalized = producer._running.client.connections.finalized_features
     assert finalized.get("transaction.version") == TRANSACTION_VERSION[which], finalized
 
 

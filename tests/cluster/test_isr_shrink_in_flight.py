@@ -65,7 +65,7 @@ async def test_isr_shrinks_below_min_insync_while_acks_all_writes_wait(
         delivery_timeout_ms=14_000,
     ) as stream:
         await stream.wait_acked(300, 60, "before the follower stalls")
-        finalized = stream.producer._running.client.finalized_features
+        finalized = stream.producer._running.client.connections.finalized_features
         assert finalized.get("eligible.leader.replicas.version", 0) == 0, finalized
         leader = await asyncio.to_thread(cluster.leader, topic, 0)
         follower = next(n for n in cluster.node_ids if n != leader)

@@ -35,7 +35,7 @@ def _txn(p: Producer) -> TransactionManager:
 def _check_protocol(p: Producer, version: int, ends: int, start_epoch: int) -> None:
     """The v1 or v2 path was taken; ``ends`` EndTxn requests have succeeded."""
     txn = _txn(p)
-    assert p._running.client.finalized_features.get("transaction.version") == version
+    assert p._running.client.connections.finalized_features.get("transaction.version") == version
     assert txn.v2 is (version >= 2)
     epoch = txn.producer_identity[1]
     if version >= 2:

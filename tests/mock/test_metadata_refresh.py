@@ -140,7 +140,9 @@ async def test_metadata_goes_to_the_least_loaded_node_not_a_stalled_one() -> Non
             stuck = await producer.enqueue("t", b"stuck", partition=2)
             client = producer._running.client
             assert client is not None
-            await until(lambda: client.in_flight(2) > 0, 10, "the request to the stalled broker")
+            await until(
+                lambda: client.connections.in_flight(2) > 0, 10, "the request to the stalled broker"
+            )
             for trial in range(12):
                 cluster.move_leader("t", 0, to_broker=1 if trial % 2 == 0 else 0)
                 start = time.monotonic()
@@ -162,11 +164,13 @@ async def test_least_loaded_node_prefers_idle_live_connections() -> None:
             client = producer._running.client
             assert client is not None
             # The bootstrap connection is gone once real node ids are known.
-            assert all(node >= 0 for node in client.throttle_stats())
+            assert all(node >= 0 for node in client.connections.throttle_stats())
             cluster.stall_broker(1)
             pending = [await producer.enqueue("t", b"x", partition=1) for _ in range(3)]
-            await until(lambda: client.in_flight(1) > 0, 10, "a request to the stalled broker")
-            assert {client.least_loaded_node() for _ in range(30)} <= {0, 2}
+            await until(
+                lambda: client.connections.in_flight(1) > 0, 10, "a request to the stalled broker"
+            )
+            assert {client.connections.least_loaded_node() for _ in range(30)} <= {0, 2}
             cluster.resume_broker(1)
             await asyncio.gather(*pending)
 
@@ -233,7 +237,9 @@ async def test_idle_topics_are_forgotten_and_not_recreated() -> None:
             pending = await producer.enqueue("stuck", b"in flight", partition=stuck)
             client = producer._running.client
             assert client is not None
-            await until(lambda: client.in_flight(1) > 0, 10, "the write to the stalled broker")
+            await until(
+                lambda: client.connections.in_flight(1) > 0, 10, "the write to the stalled broker"
+            )
             deadline = time.monotonic() + 1.5
             while time.monotonic() < deadline:
                 await asyncio.wait_for(producer.send("busy", b"x", partition=busy), 5)

@@ -123,7 +123,11 @@ async def test_a_batch_put_back_during_an_abort_is_aborted_not_sent_again() -> N
             cluster.fail_produce("tx", 0, errors.NotEnoughReplicasError.code)  # retriable
             cluster.stall_broker(0)
             refused = await p.enqueue("tx", b"refused, then put back")
-            await until(lambda: client.in_flight(0) == 1, 10, "the request to the stalled broker")
+            await until(
+                lambda: client.connections.in_flight(0) == 1,
+                10,
+                "the request to the stalled broker",
+            )
             abort = asyncio.create_task(p.abort_transaction())
             await until(lambda: txn.state.name == "ABORTING", 10, "the abort under way")
             cluster.resume_broker(0)

@@ -60,7 +60,11 @@ async def test_no_polling_while_a_stalled_broker_has_no_in_flight_room() -> None
             futures = [await producer.enqueue("t", b"x" * 100)]
             client = producer._running.client
             assert client is not None
-            await until(lambda: client.in_flight(0) == 1, 10, "the request to the stalled broker")
+            await until(
+                lambda: client.connections.in_flight(0) == 1,
+                10,
+                "the request to the stalled broker",
+            )
             # no room left
             futures += [await producer.enqueue("t", b"x" * 100) for _ in range(20)]  # queued
             passes = await _passes_during(producer, WINDOW)
@@ -113,8 +117,8 @@ async def test_throttled_broker_gets_nothing_until_the_throttle_time_passed() ->
             await asyncio.sleep(0.3)
             # KIP-219: the producer keeps the batch until the throttle time is over
             # instead of writing into a channel the broker is not reading.
-            assert not held.done() and client.in_flight(0) == 0
-            stats = client.throttle_stats()[0]
+            assert not held.done() and client.connections.in_flight(0) == 0
+            stats = client.connections.throttle_stats()[0]
             assert (stats.last, stats.max, stats.count) == (THROTTLE_MS, THROTTLE_MS, 1)
             assert (await asyncio.wait_for(held, THROTTLE_MS / 1000 + 10)).offset == 2
         assert [r.value for r in cluster.records("t")] == [b"before", b"throttled", b"held back"]
@@ -390,7 +394,7 @@ async def test_a_request_end_wakes_the_sender_only_for_a_batch_that_waited_for_i
             full = await producer.enqueue(
                 "t", b"x" * 1000, partition=0
             )  # a full batch goes at once
-            await until(lambda: client.in_flight(0) == 1, 10, "the first request")
+            await until(lambda: client.connections.in_flight(0) == 1, 10, "the first request")
             if case == "no room in flight":
                 passes = sender.passes
                 waiting = await producer.enqueue("t", b"y" * 1000, partition=0)

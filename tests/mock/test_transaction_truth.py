@@ -139,8 +139,8 @@ async def test_a_refusal_found_inside_a_pass_stops_that_pass() -> None:
             cluster.drop_connections(refusing)
             await until(
                 lambda: (
-                    client.ready_connection(refusing) is None
-                    and client.authentication_failure(refusing) is not None
+                    client.connections.ready_connection(refusing) is None
+                    and client.connections.authentication_failure(refusing) is not None
                 ),
                 BOUND,
                 "the refusal",
@@ -183,7 +183,9 @@ async def test_an_acknowledgement_after_the_transaction_failed_reports_no_succes
             assert client is not None and txn is not None
             cluster.stall_broker(stalled)
             in_flight = await p.enqueue("tx", b"in flight", partition=leaders[stalled])
-            await until(lambda: client.in_flight(stalled) == 1, BOUND, "the stalled request")
+            await until(
+                lambda: client.connections.in_flight(stalled) == 1, BOUND, "the stalled request"
+            )
             cluster.fail_produce("tx", leaders[failing], errors.InvalidRecordError.code)
             failed = await p.enqueue("tx", b"refused", partition=leaders[failing])
             await within(asyncio.wait([failed]), BOUND)

@@ -221,7 +221,7 @@ async def test_batch_expired_in_flight_moves_to_a_new_epoch(
     # once the held response's request has timed out (0.5 s after the expiry):
     # records sent into that connection before would wait behind it.
     client = p._running.client
-    await until(lambda: client.in_flight(leader) == 0, 15, "the held request's timeout")
+    await until(lambda: client.connections.in_flight(leader) == 0, 15, "the held request's timeout")
     for i in range(100):
         await tracker.enqueue(
             p, PINNED if i % 4 == 0 else None, partition=0 if i % 4 == 0 else None

@@ -144,7 +144,9 @@ async def test_healthy_partition_keeps_flowing_while_another_waits_for_a_new_id(
     kafka_cluster.stall_broker(stalled)
     stuck = await tracker.enqueue(p, b"p%d" % stalled_part, partition=stalled_part)
     client = p._running.client
-    await until(lambda: client.in_flight(stalled) > 0, 10, "the request to the stalled broker")
+    await until(
+        lambda: client.connections.in_flight(stalled) > 0, 10, "the request to the stalled broker"
+    )
     kafka_cluster.fail_produce(topic, bumped_part, UNKNOWN_PRODUCER)
     flowing = [
         await tracker.enqueue(p, b"p%d" % bumped_part, partition=bumped_part) for _ in range(5)
@@ -187,7 +189,9 @@ async def test_new_batches_wait_until_old_id_retries_of_their_partition_are_done
     kafka_cluster.fail_produce(topic, bump_part, UNKNOWN_PRODUCER)
     old = await tracker.enqueue(p, b"p%d" % old_part, partition=old_part)
     client = p._running.client
-    await until(lambda: client.in_flight(old_leader) > 0, 10, "the old-id batch's request")
+    await until(
+        lambda: client.connections.in_flight(old_leader) > 0, 10, "the old-id batch's request"
+    )
     bumped = await tracker.enqueue(p, b"p%d" % bump_part, partition=bump_part)
     await within(bumped.future, 10, "the record that caused the new id")
     assert not old.future.done(), "the old-id batch should still be pending"

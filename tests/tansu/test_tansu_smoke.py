@@ -81,7 +81,7 @@ async def test_transactions_stay_v1_on_tansu(tansu_bootstrap: str) -> None:
         await p.begin_transaction()
         await p.send(topic, b"aborted")
         await p.abort_transaction()
-        assert not txn.v2 and p._running.client.finalized_features == {}
+        assert not txn.v2 and p._running.client.connections.finalized_features == {}
         assert txn.requests_sent["AddPartitionsToTxn"] >= 4
         assert txn.requests_sent["EndTxn"] >= 4
         assert txn.producer_identity == start  # v1: no epoch bump per transaction
