@@ -265,7 +265,7 @@ class ErrorSpec(NamedTuple):
 # (a trailing _ERROR is not doubled), except where the Java client's
 # exception name reads better: RecordTooLarge, InvalidTopic, CorruptRecord,
 # SaslAuthentication (Java's SaslAuthenticationException).
-from .error_codes import ROWS as _ROWS
+from .protocol.error_codes import ROWS as _ROWS
 
 #: Every known protocol error code, in code order (0/NONE is not an error).
 ERROR_TABLE: tuple[ErrorSpec, ...] = tuple(ErrorSpec(*row) for row in _ROWS)

@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..interceptors import InterceptorChain, failed_metadata
+from ..engine.interceptors import InterceptorChain, failed_metadata
 from ..types import BulkProgress, BulkResult, BulkSendError, ProducerRecord
 from .input import bytes_column, is_arrow_array
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..config import ProducerConfig
-    from ..logs import ClientLogger
     from ..net.client import KafkaClient
+    from ..telemetry.logs import ClientLogger
     from .accumulator import RecordAccumulator, TopicPartition
     from .idempotence import SequenceState
 

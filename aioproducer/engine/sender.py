@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING
 
 from .. import errors
 from ..config import ProducerConfig
-from ..logs import ClientLogger
 from ..net.client import KafkaClient
 from ..net.connection import BrokerConnection
 from ..protocol.apis import PRODUCE
 from ..protocol.generated import ProduceResponse
+from ..telemetry.logs import ClientLogger
 from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool

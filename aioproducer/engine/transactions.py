@@ -46,7 +46,6 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from .. import errors
-from ..logs import ClientLogger
 from ..net.client import KafkaClient
 from ..protocol.apis import (
     ADD_OFFSETS_TO_TXN,
@@ -58,6 +57,7 @@ from ..protocol.apis import (
     TXN_OFFSET_COMMIT,
     Api,
 )
+from ..telemetry.logs import ClientLogger
 from .idempotence import SequenceState
 from .transaction_version import end_txn_identity, transaction_v2_enabled
 from .two_phase import CompletedOutcomes, PreparedTransaction, not_completed_error

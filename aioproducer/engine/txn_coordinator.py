@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .. import errors
-from ..logs import ClientLogger
 from ..net.client import KafkaClient
 from ..protocol.apis import COORDINATOR_KEY_TRANSACTION, FIND_COORDINATOR, Api
 from ..protocol.generated import FindCoordinatorRequest
+from ..telemetry.logs import ClientLogger
 from .transaction_version import choose_version
 
 __all__ = ["CoordinatorLink"]

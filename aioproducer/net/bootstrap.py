@@ -31,7 +31,7 @@ from ..errors import ConfigurationError
 from .security import SECURITY_PROTOCOLS
 
 if TYPE_CHECKING:
-    from ..logs import ClientLogger
+    from ..telemetry.logs import ClientLogger
 
 __all__ = ["format_address", "parse_bootstrap", "resolvable_bootstrap"]
 

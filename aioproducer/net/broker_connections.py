@@ -44,8 +44,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..logs import ClientLogger, RateLimiter
 from ..sasl.oidc import ClientCredentialsTokenProvider
+from ..telemetry.logs import ClientLogger, RateLimiter
 from .bootstrap import format_address, parse_bootstrap, resolvable_bootstrap
 from .cluster import ClusterSnapshot
 from .connect import open_connection

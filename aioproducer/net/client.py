@@ -39,10 +39,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .. import errors
-from ..logs import ClientLogger
 from ..protocol.apis import METADATA
 from ..protocol.generated import MetadataRequest, MetadataResponse
 from ..protocol.generated.metadata import MetadataRequestTopic
+from ..telemetry.logs import ClientLogger
 from .broker_connections import BrokerConnections, parse_bootstrap
 from .cluster import BrokerInfo, ClusterSnapshot, TopicInfo
 from .node_selection import reconnect_delay

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from .. import errors
-from ..logs import ClientLogger
 from ..protocol.apis import Api
 from ..protocol.framing import (
     FrameDecoder,
@@ -44,6 +43,7 @@ from ..protocol.framing import (
     read_correlation_id,
 )
 from ..protocol.generated._wire import MessageError
+from ..telemetry.logs import ClientLogger
 
 __all__ = ["READ_CHUNK", "BrokerConnection", "ThrottleStats", "ssl_reason"]
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import errors
-from ..logs import ClientLogger, RateLimiter
+from ..telemetry.logs import ClientLogger, RateLimiter
 
 if TYPE_CHECKING:
     from .client import KafkaClient

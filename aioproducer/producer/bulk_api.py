@@ -23,7 +23,7 @@ from ..bulk.intercept import intercepted_enqueue_many
 from ..types import BulkProgress, BulkResult
 
 if TYPE_CHECKING:
-    from ..interceptors import InterceptorChain
+    from ..engine.interceptors import InterceptorChain
     from .running import Running
     from .serializer_prepare import SerializerBinding
 

@@ -44,6 +44,7 @@ from ..config import ProducerConfig
 from ..engine.accumulator import RecordAccumulator
 from ..engine.batch import RECORD_HANDLE_OVERHEAD
 from ..engine.buffer_pool import BufferPool
+from ..engine.interceptors import InterceptorChain, intercepted_enqueue
 from ..engine.record_handle import RecordHandle
 from ..engine.shortcut import EnqueueShortcut
 from ..engine.sticky import StickyPartitioner
@@ -54,10 +55,9 @@ from ..engine.validation import (
     check_topic,
 )
 from ..foreign_names import PEER_METHODS
-from ..interceptors import InterceptorChain, intercepted_enqueue
-from ..logs import ClientLogger
 from ..net.metadata_wait import MetadataWait
 from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
+from ..telemetry.logs import ClientLogger
 from ..telemetry.metrics import MetricConfig, MetricName
 from ..telemetry.producer_metrics import ProducerMetrics, add_producer_gauges
 from ..types import BulkProgress, BulkResult, PreparedTransaction, RecordMetadata

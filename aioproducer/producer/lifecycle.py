@@ -26,7 +26,7 @@ from .running import Parts, Running
 from .txn_endings import end_open_transaction, wait_batches
 
 if TYPE_CHECKING:
-    from ..logs import ClientLogger
+    from ..telemetry.logs import ClientLogger
 
 __all__ = ["Lifecycle"]
 

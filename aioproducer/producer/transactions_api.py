@@ -32,7 +32,7 @@ from .txn_endings import abort_transaction, flush_transaction
 
 if TYPE_CHECKING:
     from ..engine.transactions import TransactionManager
-    from ..logs import ClientLogger
+    from ..telemetry.logs import ClientLogger
     from .lifecycle import Lifecycle
     from .running import Parts, Running
 

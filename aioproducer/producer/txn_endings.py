@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..engine.accumulator import RecordAccumulator
     from ..engine.sender import Sender
     from ..engine.transactions import TransactionManager
-    from ..logs import ClientLogger
+    from ..telemetry.logs import ClientLogger
 
 __all__ = ["abort_transaction", "end_open_transaction", "flush_transaction", "wait_batches"]
 

@@ -11,9 +11,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 from aioproducer import BulkSendError, Producer, RecordMetadata, errors
-from aioproducer.interceptors import ProducerRecord
 from aioproducer.telemetry.opentelemetry import TraceContextInterceptor, extract_context
 from aioproducer.testing import MockCluster
+from aioproducer.types import ProducerRecord
 
 pytestmark = pytest.mark.asyncio
 

@@ -3,7 +3,7 @@
 Bottom up: ``protocol`` (sans-I/O) <- ``net`` and ``sasl`` (connections, metadata, security)
 <- ``engine`` (batches, accumulator, sender) <- ``bulk`` <- the facade (the ``producer``
 package) <- ``testing``, ``embedded``, ``spark``, ``integrations``, ``cli``. ``config``,
-``errors``, ``logs`` and ``telemetry`` are shared by all; ``types`` (the public value types) is a
+``errors`` and ``telemetry`` (its ``logs`` too) are shared by all; ``types`` (the public value types) is a
 leaf beside ``errors``. A lower layer never imports a higher one.
 """
 
@@ -19,7 +19,7 @@ import aioproducer
 PACKAGE = Path(aioproducer.__file__).resolve().parent
 FACADE = ("producer",)
 TOP = ("testing", "embedded", "spark", "integrations", "cli")
-SHARED = ("config", "errors", "error_codes", "logs", "telemetry")
+SHARED = ("config", "errors", "telemetry")
 
 # What each layer must not import (first component under aioproducer); "*" is
 # everything but the layers ALLOWED names.

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioproducer.logs import RateLimiter
+from aioproducer.telemetry.logs import RateLimiter
 from aioproducer.telemetry.metrics import (
     Avg,
     CumulativeCount,

@@ -76,7 +76,7 @@ def test_type_hints_accept_a_null_header_value(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text(
         "from aioproducer import Producer\n"
-        "from aioproducer.interceptors import ProducerRecord\n"
+        "from aioproducer.types import ProducerRecord\n"
         "async def main(p: Producer) -> None:\n"
         '    await p.send("t", b"v", headers=[("trace", b"1"), ("none", None)])\n'
         '    await p.enqueue("t", b"v", headers=[("none", None)])\n'

@@ -24,9 +24,9 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .engine.record_handle import RecordHandle
-from .logs import ClientLogger, RateLimiter
-from .types import ProducerInterceptor, ProducerRecord, RecordMetadata
+from ..telemetry.logs import ClientLogger, RateLimiter
+from ..types import ProducerInterceptor, ProducerRecord, RecordMetadata
+from .record_handle import RecordHandle
 
 __all__ = [
     "InterceptorChain",
