@@ -28,7 +28,7 @@ from ..types import TokenProvider
 class SecuritySettings(Protocol):
     """The settings :func:`build_security` reads (a ``ProducerConfig`` has them all).
 
-    A protocol rather than an import of ``config.py``, which imports this
+    A protocol rather than an import of ``config``, which imports this
     module: the arrows run one way.
     """
 

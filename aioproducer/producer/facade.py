@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..config import ProducerConfig
+from ..config.foreign_names import PEER_METHODS
 from ..engine.accumulator import RecordAccumulator
 from ..engine.batch import RECORD_HANDLE_OVERHEAD
 from ..engine.buffer_pool import BufferPool
@@ -54,7 +55,6 @@ from ..engine.validation import (
     check_record_size,
     check_topic,
 )
-from ..foreign_names import PEER_METHODS
 from ..net.metadata_wait import MetadataWait
 from ..protocol.records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD, headers_size
 from ..telemetry.logs import ClientLogger

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aioproducer import Producer, errors
-from aioproducer.foreign_names import LIBRDKAFKA_PROPERTIES, PEER_METHODS, PEER_SETTINGS
+from aioproducer.config.foreign_names import LIBRDKAFKA_PROPERTIES, PEER_METHODS, PEER_SETTINGS
 
 
 @pytest.mark.parametrize("name", sorted(PEER_METHODS))

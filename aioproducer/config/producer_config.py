@@ -22,18 +22,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError
-from .foreign_names import LIBRDKAFKA_PROPERTIES, PEER_SETTINGS
-from .net.bootstrap import parse_bootstrap
-from .net.security import Security, build_security
-from .net.security_properties import (
+from ..errors import ConfigurationError
+from ..net.bootstrap import parse_bootstrap
+from ..net.security import Security, build_security
+from ..net.security_properties import (
     SECURITY_PROPERTY_NAMES,
     TRANSLATED_PROPERTIES,
     redact_properties,
     translate_security_property,
 )
-from .protocol.compression import Codec, check_level, codec_from_name
-from .types import PartitionerFn, Serializer, TokenProvider
+from ..protocol.compression import Codec, check_level, codec_from_name
+from ..types import PartitionerFn, Serializer, TokenProvider
+from .foreign_names import LIBRDKAFKA_PROPERTIES, PEER_SETTINGS
 
 __all__ = [
     "JAVA_PROPERTY_NAMES",
