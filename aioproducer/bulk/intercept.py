@@ -1,7 +1,7 @@
 """Interceptors on the bulk path: every record of ``enqueue_many`` meets the hooks.
 
 A producer with interceptors hands each record of a bulk call to ``on_send``
-(as :class:`~aioproducer.interceptors.ProducerRecord`, before serialization,
+(as :class:`~aioproducer.types.ProducerRecord`, before serialization,
 like ``enqueue``), then buffers what the hooks returned as one bulk call, and
 calls ``on_acknowledgement`` once per record when the call settles. This is
 the per-record price of hooks (a Python object per record each way), paid

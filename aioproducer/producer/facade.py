@@ -24,7 +24,7 @@ and closes it (the parts of a started producer are one
 :class:`.transactions_api.TransactionsAPI` and the :class:`.bulk_api.BulkAPI`
 its methods delegate to, the gauges of
 :mod:`~aioproducer.telemetry.producer_metrics` and the hooks of
-:mod:`~aioproducer.interceptors`."""
+:mod:`~aioproducer.engine.interceptors`."""
 
 from __future__ import annotations
 

@@ -20,8 +20,9 @@ Every codec call here runs in C and releases the GIL, so batches may be
 kept per thread where the library forbids sharing them.
 
 Every codec is one row of :data:`CODECS` (id, name, compress, decompress,
-level range, the module it needs); configuration checks and the mock broker
-read that table, and :func:`compress` does one dict lookup per batch.
+level range); the configuration's checks read that table, :func:`compress`
+and :func:`decompress` (which the mock broker calls too) do one dict lookup
+per batch. The libraries are core dependencies, imported here.
 docs/contributing.md has the recipe for adding one.
 """
 
@@ -176,7 +177,7 @@ def _zstd_compress(data: Data, level: int | None) -> bytes:
 
 @dataclass(frozen=True)
 class CodecSpec:
-    """One compression codec: everything the producer, the config and the mock need."""
+    """One compression codec: what the producer, the config and the mock need of it."""
 
     codec: Codec  # the id in bits 0-2 of the batch attributes
     name: str  # the compression.type value
@@ -185,9 +186,6 @@ class CodecSpec:
     #: Levels the library accepts (inclusive; None: no bound, it clamps), or
     #: None when the codec has no levels and ignores compression_level.
     levels: tuple[int | None, int | None] | None
-    #: The module the codec needs, and what to install when it is missing.
-    module: str | None = None
-    install: str | None = None
 
 
 CODECS: dict[Codec, CodecSpec] = {
@@ -195,20 +193,10 @@ CODECS: dict[Codec, CodecSpec] = {
     for spec in (
         CodecSpec(Codec.NONE, "none", _none, _none, None),
         # zlib: -1 (its default) to 9; Java allows 1-9 (KIP-390 GzipCompression).
-        CodecSpec(Codec.GZIP, "gzip", _gzip_compress, gzip.decompress, (-1, 9), "zlib"),
-        CodecSpec(
-            Codec.SNAPPY,
-            "snappy",
-            _snappy_compress_any,
-            _snappy_decompress,
-            None,
-            "cramjam",
-            "pip install cramjam",
-        ),
+        CodecSpec(Codec.GZIP, "gzip", _gzip_compress, gzip.decompress, (-1, 9)),
+        CodecSpec(Codec.SNAPPY, "snappy", _snappy_compress_any, _snappy_decompress, None),
         # LZ4F clamps any level (0: fast mode; Java allows 1-17).
-        CodecSpec(
-            Codec.LZ4, "lz4", _lz4_compress, _lz4_decompress, (None, None), "lz4", "pip install lz4"
-        ),
+        CodecSpec(Codec.LZ4, "lz4", _lz4_compress, _lz4_decompress, (None, None)),
         # zstd clamps low levels (fast modes) and refuses above its maximum, 22.
         CodecSpec(
             Codec.ZSTD,
@@ -216,8 +204,6 @@ CODECS: dict[Codec, CodecSpec] = {
             _zstd_compress,
             _zstd_decompress,
             (None, zstandard.MAX_COMPRESSION_LEVEL),
-            "zstandard",
-            "pip install zstandard",
         ),
     )
 }

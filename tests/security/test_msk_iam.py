@@ -67,7 +67,9 @@ async def test_msk_iam_token_reaches_broker_and_records_are_produced(fake_aws: N
             metadata = await within(producer.send("msk", b"v", key=b"k"), 10, "send")
         finally:
             await within(producer.close(), 10, "close")
-            provider.close()
+        # The producer's close stops the background renewal: no timer is left
+        # to sign tokens (and call STS) for a producer that is gone.
+        assert provider._tokens._timer is None and provider._tokens._fetching is None
         assert metadata.offset == 0
         assert cluster.sasl_authentications_by_mechanism().keys() == {"OAUTHBEARER"}
     assert tokens, "the broker saw no token"
