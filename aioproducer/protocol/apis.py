@@ -112,9 +112,10 @@ class Api(Generic[Req, Resp]):
 API_VERSIONS: Api[ApiVersionsRequest, ApiVersionsResponse] = Api(
     "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3
 )
-# v13 adds a top-level error code (rebootstrapping, KIP-1102), which the client does not do.
+# v13 adds a top-level error code: REBOOTSTRAP_REQUIRED rebootstraps, any other
+# fails the refresh (KIP-1102, ``net/client``). 13 is Kafka 4.4's newest.
 METADATA: Api[MetadataRequest, MetadataResponse] = Api(
-    "Metadata", MetadataRequest, MetadataResponse, 1, 12
+    "Metadata", MetadataRequest, MetadataResponse, 1, 13
 )
 # v3 is the first carrying record batch v2 (magic 2, KIP-98); v13 names topics by
 # id (KIP-516), which the client does not track. v12 only under transactions v2

@@ -73,7 +73,7 @@ __all__ = [
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (3, 10),  # Produce: v3 is the first with record batch v2 (magic 2)
-    3: (1, 12),  # Metadata
+    3: (1, 13),  # Metadata: v13 has a top-level error code (KIP-1102)
     10: (0, 4),  # FindCoordinator (v0: group coordinators only)
     18: (0, 3),  # ApiVersions
     22: (0, 4),  # InitProducerId
@@ -104,6 +104,7 @@ INVALID_EPOCH = code_of(errors.InvalidProducerEpochError)
 INVALID_TXN_STATE = code_of(errors.InvalidTxnStateError)
 UNKNOWN_TOPIC_ID = code_of(errors.UnknownTopicIdError)
 NOT_ATTEMPTED = code_of(errors.OperationNotAttemptedError)
+REBOOTSTRAP_REQUIRED = code_of(errors.RebootstrapRequiredError)
 
 _BATCH_LENGTH = struct.Struct(">i")
 
@@ -467,6 +468,9 @@ def error_response(cluster: ClusterView, ctx: RequestContext, body: Any, code: i
             ],
         )
     if key == 3:
+        if code == REBOOTSTRAP_REQUIRED and version >= 13:
+            # KIP-1102: the whole answer is the top-level error, no brokers or topics.
+            return MetadataResponse(throttle_time_ms=0, error_code=code)
         topics = [
             MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id)
             for t in body.topics or ()
