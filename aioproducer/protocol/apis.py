@@ -123,14 +123,18 @@ METADATA: Api[MetadataRequest, MetadataResponse] = Api(
 PRODUCE: Api[ProduceRequest, ProduceResponse] = Api(
     "Produce", ProduceRequest, ProduceResponse, 3, 12
 )
-# v0 knows group coordinators only; v5 adds TRANSACTION_ABORTABLE (KIP-890), v6 share
-# groups (KIP-932).
+# v0 knows group coordinators only; v5 declares that the client handles
+# TRANSACTION_ABORTABLE (KIP-890: the transaction becomes abortable, as in Java's
+# FindCoordinatorHandler); v6 adds share groups (KIP-932), which a producer never asks for.
 FIND_COORDINATOR: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
-    "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 1, 4
+    "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 1, 5
 )
-# v5 adds TRANSACTION_ABORTABLE (KIP-890), v6 two-phase commit (KIP-939, unstable in 4.4).
+# v5 declares that the client handles TRANSACTION_ABORTABLE (KIP-890: an open
+# transaction becomes abortable, an init_transactions() may be called again); v6
+# adds keeping a prepared transaction across a restart (KIP-939, unstable in 4.4),
+# which the client does not do.
 INIT_PRODUCER_ID: Api[InitProducerIdRequest, InitProducerIdResponse] = Api(
-    "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4
+    "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 5
 )
 # v4+ is broker to broker (KIP-890; Java's ``AddPartitionsToTxnRequest.Builder.forClient``).
 ADD_PARTITIONS_TO_TXN: Api[AddPartitionsToTxnRequest, AddPartitionsToTxnResponse] = Api(

@@ -74,9 +74,9 @@ __all__ = [
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (3, 10),  # Produce: v3 is the first with record batch v2 (magic 2)
     3: (1, 13),  # Metadata: v13 has a top-level error code (KIP-1102)
-    10: (0, 4),  # FindCoordinator (v0: group coordinators only)
+    10: (0, 5),  # FindCoordinator (v0: group coordinators only; v5: TRANSACTION_ABORTABLE)
     18: (0, 3),  # ApiVersions
-    22: (0, 4),  # InitProducerId
+    22: (0, 5),  # InitProducerId (v5: TRANSACTION_ABORTABLE, KIP-890)
     24: (0, 3),  # AddPartitionsToTxn: v4+ is broker to broker (KIP-890)
     25: (0, 3),  # AddOffsetsToTxn
     26: (0, 3),  # EndTxn
