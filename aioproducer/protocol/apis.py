@@ -107,10 +107,11 @@ class Api(Generic[Req, Resp]):
         return f"Api({self.name}, key={self.key}, v{self.min_version}-{self.max_version})"
 
 
-# v4 lets a feature's min level be 0 (KAFKA-17011); v5 checks the cluster and node
-# ids and may answer REBOOTSTRAP_REQUIRED (KIP-1242). v3 carries all the client reads.
+# v4 lets a supported feature's min version be 0 (KAFKA-17011; the client reads
+# only the finalized levels, never a supported range); v5 checks the cluster and
+# node ids and may answer REBOOTSTRAP_REQUIRED (KIP-1242), which the client does not do.
 API_VERSIONS: Api[ApiVersionsRequest, ApiVersionsResponse] = Api(
-    "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3
+    "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 4
 )
 # v13 adds a top-level error code: REBOOTSTRAP_REQUIRED rebootstraps, any other
 # fails the refresh (KIP-1102, ``net/client``). 13 is Kafka 4.4's newest.
