@@ -16,12 +16,13 @@ from aioproducer import errors
 from aioproducer.protocol.generated import MetadataRequest, MetadataResponse
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
+from aioproducer.testing.mock.log import code_of
 from tests.support.aio import within
 from tests.support.producers import make_producer
 
 METADATA = 3
-REBOOTSTRAP_REQUIRED = errors.RebootstrapRequiredError.code
-assert REBOOTSTRAP_REQUIRED is not None
+REBOOTSTRAP_REQUIRED = code_of(errors.RebootstrapRequiredError)
+UNKNOWN_SERVER_ERROR = code_of(errors.UnknownServerError)
 
 SETTINGS: dict[str, Any] = {
     "linger_ms": 0,
@@ -69,7 +70,9 @@ async def test_rebootstrap_required_sends_metadata_to_the_bootstrap_servers() ->
             sent += await _produce_rounds(producer, "t", 20)
             assert cluster.bootstrap_listener_connections > bootstrapped
         assert versions and set(versions) == {13}, versions
-        written = [r.value for r in cluster.records("t")] + [r.value for r in cluster.records("u")]
+        written = [r.value or b"" for r in cluster.records("t")] + [
+            r.value or b"" for r in cluster.records("u")
+        ]
         # Every record exactly once.
         assert sorted(written) == sorted(sent)
 
@@ -87,7 +90,9 @@ async def test_rebootstrap_required_without_the_rebootstrap_strategy_retries_the
             # No new bootstrap: the refusals were retried on the known brokers.
             assert cluster.bootstrap_listener_connections == bootstrapped
             assert not cluster.faults.api_failures, "the scripted answers were not all given"
-        written = [r.value for r in cluster.records("t")] + [r.value for r in cluster.records("u")]
+        written = [r.value or b"" for r in cluster.records("t")] + [
+            r.value or b"" for r in cluster.records("u")
+        ]
         assert sorted(written) == sorted(sent)
 
 
@@ -97,6 +102,7 @@ async def test_other_top_level_error_fails_the_refresh_and_keeps_the_metadata() 
         cluster.create_topic("t", partitions=2)
         async with make_producer(cluster, SETTINGS) as producer:
             sent = await _produce_rounds(producer, "t", 10)
+            assert producer._running is not None
             client = producer._running.client
             assert client is not None
             known = client.snapshot.brokers
@@ -105,9 +111,7 @@ async def test_other_top_level_error_fails_the_refresh_and_keeps_the_metadata() 
 
             def refuse(request: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
                 refused.append(ctx.api_version)
-                return MetadataResponse(
-                    throttle_time_ms=0, error_code=errors.UnknownServerError.code
-                )
+                return MetadataResponse(throttle_time_ms=0, error_code=UNKNOWN_SERVER_ERROR)
 
             cluster.intercept(METADATA, refuse)
             with pytest.raises(errors.NoBrokersAvailableError, match="top-level error"):
@@ -119,5 +123,7 @@ async def test_other_top_level_error_fails_the_refresh_and_keeps_the_metadata() 
             assert client.snapshot.brokers == known
             cluster.intercept(METADATA, None)
             sent += await _produce_rounds(producer, "u", 10)
-        written = [r.value for r in cluster.records("t")] + [r.value for r in cluster.records("u")]
+        written = [r.value or b"" for r in cluster.records("t")] + [
+            r.value or b"" for r in cluster.records("u")
+        ]
         assert sorted(written) == sorted(sent)

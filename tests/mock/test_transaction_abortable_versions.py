@@ -16,12 +16,13 @@ import pytest
 from aioproducer import errors
 from aioproducer.testing import MockCluster
 from aioproducer.testing.mock import RequestContext
+from aioproducer.testing.mock.log import code_of
 from tests.support.producers import make_producer
 
 pytestmark = pytest.mark.asyncio
 
 TIMEOUT = 30.0
-ABORTABLE = errors.TransactionAbortableError.code
+ABORTABLE = code_of(errors.TransactionAbortableError)
 FIND_COORDINATOR = 10
 INIT_PRODUCER_ID = 22
 
@@ -88,7 +89,7 @@ async def test_init_producer_id_transaction_abortable_at_init_then_init_again(
 async def test_init_producer_id_transaction_abortable_during_an_abort_then_abort_again() -> None:
     """Under transactions v1 an abort after a refused batch bumps the epoch with
     InitProducerId (KIP-360); refused, the abort raises and is repeated."""
-    invalid_epoch = errors.InvalidProducerEpochError.code
+    invalid_epoch = code_of(errors.InvalidProducerEpochError)
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", partitions=1)
         versions = _record_versions(cluster, INIT_PRODUCER_ID)
