@@ -46,6 +46,14 @@ _REFIND_CODES = frozenset(
 _FENCED_CODES = frozenset({errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code})
 
 
+def _abortable(what: str) -> errors.TransactionAbortableError:
+    """TRANSACTION_ABORTABLE (KIP-890), saying what the user does about it."""
+    return errors.TransactionAbortableError(
+        f"{what}: TRANSACTION_ABORTABLE; abort the open transaction and go on "
+        "(before init_transactions() has succeeded: call it again)"
+    )
+
+
 class CoordinatorLink:
     """Requests to the coordinator of a transactional id (or of a group), retried within a deadline."""
 
@@ -112,6 +120,10 @@ class CoordinatorLink:
             if code in RETRY_CODES:
                 await self.sleep_before(deadline)
                 continue
+            if code == errors.TransactionAbortableError.code:
+                # v5+ (KIP-890): the manager makes it the transaction's state, as
+                # Java's FindCoordinatorHandler does.
+                raise _abortable(f"FindCoordinator for {key!r}")
             errors.raise_for_code(code, f"FindCoordinator for {key!r}")
             if node_id not in self._client.snapshot.brokers:
                 self._client.request_update()
@@ -178,10 +190,7 @@ class CoordinatorLink:
                     f"transactional id {self.transactional_id!r} is used by a newer producer"
                 )
             if code == errors.TransactionAbortableError.code:
-                raise errors.TransactionAbortableError(
-                    f"{api.name} for transactional id {self.transactional_id!r}: "
-                    "the transaction must be aborted"
-                )
+                raise _abortable(f"{api.name} for transactional id {self.transactional_id!r}")
             if code:
                 errors.raise_for_code(
                     code, f"{api.name} for transactional id {self.transactional_id!r}"

@@ -16,7 +16,9 @@ Invariants:
 * Metadata goes to the least loaded node (Java's ``leastLoadedNode``);
 * bootstrap servers are used only until the first Metadata response names the
   real brokers, or again when every known broker has been unreachable for a
-  while (KIP-899);
+  while (KIP-899) or a broker answers REBOOTSTRAP_REQUIRED (Metadata v13, KIP-1102);
+* a Metadata answer with a top-level error (v13) fails that refresh and never
+  replaces the snapshot;
 * every wait for metadata is bounded by the caller's timeout, and ends at once
   with the producer's error when it closes (:meth:`KafkaClient.fail_metadata_waiters`);
 * a TLS or SASL refusal makes ``bootstrap`` and ``partitions_for`` raise it at
@@ -262,8 +264,7 @@ class KafkaClient:
             self._log.warning(
                 "no broker answered metadata for %.0f ms: rebootstrapping", failing_for * 1000
             )
-            self._use_bootstrap = True
-            self.connections.forget_bootstrap_backoff()
+            self._rebootstrap()
         previous = self.snapshot
         try:
             response = await self._fetch_metadata()
@@ -281,6 +282,14 @@ class KafkaClient:
             self._refresh_attempts += 1
             if self._failing_since is None:
                 self._failing_since = now
+            if self._rebootstrap_enabled and isinstance(exc, errors.RebootstrapRequiredError):
+                # KIP-1102: the broker says what this client knows is stale. Ask the
+                # bootstrap servers next (after the backoff, so that a cluster that
+                # keeps answering so is not asked in a busy loop), as Java's
+                # NetworkClient does on this answer.
+                self._log.warning("a broker answered REBOOTSTRAP_REQUIRED: rebootstrapping")
+                self._rebootstrap()
+                self._update_wanted = True
         else:
             snapshot = ClusterSnapshot.from_response(response, time.monotonic(), previous)
             self.connections.forget_moved_brokers(previous, snapshot)
@@ -323,13 +332,26 @@ class KafkaClient:
                     extra={"broker": node_id},
                 )
                 response = await conn.request(METADATA, body, version=version)
-                self._new_topics.difference_update(names)
-                return response
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - try the next node
                 last = exc
+                continue
+            if response.error_code:
+                # Metadata v13 (KIP-1102): the broker refused the whole request. The
+                # refresh fails and is retried after the backoff (REBOOTSTRAP_REQUIRED
+                # rebootstraps first, see _refresh), as in Java's NetworkClient.
+                raise errors.error_for_code(response.error_code)(
+                    f"broker {node_id} answered metadata with a top-level error"
+                )
+            self._new_topics.difference_update(names)
+            return response
         raise last or errors.NoBrokersAvailableError("no broker to ask for metadata")
+
+    def _rebootstrap(self) -> None:
+        """Ask the bootstrap servers for the next metadata, at once (KIP-899, KIP-1102)."""
+        self._use_bootstrap = True
+        self.connections.forget_bootstrap_backoff()
 
     def _wake_waiters(self) -> None:
         self._updated.set()

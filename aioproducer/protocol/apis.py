@@ -107,14 +107,16 @@ class Api(Generic[Req, Resp]):
         return f"Api({self.name}, key={self.key}, v{self.min_version}-{self.max_version})"
 
 
-# v4 lets a feature's min level be 0 (KAFKA-17011); v5 checks the cluster and node
-# ids and may answer REBOOTSTRAP_REQUIRED (KIP-1242). v3 carries all the client reads.
+# v4 lets a supported feature's min version be 0 (KAFKA-17011; the client reads
+# only the finalized levels, never a supported range); v5 checks the cluster and
+# node ids and may answer REBOOTSTRAP_REQUIRED (KIP-1242), which the client does not do.
 API_VERSIONS: Api[ApiVersionsRequest, ApiVersionsResponse] = Api(
-    "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3
+    "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 4
 )
-# v13 adds a top-level error code (rebootstrapping, KIP-1102), which the client does not do.
+# v13 adds a top-level error code: REBOOTSTRAP_REQUIRED rebootstraps, any other
+# fails the refresh (KIP-1102, ``net/client``). 13 is Kafka 4.4's newest.
 METADATA: Api[MetadataRequest, MetadataResponse] = Api(
-    "Metadata", MetadataRequest, MetadataResponse, 1, 12
+    "Metadata", MetadataRequest, MetadataResponse, 1, 13
 )
 # v3 is the first carrying record batch v2 (magic 2, KIP-98); v13 names topics by
 # id (KIP-516), which the client does not track. v12 only under transactions v2
@@ -122,14 +124,18 @@ METADATA: Api[MetadataRequest, MetadataResponse] = Api(
 PRODUCE: Api[ProduceRequest, ProduceResponse] = Api(
     "Produce", ProduceRequest, ProduceResponse, 3, 12
 )
-# v0 knows group coordinators only; v5 adds TRANSACTION_ABORTABLE (KIP-890), v6 share
-# groups (KIP-932).
+# v0 knows group coordinators only; v5 declares that the client handles
+# TRANSACTION_ABORTABLE (KIP-890: the transaction becomes abortable, as in Java's
+# FindCoordinatorHandler); v6 adds share groups (KIP-932), which a producer never asks for.
 FIND_COORDINATOR: Api[FindCoordinatorRequest, FindCoordinatorResponse] = Api(
-    "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 1, 4
+    "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 1, 5
 )
-# v5 adds TRANSACTION_ABORTABLE (KIP-890), v6 two-phase commit (KIP-939, unstable in 4.4).
+# v5 declares that the client handles TRANSACTION_ABORTABLE (KIP-890: an open
+# transaction becomes abortable, an init_transactions() may be called again); v6
+# adds keeping a prepared transaction across a restart (KIP-939, unstable in 4.4),
+# which the client does not do.
 INIT_PRODUCER_ID: Api[InitProducerIdRequest, InitProducerIdResponse] = Api(
-    "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4
+    "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 5
 )
 # v4+ is broker to broker (KIP-890; Java's ``AddPartitionsToTxnRequest.Builder.forClient``).
 ADD_PARTITIONS_TO_TXN: Api[AddPartitionsToTxnRequest, AddPartitionsToTxnResponse] = Api(

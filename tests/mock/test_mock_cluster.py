@@ -115,10 +115,10 @@ async def test_api_versions_and_kip511_fallback() -> None:
         assert {k: advertised[k] for k in SUPPORTED_VERSIONS} == SUPPORTED_VERSIONS
         # A version newer than the broker knows: a v0-form answer with
         # UNSUPPORTED_VERSION and the ApiVersions range to retry with.
-        client.send(18, 4, _VERSIONS_BODY)
+        client.send(18, 5, _VERSIONS_BODY)
         _cid, old = await client.receive(API_VERSIONS, 0)
         assert old.error_code == errors.UnsupportedVersionError.code
-        assert {k.api_key: k.max_version for k in old.api_keys}[18] == 3
+        assert {k.api_key: k.max_version for k in old.api_keys}[18] == 4
         await client.close()
 
 

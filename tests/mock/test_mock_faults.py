@@ -304,7 +304,7 @@ async def test_intercept_custom_responses() -> None:
         assert (record.producer_id, record.producer_epoch) == (4242, 7)
         assert cluster.request_count(0) == 2  # refused once by the intercept, then written
         assert seen[0].broker_id == 0 and seen[0].client_id == "intercepted"
-        assert seen[0].api_key == 22 and seen[0].api_version == 4
+        assert seen[0].api_key == 22 and seen[0].api_version == 5
 
         def broken(body: MetadataRequest, ctx: RequestContext) -> None:
             raise RuntimeError("boom")

@@ -299,6 +299,11 @@ class MockCluster:
         self._aliases.append(server)
         return format_address(self.host, server.port)
 
+    @property
+    def bootstrap_listener_connections(self) -> int:
+        """Connections accepted so far by the listeners of :meth:`add_bootstrap_listener`."""
+        return sum(server.accepted for server in self._aliases)
+
     async def move_brokers(self) -> None:
         """Restart every broker on a new port; its old address refuses connections."""
         for node, old in sorted(self.servers.items()):

@@ -34,7 +34,11 @@ from ...protocol.generated import (
     ProduceRequest,
     ProduceResponse,
 )
-from ...protocol.generated.api_versions import ApiVersion, FinalizedFeatureKey
+from ...protocol.generated.api_versions import (
+    ApiVersion,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
 from ...protocol.generated.find_coordinator import Coordinator
 from ...protocol.generated.metadata import (
     MetadataResponseBroker,
@@ -73,10 +77,10 @@ __all__ = [
 
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (3, 10),  # Produce: v3 is the first with record batch v2 (magic 2)
-    3: (1, 12),  # Metadata
-    10: (0, 4),  # FindCoordinator (v0: group coordinators only)
-    18: (0, 3),  # ApiVersions
-    22: (0, 4),  # InitProducerId
+    3: (1, 13),  # Metadata: v13 has a top-level error code (KIP-1102)
+    10: (0, 5),  # FindCoordinator (v0: group coordinators only; v5: TRANSACTION_ABORTABLE)
+    18: (0, 4),  # ApiVersions (v4: a supported feature's min version may be 0)
+    22: (0, 5),  # InitProducerId (v5: TRANSACTION_ABORTABLE, KIP-890)
     24: (0, 3),  # AddPartitionsToTxn: v4+ is broker to broker (KIP-890)
     25: (0, 3),  # AddOffsetsToTxn
     26: (0, 3),  # EndTxn
@@ -89,6 +93,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
 # falls back to magic 0/1 message sets. A producer never fetches; a Fetch
 # request closes the connection.
 ADVERTISED_ONLY: dict[int, tuple[int, int]] = {1: (4, 10)}
+
+# Features the brokers support (Kafka 4.4's range for the one the mock models).
+# ApiVersions v0-v3 leave out those whose min version is 0 (KAFKA-17011, fixed in v4).
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {"transaction.version": (0, 2)}
 
 NONE = 0
 CORRUPT = code_of(errors.CorruptRecordError)
@@ -104,6 +112,7 @@ INVALID_EPOCH = code_of(errors.InvalidProducerEpochError)
 INVALID_TXN_STATE = code_of(errors.InvalidTxnStateError)
 UNKNOWN_TOPIC_ID = code_of(errors.UnknownTopicIdError)
 NOT_ATTEMPTED = code_of(errors.OperationNotAttemptedError)
+REBOOTSTRAP_REQUIRED = code_of(errors.RebootstrapRequiredError)
 
 _BATCH_LENGTH = struct.Struct(">i")
 
@@ -139,10 +148,15 @@ async def respond(cluster: ClusterView, ctx: RequestContext, body: Any) -> Any |
 
 
 def api_versions_body(
-    error_code: int = NONE, *, sasl: bool = False, transaction_version: int = 1
+    error_code: int = NONE,
+    *,
+    sasl: bool = False,
+    transaction_version: int = 1,
+    request_version: int = 0,
 ) -> ApiVersionsResponse:
-    """The ApiVersions answer; a SASL listener adds SaslHandshake and SaslAuthenticate,
-    transaction.version 2 its API versions and the finalized feature (KIP-584)."""
+    """The ApiVersions answer (at ``request_version``); a SASL listener adds SaslHandshake
+    and SaslAuthenticate, transaction.version 2 its API versions and the finalized
+    feature (KIP-584)."""
     tv2 = TV2_VERSIONS if transaction_version >= 2 else {}
     versions = {
         **SUPPORTED_VERSIONS,
@@ -157,6 +171,11 @@ def api_versions_body(
             for key, (low, high) in sorted(versions.items())
         ],
         throttle_time_ms=0,
+        supported_features=[
+            SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+            if low > 0 or request_version >= 4
+        ],
     )
     if tv2:
         response.finalized_features_epoch = 1
@@ -172,7 +191,9 @@ def api_versions_body(
 
 def _api_versions(cluster: ClusterView, ctx: RequestContext, body: Any) -> ApiVersionsResponse:
     return api_versions_body(
-        sasl=cluster.sasl_config is not None, transaction_version=cluster.transaction_version
+        sasl=cluster.sasl_config is not None,
+        transaction_version=cluster.transaction_version,
+        request_version=ctx.api_version,
     )
 
 
@@ -467,13 +488,18 @@ def error_response(cluster: ClusterView, ctx: RequestContext, body: Any, code: i
             ],
         )
     if key == 3:
+        if code == REBOOTSTRAP_REQUIRED and version >= 13:
+            # KIP-1102: the whole answer is the top-level error, no brokers or topics.
+            return MetadataResponse(throttle_time_ms=0, error_code=code)
         topics = [
             MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id)
             for t in body.topics or ()
         ]
         return _metadata_body(cluster, topics)
     if key == 18:
-        return api_versions_body(code, sasl=cluster.sasl_config is not None)
+        return api_versions_body(
+            code, sasl=cluster.sasl_config is not None, request_version=version
+        )
     if key == 10:
         if version >= 4:
             return FindCoordinatorResponse(

@@ -82,6 +82,8 @@ class BrokerServer:
         self.port = port
         self._server: asyncio.Server | None = None
         self.connections: set[_Connection] = set()
+        #: Connections accepted since the start (closed ones included).
+        self.accepted = 0
         self._running = asyncio.Event()  # cleared while the broker is stalled
         self._running.set()
 
@@ -146,6 +148,7 @@ class BrokerServer:
             conn.close()
             return
         conn.task = asyncio.current_task()
+        self.accepted += 1
         self.connections.add(conn)
         decoder = FrameDecoder()
         try:
