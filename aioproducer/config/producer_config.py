@@ -223,7 +223,7 @@ class ProducerConfig(_Derived):
     metadata_recovery_strategy: str = _setting(
         "rebootstrap",
         '"rebootstrap": start again from bootstrap_servers when no known broker '
-        'answers (KIP-899); "none": never.',
+        'answers (KIP-899) or a broker asks for it (KIP-1102); "none": never.',
         "metadata.recovery.strategy",
     )
     metadata_recovery_rebootstrap_trigger_ms: int = _setting(

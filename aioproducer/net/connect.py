@@ -42,7 +42,8 @@ async def open_connection(
     for the hostname check, so every connection is verified the same way.
 
     ApiVersions is sent at the highest version we know; a broker that answers
-    UNSUPPORTED_VERSION gets it again at v0 (KIP-511).
+    UNSUPPORTED_VERSION gets it again at the highest version its answer lists
+    (v0 when it lists none; KIP-511).
     """
     tls: dict[str, Any] = {}
     if ssl_context is not None:
@@ -120,7 +121,12 @@ async def _negotiate(
         API_VERSIONS, body, version=API_VERSIONS.max_version, timeout=timeout
     )
     if response.error_code == errors.UnsupportedVersionError.code:
-        response = await conn.request(API_VERSIONS, body, version=0, timeout=timeout)
+        # KIP-511: the refusal lists the ApiVersions versions the broker speaks;
+        # ask again at the highest of them we speak too (as Java's NetworkClient
+        # does), so the broker still learns the client's name. v0 without a list.
+        advertised = {k.api_key: k.max_version for k in response.api_keys}
+        retry = min(advertised.get(API_VERSIONS.key, 0), API_VERSIONS.max_version)
+        response = await conn.request(API_VERSIONS, body, version=retry, timeout=timeout)
     errors.raise_for_code(response.error_code, f"ApiVersions from broker {conn.node_id}")
     versions: dict[int, int] = {}
     for entry in response.api_keys:

@@ -189,7 +189,7 @@ class ProducerConstructor(_SettingsGuard):
             metadata_max_idle_ms: A topic no record went to for this long leaves metadata refreshes
                 (ms).
             metadata_recovery_strategy: "rebootstrap": start again from bootstrap_servers when no
-                known broker answers (KIP-899); "none": never.
+                known broker answers (KIP-899) or a broker asks for it (KIP-1102); "none": never.
             metadata_recovery_rebootstrap_trigger_ms: How long no known broker answers metadata
                 before a rebootstrap (ms).
             partitioner_adaptive_partitioning: Unkeyed records go less to partitions whose brokers
