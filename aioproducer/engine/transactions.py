@@ -376,10 +376,8 @@ class TransactionManager:
                 ended_on_same_epoch = True
         # Java re-reads the feature at the end of each transaction; moving to
         # v2 needs a fresh epoch first (its clientSideEpochBumpRequired).
-        was_v2, self.v2 = (
-            self.v2,
-            transaction_v2_enabled(self._client.connections.finalized_features),
-        )
+        was_v2 = self.v2
+        self.v2 = transaction_v2_enabled(self._client.connections.finalized_features)
         upgraded = self.v2 and not was_v2
         if (
             (not commit and self.epoch_bump_needed)
