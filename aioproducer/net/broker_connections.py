@@ -44,8 +44,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..sasl.msk_iam import MSKIAMTokenProvider
-from ..sasl.oidc import ClientCredentialsTokenProvider
+from ..sasl.token_refresh import RefreshingTokenProvider
 from ..telemetry.logs import ClientLogger, RateLimiter
 from .bootstrap import format_address, parse_bootstrap, resolvable_bootstrap
 from .cluster import ClusterSnapshot
@@ -66,8 +65,6 @@ log = logging.getLogger("aioproducer.net.client")
 # between are counted): a wrong address says so within a second, and a broker
 # down for an hour is not a line per reconnect attempt.
 UNREACHABLE_WARNING_INTERVAL = 30.0
-# The token providers of this package that renew their token in the background.
-_REFRESHING_PROVIDERS = (ClientCredentialsTokenProvider, MSKIAMTokenProvider)
 
 
 class BrokerConnections:
@@ -458,7 +455,7 @@ class BrokerConnections:
         for conn in conns:
             await conn.close()
         sasl = self._security.sasl
-        if sasl is not None and isinstance(sasl.token_provider, _REFRESHING_PROVIDERS):
+        if sasl is not None and isinstance(sasl.token_provider, RefreshingTokenProvider):
             # Its background token refresh serves connections, and there are none left
             # (a later token() starts it again, for another producer sharing it).
             sasl.token_provider.close()

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import errors
-from .token_refresh import RefreshingToken
+from .token_refresh import RefreshingToken, RefreshingTokenProvider
 
 __all__ = ["MSKIAMTokenProvider"]
 
@@ -41,7 +41,7 @@ def _require_signer() -> Any:
         ) from None
 
 
-class MSKIAMTokenProvider:
+class MSKIAMTokenProvider(RefreshingTokenProvider):
     """OAUTHBEARER tokens for Amazon MSK IAM, as ``sasl_oauth_token_provider``.
 
     Use with ``security_protocol="SASL_SSL"`` and ``sasl_mechanism="OAUTHBEARER"``.
@@ -93,19 +93,6 @@ class MSKIAMTokenProvider:
             else "default credentials"
         )
         return f"<MSKIAMTokenProvider region={self.region!r} {source}>"
-
-    @property
-    def fetches(self) -> int:
-        """How many tokens were signed so far."""
-        return self._tokens.fetches
-
-    async def token(self) -> str:
-        """A valid signed token: the cached one (renewed in the background), else a new one."""
-        return await self._tokens.get()
-
-    def close(self) -> None:
-        """Stop the background renewal (a later :meth:`token` starts it again)."""
-        self._tokens.close()
 
     async def _fetch(self) -> tuple[str, float]:
         """(token, lifetime in seconds), signed in a worker thread."""

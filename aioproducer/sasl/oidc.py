@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from .. import errors
-from .token_refresh import RefreshingToken
+from .token_refresh import RefreshingToken, RefreshingTokenProvider
 
 __all__ = ["ClientCredentialsTokenProvider"]
 
@@ -43,7 +43,7 @@ def _require_aiohttp() -> Any:
     return aiohttp
 
 
-class ClientCredentialsTokenProvider:
+class ClientCredentialsTokenProvider(RefreshingTokenProvider):
     """Fetch, cache and refresh access tokens from an OIDC token endpoint."""
 
     def __init__(
@@ -106,19 +106,6 @@ class ClientCredentialsTokenProvider:
 
     def extensions(self) -> dict[str, str]:
         return dict(self._extensions)
-
-    @property
-    def fetches(self) -> int:
-        """How many tokens were fetched (for tests and metrics)."""
-        return self._tokens.fetches
-
-    async def token(self) -> str:
-        """A valid access token: the cached one (refreshed in the background), else a fresh one."""
-        return await self._tokens.get()
-
-    def close(self) -> None:
-        """Stop the background refresh (a later :meth:`token` starts it again)."""
-        self._tokens.close()
 
     async def _fetch(self) -> tuple[str, float]:
         """(access token, lifetime in seconds) from the endpoint."""

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable
 
 from .. import errors
 
-__all__ = ["RefreshingToken", "refresh_delay"]
+__all__ = ["RefreshingToken", "RefreshingTokenProvider", "refresh_delay"]
 
 log = logging.getLogger("aioproducer.sasl")
 
@@ -207,3 +207,27 @@ class RefreshingToken:
         # starting a fetch of its own.
         self._refresh_at = self._loop.time() + delay
         self._arm(delay)
+
+
+class RefreshingTokenProvider:
+    """A ``sasl_oauth_token_provider`` whose token a :class:`RefreshingToken` keeps fresh.
+
+    A subclass sets ``self._tokens`` in its constructor. The client's connections
+    close such a provider when they close: its background refresh serves them
+    (a later :meth:`token`, from another producer sharing it, starts it again).
+    """
+
+    _tokens: RefreshingToken
+
+    @property
+    def fetches(self) -> int:
+        """How many tokens were fetched so far (for tests and metrics)."""
+        return self._tokens.fetches
+
+    async def token(self) -> str:
+        """A valid token: the cached one (refreshed in the background), else a fresh one."""
+        return await self._tokens.get()
+
+    def close(self) -> None:
+        """Stop the background refresh (a later :meth:`token` starts it again)."""
+        self._tokens.close()
