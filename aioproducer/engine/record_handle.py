@@ -54,8 +54,8 @@ __all__ = [
 ]
 
 _PENDING, _DONE, _FAILED, _MOVED = 0, 1, 2, 3
-# Handles woken per turn of the event loop: a batch of many awaited records
-# schedules their callbacks a slice at a time, so it never holds the loop.
+# Done callbacks run per turn of the event loop: a batch of many awaited
+# records runs their callbacks a slice at a time, so it never holds the loop.
 WAKE_SLICE = 512
 _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
@@ -215,19 +215,86 @@ class BatchOutcomePy:
             handle._schedule_callbacks()
 
     def _wake(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        self._wake_from(waiting, 0)
+        """Take the done callbacks of the waiting handles, and run them on the next turn.
 
-    def _wake_from(self, waiting: list[RecordHandlePy], start: int) -> None:
-        """Schedule the callbacks of ``waiting[start:start + WAKE_SLICE]``; the rest later."""
-        stop = start + WAKE_SLICE
-        for handle in waiting[start:stop]:
-            handle._schedule_callbacks()
-        if stop < len(waiting):
-            try:
-                self.loop.call_soon(self._wake_from, waiting, stop)
-            except RuntimeError:
-                pass  # the loop is closed: nothing would run the callbacks
+        An ``asyncio.Future`` makes one loop callback (``call_soon``, a
+        ``Handle``) per done callback. Here one loop callback runs a slice of
+        them, each in its own context as ``Handle`` would: a batch of 60
+        awaited records is one ``call_soon``, not 60. The callbacks are taken
+        now, as a future's are when it is done: ``remove_done_callback`` after
+        the decision removes nothing. In debug mode each gets its own
+        ``call_soon``, so asyncio's slow-callback warnings name it.
+        """
+        waiting, self._waiting = self._waiting, []
+        entries: list[Any] = []
+        for handle in waiting:
+            callbacks, handle._callbacks = handle._callbacks, None
+            for fn, context in callbacks or ():
+                entries += (handle, fn, context)
+        if not entries:
+            return
+        loop = self.loop
+        try:
+            if loop.get_debug():
+                for i in range(0, len(entries), 3):
+                    loop.call_soon(entries[i + 1], entries[i], context=entries[i + 2])
+            else:
+                loop.call_soon(self._run_callbacks, entries, 0)
+        except RuntimeError:
+            pass  # the loop is closed: nothing would run the callbacks
+
+    def _run_callbacks(self, entries: list[Any], start: int) -> None:
+        """Run the callbacks ``entries[start:]`` (handle, fn, context triples), a slice per turn.
+
+        A loop callback. What ``Handle._run`` does for each: an exception goes
+        to the loop's exception handler; SystemExit and KeyboardInterrupt
+        propagate, and the callbacks not run yet are run on a later turn.
+        """
+        if (
+            type(entries) is not list
+            or len(entries) % 3
+            or type(start) is not int
+            or not 0 <= start <= len(entries)
+            or start % 3
+        ):
+            raise ValueError("_run_callbacks() takes (handle, fn, context) triples and a start")
+        stop = min(start + 3 * WAKE_SLICE, len(entries))
+        for i in range(start, stop, 3):
+            if (
+                type(entries[i]) is not RecordHandlePy
+                or type(entries[i + 2]) is not contextvars.Context
+            ):
+                raise TypeError("_run_callbacks() takes record handles and contexts")
+        loop = self.loop
+        i = start
+        try:
+            while i < stop:
+                # A callback may have changed the list (only a caller of this
+                # method can hold it): read each triple again, and check it.
+                if i + 2 >= len(entries):
+                    break
+                handle, fn, context = entries[i], entries[i + 1], entries[i + 2]
+                i += 3
+                if type(handle) is not RecordHandlePy or type(context) is not contextvars.Context:
+                    raise TypeError("_run_callbacks() takes record handles and contexts")
+                try:
+                    context.run(fn, handle)
+                except (SystemExit, KeyboardInterrupt):
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - as asyncio.Handle: reported
+                    loop.call_exception_handler(
+                        {
+                            "message": f"Exception in callback {fn!r}({handle!r})",
+                            "exception": exc,
+                            "future": handle,
+                        }
+                    )
+        finally:
+            if i < len(entries):
+                try:
+                    loop.call_soon(self._run_callbacks, entries, i)
+                except RuntimeError:
+                    pass  # the loop is closed: nothing would run the callbacks
 
 
 class RecordHandlePy:

@@ -1,0 +1,217 @@
+"""How a decided batch runs its records' done callbacks, pure and compiled alike.
+
+An ``asyncio.Future`` makes one loop callback per done callback. A batch's
+outcome runs the done callbacks of all its awaited records from one loop
+callback, each in its own context, with what ``asyncio.Handle`` does for each:
+an exception goes to the loop's exception handler and the others still run;
+SystemExit and KeyboardInterrupt propagate and the rest run on a later turn. In
+debug mode every callback gets its own loop callback again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from aioproducer._speedups import kernels
+from aioproducer.engine.batch import RecordMetadata
+from aioproducer.engine.record_handle import WAKE_SLICE, BatchOutcomePy
+
+OUTCOMES = [pytest.param(BatchOutcomePy, id="pure")]
+if kernels is not None:
+    OUTCOMES.append(pytest.param(kernels.BatchOutcome, id="compiled"))
+
+pytestmark = pytest.mark.parametrize("Outcome", OUTCOMES)
+
+
+class CountingLoop(asyncio.SelectorEventLoop):
+    """A loop that counts its ``call_soon`` calls."""
+
+    call_soons = 0
+
+    def call_soon(self, *args: Any, **kwargs: Any) -> Any:
+        self.call_soons += 1
+        return super().call_soon(*args, **kwargs)
+
+
+@pytest.fixture
+def loop() -> Iterator[CountingLoop]:
+    loop = CountingLoop()
+    yield loop
+    loop.close()
+
+
+def _outcome(Outcome: Any, loop: Any) -> Any:
+    return Outcome(loop, "t", 0, RecordMetadata)
+
+
+def _turn(loop: asyncio.AbstractEventLoop) -> None:
+    loop.run_until_complete(asyncio.sleep(0))
+
+
+def test_a_batch_runs_all_its_done_callbacks_from_one_loop_callback(
+    Outcome: Any, loop: CountingLoop
+) -> None:
+    outcome = _outcome(Outcome, loop)
+    var: contextvars.ContextVar[int] = contextvars.ContextVar("var")
+    seen: list[tuple[int, int]] = []
+    handles = [outcome.handle(i, 0, 1) for i in range(100)]
+    for i, h in enumerate(handles):
+        ctx = contextvars.copy_context()
+        ctx.run(var.set, i)
+        h.add_done_callback(lambda h, i=i: seen.append((i, var.get())), context=ctx)
+    loop.call_soons = 0
+    outcome.complete(7)
+    assert loop.call_soons == 1  # one loop callback, not one per record
+    assert seen == []  # never called synchronously
+    _turn(loop)
+    assert seen == [(i, i) for i in range(100)]  # in order, each in its own context
+    assert handles[99].result().offset == 106
+
+
+def test_in_debug_mode_each_done_callback_is_its_own_loop_callback(
+    Outcome: Any, loop: CountingLoop
+) -> None:
+    loop.set_debug(True)
+    outcome = _outcome(Outcome, loop)
+    seen: list[int] = []
+    for i in range(10):
+        outcome.handle(i, 0, 1).add_done_callback(lambda h, i=i: seen.append(i))
+    loop.call_soons = 0
+    outcome.fail(ValueError("x"))
+    assert loop.call_soons == 10
+    _turn(loop)
+    assert seen == list(range(10))
+
+
+def test_a_raising_callback_is_reported_and_the_others_still_run(
+    Outcome: Any, loop: CountingLoop
+) -> None:
+    reported: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    outcome = _outcome(Outcome, loop)
+    seen: list[int] = []
+    handles = [outcome.handle(i, 0, 1) for i in range(3)]
+
+    def boom(_h: Any) -> None:
+        raise ValueError("boom")
+
+    handles[0].add_done_callback(lambda h: seen.append(0))
+    handles[1].add_done_callback(boom)
+    handles[2].add_done_callback(lambda h: seen.append(2))
+    outcome.complete(0)
+    _turn(loop)
+    assert seen == [0, 2]
+    assert len(reported) == 1
+    assert isinstance(reported[0]["exception"], ValueError)
+    assert reported[0]["future"] is handles[1]
+    assert reported[0]["message"].startswith("Exception in callback ")
+
+
+@pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_from_a_callback_propagates_and_the_rest_run_later(
+    Outcome: Any, loop: CountingLoop, exc_type: type[BaseException]
+) -> None:
+    outcome = _outcome(Outcome, loop)
+    seen: list[int] = []
+    handles = [outcome.handle(i, 0, 1) for i in range(4)]
+
+    def interrupt(_h: Any) -> None:
+        raise exc_type()
+
+    handles[0].add_done_callback(lambda h: seen.append(0))
+    handles[1].add_done_callback(interrupt)
+    handles[1].add_done_callback(lambda h: seen.append(1))
+    handles[3].add_done_callback(lambda h: seen.append(3))
+    outcome.complete(0)
+    with pytest.raises(exc_type):
+        loop.run_forever()
+    assert seen == [0]
+    _turn(loop)  # no callback is lost: the rest run on a later turn
+    assert seen == [0, 1, 3]
+
+
+def test_callbacks_are_taken_when_the_batch_is_decided(Outcome: Any, loop: CountingLoop) -> None:
+    """As with a future: once done, removing a callback no longer stops it."""
+    outcome = _outcome(Outcome, loop)
+    seen: list[str] = []
+
+    def record(_h: Any) -> None:
+        seen.append("called")
+
+    h = outcome.handle(0, 0, 1)
+    h.add_done_callback(record)
+    outcome.complete(0)
+    assert h.remove_done_callback(record) == 0
+    _turn(loop)
+    assert seen == ["called"]
+
+
+def test_a_batch_of_many_awaited_records_runs_a_slice_per_turn(
+    Outcome: Any, loop: CountingLoop
+) -> None:
+    outcome = _outcome(Outcome, loop)
+    ticks = 0
+
+    def tick() -> None:  # one per turn of the loop
+        nonlocal ticks
+        ticks += 1
+        loop.call_soon(tick)
+
+    seen: list[int] = []
+    records = 3 * WAKE_SLICE + 5
+    for i in range(records):
+        outcome.handle(i, 0, 1).add_done_callback(lambda h: seen.append(ticks))
+    outcome.complete(0)
+    loop.call_soon(tick)
+    for _ in range(10):
+        _turn(loop)
+    assert len(seen) == records
+    # Other callbacks ran between the slices: four turns, WAKE_SLICE a turn.
+    assert sorted(set(seen)) == [seen[0] + i for i in range(4)]
+    assert [seen.count(t) for t in sorted(set(seen))] == [WAKE_SLICE] * 3 + [5]
+
+
+def test_run_callbacks_refuses_what_it_did_not_make(Outcome: Any, loop: CountingLoop) -> None:
+    outcome = _outcome(Outcome, loop)
+    h = outcome.handle(0, 0, 1)
+    ctx = contextvars.copy_context()
+    for entries, start in (
+        ((h, print, ctx), 0),  # a tuple, not a list
+        ([h, print], 0),  # not triples
+        ([h, print, ctx], 1),  # not at a triple's start
+        ([h, print, ctx], -3),
+        ([h, print, ctx], 6),
+        ([h, print, ctx], 2**70),
+        ([h, print, ctx], True),
+    ):
+        with pytest.raises(ValueError, match="triples"):
+            outcome._run_callbacks(entries, start)
+    for entries in ([object(), print, ctx], [h, print, {}]):
+        with pytest.raises(TypeError, match="record handles and contexts"):
+            outcome._run_callbacks(entries, 0)
+
+
+def test_a_callback_that_empties_the_list_it_runs_from_stops_it(
+    Outcome: Any, loop: CountingLoop
+) -> None:
+    outcome = _outcome(Outcome, loop)
+    h = outcome.handle(0, 0, 1)
+    outcome.complete(0)
+    ctx = contextvars.copy_context()
+    seen: list[str] = []
+    entries: list[Any] = []
+
+    def clear(_h: Any) -> None:
+        seen.append("clear")
+        entries.clear()
+
+    entries += [h, clear, ctx, h, seen.append, ctx, h, seen.append, ctx]
+    outcome._run_callbacks(entries, 0)
+    assert seen == ["clear"]
+    _turn(loop)
+    assert seen == ["clear"]
