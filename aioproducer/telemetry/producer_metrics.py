@@ -22,6 +22,7 @@ from typing import Any
 
 from ..protocol.records import RECORD_BATCH_OVERHEAD
 from .metrics import (
+    FOLD_AT,
     Avg,
     CumulativeCount,
     CumulativeSum,
@@ -56,23 +57,43 @@ GAUGES = {
 class NodeTraffic:
     """Requests and bytes on one broker connection, fed by the connection itself."""
 
-    __slots__ = ("_bytes_received", "_bytes_sent", "_requests", "_responses")
+    __slots__ = (
+        "_bytes_received",
+        "_bytes_sent",
+        "_pending",
+        "_registry",
+        "_requests",
+        "_responses",
+    )
 
     def __init__(
-        self, requests: Sensor, bytes_sent: Sensor, responses: Sensor, bytes_received: Sensor
+        self,
+        registry: Metrics,
+        requests: Sensor,
+        bytes_sent: Sensor,
+        responses: Sensor,
+        bytes_received: Sensor,
     ) -> None:
+        self._registry = registry
+        self._pending = registry.pending
         self._requests = requests
         self._bytes_sent = bytes_sent
         self._responses = responses
         self._bytes_received = bytes_received
 
     def request_sent(self, size: int, now: float) -> None:
-        self._requests.record(size, now)
-        self._bytes_sent.record(size, now)
+        pending = self._pending
+        pending.append((self._requests, size, size, 1, now))
+        pending.append((self._bytes_sent, size, size, 1, now))
+        if len(pending) >= FOLD_AT:
+            self._registry.fold()
 
     def response_received(self, size: int, now: float) -> None:
-        self._responses.record(size, now)
-        self._bytes_received.record(size, now)
+        pending = self._pending
+        pending.append((self._responses, size, size, 1, now))
+        pending.append((self._bytes_received, size, size, 1, now))
+        if len(pending) >= FOLD_AT:
+            self._registry.fold()
 
 
 class ProducerMetrics:
@@ -83,6 +104,7 @@ class ProducerMetrics:
     ) -> None:
         self.client_id = client_id
         self.registry = Metrics(config)
+        self._pending = self.registry.pending
         self._topics: dict[str, tuple[Sensor, Sensor, Sensor, Sensor, Sensor]] = {}
         self._nodes: dict[int, tuple[NodeTraffic, Sensor]] = {}
         if enabled:  # disabled: gauges only, and the engine is handed no metrics to feed
@@ -260,6 +282,7 @@ class ProducerMetrics:
             t = self._sensor
             key = f"node-{node_id}"
             traffic = NodeTraffic(
+                self.registry,
                 t(
                     f"{key}.requests",
                     NODE_GROUP,
@@ -357,39 +380,52 @@ class ProducerMetrics:
                 t[5] += ratio
                 if ratio > t[6]:
                     t[6] = ratio
-        self._records_per_request.record(records, now)
-        if not n:
-            return
-        self._batch_size.record_summary(sizes, size_max, n, now)
-        self._queue_time.record_summary(queue_ms, queue_max, n, now)
-        self._compression.record_summary(ratios, ratio_max, n, now)
-        self._record_size.record(encoded_total, now, records)
-        self._record_size_max.record_summary(record_max, record_max, n, now)
-        for topic, (t_n, *sums) in by_topic.items():
-            t_records, t_bytes, t_compression, _retries, _errors = self._topic(topic)
-            t_records.record_summary(sums[0], sums[1], int(t_n), now)
-            t_bytes.record_summary(sums[2], sums[3], int(t_n), now)
-            t_compression.record_summary(sums[4], sums[5], int(t_n), now)
+        pending = self._pending
+        pending.append((self._records_per_request, records, records, 1, now))
+        if n:
+            pending += (
+                (self._batch_size, sizes, size_max, n, now),
+                (self._queue_time, queue_ms, queue_max, n, now),
+                (self._compression, ratios, ratio_max, n, now),
+                (self._record_size, encoded_total, encoded_total, records, now),
+                (self._record_size_max, record_max, record_max, n, now),
+            )
+            for topic, (t_n, *sums) in by_topic.items():
+                t_records, t_bytes, t_compression, _retries, _errors = self._topic(topic)
+                pending += (
+                    (t_records, sums[0], sums[1], int(t_n), now),
+                    (t_bytes, sums[2], sums[3], int(t_n), now),
+                    (t_compression, sums[4], sums[5], int(t_n), now),
+                )
+        if len(pending) >= FOLD_AT:
+            self.registry.fold()
 
     def produce_response(
         self, node_id: int, latency_ms: float, throttle_ms: int, now: float
     ) -> None:
-        self._node(node_id)[1].record(latency_ms, now)
-        self._throttle.record(throttle_ms, now)
+        self._record(self._node(node_id)[1], latency_ms, 1, now)
+        self._record(self._throttle, throttle_ms, 1, now)
 
     def retried(self, topic: str, records: int, now: float) -> None:
-        self._retries.record(records, now)
-        self._topic(topic)[3].record(records, now)
+        self._record(self._retries, records, 1, now)
+        self._record(self._topic(topic)[3], records, 1, now)
 
     def failed(self, topic: str, records: int, now: float) -> None:
-        self._errors.record(records, now)
-        self._topic(topic)[4].record(records, now)
+        self._record(self._errors, records, 1, now)
+        self._record(self._topic(topic)[4], records, 1, now)
 
     def connection_created(self, now: float) -> None:
-        self._connections.record(1, now)
+        self._record(self._connections, 1, 1, now)
 
     def connection_closed(self, now: float) -> None:
-        self._closes.record(1, now)
+        self._record(self._closes, 1, 1, now)
+
+    def _record(self, sensor: Sensor, value: float, count: int, now: float) -> None:
+        """``sensor.record(value, now, count)``, deferred (see :attr:`Metrics.pending`)."""
+        pending = self._pending
+        pending.append((sensor, value, value, count, now))
+        if len(pending) >= FOLD_AT:
+            self.registry.fold()
 
     # -- reading ------------------------------------------------------------
 
