@@ -129,30 +129,32 @@ static int schedule_run(Outcome *o, PyObject *entries, Py_ssize_t start) {
 }
 
 /* The done callbacks of the waiting handles as (handle, fn, context) triples, taken
- * from the handles as a future's are when it is done; NULL with an error set. */
+ * from the handles as a future's are when it is done; NULL with an error set (out of
+ * memory), and then no handle has lost its callbacks. */
 static PyObject *take_callbacks(PyObject *waiting) {
-    PyObject *entries = PyList_New(0);
-    if (!entries) return NULL;
+    Py_ssize_t n = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) { /* the list is ours */
+        PyObject *callbacks = ((Handle *)PyList_GET_ITEM(waiting, i))->callbacks;
+        if (callbacks) n += PyList_GET_SIZE(callbacks);
+    }
+    /* One allocation, before any handle gives up its callbacks; nothing below
+     * runs Python code. */
+    PyObject *entries = PyList_New(3 * n);
+    if (!entries) return NULL;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
         Handle *h = (Handle *)PyList_GET_ITEM(waiting, i);
         PyObject *callbacks = h->callbacks;
         if (!callbacks) continue;
         h->callbacks = NULL; /* owned now */
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(callbacks); j++) {
-            PyObject *entry = PyList_GET_ITEM(callbacks, j); /* (fn, context), ours */
-            if (PyList_Append(entries, (PyObject *)h) < 0 ||
-                PyList_Append(entries, PyTuple_GET_ITEM(entry, 0)) < 0 ||
-                PyList_Append(entries, PyTuple_GET_ITEM(entry, 1)) < 0) {
-                /* out of memory: give back what is not in entries yet, so that
-                 * the fallback schedules it */
-                PyObject *rest = PyList_GetSlice(callbacks, j, PyList_GET_SIZE(callbacks));
-                Py_DECREF(callbacks);
-                if (rest) h->callbacks = rest;
-                Py_DECREF(entries);
-                return NULL;
-            }
+            PyObject *entry = PyList_GET_ITEM(callbacks, j); /* (fn, context) */
+            PyList_SET_ITEM(entries, k, Py_NewRef((PyObject *)h));
+            PyList_SET_ITEM(entries, k + 1, Py_NewRef(PyTuple_GET_ITEM(entry, 0)));
+            PyList_SET_ITEM(entries, k + 2, Py_NewRef(PyTuple_GET_ITEM(entry, 1)));
+            k += 3;
         }
-        Py_DECREF(callbacks);
+        Py_DECREF(callbacks); /* frees tuples whose items entries holds: no finalizer runs */
     }
     return entries;
 }
