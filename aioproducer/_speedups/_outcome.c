@@ -130,31 +130,32 @@ static int schedule_run(Outcome *o, PyObject *entries, Py_ssize_t start) {
 
 /* The done callbacks of the waiting handles as (handle, fn, context) triples, taken
  * from the handles as a future's are when it is done; NULL with an error set (out of
- * memory), and then no handle has lost its callbacks. */
+ * memory), and then no handle has lost its callbacks.
+ *
+ * The list is built first, the handles give up their callbacks after: allocating a
+ * container may run the cyclic collector (3.10, 3.11), whose finalizers may change
+ * a handle's callbacks; appending to a list only reallocates its item array. */
 static PyObject *take_callbacks(PyObject *waiting) {
-    Py_ssize_t n = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) { /* the list is ours */
-        PyObject *callbacks = ((Handle *)PyList_GET_ITEM(waiting, i))->callbacks;
-        if (callbacks) n += PyList_GET_SIZE(callbacks);
-    }
-    /* One allocation, before any handle gives up its callbacks; nothing below
-     * runs Python code. */
-    PyObject *entries = PyList_New(3 * n);
+    PyObject *entries = PyList_New(0);
     if (!entries) return NULL;
-    Py_ssize_t k = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) { /* the list is ours */
         Handle *h = (Handle *)PyList_GET_ITEM(waiting, i);
         PyObject *callbacks = h->callbacks;
         if (!callbacks) continue;
-        h->callbacks = NULL; /* owned now */
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(callbacks); j++) {
             PyObject *entry = PyList_GET_ITEM(callbacks, j); /* (fn, context) */
-            PyList_SET_ITEM(entries, k, Py_NewRef((PyObject *)h));
-            PyList_SET_ITEM(entries, k + 1, Py_NewRef(PyTuple_GET_ITEM(entry, 0)));
-            PyList_SET_ITEM(entries, k + 2, Py_NewRef(PyTuple_GET_ITEM(entry, 1)));
-            k += 3;
+            if (PyList_Append(entries, (PyObject *)h) < 0 ||
+                PyList_Append(entries, PyTuple_GET_ITEM(entry, 0)) < 0 ||
+                PyList_Append(entries, PyTuple_GET_ITEM(entry, 1)) < 0) {
+                Py_DECREF(entries); /* the handles still hold every callback */
+                return NULL;
+            }
         }
-        Py_DECREF(callbacks); /* frees tuples whose items entries holds: no finalizer runs */
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
+        Handle *h = (Handle *)PyList_GET_ITEM(waiting, i);
+        /* entries holds every item of these tuples: freeing them runs no finalizer */
+        Py_CLEAR(h->callbacks);
     }
     return entries;
 }
@@ -198,11 +199,10 @@ static void wake(Outcome *o) {
             PyObject *h = Py_NewRef(PyList_GET_ITEM(entries, i));
             PyObject *fn = Py_NewRef(PyList_GET_ITEM(entries, i + 1));
             PyObject *ctx = Py_NewRef(PyList_GET_ITEM(entries, i + 2));
-            rc = call_soon(st, loop, fn, h, ctx);
+            if (call_soon(st, loop, fn, h, ctx) < 0) PyErr_WriteUnraisable(h); /* the others still go */
             Py_DECREF(h);
             Py_DECREF(fn);
             Py_DECREF(ctx);
-            if (rc < 0) break;
         }
     } else if (PyErr_ExceptionMatches(PyExc_RuntimeError)) {
         PyErr_Clear(); /* as call_soon on a closed loop */
@@ -213,18 +213,30 @@ static void wake(Outcome *o) {
     Py_DECREF(entries);
 }
 
-/* Report ``exc`` from ``fn(h)`` to the loop's exception handler, as Handle._run does. */
+/* Report ``exc`` (an exception instance) from ``fn(h)`` to the loop's exception
+ * handler, as Handle._run does from its except block: ``exc`` is the exception being
+ * handled meanwhile (sys.exc_info() in the handler, the __context__ of an error
+ * raised while reporting). The context's "handle" is the record handle. */
 static int report_callback_error(PyObject *loop, PyObject *fn, PyObject *h, PyObject *exc) {
+    PyObject *old_type, *old_value, *old_tb;
+    PyErr_GetExcInfo(&old_type, &old_value, &old_tb);
+    PyErr_SetExcInfo(Py_NewRef((PyObject *)Py_TYPE(exc)), Py_NewRef(exc), PyException_GetTraceback(exc));
+    int rc = -1;
     PyObject *message = PyUnicode_FromFormat("Exception in callback %R(%R)", fn, h);
-    if (!message) return -1;
-    PyObject *context = Py_BuildValue("{sOsOsO}", "message", message, "exception", exc, "future", h);
-    Py_DECREF(message);
-    if (!context) return -1;
-    PyObject *r = PyObject_CallMethod(loop, "call_exception_handler", "O", context);
-    Py_DECREF(context);
-    if (!r) return -1;
-    Py_DECREF(r);
-    return 0;
+    PyObject *context = message ? Py_BuildValue("{sOsOsO}", "message", message, "exception", exc,
+                                                "handle", h)
+                                : NULL;
+    Py_XDECREF(message);
+    if (context) {
+        PyObject *r = PyObject_CallMethod(loop, "call_exception_handler", "O", context);
+        Py_DECREF(context);
+        if (r) {
+            Py_DECREF(r);
+            rc = 0;
+        }
+    }
+    PyErr_SetExcInfo(old_type, old_value, old_tb); /* steals the three */
+    return rc;
 }
 
 /* The current exception, normalized, with its traceback; NULL if none. */
@@ -242,7 +254,11 @@ static PyObject *take_exception(void) {
 static PyObject *outcome_run_callbacks(PyObject *op, PyObject *const *args, Py_ssize_t nargs) {
     Outcome *o = (Outcome *)op;
     kernels_state *st = state_of(op);
-    if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyLong_CheckExact(args[1])) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_run_callbacks() takes 2 positional arguments");
+        return NULL;
+    }
+    if (!PyList_CheckExact(args[0]) || !PyLong_CheckExact(args[1])) {
         PyErr_SetString(PyExc_ValueError, "_run_callbacks() takes (handle, fn, context) triples and a start");
         return NULL;
     }
@@ -286,8 +302,8 @@ static PyObject *outcome_run_callbacks(PyObject *op, PyObject *const *args, Py_s
             if (PyErr_ExceptionMatches(PyExc_SystemExit) || PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
                 failed = 1;
             } else {
-                PyObject *exc = take_exception();
-                if (report_callback_error(loop, fn, h, exc ? exc : Py_None) < 0) failed = 1;
+                PyObject *exc = take_exception(); /* an exception instance: r is NULL */
+                if (!exc || report_callback_error(loop, fn, h, exc) < 0) failed = 1;
                 Py_XDECREF(exc);
             }
         }

@@ -243,12 +243,14 @@ class BatchOutcomePy:
         except RuntimeError:
             pass  # the loop is closed: nothing would run the callbacks
 
-    def _run_callbacks(self, entries: list[Any], start: int) -> None:
+    def _run_callbacks(self, entries: list[Any], start: int, /) -> None:
         """Run the callbacks ``entries[start:]`` (handle, fn, context triples), a slice per turn.
 
         A loop callback. What ``Handle._run`` does for each: an exception goes
-        to the loop's exception handler; SystemExit and KeyboardInterrupt
-        propagate, and the callbacks not run yet are run on a later turn.
+        to the loop's exception handler (the context's ``handle`` is the record
+        handle); SystemExit and KeyboardInterrupt propagate, and the callbacks
+        not run yet run on a later turn (behind what the loop had queued
+        meanwhile, where a future's would have kept their place).
         """
         if (
             type(entries) is not list
@@ -286,7 +288,7 @@ class BatchOutcomePy:
                         {
                             "message": f"Exception in callback {fn!r}({handle!r})",
                             "exception": exc,
-                            "future": handle,
+                            "handle": handle,
                         }
                     )
         finally:

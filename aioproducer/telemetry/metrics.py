@@ -379,32 +379,36 @@ class Metrics:
         #: folds first, so what is measured is what was recorded.
         self.pending: list[tuple[Sensor, float, float, int, float]] = []
         # measure() may run on an exporter's thread while the event loop
-        # records: the stats change only under this lock.
-        self._lock = threading.Lock()
+        # records: the stats change, and sensors and metrics are added, only
+        # under this lock (re-entrant: a gauge may measure).
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"<Metrics sensors={len(self._sensors)} metrics={len(self._metrics)}>"
 
     def sensor(self, name: str, parents: Iterable[Sensor] = ()) -> tuple[Sensor, bool]:
         """The sensor called ``name``; the flag says whether it was just created."""
-        sensor = self._sensors.get(name)
-        if sensor is not None:
-            return sensor, False
-        sensor = self._sensors[name] = Sensor(name, parents)
-        return sensor, True
+        with self._lock:
+            sensor = self._sensors.get(name)
+            if sensor is not None:
+                return sensor, False
+            sensor = self._sensors[name] = Sensor(name, parents)
+            return sensor, True
 
     def add(self, name: MetricName, stat: Stat) -> Stat:
         """Expose ``stat`` under ``name`` (ValueError if the name is taken)."""
-        if name in self._metrics:
-            raise ValueError(f"metric {name} is already registered")
-        self._metrics[name] = stat
+        with self._lock:
+            if name in self._metrics:
+                raise ValueError(f"metric {name} is already registered")
+            self._metrics[name] = stat
         return stat
 
     def add_gauge(self, name: MetricName, read: Callable[[float], float]) -> None:
         self.add(name, Gauge(read))
 
     def names(self) -> list[MetricName]:
-        return list(self._metrics)
+        with self._lock:
+            return list(self._metrics)
 
     def fold(self) -> None:
         """Record the pending events into their sensors (see :attr:`pending`)."""
@@ -424,14 +428,15 @@ class Metrics:
         # (total, largest, count) of each sensor's events.
         sums: dict[Sensor, list[float]] = {}
         for sensor, total, largest, count, _now in rows:
+            if not count:
+                continue  # as record_summary: no event, nothing recorded
             summed = sums.get(sensor)
             if summed is None:
-                sums[sensor] = [total, largest, count]
-            else:
-                summed[0] += total
-                if largest > summed[1]:
-                    summed[1] = largest
-                summed[2] += count
+                summed = sums[sensor] = [0.0, -math.inf, 0]
+            summed[0] += total
+            if largest > summed[1]:  # a NaN never wins, as in Max.record
+                summed[1] = largest
+            summed[2] += count
         if all(sensor.within_samples(first, last) for sensor in sums):
             # Every event goes into the current samples, whatever the order: a
             # sensor's events are one summary (sums and maxima commute).

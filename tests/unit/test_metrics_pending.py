@@ -66,7 +66,7 @@ def _same(a: dict[Any, float], b: dict[Any, float]) -> None:
         st.tuples(
             st.integers(0, 2),  # which sensor: the parent or a child
             st.floats(0, 1e6, allow_nan=False),  # value
-            st.integers(1, 5),  # count
+            st.integers(0, 5),  # count: 0 records nothing, folded or not
             st.floats(0.0, 7.0, allow_nan=False),  # seconds since the previous event
             st.booleans(),  # fold after this event
         ),
@@ -80,8 +80,10 @@ def test_folded_rows_measure_as_events_recorded_at_once(events: list[Any]) -> No
     now = 100.0
     for which, value, count, step, fold in events:
         now += step
-        direct_sensors[which].record_summary(value, value / 2, count, now)
-        deferred.pending.append((deferred_sensors[which], value, value / 2, count, now))
+        # The largest: half the total, or NaN now and then (never a maximum).
+        largest = math.nan if value % 7 < 1 else value / 2
+        direct_sensors[which].record_summary(value, largest, count, now)
+        deferred.pending.append((deferred_sensors[which], value, largest, count, now))
         if fold:
             deferred.fold()
     for later in (0.0, 4.0, 12.0, 30.0):
@@ -169,3 +171,32 @@ def test_measuring_from_another_thread_loses_and_repeats_nothing() -> None:
     values = {(n.name, n.group): v for n, v in metrics.measure(1.0).items()}
     assert values[("response-total", "producer-metrics")] == events
     assert values[("incoming-byte-total", "producer-metrics")] == 3 * events
+
+
+def test_sensors_added_while_another_thread_measures() -> None:
+    """A new topic's or node's sensors are added on the loop's thread while an
+    exporter's thread measures."""
+    metrics = ProducerMetrics("p", CFG)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def measure() -> None:
+        while not done.is_set():
+            try:
+                metrics.measure(1.0)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+                return
+
+    reader = threading.Thread(target=measure)
+    reader.start()
+    try:
+        for node in range(300):
+            metrics.node_traffic(node).request_sent(10, 1.0)
+            metrics.retried(f"topic-{node}", 1, 1.0)
+    finally:
+        done.set()
+        reader.join(60)
+    assert errors == []
+    values = {(n.name, n.group): v for n, v in metrics.measure(1.0).items()}
+    assert values[("request-total", "producer-metrics")] == 300
