@@ -56,10 +56,12 @@ Record = tuple[
     str, bytes | None, bytes | None, int | None, int | None, list[tuple[str, bytes | None]] | None
 ]
 
-# Rows per chunk: large enough to amortise the hand-over to the event loop and
-# the per-call costs of enqueue_many, small enough that a chunk of big values
-# stays a small multiple of them.
-CHUNK_ROWS = 8192
+# Rows per chunk at most: large enough to amortise the hand-over to the event
+# loop and the per-call costs of enqueue_many, small enough that a chunk of big
+# values stays a small multiple of them. Above Spark's default Arrow batch
+# (spark.sql.execution.arrow.maxRecordsPerBatch, 10,000 rows), so such a batch
+# is one chunk rather than a full one and a remainder.
+CHUNK_ROWS = 16384
 
 _HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
@@ -308,8 +310,12 @@ def arrow_chunks(batches: Iterable[pa.RecordBatch], plan: ColumnPlan) -> Iterato
     """Slice Arrow record batches into chunks of per-topic columns."""
     seen = 0
     for batch in batches:
-        for offset in range(0, batch.num_rows, CHUNK_ROWS):
-            part = batch.slice(offset, CHUNK_ROWS)  # zero-copy
+        # Equal pieces: a batch a little over the bound is two halves, not a
+        # full chunk and a small remainder.
+        pieces = -(-batch.num_rows // CHUNK_ROWS)
+        size = -(-batch.num_rows // pieces) if pieces else 0
+        for offset in range(0, batch.num_rows, size or 1):
+            part = batch.slice(offset, size)  # zero-copy
             value_col = part.column(plan.value)
             # Avro columns are structs: their bytes are counted once encoded.
             nbytes = 0 if plan.value_avro else _byte_count(value_col)

@@ -9,6 +9,7 @@ nor the writers: both depend on it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,13 @@ class SinkOptions:
             # so its timeout must cover the job, not the task: the brokers'
             # default transaction.max.timeout.ms, unless the user chose one.
             props.setdefault("transaction.timeout.ms", str(_JOB_TRANSACTION_TIMEOUT_MS))
+        return props
+
+    def shared_properties(self) -> dict[str, str]:
+        """Producer properties for the at-least-once tasks of one Spark worker
+        process, which share a producer (no per-partition client id)."""
+        props = dict(self.producer_properties)
+        props.setdefault("client.id", f"aioproducer-spark-worker-{os.getpid()}")
         return props
 
     def driver_properties(self) -> dict[str, str]:
