@@ -145,7 +145,8 @@ class WorkerLoop:
 
     def close(self, timeout: float = EXIT_CLOSE_S) -> None:
         """Close the pooled producers within ``timeout`` s, then stop the loop."""
-        if not self.loop.is_running():
+        # A forked child inherits this object but not the loop's thread.
+        if self.pid != os.getpid() or not self.loop.is_running():
             return
         future = asyncio.run_coroutine_threadsafe(self.pool.close(), self.loop)
         try:
@@ -157,6 +158,8 @@ class WorkerLoop:
             log.debug("closing the pooled producers failed: %s", exc)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.loop.close()
 
 
 _worker: WorkerLoop | None = None

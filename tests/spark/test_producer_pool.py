@@ -241,3 +241,24 @@ async def test_the_pool_closes_what_it_holds() -> None:
         with pytest.raises(Exception, match="(?i)closed"):
             await second.send(TOPIC, b"x")
     await asyncio.sleep(0)
+
+
+def test_a_worker_loop_closes_its_pooled_producers_when_closed(
+    cluster: tuple[LoopThread, MockCluster],
+) -> None:
+    from aioproducer.spark.producer_pool import WorkerLoop
+
+    _owner, mock = cluster
+    worker = WorkerLoop()
+    props = {"bootstrap.servers": mock.bootstrap_servers}
+
+    async def keep_one() -> Producer:
+        producer, _ = await worker.pool.acquire(props)
+        await worker.pool.release(props, producer)
+        return producer
+
+    kept = worker.run(keep_one())
+    assert len(worker.pool) == 1
+    worker.close(timeout=30)  # what atexit calls; bounded
+    assert len(worker.pool) == 0 and worker.loop.is_closed()
+    assert repr(kept).startswith("<Producer closed")
