@@ -4,7 +4,7 @@ Each Spark task runs :func:`write_partition`, which hands :func:`_produce` to
 its worker's event loop (:mod:`.producer_pool`): the task takes a producer,
 feeds it the task's rows a chunk at a time through the bulk path
 (``enqueue_many``, straight from the Arrow arrays, keyed rows grouped by
-partition first, :mod:`.key_split`; its buffer-memory backpressure bounds what
+partition first; its buffer-memory backpressure bounds what
 is held in memory), flushes and reports a :class:`KafkaCommitMessage`. The
 first failed delivery fails the task with that error's message. At-least-once
 tasks share one producer per worker and settings: it goes back to the pool once
@@ -46,9 +46,17 @@ from pyspark.sql.datasource import (
 
 from .. import BulkSendError, PreparedTransaction, Producer, errors
 from .avro_columns import avro_encoder
-from .columns import Chunk, ColumnPlan, SinkWriteError, TopicColumns, arrow_chunks, row_chunks
+from .columns import (
+    Chunk,
+    ColumnPlan,
+    SinkWriteError,
+    TopicColumns,
+    arrow_chunks,
+    row_chunks,
+    split_by_key,
+    splittable,
+)
 from .job_transactions import abort_job, commit_job
-from .key_split import split_by_key, splittable
 from .options import SinkOptions, refuse_speculation
 from .producer_pool import ProducerPool, worker_loop
 
@@ -293,7 +301,7 @@ async def _enqueue_part(
     producer: Producer, part: TopicColumns, outstanding: _Outstanding, by_key: bool
 ) -> None:
     """Hand one topic's rows of a chunk to the producer: keyed Arrow rows one
-    call per partition (see :mod:`.key_split`), anything else in one call."""
+    call per partition (see split_by_key in .columns), anything else in one call."""
     groups: list[tuple[int | None, TopicColumns]] = [(None, part)]
     if by_key and splittable(part):
         count = len(await producer.partitions_for(part.topic))

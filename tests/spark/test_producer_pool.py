@@ -152,7 +152,7 @@ async def test_an_empty_transactional_task_fences_and_prepares_nothing() -> None
 
 
 def test_keyed_rows_are_grouped_by_the_partition_the_producer_would_choose() -> None:
-    from aioproducer.spark.key_split import split_by_key, splittable
+    from aioproducer.spark.columns import split_by_key, splittable
 
     keys = pa.array([f"key-{i}" if i % 7 else None for i in range(2000)])
     vals = pa.array([f"v{i}".encode() for i in range(2000)], pa.binary())
@@ -174,7 +174,7 @@ def test_keyed_rows_are_grouped_by_the_partition_the_producer_would_choose() -> 
 
 
 def test_rows_with_per_row_columns_or_python_lists_are_not_grouped() -> None:
-    from aioproducer.spark.key_split import splittable
+    from aioproducer.spark.columns import splittable
 
     vals = pa.array([b"a", b"b"])
     assert not splittable(TopicColumns(TOPIC, [b"a", b"b"], [b"k", b"l"]))
