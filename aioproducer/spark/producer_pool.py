@@ -43,6 +43,8 @@ EXIT_CLOSE_S = 5.0
 _CLOSE_S = 5.0
 # Idle producers kept per worker; the least recently used goes beyond that.
 MAX_IDLE = 4
+# Bound on the loop thread's start.
+_START_WAIT_S = 30.0
 # Bound on a cancelled task's coroutine winding down (it closes its producer).
 _CANCEL_WAIT_S = 30.0
 
@@ -119,7 +121,10 @@ class WorkerLoop:
             target=self._run, args=(started,), name="aioproducer-spark-loop", daemon=True
         )
         self._thread.start()
-        started.wait()
+        # Starting a thread takes microseconds; the bound only keeps a broken
+        # interpreter (no threads left) from hanging the task.
+        if not started.wait(_START_WAIT_S):
+            raise RuntimeError(f"the sink's event loop thread did not start in {_START_WAIT_S} s")
 
     def _run(self, started: threading.Event) -> None:
         asyncio.set_event_loop(self.loop)
