@@ -48,7 +48,15 @@ def cluster() -> Iterator[tuple[LoopThread, MockCluster]]:
         try:
             yield owner, mock
         finally:
-            owner.run(mock.stop())
+            try:
+                # The producers the test left in this process's pool go while
+                # their cluster still answers (not at exit, into a closed port).
+                from aioproducer.spark.producer_pool import worker_loop
+
+                worker = worker_loop()
+                worker.run(worker.pool.close())
+            finally:
+                owner.run(mock.stop())
 
 
 def stored(owner: LoopThread, mock: MockCluster) -> list[tuple[bytes, int]]:
