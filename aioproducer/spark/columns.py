@@ -8,7 +8,8 @@ the driver; :func:`arrow_chunks` and :func:`row_chunks` turn a task's input
 into chunks of per-topic columns ready for ``Producer.enqueue_many``: Arrow
 value and key arrays are handed over as they are (the producer reads them
 through Arrow's C code and hashes the key column in one vectorized pass), with
-no Python code per row on the sink's side. Schema mistakes
+no Python code per row on the sink's side; :func:`split_by_key` groups keyed
+Arrow rows by their key's partition for the producer. Schema mistakes
 raise :class:`SinkSchemaError` on the driver; rows the sink cannot write raise
 :class:`SinkWriteError` in the task. With ``value.format`` (``key.format``)
 ``avro`` the column is a struct instead, passed on as it is and encoded by
@@ -49,6 +50,8 @@ __all__ = [
     "arrow_chunks",
     "plan_columns",
     "row_chunks",
+    "split_by_key",
+    "splittable",
 ]
 
 # (topic, value, key, partition, timestamp_ms, headers)
@@ -56,10 +59,12 @@ Record = tuple[
     str, bytes | None, bytes | None, int | None, int | None, list[tuple[str, bytes | None]] | None
 ]
 
-# Rows per chunk: large enough to amortise the hand-over to the event loop and
-# the per-call costs of enqueue_many, small enough that a chunk of big values
-# stays a small multiple of them.
-CHUNK_ROWS = 8192
+# Rows per chunk at most: large enough to amortise the hand-over to the event
+# loop and the per-call costs of enqueue_many, small enough that a chunk of big
+# values stays a small multiple of them. Above Spark's default Arrow batch
+# (spark.sql.execution.arrow.maxRecordsPerBatch, 10,000 rows), so such a batch
+# is one chunk rather than a full one and a remainder.
+CHUNK_ROWS = 16384
 
 _HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
@@ -308,8 +313,12 @@ def arrow_chunks(batches: Iterable[pa.RecordBatch], plan: ColumnPlan) -> Iterato
     """Slice Arrow record batches into chunks of per-topic columns."""
     seen = 0
     for batch in batches:
-        for offset in range(0, batch.num_rows, CHUNK_ROWS):
-            part = batch.slice(offset, CHUNK_ROWS)  # zero-copy
+        # Equal pieces: a batch a little over the bound is two halves, not a
+        # full chunk and a small remainder.
+        pieces = -(-batch.num_rows // CHUNK_ROWS)
+        size = -(-batch.num_rows // pieces) if pieces else 0
+        for offset in range(0, batch.num_rows, size or 1):
+            part = batch.slice(offset, size)  # zero-copy
             value_col = part.column(plan.value)
             # Avro columns are structs: their bytes are counted once encoded.
             nbytes = 0 if plan.value_avro else _byte_count(value_col)
@@ -332,6 +341,86 @@ def arrow_chunks(batches: Iterable[pa.RecordBatch], plan: ColumnPlan) -> Iterato
                 parts = _split_by_topic(columns, part.column(plan.topic), seen)
             seen += part.num_rows
             yield Chunk(parts, nbytes, Counter({p.topic: len(p) for p in parts}))
+
+
+# -- Keyed rows grouped by partition ------------------------------------------------
+#
+# Keyed Arrow rows grouped by their partition before they reach the producer.
+#
+# Kafka's default partitioner puts a keyed record on
+# ``toPositive(murmur2(key)) % numPartitions`` (Java's ``BuiltInPartitioner``).
+# Handed a chunk of keyed rows, the producer's bulk path hashes the keys in one
+# vectorized pass but then places the records one partition run at a time with
+# per-record bookkeeping in Python. The sink knows the whole chunk up front, so
+# it hashes the keys itself (the same vectorized murmur2), orders the rows by
+# partition with a stable sort (Arrow ``take``: C, no Python per row) and makes
+# one ``enqueue_many`` call per partition with that partition named: the
+# producer then appends each partition's rows as runs, record order within a
+# partition kept. The records and where they land are what the producer would
+# have chosen itself; only the work moves out of Python's per-record loop.
+#
+# Rows with a null key have no key partition: they go in one call without a
+# partition, and the producer's sticky partitioner (KIP-480) places them.
+
+
+def splittable(part: TopicColumns) -> bool:
+    """Whether ``part``'s rows can be grouped here: Arrow keys and values,
+    and no per-row partition, timestamp or headers columns."""
+    if part.partitions is not None or part.timestamps is not None or part.headers is not None:
+        return False
+    try:
+        import numpy  # noqa: F401 - the vectorized murmur2 needs it (optional with pyarrow)
+        import pyarrow as pa
+    except ImportError:
+        return False
+    keys, values = part.keys, part.values
+    if not isinstance(keys, pa.Array) or not isinstance(values, pa.Array):
+        return False
+    t = keys.type
+    return bool(
+        pa.types.is_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_large_string(t)
+    )
+
+
+def split_by_key(part: TopicColumns, num_partitions: int) -> list[tuple[int | None, TopicColumns]]:
+    """``part``'s rows as ``(partition, rows)`` groups, in partition order; the
+    null-key rows first, with partition None. Call only where :func:`splittable`."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..engine.partition_vector import arrow_key_partitions
+
+    keys: Any = part.keys
+    if len(keys) == 0:
+        return [(None, part)]
+    chosen = np.frombuffer(arrow_key_partitions(keys, num_partitions), dtype=np.int32)
+    low, high = int(chosen.min()), int(chosen.max())
+    if low == high:  # one partition (or only null keys): no reordering
+        return [(None if low < 0 else low, _without_null_keys(part, low))]
+    order = pa.array(np.argsort(chosen, kind="stable"))
+    values, keys = part.values.take(order), keys.take(order)
+    # Slot 0 counts the null keys (-1), slot p + 1 partition p.
+    counts = np.bincount(chosen + 1, minlength=num_partitions + 1).tolist()
+    groups: list[tuple[int | None, TopicColumns]] = []
+    start = 0
+    for slot, count in enumerate(counts):
+        if not count:
+            continue
+        rows = TopicColumns(part.topic, values.slice(start, count), keys.slice(start, count))
+        groups.append((slot - 1, rows) if slot else (None, _without_null_keys(rows, -1)))
+        start += count
+    return groups
+
+
+def _without_null_keys(part: TopicColumns, partition: int) -> TopicColumns:
+    # Rows whose keys are all null are unkeyed records: without a key column
+    # the producer takes its run path (sticky partition) instead of record by record.
+    if partition >= 0:
+        return part
+    return TopicColumns(part.topic, part.values)
 
 
 # -- Row input (streaming on Spark 4.0, which has no Arrow stream writer) -------------

@@ -9,6 +9,7 @@ nor the writers: both depend on it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,13 @@ from .. import ProducerConfig, check_topic
 from ..errors import ConfigurationError
 from .avro_options import AvroOptions, is_avro_option, parse_avro_options
 
-__all__ = ["KAFKA_PREFIX", "SinkOptions", "parse_options", "refuse_speculation"]
+__all__ = [
+    "KAFKA_PREFIX",
+    "SINK_BATCH_SIZE",
+    "SinkOptions",
+    "parse_options",
+    "refuse_speculation",
+]
 
 KAFKA_PREFIX = "kafka."
 
@@ -32,6 +39,12 @@ _RESERVED = {
         "instead; each task derives its own id from the prefix"
     ),
 }
+
+# batch.size when the user sets none: the sink hands the producer rows by the
+# thousand, and Java's default (16 KiB) makes a batch, with its per-batch work in
+# the producer and the broker, of every ~150 rows of 100 B; 256 KiB batches cut
+# the producer's CPU per record by about half. Never above max.request.size.
+SINK_BATCH_SIZE = 262_144
 
 # Kafka's default transaction.max.timeout.ms (15 minutes).
 _JOB_TRANSACTION_TIMEOUT_MS = 900_000
@@ -67,7 +80,7 @@ class SinkOptions:
 
     def task_properties(self, partition_id: int) -> dict[str, str]:
         """Producer properties for one task: a client id and, if transactional, its id."""
-        props = dict(self.producer_properties)
+        props = _with_sink_defaults(self.producer_properties)
         props.setdefault("client.id", f"aioproducer-spark-{partition_id}")
         if self.transactional:
             props["transactional.id"] = self.transactional_id(partition_id)
@@ -75,6 +88,13 @@ class SinkOptions:
             # so its timeout must cover the job, not the task: the brokers'
             # default transaction.max.timeout.ms, unless the user chose one.
             props.setdefault("transaction.timeout.ms", str(_JOB_TRANSACTION_TIMEOUT_MS))
+        return props
+
+    def shared_properties(self) -> dict[str, str]:
+        """Producer properties for the at-least-once tasks of one Spark worker
+        process, which share a producer (no per-partition client id)."""
+        props = _with_sink_defaults(self.producer_properties)
+        props.setdefault("client.id", f"aioproducer-spark-worker-{os.getpid()}")
         return props
 
     def driver_properties(self) -> dict[str, str]:
@@ -87,6 +107,18 @@ class SinkOptions:
         # Stable across task attempts: the retry's init_transactions() fences the
         # failed attempt and aborts whatever it left open.
         return f"{self.transactional_id_prefix}-{partition_id}"
+
+
+def _with_sink_defaults(properties: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``properties`` with the sink's batch.size unless the user chose one."""
+    props = dict(properties)
+    if "batch.size" not in props:
+        try:
+            limit = int(props.get("max.request.size", SINK_BATCH_SIZE))
+        except ValueError:  # refused when the configuration is built
+            limit = SINK_BATCH_SIZE
+        props["batch.size"] = str(min(SINK_BATCH_SIZE, max(1, limit)))
+    return props
 
 
 def refuse_speculation(options: SinkOptions, speculation: str | None) -> None:

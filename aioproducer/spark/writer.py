@@ -1,11 +1,14 @@
-"""Write tasks of the Spark sink: one producer per task, on the task's own event loop.
+"""Write tasks of the Spark sink, on an event loop their Python worker keeps.
 
-Each Spark task runs :func:`write_partition`: ``asyncio.run`` starts a producer,
+Each Spark task runs :func:`write_partition`, which hands :func:`_produce` to
+its worker's event loop (:mod:`.producer_pool`): the task takes a producer,
 feeds it the task's rows a chunk at a time through the bulk path
-(``enqueue_many``, straight from the Arrow arrays; its buffer-memory
-backpressure bounds what is held in memory), flushes and reports a
-:class:`KafkaCommitMessage`. The first failed delivery fails the task with that
-error's message.
+(``enqueue_many``, straight from the Arrow arrays, keyed rows grouped by
+partition first; its buffer-memory backpressure bounds what
+is held in memory), flushes and reports a :class:`KafkaCommitMessage`. The
+first failed delivery fails the task with that error's message. At-least-once
+tasks share one producer per worker and settings: it goes back to the pool once
+every record of the task was acknowledged, and is closed if the task failed.
 
 In transactional mode the write is a two-phase commit, as Spark's own
 contract for exactly-once sinks asks: each task writes its records in one
@@ -15,7 +18,8 @@ every task has succeeded, commits them, and ``abort()`` aborts them. A task
 cannot commit by itself: when an upstream computation fails, the task's input
 can simply end early, so a task that reaches the end of its input has not
 necessarily succeeded. A retried attempt's ``init_transactions()`` fences the
-attempt it replaces and aborts whatever that one left open.
+attempt it replaces and aborts whatever that one left open; a task with no rows
+still fences, but begins no transaction. Transactional producers are not pooled.
 
 Rows are pulled from Spark on a helper thread, one chunk ahead of the producer:
 reading the input can block (on the JVM or an upstream computation), and the
@@ -42,9 +46,19 @@ from pyspark.sql.datasource import (
 
 from .. import BulkSendError, PreparedTransaction, Producer, errors
 from .avro_columns import avro_encoder
-from .columns import Chunk, ColumnPlan, SinkWriteError, arrow_chunks, row_chunks
+from .columns import (
+    Chunk,
+    ColumnPlan,
+    SinkWriteError,
+    TopicColumns,
+    arrow_chunks,
+    row_chunks,
+    split_by_key,
+    splittable,
+)
 from .job_transactions import abort_job, commit_job
 from .options import SinkOptions, refuse_speculation
+from .producer_pool import ProducerPool, worker_loop
 
 try:  # Spark 4.1+: Arrow batches for streaming writes too.
     from pyspark.sql.datasource import DataSourceStreamArrowWriter
@@ -80,6 +94,8 @@ class KafkaCommitMessage(WriterCommitMessage):
     transactional_id: str | None = None
     # Transactional mode: the task's open transaction, for the driver to end.
     prepared: PreparedTransaction | None = None
+    # At-least-once: the task used a producer an earlier task of its worker started.
+    producer_reused: bool = False
 
 
 def _task_identity() -> tuple[int, int]:
@@ -137,6 +153,13 @@ class _Outstanding:
             return exc
         return None
 
+    async def settle(self) -> BaseException | None:
+        """After a flush: wait for the calls still unresolved (each bounded by
+        ``delivery.timeout.ms``), then :meth:`first_error`."""
+        if self._futures:
+            await asyncio.wait(list(self._futures))
+        return self.first_error()
+
     def discard(self) -> None:
         """Mark every failure as seen, so asyncio does not log each one at exit."""
         for fut in self._futures:
@@ -150,16 +173,24 @@ async def _produce(
     options: SinkOptions,
     partition_id: int,
     attempt: int,
+    pool: ProducerPool | None = None,
 ) -> KafkaCommitMessage:
+    """Deliver ``chunks``; ``pool``: take an at-least-once producer from it and give
+    it back if every record was acknowledged (None: a producer of this call's own)."""
     started = time.time()
     records = 0
     nbytes = 0
     topics: Counter[str] = Counter()
-    props = options.task_properties(partition_id)
-    producer = Producer.from_config(props)
+    # A transactional producer is never pooled: its transactional id belongs to
+    # one partition, and its prepared transaction stays open until the driver
+    # commits it, which this worker does not hear of (see the Spark guide).
+    pooled = pool is not None and not options.transactional
+    props = options.shared_properties() if pooled else options.task_properties(partition_id)
+    producer: Producer | None = None
+    reused = False
     loop = asyncio.get_running_loop()
     # One thread, so the Spark input iterator is only ever read from one place.
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aioproducer-spark-input")
+    reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="aioproducer-spark-input")
     # Avro columns are encoded on that thread, as the chunks are read.
     encoder = avro_encoder(options, loop)
     if encoder is not None:
@@ -168,42 +199,47 @@ async def _produce(
     outstanding = _Outstanding()
     ok = in_transaction = False
     prepared: PreparedTransaction | None = None
+    # KIP-794's partitioner.ignore.keys places keyed records like unkeyed ones.
+    by_key = props.get("partitioner.ignore.keys", "false").strip().lower() != "true"
     try:
-        await producer.start()
+        # The first chunk is read while the producer starts.
+        pending = loop.run_in_executor(reader, next, chunks, None)
         if options.transactional:
-            # Fences an earlier attempt of this task and aborts what it left open.
+            producer = Producer.from_config(props)
+            await producer.start()
+            # Fences an earlier attempt of this task and aborts what it left
+            # open, even when this attempt's input turns out to be empty.
             await producer.init_transactions()
-            await producer.begin_transaction()
-            in_transaction = True
-        pending = loop.run_in_executor(pool, next, chunks, None)
         while True:
             chunk = await pending
             pending = None
             if chunk is None:
                 break
-            pending = loop.run_in_executor(pool, next, chunks, None)
+            pending = loop.run_in_executor(reader, next, chunks, None)
+            if producer is None:  # at-least-once: no producer for an empty input
+                if pool is not None:
+                    producer, reused = await pool.acquire(props)
+                else:
+                    producer = Producer.from_config(props)
+                    await producer.start()
+            if options.transactional and not in_transaction:
+                await producer.begin_transaction()
+                in_transaction = True
             for part in chunk.parts:
-                outstanding.add(
-                    await producer.enqueue_many(
-                        part.topic,
-                        part.values,
-                        keys=part.keys,
-                        partition=part.partitions,
-                        timestamp_ms=part.timestamps,
-                        headers=part.headers,
-                    )
-                )
+                await _enqueue_part(producer, part, outstanding, by_key)
             error = outstanding.first_error()
             if error is not None:
                 raise error
             records += chunk.rows
             nbytes += chunk.nbytes
             topics.update(chunk.topics)
-        await producer.flush()
-        error = outstanding.first_error()
-        if error is not None:
-            raise error
-        if options.transactional:
+        if producer is not None:
+            await producer.flush()
+            error = await outstanding.settle()
+            if error is not None:
+                raise error
+        if in_transaction:
+            assert producer is not None
             # Left open: the driver commits it once every task succeeded.
             prepared = await producer.prepare_transaction()
         ok = True
@@ -239,12 +275,11 @@ async def _produce(
         if pending is not None:
             # Let a read in progress finish: the thread cannot be interrupted.
             await asyncio.gather(pending, return_exceptions=True)
-        pool.shutdown(wait=False)
+        reader.shutdown(wait=False)
         try:
-            if not ok and in_transaction:
-                await _abort_quietly(producer)
+            if producer is not None:
+                await _finish(producer, props, pool if pooled else None, ok, in_transaction)
         finally:
-            await producer.close(None if ok else _CLOSE_ON_ERROR_S)
             outstanding.discard()
             if encoder is not None:
                 await encoder.close()
@@ -258,7 +293,52 @@ async def _produce(
         finished=time.time(),
         transactional_id=props.get("transactional.id"),
         prepared=prepared,
+        producer_reused=reused,
     )
+
+
+async def _enqueue_part(
+    producer: Producer, part: TopicColumns, outstanding: _Outstanding, by_key: bool
+) -> None:
+    """Hand one topic's rows of a chunk to the producer: keyed Arrow rows one
+    call per partition (see split_by_key in .columns), anything else in one call."""
+    groups: list[tuple[int | None, TopicColumns]] = [(None, part)]
+    if by_key and splittable(part):
+        count = len(await producer.partitions_for(part.topic))
+        groups = split_by_key(part, count)
+    for partition, rows in groups:
+        outstanding.add(
+            await producer.enqueue_many(
+                rows.topic,
+                rows.values,
+                keys=rows.keys,
+                partition=rows.partitions if partition is None else partition,
+                timestamp_ms=rows.timestamps,
+                headers=rows.headers,
+            )
+        )
+
+
+async def _finish(
+    producer: Producer,
+    props: dict[str, str],
+    pool: ProducerPool | None,
+    ok: bool,
+    in_transaction: bool,
+) -> None:
+    """Pool the producer of a successful at-least-once task (``pool``), else close it.
+
+    A failed or interrupted task's producer is closed, never pooled: its
+    buffered records, connections or error state must not reach the next task.
+    """
+    if ok and pool is not None:
+        await pool.release(props, producer)
+        return
+    try:
+        if not ok and in_transaction:
+            await _abort_quietly(producer)
+    finally:
+        await producer.close(None if ok else _CLOSE_ON_ERROR_S)
 
 
 def _task_failure(text: str, written: bool, transactional: bool) -> SinkWriteError:
@@ -299,7 +379,10 @@ def write_partition(chunks: Iterator[Chunk], options: SinkOptions) -> KafkaCommi
     """
     refuse_speculation(options, _task_setting("spark.speculation"))
     partition_id, attempt = _task_identity()
-    return asyncio.run(_produce(chunks, options, partition_id, attempt))
+    # The worker's loop, where at-least-once producers outlive the task (see
+    # producer_pool): Spark runs the next task of this worker on it too.
+    worker = worker_loop()
+    return worker.run(_produce(chunks, options, partition_id, attempt, worker.pool))
 
 
 def _report(level: int, line: str) -> None:
@@ -333,10 +416,12 @@ def summarize(
     else:
         seconds = 0.0
     rate = f", {records / seconds:,.0f} records/s" if seconds > 0 else ""
+    reused = sum(1 for m in done if m.producer_reused)
+    reuse = f", {reused} with a producer their worker kept" if reused else ""
     topic_text = ", ".join(f"{t}={n:,}" for t, n in sorted(topics.items())) or "none"
     line = (
         f"aioproducer sink {what}: {records:,} records, {nbytes:,} bytes from {len(done)} "
-        f"tasks in {seconds:.2f} s{rate}; topics: {topic_text}"
+        f"tasks{reuse} in {seconds:.2f} s{rate}; topics: {topic_text}"
     )
     return line, records, nbytes
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 from aioproducer.engine.partitioner import partition_for_key
+from aioproducer.testing import MockCluster
+from tests.support.loop_thread import LoopThread
 from tests.support.verify import count_records, read_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -209,3 +213,70 @@ def test_kafka_properties_reach_the_producer(
     )
     records = read_records(kafka_bootstrap, topic, 5_000)
     assert Counter(r.value for r in records) == Counter(str(i).encode() for i in range(5_000))
+
+
+# -- Producers kept by Spark's Python workers between writes ---------------------------
+#
+# Spark's reused Python workers keep their producers between writes; a failed task's goes.
+# The broker is a MockCluster in this process, so the test can see which
+# producer id wrote each record: a producer kept by a worker writes the next
+# write's records under the id it already had; a fresh one gets a new id.
+# Spark also replaces the Python worker of a failed task, so what the pool does
+# with a failed task's producer is checked without Spark, in test_producer_pool.
+
+REUSE_ROWS = 30_000  # 15,000 per Spark partition: two Arrow batches each
+
+
+@pytest.fixture
+def mock_cluster() -> Iterator[tuple[LoopThread, MockCluster]]:
+    with LoopThread() as owner:
+        mock = owner.run(MockCluster(brokers=1).start())
+        try:
+            yield owner, mock
+        finally:
+            owner.run(mock.stop())
+
+
+def reuse_frame(spark: SparkSession, tag: str, bad_last_rows: bool = False) -> DataFrame:
+    """REUSE_ROWS keyed rows in two partitions; ``bad_last_rows``: the last row of each
+    partition has a timestamp before 1970, which the producer refuses, so every
+    task fails after its first batch was delivered."""
+    columns = ["cast(id as string) as key", f"cast(concat('{tag}-', id) as binary) as value"]
+    if bad_last_rows:
+        last = f"id = {REUSE_ROWS // 2 - 1} or id = {REUSE_ROWS - 1}"
+        columns.append(
+            f"case when {last} then timestamp'1960-01-01 00:00:00' "
+            "else timestamp'2024-01-01 00:00:00' end as timestamp"
+        )
+    return spark.range(REUSE_ROWS, numPartitions=2).selectExpr(*columns)
+
+
+def stored(owner: LoopThread, mock: MockCluster, topic: str) -> list[tuple[bytes, int]]:
+    return owner.call(lambda: [(r.value or b"", r.producer_id) for r in mock.records(topic)])
+
+
+def test_workers_reuse_producers_and_a_failed_task_leaves_none_behind(
+    spark: SparkSession, mock_cluster: tuple[LoopThread, MockCluster]
+) -> None:
+    owner, mock = mock_cluster
+    topics = [f"reuse-{uuid.uuid4().hex[:8]}-{i}" for i in range(4)]
+    for topic in topics:
+        owner.call(lambda t=topic: mock.create_topic(t, 4))  # type: ignore[misc]
+    bootstrap = mock.bootstrap_servers
+
+    write(reuse_frame(spark, "a"), bootstrap, topic=topics[0])
+    write(reuse_frame(spark, "b"), bootstrap, topic=topics[1])
+    first, second = stored(owner, mock, topics[0]), stored(owner, mock, topics[1])
+    assert len(first) == len(second) == REUSE_ROWS
+    # The second write's tasks ran on the workers of the first, with their producers.
+    assert {pid for _, pid in second} & {pid for _, pid in first}
+
+    with pytest.raises(Exception, match="rejected"):
+        write(reuse_frame(spark, "c", bad_last_rows=True), bootstrap, topic=topics[2])
+    failed_ids = {pid for _, pid in stored(owner, mock, topics[2])}
+
+    write(reuse_frame(spark, "d"), bootstrap, topic=topics[3])
+    after = stored(owner, mock, topics[3])
+    # Every row once, and none written by a producer of a failed task.
+    assert sorted(v for v, _ in after) == sorted(f"d-{i}".encode() for i in range(REUSE_ROWS))
+    assert {pid for _, pid in after}.isdisjoint(failed_ids)

@@ -78,8 +78,25 @@ def test_options_split_producer_properties_from_sink_options() -> None:
     assert opts.task_properties(3) == {
         "bootstrap.servers": "h:9092",
         "linger.ms": "10",
+        "batch.size": "262144",  # the sink's default
         "client.id": "aioproducer-spark-3",
     }
+
+
+@pytest.mark.parametrize(
+    ("given", "batch_size"),
+    [
+        ({}, "262144"),
+        ({"kafka.batch.size": "16384"}, "16384"),  # the user's choice stands
+        ({"kafka.max.request.size": "100000"}, "100000"),  # never above a request
+    ],
+)
+def test_tasks_get_the_sinks_batch_size_unless_one_is_set(
+    given: dict[str, str], batch_size: str
+) -> None:
+    opts = parse_options({"kafka.bootstrap.servers": "h:9092", **given})
+    assert opts.task_properties(0)["batch.size"] == batch_size
+    assert opts.shared_properties()["batch.size"] == batch_size
 
 
 def test_transactional_ids_are_stable_per_partition() -> None:
