@@ -40,6 +40,7 @@ setup(
                      "aioproducer/_speedups/_columns.c", "aioproducer/_speedups/_lanes.c",
                      "aioproducer/_speedups/_shortcut.c",
                      "aioproducer/_speedups/_handle.c", "aioproducer/_speedups/_outcome.c",
+                     "aioproducer/_speedups/_wake.c",
                      "aioproducer/_speedups/_counter.c"],
             depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_partitioning.h",
                      "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h",

@@ -44,6 +44,10 @@ static inline kernels_state *state_of(PyObject *obj) {
 Outcome *handle_current(Handle *h);
 /* _outcome.c: schedule a handle's done callbacks on its loop, once. */
 void handle_schedule_callbacks(Handle *h);
+/* _wake.c: once ``o`` is decided, run its waiting handles' done callbacks (on the loop). */
+void outcome_wake(Outcome *o);
+/* _wake.c: BatchOutcome._run_callbacks(entries, start), the loop callback outcome_wake schedules. */
+PyObject *outcome_run_callbacks(PyObject *op, PyObject *const *args, Py_ssize_t nargs);
 /* _outcome.c: register a handle with callbacks, or schedule them if ``o`` is decided. */
 int outcome_wait_on(Outcome *o, Handle *h);
 /* _outcome.c: a new handle of ``outcome`` (exactly a BatchOutcome of this module) for the
