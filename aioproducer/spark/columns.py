@@ -391,7 +391,7 @@ def split_by_key(part: TopicColumns, num_partitions: int) -> list[tuple[int | No
     import numpy as np
     import pyarrow as pa
 
-    from ..engine.partition_vector import arrow_key_partitions
+    from .. import arrow_key_partitions
 
     keys: Any = part.keys
     if len(keys) == 0:

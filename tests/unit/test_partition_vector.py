@@ -117,3 +117,13 @@ def test_importing_the_producer_imports_neither_numpy_nor_pyarrow() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_public_function_is_the_partitioners_choice_per_key() -> None:
+    import pyarrow as pa
+
+    import aioproducer
+
+    keys = [b"a", None, b"order-17", b"", "caf\u00e9".encode()]
+    got = list(aioproducer.arrow_key_partitions(pa.array(keys, pa.binary()), 7))
+    assert got == [-1 if k is None else partition_for_key(k, 7) for k in keys]
