@@ -41,7 +41,7 @@ from benchmarks import matrix, report
 from benchmarks.brokers import add_broker_arguments, broker_for
 from benchmarks.clients._common import COMPRESSIONS, WARMUP_RECORDS
 from tests.support.kafka_broker import KafkaJarsUnavailable
-from tests.support.verify import count_records, create_topic
+from tests.support.verify import count_records, create_topic, delete_topic
 
 DOCS = REPO_ROOT / "docs"
 
@@ -183,17 +183,6 @@ def run_client(
     }
 
 
-def _delete_topic(bootstrap: str, topic: str) -> None:
-    """Best effort: the broker keeps every record in memory, so drop what was counted."""
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
-    except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil the numbers
-        print(f"    (could not delete {topic}: {exc})", flush=True)
-
-
 def measure(
     args: argparse.Namespace, bootstrap: str, case: matrix.Case, extra: list[str] | None = None
 ) -> dict[str, Any]:
@@ -225,7 +214,7 @@ def measure(
                 got = -1
             row["broker_count"], row["expected_count"] = got, expected
     finally:
-        _delete_topic(bootstrap, topic)
+        delete_topic(bootstrap, topic)
     return row
 
 

@@ -42,7 +42,7 @@ if str(REPO_ROOT) not in sys.path:  # allow ``python benchmarks/spark_sink.py`` 
 
 from benchmarks.brokers import add_broker_arguments, broker_for
 from benchmarks.spark_kafka_jars import SparkKafkaUnavailable, spark_kafka_jars
-from tests.support.verify import count_records, create_topic
+from tests.support.verify import count_records, create_topic, delete_topic
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -148,17 +148,6 @@ LABELS = {
 }
 
 
-def _delete_topic(bootstrap: str, topic: str) -> None:
-    """Best effort: the broker's log is on tmpfs (memory), so drop what was counted."""
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
-    except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil the numbers
-        print(f"    (could not delete {topic}: {exc})", flush=True)
-
-
 def timed_write(name: str, df: Any, rows: int, bootstrap: str, partitions: int) -> float:
     topic = create_topic(bootstrap, f"spark-bench-{name}-{uuid.uuid4().hex[:8]}", partitions)
     try:
@@ -170,7 +159,7 @@ def timed_write(name: str, df: Any, rows: int, bootstrap: str, partitions: int) 
         if found != rows:
             raise RuntimeError(f"{name}: expected {rows} records in {topic!r}, found {found}")
     finally:
-        _delete_topic(bootstrap, topic)
+        delete_topic(bootstrap, topic)
     return rows / elapsed
 
 

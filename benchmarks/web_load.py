@@ -163,17 +163,6 @@ def _wait_ready(server: subprocess.Popen[str], impl: str, timeout: float) -> str
     return line.split()[1]
 
 
-def _delete_topic(bootstrap: str, topic: str) -> None:
-    """Best effort: Tansu keeps every record in memory, so drop what was read back."""
-    from confluent_kafka.admin import AdminClient
-
-    try:
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})  # no info lines
-        admin.delete_topics([topic], operation_timeout=10)[topic].result(15)
-    except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil the numbers
-        print(f"    (could not delete {topic}: {exc})", file=sys.stderr, flush=True)
-
-
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(1 << 20), "MALLOC_TRIM_THRESHOLD_": str(2 << 20)}
 
 
@@ -192,7 +181,7 @@ def run_once(
     workdir: Path,
 ) -> dict[str, Any]:
     """One run of ``impl`` under ``clients`` connections on a fresh topic, read back after."""
-    from tests.support.verify import create_topic, read_records
+    from tests.support.verify import create_topic, delete_topic, read_records
 
     run_id = f"{impl}-c{clients}-r{round_no}"
     topic = create_topic(bootstrap, f"web-{run_id}-{uuid.uuid4().hex[:8]}", args.partitions)
@@ -276,7 +265,7 @@ def run_once(
     acked = [i for i in ids_file.read_text().split("\n") if i]
     records = read_records(bootstrap, topic, len(acked), timeout=120, grace=2.0)
     stored = collections.Counter(json.loads(r.value or b"{}").get("id") for r in records)
-    _delete_topic(bootstrap, topic)
+    delete_topic(bootstrap, topic)
     result.update(
         impl=impl,
         clients=clients,

@@ -276,6 +276,15 @@ def create_topic(
         time.sleep(0.1)
 
 
+def delete_topic(bootstrap: str, name: str, timeout: float = 15.0) -> None:
+    """Best effort: drop a topic already counted (a benchmark's broker keeps its log in memory)."""
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.delete_topics([name], operation_timeout=timeout)[name].result(timeout)
+    except Exception as exc:  # noqa: BLE001 - a leftover topic does not spoil a measurement
+        print(f"    (could not delete {name}: {exc})", flush=True)
+
+
 def produce_with_librdkafka(
     bootstrap: str,
     topic: str,
