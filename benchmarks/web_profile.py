@@ -166,17 +166,17 @@ class Counters:
         """Wrap the per-request send method of ``impl`` and the loop's iteration and timers."""
         values = self.values
         if impl == "aioproducer":
-            from aioproducer.engine.sender import Sender
+            from aioproducer.engine.request_writer import RequestWriter
 
-            write = Sender._write_request
+            write = RequestWriter._write
 
-            async def counted_write(self: Any, conn: Any, batches: Any) -> Any:
+            def counted_write(self: Any, conn: Any, batches: Any) -> None:
                 values["requests"] += 1
                 values["batches"] += len(batches)
                 values["records"] += sum(b.record_count for b in batches)
-                return await write(self, conn, batches)
+                write(self, conn, batches)
 
-            Sender._write_request = counted_write  # type: ignore[method-assign]
+            RequestWriter._write = counted_write  # type: ignore[method-assign]
         else:
             from aiokafka.producer.sender import (  # type: ignore[import-untyped]
                 SendProduceReqHandler,

@@ -31,24 +31,17 @@ from .. import errors
 from ..config import ProducerConfig
 from ..net.client import KafkaClient
 from ..net.connection import BrokerConnection
-from ..protocol.apis import PRODUCE
 from ..protocol.generated import ProduceResponse
 from ..telemetry.logs import ClientLogger
 from .accumulator import RecordAccumulator, TopicPartition
 from .batch import ProducerBatch
 from .buffer_pool import BufferPool
 from .idempotence import SequenceState, held_in_order
-from .produce_request import (
-    build_payloads,
-    build_small_payloads,
-    leader_hints,
-    partition_outcomes,
-    produce_body,
-)
+from .produce_request import leader_hints, partition_outcomes
 from .producer_id import ProducerIds
+from .request_writer import Outcome, RequestWriter
 from .retry import Action, RetryConfig, classify, expired_in_flight, expiry_error
 from .sender_alarm import SenderAlarm
-from .transaction_version import choose_version
 from .transactions import TransactionManager
 
 if TYPE_CHECKING:
@@ -91,7 +84,6 @@ class Sender:
         # bound, not kept exact: a batch leaving the set does not raise it,
         # so a pass looks through the set only once the bound is reached.
         self._in_flight_earliest = math.inf
-        self._requests: set[asyncio.Task[None]] = set()
         # Rung by wakeup(); the loop sleeps on it between passes.
         self._alarm = SenderAlarm()
         # The last pass held a sendable batch back for requests in flight (its
@@ -114,12 +106,16 @@ class Sender:
         # bumping the epoch.
         self._txn = txn
         self._in_flight_by_tp: dict[TopicPartition, int] = {}
-        # Produce requests started per node, counted from the moment they are
-        # started (a batch may still be compressing in a worker thread) ...
-        self._node_requests: dict[int, int] = {}
-        # ... and written in the order they were started, whatever order their
-        # compression finishes in, so sequences reach the broker in order.
-        self._write_locks: dict[int, asyncio.Lock] = {}
+        # Produce requests, written per node in the order they were started.
+        self._writer = RequestWriter(
+            acks=self._acks,
+            transactional_id=config.transactional_id,
+            timeout_ms=config.request_timeout_ms,
+            txn=txn,
+            metrics=metrics,
+            log=self._log,
+            answered=self._answered,
+        )
         self._next_stranded_check = 0.0
         # The last error each partition's batches were answered with, cleared
         # by an acknowledgement: a batch that expires while queued behind
@@ -135,13 +131,15 @@ class Sender:
                 accumulator,
                 self._log,
                 in_flight_by_tp=self._in_flight_by_tp,
-                write_locks=self._write_locks,
+                write_locks=self._writer.locks,
                 wakeup=self.wakeup,
                 abort_queued=self.abort_queued,
             )
 
     def __repr__(self) -> str:
-        return f"<Sender in_flight_batches={len(self._in_flight)} requests={len(self._requests)}>"
+        return (
+            f"<Sender in_flight_batches={len(self._in_flight)} requests={self.requests_in_flight}>"
+        )
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="aioproducer-sender")
@@ -175,7 +173,7 @@ class Sender:
     @property
     def requests_in_flight(self) -> int:
         """Produce requests started and not yet answered (Java's requests-in-flight)."""
-        return sum(self._node_requests.values())
+        return sum(self._writer.requests.values())
 
     # -- the loop ----------------------------------------------------------
 
@@ -229,7 +227,7 @@ class Sender:
                 # a reconnect backoff or a throttle (KIP-219).
                 ready.nodes.discard(node)
                 delay = min(delay, connections.not_ready_until(node) - now)
-            elif self._node_requests.get(node, 0) >= self._max_in_flight:
+            elif self._writer.requests.get(node, 0) >= self._max_in_flight:
                 ready.nodes.discard(node)  # a request that ends wakes the loop
                 held_for_requests = True
             else:
@@ -304,59 +302,39 @@ class Sender:
                 self._seq.stamp(batch)
             if self._max_in_flight == 1:
                 self._muted.add(tp)
-        node = conn.node_id
-        self._node_requests[node] = self._node_requests.get(node, 0) + 1
-        lock = self._write_locks.get(node)
-        if lock is None:
-            lock = self._write_locks[node] = asyncio.Lock()
-        task = asyncio.get_running_loop().create_task(self._produce(conn, batches, lock))
-        self._requests.add(task)
-        task.add_done_callback(self._requests.discard)
+        self._writer.start(conn, batches)
 
-    async def _produce(
-        self, conn: BrokerConnection, batches: list[ProducerBatch], write_lock: asyncio.Lock
+    def _answered(
+        self, conn: BrokerConnection, batches: list[ProducerBatch], outcome: Outcome
     ) -> None:
+        """A request ended (:class:`RequestWriter`): its response, None with acks=0
+        (the broker never answers), or what ended it. Every batch takes an outcome."""
+        unanswered = set(batches)  # those _apply has not taken yet
         try:
-            async with write_lock:
-                fut = await self._write_request(conn, batches)
-            sent_at = time.monotonic()
-            response = await fut  # None with acks=0: the broker never answers
-            if self._metrics is not None and response is not None:
-                self._metrics.produce_response(
-                    conn.node_id,
-                    (time.monotonic() - sent_at) * 1000,
-                    response.throttle_time_ms,
-                    time.monotonic(),
-                )
-        except errors.KafkaError as exc:
-            self._apply_all(batches, exc)
-        except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
+            if isinstance(outcome, BaseException):
+                # Lost, timed out, undecodable: the broker may or may not have written each.
+                if not isinstance(outcome, errors.KafkaError):
+                    outcome = errors.KafkaError(f"produce request failed: {outcome!r}")
+                unanswered.clear()
+                self._apply_all(batches, outcome)
+            elif outcome is None:
+                now = time.monotonic()
+                for batch in batches:
+                    unanswered.discard(batch)
+                    self._apply(batch, None, -1, -1, now)
+            else:
+                self._apply_response(batches, outcome, conn.node_id, unanswered)
+        except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
             self._log.exception(
-                "produce request to %r failed", conn, extra={"broker": conn.node_id}
+                "handling the produce response from %r failed",
+                conn,
+                extra={"broker": conn.node_id},
             )
-            self._apply_all(batches, errors.KafkaError(f"produce request failed: {exc!r}"))
-        else:
-            unanswered = set(batches)  # those _apply has not taken yet
-            try:
-                if response is None:
-                    now = time.monotonic()
-                    for batch in batches:
-                        unanswered.discard(batch)
-                        self._apply(batch, None, -1, -1, now)
-                else:
-                    self._apply_response(batches, response, conn.node_id, unanswered)
-            except Exception as exc:  # noqa: BLE001 - a batch must never be stranded
-                self._log.exception(
-                    "handling the produce response from %r failed",
-                    conn,
-                    extra={"broker": conn.node_id},
-                )
-                self._apply_all(
-                    [b for b in batches if b in unanswered],
-                    errors.CorruptResponseError(f"produce response handling failed: {exc!r}"),
-                )
+            self._apply_all(
+                [b for b in batches if b in unanswered],
+                errors.CorruptResponseError(f"produce response handling failed: {exc!r}"),
+            )
         finally:
-            self._node_requests[conn.node_id] -= 1
             if self._pass_due_after_request():
                 self.wakeup()
 
@@ -385,28 +363,6 @@ class Sender:
         if self._acc.queued_batches():
             self.abort_queued(txn.void_error())
         return True
-
-    async def _write_request(
-        self, conn: BrokerConnection, batches: list[ProducerBatch]
-    ) -> asyncio.Future[ProduceResponse | None]:
-        """Build the batches (compressing if need be) and write the request."""
-        if build_small_payloads(batches):  # large compressed batches are left: off the loop
-            await build_payloads(batches)
-        if self._metrics is not None:
-            self._metrics.batches_sent(batches, time.monotonic())
-        body = produce_body(
-            batches,
-            transactional_id=self._config.transactional_id,
-            acks=self._acks,
-            timeout_ms=self._config.request_timeout_ms,
-        )
-        version = None
-        if self._txn is not None:
-            # Produce v12 adds the partition to the transaction: only under v2.
-            version = choose_version(PRODUCE.key, conn.version_for(PRODUCE), v2=self._txn.v2)
-        fut = conn.send(PRODUCE, body, version=version, expect_response=self._acks != 0)
-        await conn.drain()
-        return fut
 
     def _apply_response(
         self,
@@ -592,7 +548,7 @@ class Sender:
         self.wakeup()
         if self._task is not None:
             await self._task
-        requests = list(self._requests)
+        requests = self._writer.stop()
         if self._pid is not None and self._pid.task is not None:
             requests.append(self._pid.task)
         for task in requests:

@@ -344,10 +344,13 @@ class BrokerConnection:
         """End the connection with ``exc``: every in-flight and held request fails with it."""
         self._fail_all(exc)
 
+    def write_backlogged(self) -> bool:
+        """Whether the socket's write buffer is above its high-water mark: see :meth:`drain`."""
+        return self._writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER
+
     async def drain(self) -> None:
         """Wait while the socket's write buffer is above its high-water mark."""
-        transport = self._writer.transport
-        if transport.get_write_buffer_size() <= _WRITE_HIGH_WATER:
+        if not self.write_backlogged():
             return
         async with self._drain_lock:
             try:

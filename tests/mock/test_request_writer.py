@@ -1,0 +1,224 @@
+"""Produce requests are written per node in the order they were started, by one of two paths.
+
+Most requests are written at once in the sender's pass and answered through a
+callback. A request with a large batch to compress off the loop, or one
+behind it or behind a full socket buffer, waits in a task for its node's turn.
+These tests hold each waiting path open with a gate, against MockCluster
+(which checks an idempotent producer's sequences as Kafka does), and check
+that nothing overtakes, that nothing is lost, and that a stop leaves no
+request counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from aioproducer import Producer, errors
+from aioproducer.engine import request_writer
+from aioproducer.engine.produce_request import OFFLOAD_COMPRESSION_BYTES
+from aioproducer.engine.request_writer import RequestWriter
+from aioproducer.net.connection import BrokerConnection
+from aioproducer.testing import MockCluster
+from tests.support.aio import within
+
+pytestmark = pytest.mark.asyncio
+
+PRODUCE = 0
+
+
+class Spawns:
+    """Counts the writes that wait in a task; ``reached(n)`` is set at the n-th."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self._events: dict[int, asyncio.Event] = {}
+        real = RequestWriter._spawn
+
+        def spawn(writer: RequestWriter, node: int, write: Any) -> None:
+            real(writer, node, write)
+            self.count += 1
+            for n, event in self._events.items():
+                if self.count >= n:
+                    event.set()
+
+        monkeypatch.setattr(RequestWriter, "_spawn", spawn)
+
+    def reached(self, n: int) -> asyncio.Event:
+        event = self._events[n] = asyncio.Event()
+        if self.count >= n:
+            event.set()
+        return event
+
+
+@pytest.fixture
+def spawns(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spawns]:
+    yield Spawns(monkeypatch)
+
+
+def gate_builds(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """Off-loop builds wait for the first event; the second is set when one starts."""
+    gate, building = asyncio.Event(), asyncio.Event()
+    real = request_writer.build_payloads  # type: ignore[attr-defined]  # patched below
+
+    async def gated(batches: Any) -> None:
+        building.set()
+        await gate.wait()
+        await real(batches)
+
+    monkeypatch.setattr(request_writer, "build_payloads", gated)
+    return gate, building
+
+
+def big_values() -> list[bytes]:
+    # Random bytes: a batch above the off-loop threshold before compression.
+    count = OFFLOAD_COMPRESSION_BYTES // 1000 + 8
+    return [os.urandom(1000) for _ in range(count)]
+
+
+async def test_a_plain_request_is_written_without_a_task(spawns: Spawns) -> None:
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 2)
+        async with Producer(cluster.bootstrap_servers, linger_ms=0) as p:
+            for i in range(20):
+                await within(p.send("t", b"v%d" % i, key=b"k%d" % i), 10, "send")
+            assert p._running is not None
+            assert p._running.sender.requests_in_flight == 0
+        assert len(cluster.records("t")) == 20
+        assert spawns.count == 0
+
+
+async def test_a_request_behind_an_off_loop_build_waits_its_turn(
+    monkeypatch: pytest.MonkeyPatch, spawns: Spawns
+) -> None:
+    gate, building = gate_builds(monkeypatch)
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 1)
+        async with Producer(
+            cluster.bootstrap_servers,
+            compression="zstd",
+            batch_size=4 * OFFLOAD_COMPRESSION_BYTES,
+            linger_ms=60_000,
+        ) as p:
+            assert p.config.idempotent
+            # The partition's first batch acknowledged: the next ones may pipeline.
+            first = await p.enqueue("t", b"first")
+            await within(p.flush(), 10, "first flush")
+            assert first.result().offset == 0
+            written_before = cluster.request_count(PRODUCE)
+            values = big_values()
+            big = [await p.enqueue("t", v) for v in values]
+            flushing = asyncio.ensure_future(p.flush())
+            await within(building.wait(), 10, "the off-loop build")
+            small = await p.enqueue("t", b"after")
+            # The small batch's request waits for the lock behind the big one.
+            await within(spawns.reached(2).wait(), 10, "the second request")
+            await asyncio.sleep(0.05)  # room to overtake, were it possible
+            assert cluster.request_count(PRODUCE) == written_before
+            assert not small.done()
+            gate.set()
+            await within(flushing, 20, "flush")
+            offsets = [(await h).offset for h in [*big, small]]
+        assert offsets == list(range(1, len(big) + 2))
+        assert [r.value for r in cluster.records("t")] == [b"first", *values, b"after"]
+
+
+async def test_a_full_socket_buffer_holds_the_next_requests(
+    monkeypatch: pytest.MonkeyPatch, spawns: Spawns
+) -> None:
+    gate = asyncio.Event()
+    backlog = [True]  # the first Produce after the warm-up finds the buffer full
+
+    def write_backlogged(conn: BrokerConnection) -> bool:
+        return bool(backlog) and backlog.pop()
+
+    async def drain(conn: BrokerConnection) -> None:
+        await gate.wait()
+
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 2)
+        async with Producer(cluster.bootstrap_servers, linger_ms=0) as p:
+            await within(p.send("t", b"warm", partition=0), 10, "warm-up")
+            await within(p.send("t", b"warm", partition=1), 10, "warm-up")
+            monkeypatch.setattr(BrokerConnection, "write_backlogged", write_backlogged)
+            monkeypatch.setattr(BrokerConnection, "drain", drain)
+            first = await p.enqueue("t", b"one", partition=0)
+            await within(spawns.reached(1).wait(), 10, "the drain")
+            # Written before the buffer was found full: answered meanwhile.
+            assert (await within(first, 10, "first")).offset == 1
+            written_before = cluster.request_count(PRODUCE)
+            second = await p.enqueue("t", b"two", partition=1)
+            await within(spawns.reached(2).wait(), 10, "the second request")
+            await asyncio.sleep(0.05)
+            assert cluster.request_count(PRODUCE) == written_before
+            assert not second.done()
+            gate.set()
+            assert (await within(second, 10, "second")).offset == 1
+        assert sorted(r.value or b"" for r in cluster.records("t")) == [
+            b"one",
+            b"two",
+            b"warm",
+            b"warm",
+        ]
+
+
+async def test_a_request_that_cannot_be_encoded_fails_its_records_and_the_next_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = request_writer.produce_body  # type: ignore[attr-defined]  # patched below
+    failures = [RuntimeError("encoder broke")]
+
+    def produce_body(*args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return real(*args, **kwargs)
+
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 1)
+        async with Producer(cluster.bootstrap_servers, linger_ms=0) as p:
+            await within(p.send("t", b"warm"), 10, "warm-up")
+            monkeypatch.setattr(request_writer, "produce_body", produce_body)
+            with (
+                caplog.at_level(logging.ERROR, logger="aioproducer"),
+                pytest.raises(errors.KafkaError, match="encoder broke"),
+            ):
+                await within(p.send("t", b"lost"), 10, "the failed send")
+            assert (await within(p.send("t", b"next"), 10, "the next send")).offset == 1
+        assert [r.value for r in cluster.records("t")] == [b"warm", b"next"]
+        assert "produce request to" in caplog.text
+        assert "unexpected error in the sender loop" not in caplog.text
+
+
+async def test_close_while_a_write_waits_fails_its_records_and_counts_no_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _gate, building = gate_builds(monkeypatch)  # never opened
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 1)
+        p = Producer(
+            cluster.bootstrap_servers,
+            compression="zstd",
+            batch_size=4 * OFFLOAD_COMPRESSION_BYTES,
+            linger_ms=60_000,
+        )
+        await p.start()
+        first = await p.enqueue("t", b"first")
+        await within(p.flush(), 10, "first flush")
+        assert first.result().offset == 0
+        assert p._running is not None
+        sender = p._running.sender
+        handles = [await p.enqueue("t", v) for v in big_values()]
+        flushing = asyncio.ensure_future(p.flush())
+        await within(building.wait(), 10, "the off-loop build")
+        await within(p.close(timeout=0.2), 20, "close")
+        for handle in handles:
+            with pytest.raises(errors.KafkaError):
+                handle.result()
+        assert sender.requests_in_flight == 0
+        await within(flushing, 10, "flush")
+        assert [r.value for r in cluster.records("t")] == [b"first"]
