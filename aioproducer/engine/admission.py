@@ -17,8 +17,8 @@ must not differ between those paths:
   partition's open batch, else a new one, which is announced once and the
   same way whichever path opened it: the topic counts as used
   (``metadata_max_idle_ms``), the sender sees to its linger clock
-  (``Sender.batch_opened``), and the next ``enqueue`` gives the sender a turn
-  first;
+  (``Sender.batch_opened``), and, when the sender has a pass due, the next
+  ``enqueue`` gives it a turn first;
 * **after the append**: a transaction takes the partition
   (``TransactionManager.add_partition``, checked before the append since
   nothing may fail after it), and a batch the record left full wakes the
@@ -194,9 +194,12 @@ class Admission:
     def _opened(self, batch: ProducerBatch, topic: str, now: float) -> None:
         self._client.touch_topic(topic, now)
         # The sender starts the batch's linger clock (unless it will look
-        # before the batch lingered), and the next enqueue yields to it first.
-        self._sender.batch_opened(batch)
-        self._shortcut.countdown = 0
+        # before the batch lingered). When it has a pass due (the batch before
+        # is full, or this one is sendable at once), the next enqueue yields
+        # to it first. Else that yield would cost a task step for nothing: in
+        # a web service, batches open all the time behind ones already sent.
+        if self._sender.batch_opened(batch):
+            self._shortcut.countdown = 0
 
     def place(
         self,

@@ -147,28 +147,31 @@ class Sender:
     def wakeup(self) -> None:
         self._alarm.ring()
 
-    def batch_opened(self, batch: ProducerBatch) -> None:
+    def batch_opened(self, batch: ProducerBatch) -> bool:
         """A record opened ``batch``: see that the loop passes by the time it can be sent.
 
         A loop asleep until then is left alone; one asleep until later has its
         timer brought forward. A pass now would only set that timer: in a web
         service such passes (a task step, a future, a timer each) were over half.
+        Returns whether a pass is due now (the batch before it is full, or this
+        one is sendable at once): then the caller's next record yields to it first.
         """
         alarm = self._alarm
         until = alarm.asleep_until
         if until is None:
             alarm.ring()
-            return
+            return True
         when = self._acc.sendable_from(
             batch, self._client.snapshot.leader_for, memory_exhausted=self._pool.exhausted
         )
         if until <= when:
-            return
+            return alarm.woken
         now = time.monotonic()
         if when <= now:
             alarm.ring()
-        else:
-            alarm.bring_forward(when, now)
+            return True
+        alarm.bring_forward(when, now)
+        return alarm.woken
 
     @property
     def requests_in_flight(self) -> int:

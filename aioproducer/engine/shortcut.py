@@ -8,7 +8,8 @@ lane when nothing else must be checked first:
 * the caller runs on the producer's event loop (the cheap check of
   :mod:`aioproducer.producer.loop_binding`: the loop's ``_thread_id`` is this thread's);
 * no yield to the loop is due (``countdown``: records until enqueue gives the
-  sender and other tasks a turn; 0 once a record opened a batch);
+  sender and other tasks a turn; 0 once a record opened a batch while the
+  sender has a pass due);
 * the producer is started, open and not transactional (``plain``);
 * for a key, the keyed lane exists (no custom partitioner, no serializers, no
   ``partitioner_ignore_keys``) and the topic was already checked.

@@ -306,7 +306,8 @@ class Producer(ProducerConstructor):
             # Raises unless on the producer's loop.
             self._life.binding.check("enqueue()/send()", self._life.closed)
         if shortcut.countdown <= 0:
-            # The previous record opened a batch, or YIELD_EVERY_RECORDS were
+            # The previous record opened a batch while the sender had a pass
+            # due (Admission._opened), or YIELD_EVERY_RECORDS were
             # enqueued since the last yield: let the sender and other tasks
             # run once, so they keep going while the caller keeps producing (a
             # loop of enqueue() calls would otherwise never let them run). Done

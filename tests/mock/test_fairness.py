@@ -88,6 +88,44 @@ async def test_a_tight_enqueue_loop_inside_one_batch_lets_other_tasks_run() -> N
     assert during >= records // facade.YIELD_EVERY_RECORDS - 1
 
 
+async def test_a_batch_opened_while_the_sender_sleeps_costs_no_yield() -> None:
+    # Each record opens a batch on its own partition, and each batch lingers:
+    # the sender has nothing to do before its timer, so enqueue does not yield.
+    partitions = 40
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("spread", partitions=partitions)
+        async with one_big_batch(cluster) as p:
+            await p.enqueue("spread", b"warm-up", partition=0)
+            await p.flush()
+
+            async def produce() -> None:
+                for i in range(1, partitions):
+                    await p.enqueue("spread", b"x", partition=i)
+
+            _, during = await ticks_during(produce())
+            await p.flush()
+    # At most the one yield the warm-up's own batch may have left due.
+    assert during <= 1
+
+
+async def test_a_batch_opened_behind_a_full_one_yields_to_the_sender() -> None:
+    # A batch holds two records: every other record opens one behind a full
+    # batch, which the sender can send at once; the next enqueue yields to it.
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("full", partitions=1)
+        async with Producer(cluster.bootstrap_servers, batch_size=250, linger_ms=10_000) as p:
+            await p.enqueue("full", b"warm-up")
+            await p.flush()
+
+            async def produce() -> list[asyncio.Future[object]]:
+                return [await p.enqueue("full", b"x" * 100) for _ in range(40)]
+
+            futures, during = await ticks_during(produce())
+            await p.flush()
+            assert [f.result().offset for f in futures] == list(range(1, 41))  # type: ignore[attr-defined]
+    assert during >= 40 // 3
+
+
 async def test_a_long_bulk_call_yields_between_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bulk, "YIELD_INTERVAL", 0.0)  # yield after every slice
     slices = 30
