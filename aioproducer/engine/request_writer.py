@@ -99,12 +99,18 @@ class RequestWriter:
         lock = self.locks.get(node)
         if lock is None:
             lock = self.locks[node] = asyncio.Lock()
-        if not self._waiting.get(node) and build_small_payloads(batches) is None:
-            self._write(conn, batches)
-            if conn.write_backlogged():
-                self._spawn(node, self._drain_later(node, lock, conn))
-        else:
-            self._spawn(node, self._write_later(node, lock, conn, batches))
+        if not self._waiting.get(node):
+            try:
+                offload = build_small_payloads(batches)
+            except Exception as exc:  # noqa: BLE001 - a codec failure: fail, never hang
+                self._failed(conn, batches, exc)
+                return
+            if offload is None:
+                self._write(conn, batches)
+                if conn.write_backlogged():
+                    self._spawn(node, self._drain_later(node, lock, conn))
+                return
+        self._spawn(node, self._write_later(node, lock, conn, batches))
 
     def stop(self) -> list[asyncio.Task[None]]:
         """Answers from now on are dropped (the sender fails what was in flight);
@@ -128,8 +134,7 @@ class RequestWriter:
                     await build_payloads(batches)
                 except Exception as exc:  # noqa: BLE001 - a codec failure: fail, never hang
                     written = True
-                    self._log.exception("building a Produce request for %r failed", conn)
-                    self._end(conn, batches, errors.KafkaError(f"build failed: {exc!r}"))
+                    self._failed(conn, batches, exc)
                     return
                 written = True
                 self._write(conn, batches)
@@ -149,10 +154,9 @@ class RequestWriter:
 
     def _write(self, conn: BrokerConnection, batches: list[ProducerBatch]) -> None:
         """Write the request of ``batches`` (built); what ends it goes to ``answered``."""
-        if self._metrics is not None:
-            self._metrics.batches_sent(batches, time.monotonic())
-        failure: errors.KafkaError
         try:
+            if self._metrics is not None:
+                self._metrics.batches_sent(batches, time.monotonic())
             body = produce_body(
                 batches,
                 transactional_id=self._transactional_id,
@@ -164,17 +168,20 @@ class RequestWriter:
                 # Produce v12 adds the partition to the transaction: only under v2.
                 version = choose_version(PRODUCE.key, conn.version_for(PRODUCE), v2=self._txn.v2)
             fut = conn.send(PRODUCE, body, version=version, expect_response=self._acks != 0)
-        except errors.KafkaError as exc:
-            failure = exc
         except Exception as exc:  # noqa: BLE001 - e.g. an encoder bug: fail, never hang
-            self._log.exception(
-                "produce request to %r failed", conn, extra={"broker": conn.node_id}
-            )
-            failure = errors.KafkaError(f"produce request failed: {exc!r}")
+            self._failed(conn, batches, exc)
         else:
             fut.add_done_callback(partial(self._on_response, conn, batches, time.monotonic()))
-            return
-        # After this pass, as any answer: the sender never applies one within its pass.
+
+    def _failed(self, conn: BrokerConnection, batches: list[ProducerBatch], exc: Exception) -> None:
+        """``exc`` kept the request from being written: it ends with that error,
+        after this pass, as any answer would (never within the sender's pass)."""
+        failure = exc
+        if not isinstance(exc, errors.KafkaError):
+            self._log.error(
+                "produce request to %r failed", conn, exc_info=exc, extra={"broker": conn.node_id}
+            )
+            failure = errors.KafkaError(f"produce request failed: {exc!r}")
         asyncio.get_running_loop().call_soon(self._end, conn, batches, failure)
 
     def _on_response(
@@ -189,12 +196,14 @@ class RequestWriter:
             outcome = errors.ConnectionLostError(f"the Produce request to {conn!r} was cancelled")
         else:
             outcome = fut.exception() or fut.result()
+        try:
             if self._metrics is not None and isinstance(outcome, ProduceResponse):
                 now = time.monotonic()
                 self._metrics.produce_response(
                     conn.node_id, (now - sent_at) * 1000, outcome.throttle_time_ms, now
                 )
-        self._end(conn, batches, outcome)
+        finally:
+            self._end(conn, batches, outcome)
 
     def _end(self, conn: BrokerConnection, batches: list[ProducerBatch], outcome: Outcome) -> None:
         self.requests[conn.node_id] -= 1

@@ -164,9 +164,9 @@ class Sender:
         when = self._acc.sendable_from(
             batch, self._client.snapshot.leader_for, memory_exhausted=self._pool.exhausted
         )
-        if until <= when:
-            return alarm.woken
         now = time.monotonic()
+        if until <= when:
+            return alarm.woken or until <= now  # rung, or its timer is due: a pass comes
         if when <= now:
             alarm.ring()
             return True

@@ -186,7 +186,7 @@ class Lifecycle:
                 )
         finally:
             await sender.stop()
-            # Anything left (a request cancelled by stop) still resolves.
+            # Anything left still resolves: stop() drops the answers still to come.
             sender.abort(
                 errors.ProducerClosedError("close() ended before this record was delivered")
             )

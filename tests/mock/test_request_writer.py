@@ -21,6 +21,7 @@ import pytest
 
 from aioproducer import Producer, errors
 from aioproducer.engine import request_writer
+from aioproducer.engine.batch import ProducerBatch
 from aioproducer.engine.produce_request import OFFLOAD_COMPRESSION_BYTES
 from aioproducer.engine.request_writer import RequestWriter
 from aioproducer.net.connection import BrokerConnection
@@ -191,6 +192,38 @@ async def test_a_request_that_cannot_be_encoded_fails_its_records_and_the_next_g
             assert (await within(p.send("t", b"next"), 10, "the next send")).offset == 1
         assert [r.value for r in cluster.records("t")] == [b"warm", b"next"]
         assert "produce request to" in caplog.text
+        assert "unexpected error in the sender loop" not in caplog.text
+
+
+async def test_a_small_batch_that_cannot_be_built_fails_at_once_and_frees_its_slot(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = ProducerBatch.build
+    failures = [MemoryError("no room to build")]
+
+    def build(batch: ProducerBatch) -> Any:
+        if failures:
+            raise failures.pop()
+        return real(batch)
+
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 1)
+        # One request in flight per connection: a slot never given back would
+        # hold every later record of the node.
+        async with Producer(
+            cluster.bootstrap_servers, linger_ms=0, max_in_flight_requests_per_connection=1
+        ) as p:
+            await within(p.send("t", b"warm"), 10, "warm-up")
+            monkeypatch.setattr(ProducerBatch, "build", build)
+            with (
+                caplog.at_level(logging.ERROR, logger="aioproducer"),
+                pytest.raises(errors.KafkaError, match="no room to build"),
+            ):
+                await within(p.send("t", b"lost"), 10, "the failed send")
+            assert p._running is not None
+            assert p._running.sender.requests_in_flight == 0
+            assert (await within(p.send("t", b"next"), 10, "the next send")).offset == 1
+        assert [r.value for r in cluster.records("t")] == [b"warm", b"next"]
         assert "unexpected error in the sender loop" not in caplog.text
 
 
