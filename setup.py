@@ -43,7 +43,7 @@ setup(
                      "aioproducer/_speedups/_wake.c",
                      "aioproducer/_speedups/_counter.c"],
             depends=["aioproducer/_speedups/_varint.h", "aioproducer/_speedups/_partitioning.h",
-                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome.h",
+                     "aioproducer/_speedups/_state.h", "aioproducer/_speedups/_outcome_layout.h",
                      "aioproducer/_speedups/_builder.h", "aioproducer/_speedups/_builder_internal.h",
                      "aioproducer/_speedups/_crc32c.h", "aioproducer/_speedups/_counter.h",
                      "aioproducer/_speedups/_batch_core.h",

@@ -26,7 +26,7 @@
 
 #include "_batch_core.h"
 #include "_builder.h"
-#include "_outcome.h"
+#include "_outcome_layout.h"
 #include "_partitioning.h"
 #include "_varint.h"
 

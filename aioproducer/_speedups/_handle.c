@@ -25,7 +25,7 @@
 #include <limits.h>
 #include <structmember.h>
 
-#include "_outcome.h"
+#include "_outcome_layout.h"
 #include "_state.h"
 
 static int handle_done(Handle *h) { return h->cancelled || handle_current(h)->state != PENDING; }

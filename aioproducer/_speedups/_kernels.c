@@ -30,7 +30,7 @@
 #include "_builder.h"
 #include "_counter.h"
 #include "_lanes.h"
-#include "_outcome.h"
+#include "_outcome_layout.h"
 #include "_partitioning.h"
 #include "_state.h"
 #include "_varint.h"

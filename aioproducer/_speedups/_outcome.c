@@ -11,7 +11,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include "_outcome.h"
+#include "_outcome_layout.h"
 #include "_state.h"
 
 /* ---- following a split (KIP-126) ------------------------------------------- */
@@ -46,37 +46,6 @@ Outcome *handle_current(Handle *h) {
         }
     }
     return h->outcome;
-}
-
-/* ---- scheduling callbacks ------------------------------------------------------ */
-
-void handle_schedule_callbacks(Handle *h) {
-    PyObject *callbacks = h->callbacks;
-    if (!callbacks) return;
-    h->callbacks = NULL; /* owned now */
-    kernels_state *st = state_of((PyObject *)h);
-    PyObject *loop = Py_NewRef(h->outcome->loop);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks); i++) { /* re-read: the list is ours */
-        PyObject *entry = Py_NewRef(PyList_GET_ITEM(callbacks, i));
-        /* loop.call_soon(fn, handle, context=context) */
-        PyObject *call[5] = {NULL, loop, PyTuple_GET_ITEM(entry, 0), (PyObject *)h,
-                             PyTuple_GET_ITEM(entry, 1)};
-        PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,
-                                                3 | PY_VECTORCALL_ARGUMENTS_OFFSET, st->context_kwnames);
-        Py_DECREF(entry);
-        if (!r) {
-            /* The loop is closed: nothing will run them; the outcome stands. */
-            if (PyErr_ExceptionMatches(PyExc_RuntimeError)) {
-                PyErr_Clear();
-                break;
-            }
-            PyErr_WriteUnraisable((PyObject *)h);
-            continue;
-        }
-        Py_DECREF(r);
-    }
-    Py_DECREF(loop);
-    Py_DECREF(callbacks);
 }
 
 /* Register ``h`` (which has callbacks) with ``o``, or schedule them if ``o`` is decided. */

@@ -12,7 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "_outcome.h"
+#include "_outcome_layout.h"
 #include "_state.h"
 
 /* Done callbacks run per turn of the event loop: a batch of many awaited
@@ -22,6 +22,36 @@
 /* loop.call_soon(fn, arg, context=ctx), or without a context when ctx is NULL;
  * 0, or -1 with an error set. A closed loop (RuntimeError) is 0: nothing would
  * run the callback. */
+/* A handle's own done callbacks, each by loop.call_soon, once. */
+void handle_schedule_callbacks(Handle *h) {
+    PyObject *callbacks = h->callbacks;
+    if (!callbacks) return;
+    h->callbacks = NULL; /* owned now */
+    kernels_state *st = state_of((PyObject *)h);
+    PyObject *loop = Py_NewRef(h->outcome->loop);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks); i++) { /* re-read: the list is ours */
+        PyObject *entry = Py_NewRef(PyList_GET_ITEM(callbacks, i));
+        /* loop.call_soon(fn, handle, context=context) */
+        PyObject *call[5] = {NULL, loop, PyTuple_GET_ITEM(entry, 0), (PyObject *)h,
+                             PyTuple_GET_ITEM(entry, 1)};
+        PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,
+                                                3 | PY_VECTORCALL_ARGUMENTS_OFFSET, st->context_kwnames);
+        Py_DECREF(entry);
+        if (!r) {
+            /* The loop is closed: nothing will run them; the outcome stands. */
+            if (PyErr_ExceptionMatches(PyExc_RuntimeError)) {
+                PyErr_Clear();
+                break;
+            }
+            PyErr_WriteUnraisable((PyObject *)h);
+            continue;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(loop);
+    Py_DECREF(callbacks);
+}
+
 static int call_soon(kernels_state *st, PyObject *loop, PyObject *fn, PyObject *arg, PyObject *ctx) {
     PyObject *call[5] = {NULL, loop, fn, arg, ctx};
     PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,

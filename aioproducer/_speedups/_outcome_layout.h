@@ -1,8 +1,8 @@
-/* BatchOutcome and RecordHandle (_outcome.c, _handle.c): their layouts, shared by
- * the two files only, and what the batch kernels call. The reference is
+/* BatchOutcome and RecordHandle (_outcome.c, _handle.c, _wake.c): their layouts, shared by
+ * those files only, and what the batch kernels call. The reference is
  * aioproducer/engine/record_handle.py. */
-#ifndef AIOPRODUCER_OUTCOME_H
-#define AIOPRODUCER_OUTCOME_H
+#ifndef AIOPRODUCER_OUTCOME_LAYOUT_H
+#define AIOPRODUCER_OUTCOME_LAYOUT_H
 
 #include <Python.h>
 
@@ -42,7 +42,7 @@ static inline kernels_state *state_of(PyObject *obj) {
 
 /* _outcome.c: the outcome a handle's record belongs to now (following splits; borrowed). */
 Outcome *handle_current(Handle *h);
-/* _outcome.c: schedule a handle's done callbacks on its loop, once. */
+/* _wake.c: schedule a handle's done callbacks on its loop, once. */
 void handle_schedule_callbacks(Handle *h);
 /* _wake.c: once ``o`` is decided, run its waiting handles' done callbacks (on the loop). */
 void outcome_wake(Outcome *o);
