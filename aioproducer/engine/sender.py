@@ -318,8 +318,7 @@ class Sender:
                 # Lost, timed out, undecodable: the broker may or may not have written each.
                 if not isinstance(outcome, errors.KafkaError):
                     outcome = errors.KafkaError(f"produce request failed: {outcome!r}")
-                unanswered.clear()
-                self._apply_all(batches, outcome)
+                self._apply_all(batches, outcome, unanswered)
             elif outcome is None:
                 now = time.monotonic()
                 for batch in batches:
@@ -387,11 +386,19 @@ class Sender:
             maybe_written = None if written is None else written.maybe_written
             self._apply(batch, error, base_offset, log_append_time, now, node, maybe_written)
 
-    def _apply_all(self, batches: Iterable[ProducerBatch], exc: BaseException) -> None:
+    def _apply_all(
+        self,
+        batches: Iterable[ProducerBatch],
+        exc: BaseException,
+        unanswered: set[ProducerBatch] | None = None,
+    ) -> None:
         """The request failed as a whole (connection lost, timed out, undecodable):
-        the broker may or may not have written each batch."""
+        the broker may or may not have written each batch. Each batch applied
+        leaves ``unanswered``."""
         now = time.monotonic()
         for batch in batches:
+            if unanswered is not None:
+                unanswered.discard(batch)
             self._apply(batch, exc, -1, -1, now, maybe_written=True)
 
     def _apply(

@@ -24,6 +24,7 @@ from aioproducer.engine import request_writer
 from aioproducer.engine.batch import ProducerBatch
 from aioproducer.engine.produce_request import OFFLOAD_COMPRESSION_BYTES
 from aioproducer.engine.request_writer import RequestWriter
+from aioproducer.engine.sender import Sender
 from aioproducer.net.connection import BrokerConnection
 from aioproducer.testing import MockCluster
 from tests.support.aio import within
@@ -225,6 +226,53 @@ async def test_a_small_batch_that_cannot_be_built_fails_at_once_and_frees_its_sl
             assert (await within(p.send("t", b"next"), 10, "the next send")).offset == 1
         assert [r.value for r in cluster.records("t")] == [b"warm", b"next"]
         assert "unexpected error in the sender loop" not in caplog.text
+
+
+async def test_a_failure_applying_one_batch_of_a_failed_request_leaves_the_others_an_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A request of two batches fails as a whole, and applying that failure to
+    # its first batch raises (a bug, put in here): the second batch must still
+    # take an outcome now, not wait for its delivery timeout.
+    real_body = request_writer.produce_body  # type: ignore[attr-defined]  # patched below
+    body_failures = [errors.KafkaError("encoder broke")]
+    real_apply = Sender._apply
+    broken: list[ProducerBatch] = []
+
+    def produce_body(*args: Any, **kwargs: Any) -> Any:
+        if body_failures:
+            raise body_failures.pop()
+        return real_body(*args, **kwargs)
+
+    def apply(sender: Sender, batch: ProducerBatch, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("maybe_written") and not broken:
+            broken.append(batch)
+            raise RuntimeError("applying broke")
+        real_apply(sender, batch, *args, **kwargs)
+
+    async with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("t", 2)
+        p = Producer(cluster.bootstrap_servers, linger_ms=60_000)
+        await p.start()
+        try:
+            warm = [await p.enqueue("t", b"warm", partition=i) for i in (0, 1)]
+            await within(p.flush(), 10, "warm-up")
+            assert all(h.done() for h in warm)
+            monkeypatch.setattr(request_writer, "produce_body", produce_body)
+            monkeypatch.setattr(Sender, "_apply", apply)
+            handles = [await p.enqueue("t", b"x", partition=i) for i in (0, 1)]
+            flushing = asyncio.ensure_future(p.flush())  # one request of both batches
+            await within(
+                asyncio.wait(handles, return_when=asyncio.FIRST_COMPLETED), 20, "an outcome"
+            )
+            assert len(broken) == 1
+            [other] = [h for h in handles if h.done()]
+            exc = other.exception()
+            assert exc is None or not isinstance(exc, errors.KafkaTimeoutError), exc
+            flushing.cancel()
+        finally:
+            # The batch whose apply raised fails when close() gives up on it.
+            await within(p.close(timeout=0.5), 20, "close")
 
 
 async def test_close_while_a_write_waits_fails_its_records_and_counts_no_request(
