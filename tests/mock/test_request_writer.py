@@ -83,6 +83,19 @@ def big_values() -> list[bytes]:
     return [os.urandom(1000) for _ in range(count)]
 
 
+def fail_once(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, exc: Exception) -> None:
+    """``owner.name`` raises ``exc`` on its next call, then behaves as before."""
+    real = getattr(owner, name)
+    failures = [exc]
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, failing)
+
+
 async def test_a_plain_request_is_written_without_a_task(spawns: Spawns) -> None:
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", 2)
@@ -172,19 +185,11 @@ async def test_a_full_socket_buffer_holds_the_next_requests(
 async def test_a_request_that_cannot_be_encoded_fails_its_records_and_the_next_goes_on(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    real = request_writer.produce_body  # type: ignore[attr-defined]  # patched below
-    failures = [RuntimeError("encoder broke")]
-
-    def produce_body(*args: Any, **kwargs: Any) -> Any:
-        if failures:
-            raise failures.pop()
-        return real(*args, **kwargs)
-
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", 1)
         async with Producer(cluster.bootstrap_servers, linger_ms=0) as p:
             await within(p.send("t", b"warm"), 10, "warm-up")
-            monkeypatch.setattr(request_writer, "produce_body", produce_body)
+            fail_once(monkeypatch, request_writer, "produce_body", RuntimeError("encoder broke"))
             with (
                 caplog.at_level(logging.ERROR, logger="aioproducer"),
                 pytest.raises(errors.KafkaError, match="encoder broke"),
@@ -199,14 +204,6 @@ async def test_a_request_that_cannot_be_encoded_fails_its_records_and_the_next_g
 async def test_a_small_batch_that_cannot_be_built_fails_at_once_and_frees_its_slot(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    real = ProducerBatch.build
-    failures = [MemoryError("no room to build")]
-
-    def build(batch: ProducerBatch) -> Any:
-        if failures:
-            raise failures.pop()
-        return real(batch)
-
     async with MockCluster(brokers=1) as cluster:
         cluster.create_topic("t", 1)
         # One request in flight per connection: a slot never given back would
@@ -215,7 +212,7 @@ async def test_a_small_batch_that_cannot_be_built_fails_at_once_and_frees_its_sl
             cluster.bootstrap_servers, linger_ms=0, max_in_flight_requests_per_connection=1
         ) as p:
             await within(p.send("t", b"warm"), 10, "warm-up")
-            monkeypatch.setattr(ProducerBatch, "build", build)
+            fail_once(monkeypatch, ProducerBatch, "build", MemoryError("no room to build"))
             with (
                 caplog.at_level(logging.ERROR, logger="aioproducer"),
                 pytest.raises(errors.KafkaError, match="no room to build"),
@@ -234,15 +231,8 @@ async def test_a_failure_applying_one_batch_of_a_failed_request_leaves_the_other
     # A request of two batches fails as a whole, and applying that failure to
     # its first batch raises (a bug, put in here): the second batch must still
     # take an outcome now, not wait for its delivery timeout.
-    real_body = request_writer.produce_body  # type: ignore[attr-defined]  # patched below
-    body_failures = [errors.KafkaError("encoder broke")]
     real_apply = Sender._apply
     broken: list[ProducerBatch] = []
-
-    def produce_body(*args: Any, **kwargs: Any) -> Any:
-        if body_failures:
-            raise body_failures.pop()
-        return real_body(*args, **kwargs)
 
     def apply(sender: Sender, batch: ProducerBatch, *args: Any, **kwargs: Any) -> None:
         if kwargs.get("maybe_written") and not broken:
@@ -258,7 +248,9 @@ async def test_a_failure_applying_one_batch_of_a_failed_request_leaves_the_other
             warm = [await p.enqueue("t", b"warm", partition=i) for i in (0, 1)]
             await within(p.flush(), 10, "warm-up")
             assert all(h.done() for h in warm)
-            monkeypatch.setattr(request_writer, "produce_body", produce_body)
+            fail_once(
+                monkeypatch, request_writer, "produce_body", errors.KafkaError("encoder broke")
+            )
             monkeypatch.setattr(Sender, "_apply", apply)
             handles = [await p.enqueue("t", b"x", partition=i) for i in (0, 1)]
             flushing = asyncio.ensure_future(p.flush())  # one request of both batches
