@@ -24,6 +24,10 @@ runs first; the summary gives per implementation the median requests/s with its
 min-max, the medians of p50 and p99 latency, and aioproducer / aiokafka of the
 medians.
 
+``--profile DIR --perf`` (Linux perf, CPython 3.13+) samples it with perf as
+well, on CPU time with C and Python frames together: the most exact of the
+three shares (see :mod:`benchmarks.web_profile`).
+
 ``--profile DIR`` samples the service with py-spy during each load run (the
 raw stacks are kept in DIR) and prints per run the producer's share of the
 service's samples (inclusive: a sample is the producer's when any frame of
@@ -47,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import math
 import os
@@ -187,6 +192,7 @@ def run_once(
     topic = create_topic(bootstrap, f"web-{run_id}-{uuid.uuid4().hex[:8]}", args.partitions)
     python = [sys.executable, "-m", "benchmarks.web_load"]
     env = {**os.environ, **malloc_settings(args)}  # the service's and the load generator's
+    server_env = {**env, **(web_profile.perf_env() if args.perf else {})}
     profiling = args.profile is not None
     if profiling:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
@@ -204,7 +210,7 @@ def run_once(
             *(["--count", "--cpu-profile", str(cpu_raw)] if profiling else []),
         ],
         cwd=REPO_ROOT,
-        env=env,
+        env=server_env,
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -251,6 +257,8 @@ def run_once(
         except subprocess.TimeoutExpired:
             server.kill()
             rest, _ = server.communicate()
+        if args.perf:
+            web_profile.remove_jit_dump(server.pid)
     if profiling:
         profile["stats"] = web_profile.read_stats(rest or "")
         if cpu_raw.exists():
@@ -294,16 +302,20 @@ def profiling_context(
         broker and web_profile.cpu_seconds(broker),
         resource.getrusage(resource.RUSAGE_CHILDREN),
     )
-    with web_profile.py_spy(pid, raw):
+    folded = raw.with_suffix(".perf.raw")
+    perf = web_profile.perf_record(pid, folded) if args.perf else contextlib.nullcontext()
+    with web_profile.py_spy(pid, raw), perf:
         yield
         after = (
             web_profile.cpu_seconds(pid),
             broker and web_profile.cpu_seconds(broker),
             resource.getrusage(resource.RUSAGE_CHILDREN),
         )
-    counts = web_profile.attribute(
-        raw.read_text(), web_profile.package_dir(run_id.split("-", 1)[0])
-    )
+    producer_dir = web_profile.package_dir(run_id.split("-", 1)[0])
+    counts = web_profile.attribute(raw.read_text(), producer_dir)
+    if args.perf:
+        on_cpu = web_profile.attribute(folded.read_text(), producer_dir)
+        profile.update(perf_samples=sum(on_cpu.values()), perf_shares=web_profile.shares(on_cpu))
     children = (after[2].ru_utime + after[2].ru_stime) - (before[2].ru_utime + before[2].ru_stime)
     profile.update(
         samples=sum(counts.values()),
@@ -377,6 +389,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="py-spy the service, CPU and Produce requests per run (raw stacks in DIR)",
     )
     parser.add_argument(
+        "--perf",
+        action="store_true",
+        help="with --profile: also sample the service with Linux perf, C and Python frames "
+        "together (CPython 3.13+)",
+    )
+    parser.add_argument(
         "--malloc-as-is", action="store_true", help="leave glibc's malloc thresholds alone"
     )
     parser.add_argument("--count", action="store_true", help=argparse.SUPPRESS)
@@ -409,6 +427,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from tests.support.kafka_broker import KafkaJarsUnavailable
 
+    if args.perf:
+        if args.profile is None:
+            print("--perf goes with --profile DIR", file=sys.stderr)
+            return 2
+        why = web_profile.perf_unavailable()
+        if why:
+            print(why, file=sys.stderr)
+            return 2
     settings = ProducerSettings.from_args(args)
     order = schedule(args.impl_list, args.rounds)
     runs: list[dict[str, Any]] = []

@@ -18,6 +18,14 @@ Used by ``python -m benchmarks.web_load --profile DIR``. For each run:
   service also samples itself on CPU time: ``setitimer(ITIMER_PROF)`` at the
   same rate, stacks written in py-spy's raw format and attributed the same
   way (``cpu`` shares; a C call's time goes to the Python frame that made it).
+* With ``--perf`` (Linux ``perf``, CPython 3.13+): ``perf record`` samples the
+  service on CPU time with its whole stack, C and Python together (the service
+  runs with ``-X perf_jit``, which gives each Python frame a symbol perf can
+  unwind through). No signal handler is involved, so each sample lands in the
+  function that was running: the ``ITIMER_PROF`` handler only runs at the next
+  check of the interpreter's eval breaker, so the C work before it (a
+  collection of the cyclic collector, say) lands in whatever frame checks next,
+  often the start of a coroutine. Attributed the same way (``perf`` shares).
 * CPU seconds of the service, the broker (the process listening on the
   bootstrap port, read from ``/proc``) and the load generator over the run.
 * In the service: Produce requests, batches and records (counted by wrapping
@@ -33,6 +41,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -123,6 +132,93 @@ def py_spy(pid: int, output: Path) -> Iterator[None]:
             _, err = proc.communicate()
         if not output.exists():
             raise RuntimeError(f"py-spy wrote no profile (exit {proc.returncode}): {err[-500:]}")
+
+
+PERF_RATE = 199
+# Where CPython's perf_jit writes its jitdump (a fixed path), and perf inject its .so files.
+JIT_DIR = Path("/tmp")
+# py::qualname:path, a Python frame's symbol under -X perf_jit (perf inject --jit)
+_PERF_PY = re.compile(r"py::(?P<func>[^:]+):(?P<file>.+?)(?:\+0x[0-9a-f]+)?$")
+
+
+def perf_unavailable() -> str | None:
+    """Why ``--perf`` cannot run here, or None."""
+    if sys.version_info < (3, 13):
+        return "--perf needs CPython 3.13+ (-X perf_jit), run the benchmark with it"
+    if shutil.which("perf") is None:
+        return "--perf needs Linux perf on PATH"
+    return None
+
+
+def perf_env() -> dict[str, str]:
+    """The service's environment additions for ``perf_record`` (Python frames as symbols)."""
+    return {"PYTHON_PERF_JIT_SUPPORT": "1"}
+
+
+def fold_perf_script(text: str) -> str:
+    """``perf script -F ip,sym`` stacks as py-spy's raw format (Python frames, root first)."""
+    stacks: collections.Counter[str] = collections.Counter()
+    for block in text.split("\n\n"):
+        frames = []
+        for line in block.splitlines():
+            parts = line.split(None, 1)
+            m = _PERF_PY.search(parts[1]) if len(parts) == 2 else None
+            if m:
+                frames.append(f"{m['func']} ({m['file']}:0)")
+        if block.strip():
+            stacks[";".join(reversed(frames)) or "<no python frame> (?:0)"] += 1
+    return "".join(f"{stack} {n}\n" for stack, n in stacks.items())
+
+
+@contextmanager
+def perf_record(pid: int, output: Path) -> Iterator[None]:
+    """Sample ``pid`` (started with :func:`perf_env`) with ``perf record`` for the block;
+    its stacks, folded, land in ``output``."""
+    data = output.with_suffix(".perf.data")
+    injected = output.with_suffix(".jit.data")
+    cmd = ["perf", "record", "-k", "1", "-F", str(PERF_RATE), "--call-graph", "dwarf,32768"]
+    proc = subprocess.Popen(
+        [*cmd, "-p", str(pid), "-o", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+    try:
+        if not data.exists():
+            raise RuntimeError(f"perf wrote no profile (exit {proc.returncode}): {err[-500:]}")
+        subprocess.run(
+            ["perf", "inject", "--jit", "-i", str(data), "-o", str(injected)],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
+        script = subprocess.run(
+            ["perf", "script", "-F", "ip,sym", "-i", str(injected)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        output.write_text(fold_perf_script(script.stdout))
+    finally:
+        data.unlink(missing_ok=True)
+        injected.unlink(missing_ok=True)
+        for jitted in JIT_DIR.glob(f"jitted-{pid}-*.so"):
+            jitted.unlink(missing_ok=True)
+
+
+def remove_jit_dump(pid: int) -> None:
+    """The jitdump file ``-X perf_jit`` wrote for process ``pid`` (once it has exited)."""
+    (JIT_DIR / f"jit-{pid}.dump").unlink(missing_ok=True)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -266,6 +362,8 @@ def describe(run: dict[str, Any]) -> str:
     parts = [_shares_line("py-spy", sh, p["samples"])]
     if p.get("cpu_shares"):
         parts.append(_shares_line("on CPU", p["cpu_shares"], p["cpu_samples"]))
+    if p.get("perf_shares"):
+        parts.append(_shares_line("perf", p["perf_shares"], p["perf_samples"]))
     cpu = p["cpu_s"]
     parts.append(
         "CPU us/request: "

@@ -81,7 +81,8 @@ def print_profile_summary(runs: list[dict[str, Any]]) -> None:
     print(
         "\nproducer share of the service's samples (inclusive: a sample whose stack has any "
         "frame in the producer's package),\nmedian (min-max) of the runs; py-spy: not "
-        "sleeping (running or waiting for a core); on CPU: sampled on CPU time"
+        "sleeping (running or waiting for a core); on CPU: sampled on CPU time; perf: sampled\non "
+        "CPU time by Linux perf, C and Python frames together"
     )
 
     def span(vals: list[float]) -> str:
@@ -94,13 +95,20 @@ def print_profile_summary(runs: list[dict[str, Any]]) -> None:
         oncpu = [
             r["profile"]["cpu_shares"]["producer"] for r in group if r["profile"].get("cpu_shares")
         ]
+        perf = [
+            r["profile"]["perf_shares"]["producer"]
+            for r in group
+            if r["profile"].get("perf_shares")
+        ]
         cpu = {
             k: statistics.median(r["profile"]["cpu_s"][k] / max(r["ok"], 1) * 1e6 for r in group)
             for k in ("service", "broker", "load")
             if group[0]["profile"]["cpu_s"][k] is not None
         }
         print(
-            f"{clients:>7} {impl:<12} py-spy {span(spy)}, on CPU {span(oncpu)}; CPU us/request "
+            f"{clients:>7} {impl:<12} py-spy {span(spy)}, on CPU {span(oncpu)}"
+            + (f", perf {span(perf)}" if perf else "")
+            + "; CPU us/request "
             + " ".join(f"{k} {v:.0f}" for k, v in cpu.items())
             + f"; {len(group)} run(s)"
         )
