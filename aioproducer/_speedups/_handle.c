@@ -62,6 +62,8 @@ static int handle_traverse(PyObject *op, visitproc visit, void *arg) {
     Handle *h = (Handle *)op;
     Py_VISIT(Py_TYPE(op));
     Py_VISIT(h->outcome);
+    Py_VISIT(h->callback0);
+    Py_VISIT(h->context0);
     Py_VISIT(h->callbacks);
     Py_VISIT(h->cancel_message);
     Py_VISIT(h->metadata);
@@ -71,6 +73,8 @@ static int handle_traverse(PyObject *op, visitproc visit, void *arg) {
 static int handle_clear(PyObject *op) {
     Handle *h = (Handle *)op;
     /* The outcome stays (every method reads it); the rest closes no cycle once cleared. */
+    Py_CLEAR(h->callback0);
+    Py_CLEAR(h->context0);
     Py_CLEAR(h->callbacks);
     Py_CLEAR(h->cancel_message);
     Py_CLEAR(h->metadata);
@@ -224,7 +228,31 @@ static PyObject *handle_add_done_callback(PyObject *op, PyObject *const *args, P
     }
     PyObject *ctx = context == Py_None ? PyContext_CopyCurrent() : Py_NewRef(context);
     if (!ctx) return NULL;
+    /* The first callback goes in callback0, the others in a list of (fn, context)
+     * tuples. Making the tuple or the list may run the collector, and finalizers with
+     * it, which may decide the handle or change its callbacks: read again after. */
+    PyObject *entry = NULL;
+    if (!handle_done(h) && (h->callback0 || h->callbacks)) {
+        entry = PyTuple_Pack(2, fn, ctx);
+        if (!entry) {
+            Py_DECREF(ctx);
+            return NULL;
+        }
+        if (!h->callbacks && !handle_done(h)) {
+            PyObject *list = PyList_New(0);
+            if (!list) {
+                Py_DECREF(entry);
+                Py_DECREF(ctx);
+                return NULL;
+            }
+            if (h->callbacks) Py_DECREF(list); /* empty: freeing it runs nothing */
+            else h->callbacks = list;
+        }
+    }
+    /* From here on nothing allocates a container: no Python code runs until the
+     * callback is stored, or scheduled if the handle is done. */
     if (handle_done(h)) {
+        Py_XDECREF(entry);
         PyObject *loop = Py_NewRef(h->outcome->loop);
         PyObject *call[5] = {NULL, loop, fn, op, ctx};
         PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,
@@ -235,56 +263,71 @@ static PyObject *handle_add_done_callback(PyObject *op, PyObject *const *args, P
         Py_DECREF(r);
         Py_RETURN_NONE;
     }
-    PyObject *entry = PyTuple_Pack(2, fn, ctx);
-    Py_DECREF(ctx);
-    if (!entry) return NULL;
-    int first = h->callbacks == NULL;
-    if (first) {
-        h->callbacks = PyList_New(0);
-        if (!h->callbacks) {
-            Py_DECREF(entry);
+    if (!h->callback0 && !h->callbacks) {
+        Py_XDECREF(entry);
+        h->callback0 = Py_NewRef(fn);
+        h->context0 = ctx; /* the reference is the handle's now */
+    } else {
+        Py_DECREF(ctx);
+        if (!entry || !h->callbacks) { /* only a bug could get here: never lose the callback silently */
+            Py_XDECREF(entry);
+            PyErr_SetString(PyExc_SystemError, "add_done_callback: no room for the callback");
             return NULL;
         }
+        /* Appending only reallocates the item array: it runs no Python code. */
+        int rc = PyList_Append(h->callbacks, entry);
+        Py_DECREF(entry);
+        if (rc < 0) return NULL;
     }
-    int rc = PyList_Append(h->callbacks, entry);
-    Py_DECREF(entry);
-    if (rc < 0) return NULL;
-    if (first && outcome_wait_on(handle_current(h), h) < 0) return NULL;
+    if (!h->waiting && outcome_wait_on(h) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* The handle's done callbacks as one new list of (fn, context) tuples, first to last. */
+static PyObject *callbacks_snapshot(Handle *h) {
+    PyObject *first = NULL;
+    if (h->callback0) {
+        first = PyTuple_Pack(2, h->callback0, h->context0);
+        if (!first) return NULL;
+    }
+    /* Making the tuple may have run finalizers: the list is read after it. */
+    PyObject *rest = h->callbacks;
+    PyObject *snapshot = rest ? PyList_GetSlice(rest, 0, PyList_GET_SIZE(rest)) : PyList_New(0);
+    if (!snapshot || (first && PyList_Insert(snapshot, 0, first) < 0)) Py_CLEAR(snapshot);
+    Py_XDECREF(first);
+    return snapshot;
 }
 
 static PyObject *handle_remove_done_callback(PyObject *op, PyObject *fn) {
     Handle *h = (Handle *)op;
-    if (!h->callbacks) return PyLong_FromLong(0);
-    PyObject *callbacks = Py_NewRef(h->callbacks);
-    PyObject *kept = PyList_New(0);
-    Py_ssize_t removed = 0;
+    if (!h->callback0 && (!h->callbacks || PyList_GET_SIZE(h->callbacks) == 0)) return PyLong_FromLong(0);
+    /* A copy first: comparing callables runs their __eq__, which may change the
+     * callbacks. Those added meanwhile are dropped with the removed ones, unless the
+     * handle was decided meanwhile (its callbacks then are scheduled already). */
+    PyObject *snapshot = callbacks_snapshot(h);
+    PyObject *kept = snapshot ? PyList_New(0) : NULL;
     if (!kept) goto error;
-    /* A copy first: comparing callables runs their __eq__, which may change the list. */
-    PyObject *snapshot = PyList_GetSlice(callbacks, 0, PyList_GET_SIZE(callbacks));
-    if (!snapshot) goto error;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(snapshot); i++) {
-        PyObject *entry = PyList_GET_ITEM(snapshot, i);
+        PyObject *entry = PyList_GET_ITEM(snapshot, i); /* the snapshot is ours */
         int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(entry, 0), fn, Py_EQ);
-        if (eq < 0) {
-            Py_DECREF(snapshot);
-            goto error;
-        }
-        if (eq) removed++;
-        else if (PyList_Append(kept, entry) < 0) {
-            Py_DECREF(snapshot);
-            goto error;
-        }
+        if (eq < 0 || (!eq && PyList_Append(kept, entry) < 0)) goto error;
+    }
+    Py_ssize_t removed = PyList_GET_SIZE(snapshot) - PyList_GET_SIZE(kept);
+    if (!handle_done(h)) {
+        /* The kept ones all go in the list (callback0 is only ever the first). */
+        PyObject *fn0 = h->callback0, *ctx0 = h->context0, *old = h->callbacks;
+        h->callback0 = h->context0 = NULL;
+        h->callbacks = Py_NewRef(kept);
+        Py_XDECREF(fn0); /* may run finalizers: the handle is consistent already */
+        Py_XDECREF(ctx0);
+        Py_XDECREF(old);
     }
     Py_DECREF(snapshot);
-    if (h->callbacks == callbacks && PyList_SetSlice(callbacks, 0, PyList_GET_SIZE(callbacks), kept) < 0)
-        goto error;
     Py_DECREF(kept);
-    Py_DECREF(callbacks);
     return PyLong_FromSsize_t(removed);
 error:
+    Py_XDECREF(snapshot);
     Py_XDECREF(kept);
-    Py_DECREF(callbacks);
     return NULL;
 }
 

@@ -48,17 +48,33 @@ Outcome *handle_current(Handle *h) {
     return h->outcome;
 }
 
-/* Register ``h`` (which has callbacks) with ``o``, or schedule them if ``o`` is decided. */
-int outcome_wait_on(Outcome *o, Handle *h) {
-    if (o->state != PENDING) {
-        handle_schedule_callbacks(h);
-        return 0;
+/* Put ``h`` (which has callbacks) in its current outcome's waiting list, or schedule its
+ * callbacks if that outcome is decided. Making the list may run the cyclic collector, and
+ * finalizers with it, which may decide or split the outcome: all is read again after it. */
+int outcome_wait_on(Handle *h) {
+    for (;;) {
+        Outcome *o = (Outcome *)Py_NewRef(handle_current(h));
+        if (o->state != PENDING) {
+            Py_DECREF(o);
+            handle_schedule_callbacks(h);
+            return 0;
+        }
+        if (o->waiting) {
+            /* Appending only reallocates the item array: it runs no Python code. */
+            int rc = PyList_Append(o->waiting, (PyObject *)h);
+            if (rc == 0) h->waiting = 1;
+            Py_DECREF(o);
+            return rc;
+        }
+        PyObject *list = PyList_New(0);
+        if (!list) {
+            Py_DECREF(o);
+            return -1;
+        }
+        if (!o->waiting && o->state == PENDING) o->waiting = list;
+        else Py_DECREF(list); /* empty: freeing it runs nothing */
+        Py_DECREF(o);
     }
-    if (!o->waiting) {
-        o->waiting = PyList_New(0);
-        if (!o->waiting) return -1;
-    }
-    return PyList_Append(o->waiting, (PyObject *)h);
 }
 
 /* ---- making handles ---------------------------------------------------------------- */
@@ -72,8 +88,9 @@ PyObject *make_record_handle(PyObject *outcome, long long delta, long long times
     h->delta = delta;
     h->timestamp_ms = timestamp_ms;
     h->sizes = sizes;
-    h->callbacks = h->cancel_message = h->metadata = h->weakreflist = NULL;
-    h->cancelled = h->blocking = 0;
+    h->callback0 = h->context0 = h->callbacks = NULL;
+    h->cancel_message = h->metadata = h->weakreflist = NULL;
+    h->cancelled = h->blocking = h->waiting = 0;
     PyObject_GC_Track(h); /* as a Future is: see the top of _handle.c */
     return (PyObject *)h;
 }
@@ -237,7 +254,7 @@ static PyObject *outcome_move_to(PyObject *op, PyObject *const *args, Py_ssize_t
     if (waiting) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
             Handle *h = (Handle *)Py_NewRef(PyList_GET_ITEM(waiting, i));
-            if (!h->cancelled && outcome_wait_on(handle_current(h), h) < 0) {
+            if (!h->cancelled && h->waiting && outcome_wait_on(h) < 0) {
                 Py_DECREF(h);
                 Py_DECREF(waiting);
                 return NULL;

@@ -29,11 +29,16 @@ struct Handle {
     Outcome *outcome;
     long long delta, timestamp_ms;
     unsigned long long sizes;
-    PyObject *callbacks;      /* list of (fn, context) tuples, or NULL */
+    /* Done callbacks, in the order added: the first in callback0/context0 (most
+     * handles never get another: no tuple, no list), then callbacks, a list of
+     * (fn, context) tuples, or NULL. Taken together when they are scheduled. */
+    PyObject *callback0, *context0;
+    PyObject *callbacks;
     PyObject *cancel_message; /* NULL or the message */
     PyObject *metadata;       /* cached result */
     PyObject *weakreflist;
     char cancelled, blocking;
+    char waiting; /* in its outcome's waiting list, its callbacks not taken yet */
 };
 
 static inline kernels_state *state_of(PyObject *obj) {
@@ -48,8 +53,9 @@ void handle_schedule_callbacks(Handle *h);
 void outcome_wake(Outcome *o);
 /* _wake.c: BatchOutcome._run_callbacks(entries, start), the loop callback outcome_wake schedules. */
 PyObject *outcome_run_callbacks(PyObject *op, PyObject *const *args, Py_ssize_t nargs);
-/* _outcome.c: register a handle with callbacks, or schedule them if ``o`` is decided. */
-int outcome_wait_on(Outcome *o, Handle *h);
+/* _outcome.c: put a handle with callbacks in its current outcome's waiting list, or
+ * schedule them if that outcome is decided; 0, or -1 with an error set. */
+int outcome_wait_on(Handle *h);
 /* _outcome.c: a new handle of ``outcome`` (exactly a BatchOutcome of this module) for the
  * record at offset ``delta``, with its timestamp and packed sizes (batch.pack_sizes). */
 PyObject *make_record_handle(PyObject *outcome, long long delta, long long timestamp_ms,

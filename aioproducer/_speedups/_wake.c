@@ -19,39 +19,50 @@
  * records runs their callbacks a slice at a time, so it never holds the loop. */
 #define WAKE_SLICE 512
 
+/* loop.call_soon(fn, h, context=ctx) for one of a handle's done callbacks; 0 to go on,
+ * -1 once the loop is closed (nothing would run the rest). */
+static int schedule_one(kernels_state *st, PyObject *loop, Handle *h, PyObject *fn, PyObject *ctx) {
+    PyObject *call[5] = {NULL, loop, fn, (PyObject *)h, ctx};
+    PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,
+                                            3 | PY_VECTORCALL_ARGUMENTS_OFFSET, st->context_kwnames);
+    if (r) {
+        Py_DECREF(r);
+        return 0;
+    }
+    /* The loop is closed: nothing will run them; the outcome stands. */
+    if (PyErr_ExceptionMatches(PyExc_RuntimeError)) {
+        PyErr_Clear();
+        return -1;
+    }
+    PyErr_WriteUnraisable((PyObject *)h);
+    return 0;
+}
+
+/* A handle's own done callbacks, each by loop.call_soon, once. */
+void handle_schedule_callbacks(Handle *h) {
+    /* Owned from here: a callback added while these are scheduled waits its turn. */
+    PyObject *fn0 = h->callback0, *ctx0 = h->context0, *callbacks = h->callbacks;
+    h->callback0 = h->context0 = h->callbacks = NULL;
+    h->waiting = 0;
+    if (!fn0 && !callbacks) return;
+    kernels_state *st = state_of((PyObject *)h);
+    PyObject *loop = Py_NewRef(h->outcome->loop);
+    int open = !fn0 || schedule_one(st, loop, h, fn0, ctx0) == 0;
+    for (Py_ssize_t i = 0; open && callbacks && i < PyList_GET_SIZE(callbacks); i++) {
+        /* re-read each time: the list is ours, but a callee may still hold it */
+        PyObject *entry = Py_NewRef(PyList_GET_ITEM(callbacks, i));
+        open = schedule_one(st, loop, h, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1)) == 0;
+        Py_DECREF(entry);
+    }
+    Py_DECREF(loop);
+    Py_XDECREF(fn0);
+    Py_XDECREF(ctx0);
+    Py_XDECREF(callbacks);
+}
+
 /* loop.call_soon(fn, arg, context=ctx), or without a context when ctx is NULL;
  * 0, or -1 with an error set. A closed loop (RuntimeError) is 0: nothing would
  * run the callback. */
-/* A handle's own done callbacks, each by loop.call_soon, once. */
-void handle_schedule_callbacks(Handle *h) {
-    PyObject *callbacks = h->callbacks;
-    if (!callbacks) return;
-    h->callbacks = NULL; /* owned now */
-    kernels_state *st = state_of((PyObject *)h);
-    PyObject *loop = Py_NewRef(h->outcome->loop);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(callbacks); i++) { /* re-read: the list is ours */
-        PyObject *entry = Py_NewRef(PyList_GET_ITEM(callbacks, i));
-        /* loop.call_soon(fn, handle, context=context) */
-        PyObject *call[5] = {NULL, loop, PyTuple_GET_ITEM(entry, 0), (PyObject *)h,
-                             PyTuple_GET_ITEM(entry, 1)};
-        PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,
-                                                3 | PY_VECTORCALL_ARGUMENTS_OFFSET, st->context_kwnames);
-        Py_DECREF(entry);
-        if (!r) {
-            /* The loop is closed: nothing will run them; the outcome stands. */
-            if (PyErr_ExceptionMatches(PyExc_RuntimeError)) {
-                PyErr_Clear();
-                break;
-            }
-            PyErr_WriteUnraisable((PyObject *)h);
-            continue;
-        }
-        Py_DECREF(r);
-    }
-    Py_DECREF(loop);
-    Py_DECREF(callbacks);
-}
-
 static int call_soon(kernels_state *st, PyObject *loop, PyObject *fn, PyObject *arg, PyObject *ctx) {
     PyObject *call[5] = {NULL, loop, fn, arg, ctx};
     PyObject *r = PyObject_VectorcallMethod(st->str_call_soon, call + 1,
@@ -94,6 +105,11 @@ static int schedule_run(Outcome *o, PyObject *entries, Py_ssize_t start) {
     return rc;
 }
 
+static int take_one(PyObject *entries, Handle *h, PyObject *fn, PyObject *ctx) {
+    return (PyList_Append(entries, (PyObject *)h) < 0 || PyList_Append(entries, fn) < 0 ||
+            PyList_Append(entries, ctx) < 0) ? -1 : 0;
+}
+
 /* The done callbacks of the waiting handles as (handle, fn, context) triples, taken
  * from the handles as a future's are when it is done; NULL with an error set (out of
  * memory), and then no handle has lost its callbacks.
@@ -106,22 +122,24 @@ static PyObject *take_callbacks(PyObject *waiting) {
     if (!entries) return NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) { /* the list is ours */
         Handle *h = (Handle *)PyList_GET_ITEM(waiting, i);
+        int failed = h->callback0 && take_one(entries, h, h->callback0, h->context0) < 0;
         PyObject *callbacks = h->callbacks;
-        if (!callbacks) continue;
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(callbacks); j++) {
+        for (Py_ssize_t j = 0; !failed && callbacks && j < PyList_GET_SIZE(callbacks); j++) {
             PyObject *entry = PyList_GET_ITEM(callbacks, j); /* (fn, context) */
-            if (PyList_Append(entries, (PyObject *)h) < 0 ||
-                PyList_Append(entries, PyTuple_GET_ITEM(entry, 0)) < 0 ||
-                PyList_Append(entries, PyTuple_GET_ITEM(entry, 1)) < 0) {
-                Py_DECREF(entries); /* the handles still hold every callback */
-                return NULL;
-            }
+            failed = take_one(entries, h, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1)) < 0;
+        }
+        if (failed) {
+            Py_DECREF(entries); /* the handles still hold every callback */
+            return NULL;
         }
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
         Handle *h = (Handle *)PyList_GET_ITEM(waiting, i);
-        /* entries holds every item of these tuples: freeing them runs no finalizer */
+        /* entries holds every callback and context: freeing these runs no finalizer */
+        Py_CLEAR(h->callback0);
+        Py_CLEAR(h->context0);
         Py_CLEAR(h->callbacks);
+        h->waiting = 0;
     }
     return entries;
 }

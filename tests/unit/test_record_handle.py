@@ -207,6 +207,43 @@ async def test_done_callbacks_run_on_the_loop_with_their_context(Outcome: Any) -
 
 
 @_async
+async def test_done_callbacks_keep_their_order_and_run_once_after_removals(Outcome: Any) -> None:
+    """The first callback is kept apart from the others (compiled): removing it, or
+    all of them, and adding more keeps the order they were added in, and a handle
+    left without callbacks and given new ones still runs each once."""
+    loop = asyncio.get_running_loop()
+    outcome = _outcome(Outcome, loop)
+    seen: list[str] = []
+
+    def cb(name: str) -> Any:
+        return lambda _h, name=name: seen.append(name)
+
+    a, b, c, d = (cb(n) for n in "abcd")
+    first = outcome.handle(0, 0, 1)
+    first.add_done_callback(a)
+    first.add_done_callback(b)
+    first.add_done_callback(c)
+    assert first.remove_done_callback(a) == 1
+    first.add_done_callback(d)
+    emptied = outcome.handle(1, 0, 1)
+    emptied.add_done_callback(a)
+    assert emptied.remove_done_callback(a) == 1
+    assert emptied.remove_done_callback(a) == 0
+    emptied.add_done_callback(b)  # its only callback now, after none
+    emptied.add_done_callback(c)
+    moved = outcome.handle(2, 0, 1)
+    moved.add_done_callback(a)
+    assert moved.remove_done_callback(a) == 1
+    moved.add_done_callback(d)
+    part = _outcome(Outcome, loop)
+    outcome.move_to([0], [part])  # every waiting handle goes to the part, once
+    part.complete(7)
+    await _turns()
+    assert seen == ["b", "c", "d", "b", "c", "d"]
+    assert [h.result().offset for h in (first, emptied, moved)] == [7, 8, 9]
+
+
+@_async
 async def test_a_split_batch_moves_each_record_to_its_part(Outcome: Any) -> None:
     loop = asyncio.get_running_loop()
     outcome = _outcome(Outcome, loop)
