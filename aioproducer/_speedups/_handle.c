@@ -245,7 +245,7 @@ static PyObject *handle_add_done_callback(PyObject *op, PyObject *const *args, P
                 Py_DECREF(ctx);
                 return NULL;
             }
-            if (h->callbacks) Py_DECREF(list); /* empty: freeing it runs nothing */
+            if (h->callbacks || handle_done(h)) Py_DECREF(list); /* empty: freeing it runs nothing */
             else h->callbacks = list;
         }
     }
@@ -283,36 +283,45 @@ static PyObject *handle_add_done_callback(PyObject *op, PyObject *const *args, P
     Py_RETURN_NONE;
 }
 
-/* The handle's done callbacks as one new list of (fn, context) tuples, first to last. */
-static PyObject *callbacks_snapshot(Handle *h) {
-    PyObject *first = NULL;
-    if (h->callback0) {
-        first = PyTuple_Pack(2, h->callback0, h->context0);
-        if (!first) return NULL;
-    }
-    /* Making the tuple may have run finalizers: the list is read after it. */
+/* Append the handle's done callbacks to ``flat`` as fn, context, fn, context... first to
+ * last; 0, or -1 out of memory. Appending only reallocates an item array: no Python code
+ * runs here, so this is the state at one moment. */
+static int append_callbacks(PyObject *flat, Handle *h) {
+    if (h->callback0 && (PyList_Append(flat, h->callback0) < 0 || PyList_Append(flat, h->context0) < 0))
+        return -1;
     PyObject *rest = h->callbacks;
-    PyObject *snapshot = rest ? PyList_GetSlice(rest, 0, PyList_GET_SIZE(rest)) : PyList_New(0);
-    if (!snapshot || (first && PyList_Insert(snapshot, 0, first) < 0)) Py_CLEAR(snapshot);
-    Py_XDECREF(first);
-    return snapshot;
+    for (Py_ssize_t i = 0; rest && i < PyList_GET_SIZE(rest); i++) {
+        PyObject *entry = PyList_GET_ITEM(rest, i); /* (fn, context) */
+        if (PyList_Append(flat, PyTuple_GET_ITEM(entry, 0)) < 0 ||
+            PyList_Append(flat, PyTuple_GET_ITEM(entry, 1)) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static PyObject *handle_remove_done_callback(PyObject *op, PyObject *fn) {
     Handle *h = (Handle *)op;
     if (!h->callback0 && (!h->callbacks || PyList_GET_SIZE(h->callbacks) == 0)) return PyLong_FromLong(0);
-    /* A copy first: comparing callables runs their __eq__, which may change the
-     * callbacks. Those added meanwhile are dropped with the removed ones, unless the
-     * handle was decided meanwhile (its callbacks then are scheduled already). */
-    PyObject *snapshot = callbacks_snapshot(h);
-    PyObject *kept = snapshot ? PyList_New(0) : NULL;
-    if (!kept) goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(snapshot); i++) {
-        PyObject *entry = PyList_GET_ITEM(snapshot, i); /* the snapshot is ours */
-        int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(entry, 0), fn, Py_EQ);
-        if (eq < 0 || (!eq && PyList_Append(kept, entry) < 0)) goto error;
+    /* A copy first, taken after making its list (which may run the collector, and
+     * finalizers that change the callbacks): comparing callables runs their __eq__,
+     * which may change them too. As in the reference, the kept ones then replace them
+     * all (those added meanwhile are dropped), unless the handle was decided meanwhile
+     * (its callbacks then are scheduled already). */
+    PyObject *kept = NULL, *snapshot = PyList_New(0);
+    if (!snapshot || append_callbacks(snapshot, h) < 0 || !(kept = PyList_New(0))) goto error;
+    for (Py_ssize_t i = 0; i + 1 < PyList_GET_SIZE(snapshot); i += 2) { /* the snapshot is ours */
+        PyObject *cb = PyList_GET_ITEM(snapshot, i), *ctx = PyList_GET_ITEM(snapshot, i + 1);
+        int eq = PyObject_RichCompareBool(cb, fn, Py_EQ);
+        if (eq < 0) goto error;
+        if (!eq) {
+            PyObject *entry = PyTuple_Pack(2, cb, ctx);
+            int rc = entry ? PyList_Append(kept, entry) : -1;
+            Py_XDECREF(entry);
+            if (rc < 0) goto error;
+        }
     }
-    Py_ssize_t removed = PyList_GET_SIZE(snapshot) - PyList_GET_SIZE(kept);
+    Py_ssize_t removed = PyList_GET_SIZE(snapshot) / 2 - PyList_GET_SIZE(kept);
+    /* Nothing allocates between this check and the swap. */
     if (!handle_done(h)) {
         /* The kept ones all go in the list (callback0 is only ever the first). */
         PyObject *fn0 = h->callback0, *ctx0 = h->context0, *old = h->callbacks;

@@ -50,9 +50,11 @@ Outcome *handle_current(Handle *h) {
 
 /* Put ``h`` (which has callbacks) in its current outcome's waiting list, or schedule its
  * callbacks if that outcome is decided. Making the list may run the cyclic collector, and
- * finalizers with it, which may decide or split the outcome: all is read again after it. */
+ * finalizers with it, which may decide or split the outcome, or add a callback to ``h`` and
+ * so register it: all is read again after it. */
 int outcome_wait_on(Handle *h) {
     for (;;) {
+        if (h->waiting) return 0; /* registered meanwhile (it is in one waiting list only) */
         Outcome *o = (Outcome *)Py_NewRef(handle_current(h));
         if (o->state != PENDING) {
             Py_DECREF(o);
@@ -252,16 +254,21 @@ static PyObject *outcome_move_to(PyObject *op, PyObject *const *args, Py_ssize_t
     PyObject *waiting = o->waiting;
     o->waiting = NULL;
     if (waiting) {
+        /* Each waiting handle goes to the part its record is in now. The old list is
+         * dropped, so a handle is in no list until it is put in its part's. */
+        int failed = 0;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(waiting); i++) {
             Handle *h = (Handle *)Py_NewRef(PyList_GET_ITEM(waiting, i));
-            if (!h->cancelled && h->waiting && outcome_wait_on(h) < 0) {
-                Py_DECREF(h);
-                Py_DECREF(waiting);
-                return NULL;
+            if (h->waiting) {
+                h->waiting = 0;
+                /* Out of memory: the rest stay unregistered, and a later callback of theirs
+                 * registers them (their callbacks are kept). */
+                if (!failed && !h->cancelled && outcome_wait_on(h) < 0) failed = 1;
             }
             Py_DECREF(h);
         }
         Py_DECREF(waiting);
+        if (failed) return NULL;
     }
     Py_RETURN_NONE;
 }

@@ -438,6 +438,10 @@ class RecordHandlePy:
         """Call ``fn(handle)`` on the handle's loop once it is done (at once if it is)."""
         if context is None:
             context = contextvars.copy_context()
+        # Every allocation first: one may run the cyclic collector, and finalizers that
+        # decide the outcome or add a callback. From the checks on, nothing allocates.
+        entry = (fn, context)
+        fresh: list[tuple[Callable[[Any], object], contextvars.Context | None]] = [entry]
         outcome = self._outcome
         if outcome._state == _MOVED:
             outcome = self._current()[0]
@@ -446,10 +450,10 @@ class RecordHandlePy:
             return
         callbacks = self._callbacks
         if callbacks is None:
-            self._callbacks = [(fn, context)]
+            self._callbacks = fresh
             outcome._waiting.append(self)  # pending: _wait's first case
         else:
-            callbacks.append((fn, context))
+            callbacks.append(entry)
 
     def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
         """Remove every registration of ``fn``; how many there were."""

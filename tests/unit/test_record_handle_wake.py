@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -291,4 +292,102 @@ def test_a_collection_while_a_batch_is_woken_loses_no_callback(Outcome: Any, gar
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok"), done.stdout
+
+
+GC_DURING_CALLBACKS = """
+import asyncio, gc, sys
+from aioproducer._speedups import kernels
+from aioproducer.engine.batch import RecordMetadata
+from aioproducer.engine.record_handle import BatchOutcomePy
+
+Outcome = BatchOutcomePy if sys.argv[1] == "pure" else kernels.BatchOutcome
+scenario, k = sys.argv[2], int(sys.argv[3])
+loop = asyncio.new_event_loop()
+outcome = Outcome(loop, "t", 0, RecordMetadata)
+h = outcome.handle(0, 0, 0)
+ran = []
+SENTINEL = object()
+
+def cb(name):
+    return lambda _h: ran.append(name)
+
+class Gone:  # equal to SENTINEL only: the hook's remove_done_callback takes it
+    def __call__(self, _h):
+        ran.append("gone")
+    def __eq__(self, other):
+        return other is SENTINEL
+    __hash__ = object.__hash__
+
+if scenario == "add":  # a callback added while the first one is being added
+    action = lambda: h.add_done_callback(cb("b"))
+    call = lambda: h.add_done_callback(cb("a"))
+else:  # the callbacks change while remove_done_callback copies and compares them
+    h.add_done_callback(Gone() if scenario == "remove" else cb("a"))
+    h.add_done_callback(cb("b"))
+    action = {
+        "cancel": h.cancel,
+        "complete": lambda: outcome.complete(1),
+        "remove": lambda: h.remove_done_callback(SENTINEL),
+    }[scenario]
+    call = lambda: h.remove_done_callback(print)
+armed, fired, collections = [False], [], [0]
+def hook(phase, info):  # Python code the collector runs, as a finalizer would
+    if phase == "start":
+        collections[0] += 1
+        if armed[0]:
+            armed[0] = False
+            fired.append(action())
+gc.callbacks.append(hook)
+# Empty the free lists of lists and pairs, so that making one allocates (and may collect).
+drained = [[] for _ in range(200)], [(i, -i) for i in range(3000)]
+class X:
+    pass
+junk, keep, T = [], [None] * 16, 10
+gc.collect()
+gc.set_threshold(T)
+while True:  # allocate until the collector runs: its count of allocations is 0 then
+    seen = collections[0]
+    junk.append(X())
+    if collections[0] != seen:
+        break
+for i in range(T - k + 1):  # the k-th tracked allocation from here collects
+    keep[i] = X()
+armed[0] = True
+call()
+armed[0] = False
+gc.set_threshold(700)
+gc.callbacks.remove(hook)
+if not outcome.decided:
+    outcome.complete(5)
+for _ in range(3):
+    loop.run_until_complete(asyncio.sleep(0))
+# Each callback runs once; one removed may come back only as the reference lets it
+# (remove_done_callback's kept ones replace all, as a list assignment would).
+added = scenario != "add" or bool(fired)  # b, unless the call made fewer collections
+assert ran.count("b") == added and ran.count("a") == (scenario != "remove"), ran
+assert ran.count("gone") <= 1, ran
+print("ok", bool(fired), ran)
+"""
+
+
+@pytest.mark.parametrize("scenario", ["add", "cancel", "complete", "remove"])
+@pytest.mark.parametrize("k", range(1, 5))
+def test_a_collection_while_callbacks_change_runs_each_once(
+    Outcome: Any, scenario: str, k: int
+) -> None:
+    """On 3.10 and 3.11 allocating a container may run the collector, whose hooks
+    (or finalizers) may add or remove a callback, cancel the handle or decide its
+    batch in the middle of add_done_callback or remove_done_callback. Nothing freed
+    is used (the debug allocator poisons freed memory) and each callback runs once."""
+    twin = "pure" if Outcome is BatchOutcomePy else "compiled"
+    done = subprocess.run(
+        [sys.executable, "-c", GC_DURING_CALLBACKS, twin, scenario, str(k)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONMALLOC": "debug"},
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
     assert done.stdout.startswith("ok"), done.stdout
