@@ -22,10 +22,9 @@ Used by ``python -m benchmarks.web_load --profile DIR``. For each run:
   service on CPU time with its whole stack, C and Python together (the service
   runs with ``-X perf_jit``, which gives each Python frame a symbol perf can
   unwind through). No signal handler is involved, so each sample lands in the
-  function that was running: the ``ITIMER_PROF`` handler only runs at the next
-  check of the interpreter's eval breaker, so the C work before it (a
-  collection of the cyclic collector, say) lands in whatever frame checks next,
-  often the start of a coroutine. Attributed the same way (``perf`` shares).
+  function that was running, where the ``ITIMER_PROF`` handler only runs at the
+  interpreter's next check of its eval breaker and charges the C work before it
+  to whichever frame checks. Attributed the same way (``perf`` shares).
 * CPU seconds of the service, the broker (the process listening on the
   bootstrap port, read from ``/proc``) and the load generator over the run.
 * In the service: Produce requests, batches and records (counted by wrapping
