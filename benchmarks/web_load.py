@@ -251,12 +251,7 @@ def run_once(
             raise RuntimeError(f"the load generator failed: {proc.stderr[-2000:]}")
         result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            rest, _ = server.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            rest, _ = server.communicate()
+        rest, _ = web_profile.stop(server, signal.SIGTERM, 60)
         if args.perf:
             web_profile.remove_jit_dump(server.pid)
     if profiling:

@@ -102,6 +102,16 @@ def shares(counts: collections.Counter[str]) -> dict[str, float]:
     return {c: (counts[c] / total if total else float("nan")) for c in CATEGORIES}
 
 
+def stop(proc: subprocess.Popen[str], sig: int, timeout: float) -> tuple[str, str]:
+    """Send ``sig`` to ``proc`` and collect its output; killed if it has not exited in ``timeout`` s."""
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
 @contextmanager
 def py_spy(pid: int, output: Path) -> Iterator[None]:
     """Sample ``pid`` with py-spy for the block; the raw stacks land in ``output``."""
@@ -123,12 +133,7 @@ def py_spy(pid: int, output: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-        try:
-            _, err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
+        _, err = stop(proc, signal.SIGINT, 60)  # py-spy writes its output on SIGINT
         if not output.exists():
             raise RuntimeError(f"py-spy wrote no profile (exit {proc.returncode}): {err[-500:]}")
 
@@ -185,12 +190,7 @@ def perf_record(pid: int, output: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            _, err = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
+        _, err = stop(proc, signal.SIGINT, 120)  # perf writes its data on SIGINT
     try:
         if not data.exists():
             raise RuntimeError(f"perf wrote no profile (exit {proc.returncode}): {err[-500:]}")
