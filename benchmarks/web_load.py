@@ -297,8 +297,13 @@ def profiling_context(
         broker and web_profile.cpu_seconds(broker),
         resource.getrusage(resource.RUSAGE_CHILDREN),
     )
+    producer_dir = web_profile.package_dir(run_id.split("-", 1)[0])
     folded = raw.with_suffix(".perf.raw")
-    perf = web_profile.perf_record(pid, folded) if args.perf else contextlib.nullcontext()
+    perf = (
+        web_profile.perf_record(pid, folded, producer_dir)
+        if args.perf
+        else contextlib.nullcontext()
+    )
     with web_profile.py_spy(pid, raw), perf:
         yield
         after = (
@@ -306,7 +311,6 @@ def profiling_context(
             broker and web_profile.cpu_seconds(broker),
             resource.getrusage(resource.RUSAGE_CHILDREN),
         )
-    producer_dir = web_profile.package_dir(run_id.split("-", 1)[0])
     counts = web_profile.attribute(raw.read_text(), producer_dir)
     if args.perf:
         on_cpu = web_profile.attribute(folded.read_text(), producer_dir)

@@ -24,7 +24,16 @@ Used by ``python -m benchmarks.web_load --profile DIR``. For each run:
   unwind through). No signal handler is involved, so each sample lands in the
   function that was running, where the ``ITIMER_PROF`` handler only runs at the
   interpreter's next check of its eval breaker and charges the C work before it
-  to whichever frame checks. Attributed the same way (``perf`` shares).
+  to whichever frame checks. Attributed the same way (``perf`` shares), with
+  one addition: the producer package's compiled frames (its extension modules)
+  are kept, and a sample whose innermost frame, Python or the package's
+  compiled code, is such a frame is the producer's. That is the work of a
+  compiled method called from outside the package (a record handle's
+  ``result()`` from the handler, ``add_done_callback`` from ``asyncio.wait``),
+  which has no Python frame of the package. The Python code such a method calls
+  back (a done callback run for a batch) stays its own: asyncio runs an
+  ``asyncio.Future``'s callbacks as loop callbacks, outside the code that
+  resolved the future.
 * CPU seconds of the service, the broker (the process listening on the
   bootstrap port, read from ``/proc``) and the load generator over the run.
 * In the service: Produce requests, batches and records (counted by wrapping
@@ -65,13 +74,23 @@ def package_dir(impl: str) -> str:
     return str(Path(next(iter(spec.submodule_search_locations))).resolve()) + os.sep
 
 
+def _compiled(path: str) -> bool:
+    """A frame of an extension module (perf's folded stacks keep the producer's)."""
+    return path.endswith((".so", ".pyd"))
+
+
 def _category(frames: list[tuple[str, str]], producer_dir: str) -> str:
-    for func, path in frames:
+    python = [(func, path) for func, path in frames if not _compiled(path)]
+    for func, path in python:
         if path.startswith(producer_dir) and func != "check_topic":
             return "producer"
         if func.startswith("AiokafkaAdapter."):  # the aiokafka side's two-line shim
             return "producer"
-    func, path = frames[-1] if frames else ("", "")
+    # The package's compiled code, innermost: its own work (and CPython's for
+    # it), not the Python code it calls back.
+    if frames and _compiled(frames[-1][1]) and frames[-1][1].startswith(producer_dir):
+        return "producer"
+    func, path = python[-1] if python else ("", "")
     if any(p in path for p in ("/aiohttp/", "/multidict/", "/yarl/")):
         return "aiohttp"
     if "/asyncio/" in path or path.endswith("/selectors.py"):
@@ -142,7 +161,10 @@ PERF_RATE = 199
 # Where CPython's perf_jit writes its jitdump (a fixed path), and perf inject its .so files.
 JIT_DIR = Path("/tmp")
 # py::qualname:path, a Python frame's symbol under -X perf_jit (perf inject --jit)
-_PERF_PY = re.compile(r"py::(?P<func>[^:]+):(?P<file>.+?)(?:\+0x[0-9a-f]+)?$")
+_PERF_PY = re.compile(r"^py::(?P<func>[^:]+):(?P<file>.+?)(?:\+0x[0-9a-f]+)?$")
+# A `perf script -F ip,sym,dso` line: address, symbol, and its object in brackets
+# ("inlined" for a frame inlined into the next line's function, at the same address).
+_PERF_LINE = re.compile(r"^\s*(?P<ip>[0-9a-f]+) (?P<sym>.*?)(?: \((?P<dso>[^()]*)\))?$")
 
 
 def perf_unavailable() -> str | None:
@@ -159,25 +181,33 @@ def perf_env() -> dict[str, str]:
     return {"PYTHON_PERF_JIT_SUPPORT": "1"}
 
 
-def fold_perf_script(text: str) -> str:
-    """``perf script -F ip,sym`` stacks as py-spy's raw format (Python frames, root first)."""
+def fold_perf_script(text: str, keep: str | None = None) -> str:
+    """``perf script -F ip,sym,dso`` stacks as py-spy's raw format, root first: the
+    Python frames, and the compiled ones of objects under the directory ``keep``
+    (as ``symbol (object path:0)``)."""
     stacks: collections.Counter[str] = collections.Counter()
     for block in text.split("\n\n"):
+        lines = [m for m in map(_PERF_LINE.match, block.splitlines()) if m]
         frames = []
-        for line in block.splitlines():
-            parts = line.split(None, 1)
-            m = _PERF_PY.search(parts[1]) if len(parts) == 2 else None
+        for i, line in enumerate(lines):
+            sym, dso = line["sym"], line["dso"]
+            if dso == "inlined":  # the object is on the next line of the same address
+                nxt = next((n for n in lines[i + 1 :] if n["dso"] != "inlined"), None)
+                dso = nxt["dso"] if nxt is not None and nxt["ip"] == line["ip"] else None
+            m = _PERF_PY.match(sym)
             if m:
                 frames.append(f"{m['func']} ({m['file']}:0)")
-        if block.strip():
+            elif keep and dso and dso.startswith(keep):
+                frames.append(f"{sym.split('+0x', 1)[0]} ({dso}:0)")
+        if lines:
             stacks[";".join(reversed(frames)) or "<no python frame> (?:0)"] += 1
     return "".join(f"{stack} {n}\n" for stack, n in stacks.items())
 
 
 @contextmanager
-def perf_record(pid: int, output: Path) -> Iterator[None]:
+def perf_record(pid: int, output: Path, keep: str | None = None) -> Iterator[None]:
     """Sample ``pid`` (started with :func:`perf_env`) with ``perf record`` for the block;
-    its stacks, folded, land in ``output``."""
+    its stacks, folded with the compiled frames of objects under ``keep``, land in ``output``."""
     data = output.with_suffix(".perf.data")
     injected = output.with_suffix(".jit.data")
     cmd = ["perf", "record", "-k", "1", "-F", str(PERF_RATE), "--call-graph", "dwarf,32768"]
@@ -201,13 +231,13 @@ def perf_record(pid: int, output: Path) -> Iterator[None]:
             timeout=600,
         )
         script = subprocess.run(
-            ["perf", "script", "-F", "ip,sym", "-i", str(injected)],
+            ["perf", "script", "-F", "ip,sym,dso", "-i", str(injected)],
             check=True,
             capture_output=True,
             text=True,
             timeout=600,
         )
-        output.write_text(fold_perf_script(script.stdout))
+        output.write_text(fold_perf_script(script.stdout, keep))
     finally:
         data.unlink(missing_ok=True)
         injected.unlink(missing_ok=True)
